@@ -1,0 +1,18 @@
+/* libmpilens-annotate: the annotation API as empty functions, for linking annotated programs.
+ * When the program runs under mpilens, the runtime (preloaded first) provides the real ones. */
+#include "mpilens.h"
+
+#include <stddef.h>
+
+void mpilens_region_begin(const char *name) { (void)name; }
+void mpilens_region_end(const char *name) { (void)name; }
+
+/* Fortran manglings: CALL MPILENS_REGION_BEGIN('name') passes the length as a hidden argument. */
+static void f_region(const char *name, size_t len) { (void)name, (void)len; }
+#define ALIAS(name) void name(const char *, size_t) __attribute__((alias("f_region")));
+ALIAS(mpilens_region_begin_)
+ALIAS(mpilens_region_begin__)
+ALIAS(MPILENS_REGION_BEGIN)
+ALIAS(mpilens_region_end_)
+ALIAS(mpilens_region_end__)
+ALIAS(MPILENS_REGION_END)

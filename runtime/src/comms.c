@@ -1,0 +1,136 @@
+/* Communicator facts the byte expressions and the point-to-point matrix need (size, rank,
+ * intercommunicator, world ranks of the peer group), computed once per communicator.
+ * Lookups take no lock; a new communicator is added under a mutex, at its first use. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ml.h"
+
+#define CAP 4096u /* communicators known at once; more are measured without the cache */
+#define EMPTY ((uintptr_t)0)
+#define TOMB (~(uintptr_t)0)
+
+static ml_comm_t table[CAP];
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+static uintptr_t key_of(MPI_Comm comm)
+{
+    uintptr_t k = (uintptr_t)comm;
+    return k == EMPTY || k == TOMB ? k ^ 1u : k;
+}
+
+static uint32_t slot_of(uintptr_t k)
+{
+    return (uint32_t)(((uint64_t)k * 0x9E3779B97F4A7C15ull) >> 52) & (CAP - 1);
+}
+
+static int fill(ml_comm_t *c, MPI_Comm comm)
+{
+    PMPI_Comm_size(comm, &c->size);
+    PMPI_Comm_rank(comm, &c->rank);
+    PMPI_Comm_test_inter(comm, &c->is_inter);
+    c->remote_size = 0;
+    c->indeg = c->outdeg = -1;
+    MPI_Group peers, world;
+    if (c->is_inter) {
+        PMPI_Comm_remote_size(comm, &c->remote_size);
+        PMPI_Comm_remote_group(comm, &peers);
+    } else {
+        PMPI_Comm_group(comm, &peers);
+    }
+    const int n = c->is_inter ? c->remote_size : c->size;
+    c->world = malloc((size_t)n * 2 * sizeof(int));
+    if (c->world == NULL) return -1;
+    int *ranks = c->world + n;
+    for (int i = 0; i < n; i++) ranks[i] = i;
+    PMPI_Comm_group(MPI_COMM_WORLD, &world);
+    /* ranks outside MPI_COMM_WORLD (spawned or connected jobs) come back MPI_UNDEFINED */
+    PMPI_Group_translate_ranks(peers, n, ranks, world, c->world);
+    for (int i = 0; i < n; i++)
+        if (c->world[i] == MPI_UNDEFINED) c->world[i] = -1;
+    PMPI_Group_free(&peers);
+    PMPI_Group_free(&world);
+    return 0;
+}
+
+const ml_comm_t *ml_comm_get(MPI_Comm comm)
+{
+    if (comm == MPI_COMM_NULL) return NULL;
+    const uintptr_t k = key_of(comm);
+    uint32_t i = slot_of(k);
+    for (uint32_t probe = 0; probe < CAP; probe++, i = (i + 1) & (CAP - 1)) {
+        const uintptr_t have = __atomic_load_n(&table[i].key, __ATOMIC_ACQUIRE);
+        if (have == k) return &table[i];
+        if (have == EMPTY) break;
+    }
+    /* first use: add it */
+    pthread_mutex_lock(&lock);
+    ml_comm_t *free_slot = NULL;
+    i = slot_of(k);
+    for (uint32_t probe = 0; probe < CAP; probe++, i = (i + 1) & (CAP - 1)) {
+        const uintptr_t have = table[i].key;
+        if (have == k) {
+            pthread_mutex_unlock(&lock);
+            return &table[i];
+        }
+        if (have == TOMB && free_slot == NULL) free_slot = &table[i];
+        if (have == EMPTY) {
+            if (free_slot == NULL) free_slot = &table[i];
+            break;
+        }
+    }
+    const ml_comm_t *result = NULL;
+    if (free_slot != NULL && fill(free_slot, comm) == 0) {
+        __atomic_store_n(&free_slot->key, k, __ATOMIC_RELEASE);
+        result = free_slot;
+    }
+    pthread_mutex_unlock(&lock);
+    return result;
+}
+
+void ml_comm_forget(MPI_Comm comm)
+{
+    if (comm == MPI_COMM_NULL) return;
+    const uintptr_t k = key_of(comm);
+    pthread_mutex_lock(&lock);
+    uint32_t i = slot_of(k);
+    for (uint32_t probe = 0; probe < CAP; probe++, i = (i + 1) & (CAP - 1)) {
+        if (table[i].key == EMPTY) break;
+        if (table[i].key == k) {
+            __atomic_store_n(&table[i].key, TOMB, __ATOMIC_RELEASE);
+            free(table[i].world);
+            table[i].world = NULL;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+void ml_comm_neighbors(MPI_Comm comm, int *indeg, int *outdeg)
+{
+    ml_comm_t *c = (ml_comm_t *)ml_comm_get(comm);
+    if (c == NULL) {
+        *indeg = *outdeg = 0;
+        return;
+    }
+    if (c->indeg < 0) {
+        /* neighbourhood collectives address one buffer slot per neighbour */
+        int topo = MPI_UNDEFINED, in = 0, out = 0, weighted = 0;
+        PMPI_Topo_test(comm, &topo);
+        if (topo == MPI_CART) {
+            int ndims = 0;
+            PMPI_Cartdim_get(comm, &ndims);
+            in = out = 2 * ndims;
+        } else if (topo == MPI_GRAPH) {
+            PMPI_Graph_neighbors_count(comm, c->rank, &in);
+            out = in;
+        } else if (topo == MPI_DIST_GRAPH) {
+            PMPI_Dist_graph_neighbors_count(comm, &in, &out, &weighted);
+        }
+        c->outdeg = out;
+        __atomic_store_n(&c->indeg, in, __ATOMIC_RELEASE);
+    }
+    *indeg = c->indeg;
+    *outdeg = c->outdeg;
+}

@@ -1,0 +1,408 @@
+/* Fortran side of the runtime: finding the MPI library's own Fortran entry points and sentinels,
+ * and the hand-written Fortran wrappers (process lifetime and request completion). */
+#include <ctype.h>
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "completion.h"
+#include "ml_fortran.h"
+
+void *ml_fortran_resolve(const char *name)
+{
+    char sym[128];
+    const char *forms[] = {"p%s_", "p%s__", "p%s", "P%s"};
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+        snprintf(sym, sizeof sym, forms[i], name);
+        if (i == 3)
+            for (char *c = sym; *c; c++) *c = (char)toupper((unsigned char)*c);
+        void *f = dlsym(RTLD_NEXT, sym);
+        if (f != NULL) return f;
+    }
+    /* The application called a Fortran MPI routine that no library after mpilens defines: it
+     * could not have run without mpilens either. */
+    fprintf(stderr, "mpilens: the MPI library has no Fortran entry point for %s\n", name);
+    abort();
+}
+
+/* ------------------------------------------------------------------------------- sentinels */
+static const void *lookup_any(const char *const *names)
+{
+    for (; *names; names++) {
+        void *p = dlsym(RTLD_DEFAULT, *names);
+        if (p != NULL) return p;
+    }
+    return NULL;
+}
+
+#if defined(OPEN_MPI)
+/* Open MPI: the sentinels are common blocks of libmpi. */
+static const void *in_place_addr(void)
+{
+    static const void *p;
+    static const char *const names[] = {"mpi_fortran_in_place_", "mpi_fortran_in_place__", "mpi_fortran_in_place",
+                                        "MPI_FORTRAN_IN_PLACE", NULL};
+    if (p == NULL) p = lookup_any(names);
+    return p;
+}
+static const void *bottom_addr(void)
+{
+    static const void *p;
+    static const char *const names[] = {"mpi_fortran_bottom_", "mpi_fortran_bottom__", "mpi_fortran_bottom",
+                                        "MPI_FORTRAN_BOTTOM", NULL};
+    if (p == NULL) p = lookup_any(names);
+    return p;
+}
+#elif defined(MPICH)
+/* MPICH: its Fortran library records the common-block addresses when Fortran MPI_Init runs. */
+static const void *in_place_addr(void)
+{
+    static void *const *slot;
+    static const char *const names[] = {"MPIR_F_MPI_IN_PLACE", NULL};
+    if (slot == NULL) slot = lookup_any(names);
+    return slot ? *slot : NULL;
+}
+static const void *bottom_addr(void)
+{
+    static void *const *slot;
+    static const char *const names[] = {"MPIR_F_MPI_BOTTOM", NULL};
+    if (slot == NULL) slot = lookup_any(names);
+    return slot ? *slot : NULL;
+}
+#else
+static const void *in_place_addr(void) { return NULL; }
+static const void *bottom_addr(void) { return NULL; }
+#endif
+
+const void *ml_fbuf(const void *p)
+{
+    if (p != NULL && p == in_place_addr()) return MPI_IN_PLACE;
+    if (p != NULL && p == bottom_addr()) return MPI_BOTTOM;
+    return p;
+}
+
+int ml_f_status_ignore(const void *p) { return p == (const void *)MPI_F_STATUS_IGNORE; }
+int ml_f_statuses_ignore(const void *p) { return p == (const void *)MPI_F_STATUSES_IGNORE; }
+
+/* ------------------------------------------------------------------------------- lifetime */
+#define REAL(name, type) \
+    static type real;    \
+    if (real == NULL) real = (type)ml_fortran_resolve(name)
+
+typedef void (*f1_t)(void *);
+typedef void (*f2_t)(void *, void *);
+typedef void (*f3_t)(void *, void *, void *);
+typedef void (*f4_t)(void *, void *, void *, void *);
+typedef void (*f5_t)(void *, void *, void *, void *, void *);
+typedef void (*f6_t)(void *, void *, void *, void *, void *, void *);
+
+static void f_init(MPI_Fint *ierr)
+{
+    REAL("mpi_init", f1_t);
+    const uint64_t t0 = ml_now();
+    real(ierr);
+    if (*ierr == MPI_SUCCESS) {
+        int provided = MPI_THREAD_SINGLE;
+        PMPI_Query_thread(&provided);
+        ml_init_after_mpi_init(provided, t0);
+    }
+}
+ML_FORTRAN_NAMES(f_init, mpi_init, MPI_INIT)
+
+static void f_init_thread(MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierr)
+{
+    REAL("mpi_init_thread", f3_t);
+    const uint64_t t0 = ml_now();
+    real(required, provided, ierr);
+    if (*ierr == MPI_SUCCESS) ml_init_after_mpi_init(*provided, t0);
+}
+ML_FORTRAN_NAMES(f_init_thread, mpi_init_thread, MPI_INIT_THREAD)
+
+static void f_finalize(MPI_Fint *ierr)
+{
+    REAL("mpi_finalize", f1_t);
+    ml_finalize_before_mpi_finalize();
+    real(ierr);
+}
+ML_FORTRAN_NAMES(f_finalize, mpi_finalize, MPI_FINALIZE)
+
+static void f_abort(MPI_Fint *comm, MPI_Fint *errorcode, MPI_Fint *ierr)
+{
+    REAL("mpi_abort", f3_t);
+    ml_abort_dump();
+    real(comm, errorcode, ierr);
+}
+ML_FORTRAN_NAMES(f_abort, mpi_abort, MPI_ABORT)
+
+static void f_pcontrol(MPI_Fint *level)
+{
+    ml_pcontrol(*level);
+}
+ML_FORTRAN_NAMES(f_pcontrol, mpi_pcontrol, MPI_PCONTROL)
+
+/* ------------------------------------------------------------------------------- completion */
+static const MPI_Status *c_status(const MPI_Fint *fst, MPI_Status *out)
+{
+    if (ml_f_status_ignore(fst)) return NULL;
+    PMPI_Status_f2c(fst, out);
+    return out;
+}
+
+static void f_wait(MPI_Fint *request, MPI_Fint *status, MPI_Fint *ierr)
+{
+    REAL("mpi_wait", f3_t);
+    ml_thread_t *const t = ml_enter();
+    if (ML_UNLIKELY(t == NULL)) {
+        real(request, status, ierr);
+        return;
+    }
+    ml_req_t *const e = ml_req_find(PMPI_Request_f2c(*request));
+    MPI_Fint local[ML_F_STATUS_MAX];
+    if (e != NULL && ml_needs_status(e) && ml_f_status_ignore(status)) status = local;
+    const uint64_t t0 = ml_now();
+    real(request, status, ierr);
+    const uint64_t t1 = ml_now();
+    if (*ierr == MPI_SUCCESS && e != NULL) {
+        MPI_Status cs;
+        ml_req_complete(t, e, c_status(status, &cs));
+    }
+    ml_leave(t, ML_FN_MPI_Wait, t0, t1);
+}
+ML_FORTRAN_NAMES(f_wait, mpi_wait, MPI_WAIT)
+
+static void f_test(MPI_Fint *request, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr)
+{
+    REAL("mpi_test", f4_t);
+    ml_thread_t *const t = ml_enter();
+    if (ML_UNLIKELY(t == NULL)) {
+        real(request, flag, status, ierr);
+        return;
+    }
+    ml_req_t *const e = ml_req_find(PMPI_Request_f2c(*request));
+    MPI_Fint local[ML_F_STATUS_MAX];
+    if (e != NULL && ml_needs_status(e) && ml_f_status_ignore(status)) status = local;
+    const uint64_t t0 = ml_now();
+    real(request, flag, status, ierr);
+    const uint64_t t1 = ml_now();
+    if (*ierr == MPI_SUCCESS && *flag && e != NULL) {
+        MPI_Status cs;
+        ml_req_complete(t, e, c_status(status, &cs));
+    }
+    ml_leave(t, ML_FN_MPI_Test, t0, t1);
+}
+ML_FORTRAN_NAMES(f_test, mpi_test, MPI_TEST)
+
+/* Look up n Fortran requests; returns the statuses array to pass on (scratch when needed). */
+static MPI_Fint *lookup_fortran(ml_thread_t *t, int n, const MPI_Fint *requests, MPI_Fint *statuses, int single)
+{
+    ml_scratch_reserve(t, (size_t)(n > 0 ? n : 1));
+    for (int i = 0; i < n; i++) t->scratch_req[i] = PMPI_Request_f2c(requests[i]);
+    const int need = ml_lookup_all(t, n, t->scratch_req, MPI_STATUSES_IGNORE) != MPI_STATUSES_IGNORE;
+    const int ignored = single ? ml_f_status_ignore(statuses) : ml_f_statuses_ignore(statuses);
+    return need && ignored ? t->scratch_fstatus : statuses;
+}
+
+static void complete_fortran(ml_thread_t *t, int i, const MPI_Fint *statuses, int slot, MPI_Fint ierr)
+{
+    ml_req_t *e = t->scratch_ent[i];
+    if (e == NULL) return;
+    MPI_Status cs;
+    const MPI_Status *s = ml_f_statuses_ignore(statuses) ? NULL : c_status(statuses + slot * ML_F_STATUS_SIZE, &cs);
+    if (ierr == MPI_ERR_IN_STATUS && s != NULL && s->MPI_ERROR != MPI_SUCCESS) return;
+    ml_req_complete(t, e, s);
+}
+
+static void f_waitall(MPI_Fint *count, MPI_Fint *requests, MPI_Fint *statuses, MPI_Fint *ierr)
+{
+    REAL("mpi_waitall", f4_t);
+    ml_thread_t *const t = ml_enter();
+    if (ML_UNLIKELY(t == NULL)) {
+        real(count, requests, statuses, ierr);
+        return;
+    }
+    const int n = *count;
+    statuses = lookup_fortran(t, n, requests, statuses, 0);
+    const uint64_t t0 = ml_now();
+    real(count, requests, statuses, ierr);
+    const uint64_t t1 = ml_now();
+    if (*ierr == MPI_SUCCESS || *ierr == MPI_ERR_IN_STATUS)
+        for (int i = 0; i < n; i++) complete_fortran(t, i, statuses, i, *ierr);
+    ml_leave(t, ML_FN_MPI_Waitall, t0, t1);
+}
+ML_FORTRAN_NAMES(f_waitall, mpi_waitall, MPI_WAITALL)
+
+static void f_testall(MPI_Fint *count, MPI_Fint *requests, MPI_Fint *flag, MPI_Fint *statuses, MPI_Fint *ierr)
+{
+    REAL("mpi_testall", f5_t);
+    ml_thread_t *const t = ml_enter();
+    if (ML_UNLIKELY(t == NULL)) {
+        real(count, requests, flag, statuses, ierr);
+        return;
+    }
+    const int n = *count;
+    statuses = lookup_fortran(t, n, requests, statuses, 0);
+    const uint64_t t0 = ml_now();
+    real(count, requests, flag, statuses, ierr);
+    const uint64_t t1 = ml_now();
+    if ((*ierr == MPI_SUCCESS || *ierr == MPI_ERR_IN_STATUS) && *flag)
+        for (int i = 0; i < n; i++) complete_fortran(t, i, statuses, i, *ierr);
+    ml_leave(t, ML_FN_MPI_Testall, t0, t1);
+}
+ML_FORTRAN_NAMES(f_testall, mpi_testall, MPI_TESTALL)
+
+static void f_waitany(MPI_Fint *count, MPI_Fint *requests, MPI_Fint *index, MPI_Fint *status, MPI_Fint *ierr)
+{
+    REAL("mpi_waitany", f5_t);
+    ml_thread_t *const t = ml_enter();
+    if (ML_UNLIKELY(t == NULL)) {
+        real(count, requests, index, status, ierr);
+        return;
+    }
+    const int n = *count;
+    status = lookup_fortran(t, n, requests, status, 1);
+    const uint64_t t0 = ml_now();
+    real(count, requests, index, status, ierr);
+    const uint64_t t1 = ml_now();
+    const int i = *index - 1; /* Fortran indices start at 1 */
+    if (*ierr == MPI_SUCCESS && *index != MPI_UNDEFINED && i >= 0 && i < n && t->scratch_ent[i]) {
+        MPI_Status cs;
+        ml_req_complete(t, t->scratch_ent[i], c_status(status, &cs));
+    }
+    ml_leave(t, ML_FN_MPI_Waitany, t0, t1);
+}
+ML_FORTRAN_NAMES(f_waitany, mpi_waitany, MPI_WAITANY)
+
+static void f_testany(MPI_Fint *count, MPI_Fint *requests, MPI_Fint *index, MPI_Fint *flag, MPI_Fint *status,
+                      MPI_Fint *ierr)
+{
+    REAL("mpi_testany", f6_t);
+    ml_thread_t *const t = ml_enter();
+    if (ML_UNLIKELY(t == NULL)) {
+        real(count, requests, index, flag, status, ierr);
+        return;
+    }
+    const int n = *count;
+    status = lookup_fortran(t, n, requests, status, 1);
+    const uint64_t t0 = ml_now();
+    real(count, requests, index, flag, status, ierr);
+    const uint64_t t1 = ml_now();
+    const int i = *index - 1;
+    if (*ierr == MPI_SUCCESS && *flag && *index != MPI_UNDEFINED && i >= 0 && i < n && t->scratch_ent[i]) {
+        MPI_Status cs;
+        ml_req_complete(t, t->scratch_ent[i], c_status(status, &cs));
+    }
+    ml_leave(t, ML_FN_MPI_Testany, t0, t1);
+}
+ML_FORTRAN_NAMES(f_testany, mpi_testany, MPI_TESTANY)
+
+static void some_fortran(const char *name, int fn, MPI_Fint *incount, MPI_Fint *requests, MPI_Fint *outcount,
+                         MPI_Fint *indices, MPI_Fint *statuses, MPI_Fint *ierr, f6_t *cache)
+{
+    if (*cache == NULL) *cache = (f6_t)ml_fortran_resolve(name);
+    ml_thread_t *const t = ml_enter();
+    if (ML_UNLIKELY(t == NULL)) {
+        (*cache)(incount, requests, outcount, indices, statuses, ierr);
+        return;
+    }
+    const int n = *incount;
+    statuses = lookup_fortran(t, n, requests, statuses, 0);
+    const uint64_t t0 = ml_now();
+    (*cache)(incount, requests, outcount, indices, statuses, ierr);
+    const uint64_t t1 = ml_now();
+    if ((*ierr == MPI_SUCCESS || *ierr == MPI_ERR_IN_STATUS) && *outcount != MPI_UNDEFINED)
+        for (int j = 0; j < *outcount; j++) {
+            const int i = indices[j] - 1;
+            if (i >= 0 && i < n) complete_fortran(t, i, statuses, j, *ierr);
+        }
+    ml_leave(t, fn, t0, t1);
+}
+
+static void f_waitsome(MPI_Fint *incount, MPI_Fint *requests, MPI_Fint *outcount, MPI_Fint *indices,
+                       MPI_Fint *statuses, MPI_Fint *ierr)
+{
+    static f6_t real;
+    some_fortran("mpi_waitsome", ML_FN_MPI_Waitsome, incount, requests, outcount, indices, statuses, ierr, &real);
+}
+ML_FORTRAN_NAMES(f_waitsome, mpi_waitsome, MPI_WAITSOME)
+
+static void f_testsome(MPI_Fint *incount, MPI_Fint *requests, MPI_Fint *outcount, MPI_Fint *indices,
+                       MPI_Fint *statuses, MPI_Fint *ierr)
+{
+    static f6_t real;
+    some_fortran("mpi_testsome", ML_FN_MPI_Testsome, incount, requests, outcount, indices, statuses, ierr, &real);
+}
+ML_FORTRAN_NAMES(f_testsome, mpi_testsome, MPI_TESTSOME)
+
+static void f_start(MPI_Fint *request, MPI_Fint *ierr)
+{
+    REAL("mpi_start", f2_t);
+    ml_thread_t *const t = ml_enter();
+    if (ML_UNLIKELY(t == NULL)) {
+        real(request, ierr);
+        return;
+    }
+    const uint64_t t0 = ml_now();
+    real(request, ierr);
+    const uint64_t t1 = ml_now();
+    if (*ierr == MPI_SUCCESS) {
+        ml_req_t *e = ml_req_find(PMPI_Request_f2c(*request));
+        if (e != NULL) ml_req_start(t, e);
+    }
+    ml_leave(t, ML_FN_MPI_Start, t0, t1);
+}
+ML_FORTRAN_NAMES(f_start, mpi_start, MPI_START)
+
+static void f_startall(MPI_Fint *count, MPI_Fint *requests, MPI_Fint *ierr)
+{
+    REAL("mpi_startall", f3_t);
+    ml_thread_t *const t = ml_enter();
+    if (ML_UNLIKELY(t == NULL)) {
+        real(count, requests, ierr);
+        return;
+    }
+    const uint64_t t0 = ml_now();
+    real(count, requests, ierr);
+    const uint64_t t1 = ml_now();
+    if (*ierr == MPI_SUCCESS)
+        for (int i = 0; i < *count; i++) {
+            ml_req_t *e = ml_req_find(PMPI_Request_f2c(requests[i]));
+            if (e != NULL) ml_req_start(t, e);
+        }
+    ml_leave(t, ML_FN_MPI_Startall, t0, t1);
+}
+ML_FORTRAN_NAMES(f_startall, mpi_startall, MPI_STARTALL)
+
+static void f_request_free(MPI_Fint *request, MPI_Fint *ierr)
+{
+    REAL("mpi_request_free", f2_t);
+    ml_thread_t *const t = ml_enter();
+    if (ML_UNLIKELY(t == NULL)) {
+        real(request, ierr);
+        return;
+    }
+    ml_req_t *const e = ml_req_find(PMPI_Request_f2c(*request));
+    const uint64_t t0 = ml_now();
+    real(request, ierr);
+    const uint64_t t1 = ml_now();
+    if (*ierr == MPI_SUCCESS && e != NULL) ml_req_freed(t, e);
+    ml_leave(t, ML_FN_MPI_Request_free, t0, t1);
+}
+ML_FORTRAN_NAMES(f_request_free, mpi_request_free, MPI_REQUEST_FREE)
+
+static void f_cancel(MPI_Fint *request, MPI_Fint *ierr)
+{
+    REAL("mpi_cancel", f2_t);
+    ml_thread_t *const t = ml_enter();
+    if (ML_UNLIKELY(t == NULL)) {
+        real(request, ierr);
+        return;
+    }
+    ml_req_t *const e = ml_req_find(PMPI_Request_f2c(*request));
+    const uint64_t t0 = ml_now();
+    real(request, ierr);
+    const uint64_t t1 = ml_now();
+    if (*ierr == MPI_SUCCESS && e != NULL) e->flags |= ML_REQ_CANCELLED;
+    ml_leave(t, ML_FN_MPI_Cancel, t0, t1);
+}
+ML_FORTRAN_NAMES(f_cancel, mpi_cancel, MPI_CANCEL)

@@ -1,0 +1,234 @@
+/* The C wrappers whose semantics need code rather than an expression of semantics.yaml:
+ * process lifetime (MPI_Init*, MPI_Finalize, MPI_Abort, MPI_Pcontrol) and request completion
+ * (Wait/Test families, Start, Request_free, Cancel), where the requests must be looked up before
+ * the call clears their handles. */
+#include <stdarg.h>
+
+#include "ml.h"
+#include "completion.h"
+
+/* ------------------------------------------------------------------------------- lifetime */
+ML_EXPORT int MPI_Init(int *argc, char ***argv)
+{
+    const uint64_t t0 = ml_now();
+    const int rc = PMPI_Init(argc, argv);
+    if (rc == MPI_SUCCESS) {
+        int provided = MPI_THREAD_SINGLE;
+        PMPI_Query_thread(&provided);
+        ml_init_after_mpi_init(provided, t0);
+    }
+    return rc;
+}
+
+ML_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
+{
+    const uint64_t t0 = ml_now();
+    const int rc = PMPI_Init_thread(argc, argv, required, provided);
+    if (rc == MPI_SUCCESS) ml_init_after_mpi_init(*provided, t0);
+    return rc;
+}
+
+ML_EXPORT int MPI_Finalize(void)
+{
+    ml_finalize_before_mpi_finalize();
+    return PMPI_Finalize();
+}
+
+ML_EXPORT int MPI_Abort(MPI_Comm comm, int errorcode)
+{
+    ml_abort_dump();
+    return PMPI_Abort(comm, errorcode);
+}
+
+ML_EXPORT int MPI_Pcontrol(const int level, ...)
+{
+    ml_pcontrol(level);
+    return PMPI_Pcontrol(level);
+}
+
+/* ------------------------------------------------------------------------------- completion */
+ML_EXPORT int MPI_Wait(MPI_Request *request, MPI_Status *status)
+{
+    ml_thread_t *const t = ml_enter();
+    if (ML_UNLIKELY(t == NULL)) return PMPI_Wait(request, status);
+    ml_req_t *const e = ml_req_find(*request);
+    MPI_Status local;
+    if (e != NULL && ml_needs_status(e) && status == MPI_STATUS_IGNORE) status = &local;
+    const uint64_t t0 = ml_now();
+    const int rc = PMPI_Wait(request, status);
+    const uint64_t t1 = ml_now();
+    if (rc == MPI_SUCCESS && e != NULL) ml_req_complete(t, e, status == MPI_STATUS_IGNORE ? NULL : status);
+    ml_leave(t, ML_FN_MPI_Wait, t0, t1);
+    return rc;
+}
+
+ML_EXPORT int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
+{
+    ml_thread_t *const t = ml_enter();
+    if (ML_UNLIKELY(t == NULL)) return PMPI_Test(request, flag, status);
+    ml_req_t *const e = ml_req_find(*request);
+    MPI_Status local;
+    if (e != NULL && ml_needs_status(e) && status == MPI_STATUS_IGNORE) status = &local;
+    const uint64_t t0 = ml_now();
+    const int rc = PMPI_Test(request, flag, status);
+    const uint64_t t1 = ml_now();
+    if (rc == MPI_SUCCESS && *flag && e != NULL) ml_req_complete(t, e, status == MPI_STATUS_IGNORE ? NULL : status);
+    ml_leave(t, ML_FN_MPI_Test, t0, t1);
+    return rc;
+}
+
+ML_EXPORT int MPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status array_of_statuses[])
+{
+    ml_thread_t *const t = ml_enter();
+    if (ML_UNLIKELY(t == NULL)) return PMPI_Waitall(count, array_of_requests, array_of_statuses);
+    MPI_Status *st = ml_lookup_all(t, count, array_of_requests, array_of_statuses);
+    const uint64_t t0 = ml_now();
+    const int rc = PMPI_Waitall(count, array_of_requests, st);
+    const uint64_t t1 = ml_now();
+    if (rc == MPI_SUCCESS || rc == MPI_ERR_IN_STATUS)
+        for (int i = 0; i < count; i++) ml_complete_index(t, i, st, rc);
+    ml_leave(t, ML_FN_MPI_Waitall, t0, t1);
+    return rc;
+}
+
+ML_EXPORT int MPI_Testall(int count, MPI_Request array_of_requests[], int *flag, MPI_Status array_of_statuses[])
+{
+    ml_thread_t *const t = ml_enter();
+    if (ML_UNLIKELY(t == NULL)) return PMPI_Testall(count, array_of_requests, flag, array_of_statuses);
+    MPI_Status *st = ml_lookup_all(t, count, array_of_requests, array_of_statuses);
+    const uint64_t t0 = ml_now();
+    const int rc = PMPI_Testall(count, array_of_requests, flag, st);
+    const uint64_t t1 = ml_now();
+    if ((rc == MPI_SUCCESS || rc == MPI_ERR_IN_STATUS) && *flag)
+        for (int i = 0; i < count; i++) ml_complete_index(t, i, st, rc);
+    ml_leave(t, ML_FN_MPI_Testall, t0, t1);
+    return rc;
+}
+
+ML_EXPORT int MPI_Waitany(int count, MPI_Request array_of_requests[], int *index, MPI_Status *status)
+{
+    ml_thread_t *const t = ml_enter();
+    if (ML_UNLIKELY(t == NULL)) return PMPI_Waitany(count, array_of_requests, index, status);
+    MPI_Status local;
+    if (ml_lookup_all(t, count, array_of_requests, MPI_STATUSES_IGNORE) != MPI_STATUSES_IGNORE &&
+        status == MPI_STATUS_IGNORE)
+        status = &local;
+    const uint64_t t0 = ml_now();
+    const int rc = PMPI_Waitany(count, array_of_requests, index, status);
+    const uint64_t t1 = ml_now();
+    if (rc == MPI_SUCCESS && *index != MPI_UNDEFINED && *index >= 0 && *index < count && t->scratch_ent[*index])
+        ml_req_complete(t, t->scratch_ent[*index], status == MPI_STATUS_IGNORE ? NULL : status);
+    ml_leave(t, ML_FN_MPI_Waitany, t0, t1);
+    return rc;
+}
+
+ML_EXPORT int MPI_Testany(int count, MPI_Request array_of_requests[], int *index, int *flag, MPI_Status *status)
+{
+    ml_thread_t *const t = ml_enter();
+    if (ML_UNLIKELY(t == NULL)) return PMPI_Testany(count, array_of_requests, index, flag, status);
+    MPI_Status local;
+    if (ml_lookup_all(t, count, array_of_requests, MPI_STATUSES_IGNORE) != MPI_STATUSES_IGNORE &&
+        status == MPI_STATUS_IGNORE)
+        status = &local;
+    const uint64_t t0 = ml_now();
+    const int rc = PMPI_Testany(count, array_of_requests, index, flag, status);
+    const uint64_t t1 = ml_now();
+    if (rc == MPI_SUCCESS && *flag && *index != MPI_UNDEFINED && *index >= 0 && *index < count &&
+        t->scratch_ent[*index])
+        ml_req_complete(t, t->scratch_ent[*index], status == MPI_STATUS_IGNORE ? NULL : status);
+    ml_leave(t, ML_FN_MPI_Testany, t0, t1);
+    return rc;
+}
+
+static int some(int (*call)(int, MPI_Request *, int *, int *, MPI_Status *), int fn, int incount,
+                MPI_Request reqs[], int *outcount, int indices[], MPI_Status statuses[])
+{
+    ml_thread_t *const t = ml_enter();
+    if (ML_UNLIKELY(t == NULL)) return call(incount, reqs, outcount, indices, statuses);
+    MPI_Status *st = ml_lookup_all(t, incount, reqs, statuses);
+    const uint64_t t0 = ml_now();
+    const int rc = call(incount, reqs, outcount, indices, st);
+    const uint64_t t1 = ml_now();
+    if ((rc == MPI_SUCCESS || rc == MPI_ERR_IN_STATUS) && *outcount != MPI_UNDEFINED)
+        for (int j = 0; j < *outcount; j++) {
+            /* statuses of Waitsome/Testsome are packed: the j-th belongs to indices[j] */
+            ml_req_t *e = indices[j] >= 0 && indices[j] < incount ? t->scratch_ent[indices[j]] : NULL;
+            if (e == NULL) continue;
+            const MPI_Status *s = st == MPI_STATUSES_IGNORE ? NULL : &st[j];
+            if (rc == MPI_ERR_IN_STATUS && s != NULL && s->MPI_ERROR != MPI_SUCCESS) continue;
+            ml_req_complete(t, e, s);
+        }
+    ml_leave(t, fn, t0, t1);
+    return rc;
+}
+
+ML_EXPORT int MPI_Waitsome(int incount, MPI_Request array_of_requests[], int *outcount, int array_of_indices[],
+                 MPI_Status array_of_statuses[])
+{
+    return some(PMPI_Waitsome, ML_FN_MPI_Waitsome, incount, array_of_requests, outcount, array_of_indices,
+                array_of_statuses);
+}
+
+ML_EXPORT int MPI_Testsome(int incount, MPI_Request array_of_requests[], int *outcount, int array_of_indices[],
+                 MPI_Status array_of_statuses[])
+{
+    return some(PMPI_Testsome, ML_FN_MPI_Testsome, incount, array_of_requests, outcount, array_of_indices,
+                array_of_statuses);
+}
+
+ML_EXPORT int MPI_Start(MPI_Request *request)
+{
+    ml_thread_t *const t = ml_enter();
+    if (ML_UNLIKELY(t == NULL)) return PMPI_Start(request);
+    const uint64_t t0 = ml_now();
+    const int rc = PMPI_Start(request);
+    const uint64_t t1 = ml_now();
+    if (rc == MPI_SUCCESS) {
+        ml_req_t *e = ml_req_find(*request);
+        if (e != NULL) ml_req_start(t, e);
+    }
+    ml_leave(t, ML_FN_MPI_Start, t0, t1);
+    return rc;
+}
+
+ML_EXPORT int MPI_Startall(int count, MPI_Request array_of_requests[])
+{
+    ml_thread_t *const t = ml_enter();
+    if (ML_UNLIKELY(t == NULL)) return PMPI_Startall(count, array_of_requests);
+    const uint64_t t0 = ml_now();
+    const int rc = PMPI_Startall(count, array_of_requests);
+    const uint64_t t1 = ml_now();
+    if (rc == MPI_SUCCESS)
+        for (int i = 0; i < count; i++) {
+            ml_req_t *e = ml_req_find(array_of_requests[i]);
+            if (e != NULL) ml_req_start(t, e);
+        }
+    ml_leave(t, ML_FN_MPI_Startall, t0, t1);
+    return rc;
+}
+
+ML_EXPORT int MPI_Request_free(MPI_Request *request)
+{
+    ml_thread_t *const t = ml_enter();
+    if (ML_UNLIKELY(t == NULL)) return PMPI_Request_free(request);
+    ml_req_t *const e = ml_req_find(*request);
+    const uint64_t t0 = ml_now();
+    const int rc = PMPI_Request_free(request);
+    const uint64_t t1 = ml_now();
+    if (rc == MPI_SUCCESS && e != NULL) ml_req_freed(t, e);
+    ml_leave(t, ML_FN_MPI_Request_free, t0, t1);
+    return rc;
+}
+
+ML_EXPORT int MPI_Cancel(MPI_Request *request)
+{
+    ml_thread_t *const t = ml_enter();
+    if (ML_UNLIKELY(t == NULL)) return PMPI_Cancel(request);
+    ml_req_t *const e = ml_req_find(*request);
+    const uint64_t t0 = ml_now();
+    const int rc = PMPI_Cancel(request);
+    const uint64_t t1 = ml_now();
+    if (rc == MPI_SUCCESS && e != NULL) e->flags |= ML_REQ_CANCELLED;
+    ml_leave(t, ML_FN_MPI_Cancel, t0, t1);
+    return rc;
+}

@@ -1,0 +1,289 @@
+/* Internal header of the mpilens runtime (never installed).
+ *
+ * The runtime is loaded into every MPI process (LD_PRELOAD). Its hot path is the body of the
+ * generated wrappers: ml_enter(), ml_now(), the MPI call, ml_now(), ml_leave*(). That path takes
+ * no lock, allocates nothing and makes no system call: every thread updates its own statistics,
+ * which are merged once, at MPI_Finalize.
+ */
+#ifndef ML_H
+#define ML_H
+
+#include <mpi.h>
+#include <stdint.h>
+#include <stddef.h>
+#include <time.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#endif
+
+#include "ml_functions.h"
+#include "ml_config.h"
+
+#define ML_LIKELY(x) __builtin_expect(!!(x), 1)
+#define ML_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define ML_EXPORT __attribute__((visibility("default")))
+
+/* ------------------------------------------------------------------------------- time */
+/* Ticks are TSC cycles (or ns with the clock fallback); converted to seconds once, at the end. */
+extern int ml_clock_is_tsc;
+
+static inline uint64_t ml_now(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    if (ML_LIKELY(ml_clock_is_tsc)) return __rdtsc();
+#elif defined(__aarch64__)
+    if (ML_LIKELY(ml_clock_is_tsc)) {
+        uint64_t v;
+        __asm__ volatile("mrs %0, cntvct_el0" : "=r"(v));
+        return v;
+    }
+#endif
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Nanoseconds of a tick count, with the rate calibrated against CLOCK_MONOTONIC. */
+uint64_t ml_ticks_to_ns(uint64_t ticks);
+uint64_t ml_clock_ns(void);
+
+/* ------------------------------------------------------------------------------- statistics */
+typedef struct ml_fstat {
+    uint64_t calls, ticks, min, max; /* min is valid when calls > 0 */
+    int64_t sent, recv;
+} ml_fstat_t;
+
+/* Message-size bins: bin 0 holds 0-byte transfers, bin k holds sizes in [2^(k-1), 2^k). */
+#define ML_NBINS 65
+typedef struct ml_hbin {
+    uint64_t calls, ticks;
+} ml_hbin_t;
+
+typedef struct ml_peer {
+    uint64_t messages;
+    int64_t bytes;
+} ml_peer_t;
+
+typedef struct ml_rstat {
+    uint64_t visits, ticks;
+} ml_rstat_t;
+
+#define ML_MAX_REGION_DEPTH 64
+#define ML_REGION_CACHE 64
+
+typedef struct ml_thread {
+    int depth;           /* > 0 while inside a wrapper: nested MPI calls are not measured */
+    uint32_t cur_path;   /* region path of the calls now being made */
+    ml_fstat_t *cur;     /* = blocks + cur_path * ML_NFUNC */
+    ml_fstat_t *blocks;  /* [max_paths][ML_NFUNC], lazily touched anonymous memory */
+    ml_hbin_t *hist;     /* [ML_NFUNC][ML_NBINS] */
+    ml_peer_t *matrix;   /* [world size] by destination world rank */
+    ml_rstat_t *rstats;  /* [max_paths] */
+    uint64_t mpi_ticks;  /* time in measured MPI calls */
+    int region_depth;
+    struct { uint32_t path; uint64_t t0; } region_stack[ML_MAX_REGION_DEPTH];
+    struct ml_region_cached { uint32_t parent, hash, path; } region_cache[ML_REGION_CACHE];
+    /* scratch of the completion wrappers (grown rarely, never on the common path) */
+    size_t scratch_cap;
+    MPI_Request *scratch_req;
+    struct ml_req **scratch_ent;
+    MPI_Status *scratch_status;
+    MPI_Fint *scratch_fstatus;
+    MPI_Datatype *scratch_types;
+    /* what could not be measured */
+    uint64_t dropped_requests, region_mismatch;
+    size_t mapped_bytes;
+    struct ml_thread *next;
+} ml_thread_t;
+
+/* ------------------------------------------------------------------------------- process state */
+typedef struct ml_global {
+    int active;         /* measuring now: read at every call (relaxed) */
+    int ready;          /* initialized and not finalized */
+    int enabled;        /* MPI_Pcontrol level != 0 */
+    int finalized;
+    int config_ok;
+    int rank, size;
+    int thread_level;
+    MPI_Comm comm;      /* duplicate of MPI_COMM_WORLD for the tool's own traffic */
+    ml_config_t config;
+    char config_error[512];
+    char outdir[4096];
+    char partial_path[4200 + 32];
+    uint64_t t_init_begin, t_init_end, ns_init_end, tick_init_end;
+    uint64_t dropped_regions;
+    uint32_t max_paths;
+    ml_thread_t *threads; /* list of all thread states (push only) */
+} ml_global_t;
+
+extern ml_global_t ml_g;
+extern __thread ml_thread_t *ml_tls __attribute__((tls_model("initial-exec")));
+
+ml_thread_t *ml_thread_attach(void);
+
+/* Start measuring a call: the calling thread's state, or NULL to just call through (not measuring,
+ * or already inside a wrapper of this thread, e.g. a Fortran binding calling C MPI_). */
+static inline ml_thread_t *ml_enter(void)
+{
+    if (ML_UNLIKELY(!__atomic_load_n(&ml_g.active, __ATOMIC_RELAXED))) return NULL;
+    ml_thread_t *t = ml_tls;
+    if (ML_UNLIKELY(t == NULL)) {
+        t = ml_thread_attach();
+        if (t == NULL) return NULL;
+    }
+    if (ML_UNLIKELY(t->depth != 0)) return NULL;
+    t->depth = 1;
+    return t;
+}
+
+static inline void ml_count(ml_fstat_t *s, uint64_t d)
+{
+    if (s->calls == 0 || d < s->min) s->min = d;
+    if (d > s->max) s->max = d;
+    s->calls++;
+    s->ticks += d;
+}
+
+static inline int ml_size_bin(int64_t bytes)
+{
+    return bytes <= 0 ? 0 : 64 - __builtin_clzll((unsigned long long)bytes);
+}
+
+/* End a measured call that moves no bytes (or whose bytes come at request completion). */
+static inline void ml_leave(ml_thread_t *t, int fn, uint64_t t0, uint64_t t1)
+{
+    const uint64_t d = t1 - t0;
+    ml_count(&t->cur[fn], d);
+    t->mpi_ticks += d;
+    t->depth = 0;
+}
+
+/* End a measured call that moved bytes: also its message-size bin. */
+static inline void ml_leave_bytes(ml_thread_t *t, int fn, uint64_t t0, uint64_t t1, int64_t sent, int64_t recv)
+{
+    const uint64_t d = t1 - t0;
+    ml_fstat_t *s = &t->cur[fn];
+    ml_count(s, d);
+    s->sent += sent;
+    s->recv += recv;
+    ml_hbin_t *h = &t->hist[fn * ML_NBINS + ml_size_bin(sent > recv ? sent : recv)];
+    h->calls++;
+    h->ticks += d;
+    t->mpi_ticks += d;
+    t->depth = 0;
+}
+
+/* ------------------------------------------------------------------------------- communicators */
+/* What the tool knows of a communicator, filled at first use and dropped when it is freed. */
+typedef struct ml_comm {
+    uintptr_t key;
+    int size, rank, remote_size, is_inter;
+    int indeg, outdeg;  /* neighbourhood slots; -1 until asked */
+    int *world;         /* world rank of each rank of the peer group (remote group of intercomms) */
+} ml_comm_t;
+
+const ml_comm_t *ml_comm_get(MPI_Comm comm);
+void ml_comm_forget(MPI_Comm comm);
+void ml_comm_neighbors(MPI_Comm comm, int *indeg, int *outdeg);
+
+/* World rank of `rank` of the peer group of comm, or -1. */
+static inline int ml_world_rank(MPI_Comm comm, int rank)
+{
+    if (comm == MPI_COMM_WORLD) return rank;
+    if (rank < 0) return -1;
+    const ml_comm_t *c = ml_comm_get(comm);
+    if (c == NULL || c->world == NULL) return -1;
+    const int n = c->is_inter ? c->remote_size : c->size;
+    return rank < n ? c->world[rank] : -1;
+}
+
+static inline void ml_matrix_add(ml_thread_t *t, MPI_Comm comm, int dest, int64_t bytes)
+{
+    const int w = ml_world_rank(comm, dest);
+    if (w >= 0 && w < ml_g.size) {
+        t->matrix[w].messages++;
+        t->matrix[w].bytes += bytes;
+    }
+}
+
+/* Bytes a status reports (receives, file reads and writes). */
+static inline int64_t ml_status_bytes(const MPI_Status *st)
+{
+    int n = 0;
+    if (PMPI_Get_count(st, MPI_BYTE, &n) != MPI_SUCCESS) return 0;
+    if (n == MPI_UNDEFINED) {
+        MPI_Count c = 0;
+        PMPI_Get_elements_x(st, MPI_BYTE, &c);
+        return (int64_t)c;
+    }
+    return n;
+}
+
+/* ------------------------------------------------------------------------------- requests */
+#define ML_BYTES_FROM_STATUS (-1)
+#define ML_REQ_PERSISTENT 1u
+#define ML_REQ_ACTIVE 2u
+#define ML_REQ_CANCELLED 4u
+
+/* An outstanding nonblocking or persistent operation: its bytes are accounted at completion. */
+typedef struct ml_req {
+    uintptr_t key;      /* request handle; ML_REQ_EMPTY / ML_REQ_TOMB when free (atomic) */
+    uint16_t fn;        /* function that created it */
+    uint16_t flags;
+    uint32_t path;      /* region path where it was started */
+    int32_t peer;       /* destination world rank for the matrix, or -1 */
+    int32_t pad;
+    int64_t sent, recv; /* bytes, or ML_BYTES_FROM_STATUS */
+} ml_req_t;
+
+int ml_requests_init(size_t capacity);
+ml_req_t *ml_req_track(ml_thread_t *t, MPI_Request req, int fn, unsigned flags);
+ml_req_t *ml_req_find(MPI_Request req);
+/* Account a completed operation (st may be NULL when the entry needs no status). */
+void ml_req_complete(ml_thread_t *t, ml_req_t *e, const MPI_Status *st);
+void ml_req_release(ml_req_t *e);
+void ml_req_start(ml_thread_t *t, ml_req_t *e);
+size_t ml_requests_outstanding(void);
+
+/* ------------------------------------------------------------------------------- lifecycle */
+void ml_init_after_mpi_init(int thread_level, uint64_t t_begin);
+void ml_finalize_before_mpi_finalize(void);
+void ml_pcontrol(int level);
+void ml_abort_dump(void);
+void ml_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Make t's scratch arrays hold at least n entries. */
+void ml_scratch_reserve(ml_thread_t *t, size_t n);
+
+/* ------------------------------------------------------------------------------- regions */
+uint32_t ml_region_path(ml_thread_t *t, uint32_t parent, const char *name);
+void ml_region_begin(ml_thread_t *t, const char *name);
+void ml_region_end(ml_thread_t *t, const char *name);
+const char *ml_region_name(uint32_t path);
+uint32_t ml_region_parent(uint32_t path);
+uint32_t ml_region_count(void);
+int ml_regions_init(uint32_t max_paths);
+
+/* ------------------------------------------------------------------------------- output */
+/* A byte sink: a growing heap buffer, or (fd >= 0) a fixed buffer flushed with write(2), which
+ * is what the signal handler uses. */
+typedef struct ml_sink {
+    char *data;
+    size_t len, cap;
+    int fd;
+    int failed;
+} ml_sink_t;
+
+void ml_sink_put(ml_sink_t *s, const void *p, size_t n);
+void ml_sink_flush(ml_sink_t *s);
+
+/* Serialize this process's measurements (see runtime/src/payload.c for the format). */
+void ml_payload_write(ml_sink_t *s, int complete, int reason, int signo);
+void ml_partial_dump(int reason, int signo);
+int ml_profile_write(const char *path, const char *payloads, size_t len, int nranks, double gather_s);
+int ml_meta_write(const char *hosts, int hostlen);
+int ml_meta_finish(void);
+
+enum { ML_END_FINALIZE = 0, ML_END_EXIT = 1, ML_END_SIGNAL = 2, ML_END_ABORT = 3 };
+
+#endif

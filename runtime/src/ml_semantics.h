@@ -1,0 +1,95 @@
+/* Helpers the byte expressions of runtime/spec/semantics.yaml are written with. */
+#ifndef ML_SEMANTICS_H
+#define ML_SEMANTICS_H
+
+#include "ml.h"
+
+static inline int64_t ml_type_size(MPI_Datatype dt)
+{
+    if (dt == MPI_DATATYPE_NULL) return 0;
+    int s = 0;
+    if (PMPI_Type_size(dt, &s) != MPI_SUCCESS) return 0;
+    if (s == MPI_UNDEFINED) {
+        MPI_Count c = 0;
+        PMPI_Type_size_x(dt, &c);
+        return (int64_t)c;
+    }
+    return s;
+}
+
+static inline int64_t ml_sum(const int *counts, int n)
+{
+    int64_t s = 0;
+    for (int i = 0; i < n; i++) s += counts[i];
+    return s;
+}
+
+static inline int64_t ml_sum_c(const MPI_Count *counts, int n)
+{
+    int64_t s = 0;
+    for (int i = 0; i < n; i++) s += counts[i];
+    return s;
+}
+
+static inline int64_t ml_sumw(const int *counts, const MPI_Datatype *types, int n)
+{
+    int64_t s = 0;
+    for (int i = 0; i < n; i++)
+        if (counts[i] != 0) s += (int64_t)counts[i] * ml_type_size(types[i]);
+    return s;
+}
+
+static inline int64_t ml_sumw_c(const MPI_Count *counts, const MPI_Datatype *types, int n)
+{
+    int64_t s = 0;
+    for (int i = 0; i < n; i++)
+        if (counts[i] != 0) s += (int64_t)counts[i] * ml_type_size(types[i]);
+    return s;
+}
+
+/* Fortran: datatypes are Fortran handles. */
+static inline int64_t ml_sumw_f(const int *counts, const MPI_Fint *types, int n)
+{
+    int64_t s = 0;
+    for (int i = 0; i < n; i++)
+        if (counts[i] != 0) s += (int64_t)counts[i] * ml_type_size(PMPI_Type_f2c(types[i]));
+    return s;
+}
+
+static inline const ml_comm_t *ml_c(MPI_Comm comm)
+{
+    static const ml_comm_t unknown = {0, 0, -1, 0, 0, 0, 0, NULL};
+    const ml_comm_t *c = ml_comm_get(comm);
+    return c ? c : &unknown;
+}
+
+static inline int ml_indeg(MPI_Comm comm)
+{
+    int in = 0, out = 0;
+    ml_comm_neighbors(comm, &in, &out);
+    return in;
+}
+
+static inline int ml_outdeg(MPI_Comm comm)
+{
+    int in = 0, out = 0;
+    ml_comm_neighbors(comm, &in, &out);
+    return out;
+}
+
+#define TSIZE(dt) ml_type_size(dt)
+#define NPEERS(comm) (ml_c(comm)->is_inter ? ml_c(comm)->remote_size : ml_c(comm)->size)
+#define RANK(comm) (ml_c(comm)->rank)
+#define ISROOT(root, comm) (ml_c(comm)->is_inter ? (root) == MPI_ROOT : (root) == ml_c(comm)->rank)
+#define ISLEAF(root, comm) (ml_c(comm)->is_inter ? (root) >= 0 : (root) != ml_c(comm)->rank)
+#define CONTRIB(root, comm) (ml_c(comm)->is_inter ? (root) >= 0 : 1)
+#define INPLACE(buf) ((const void *)(buf) == (const void *)MPI_IN_PLACE)
+#define SUM(counts, n) _Generic((counts), \
+    const MPI_Count *: ml_sum_c, MPI_Count *: ml_sum_c, default: ml_sum)((counts), (n))
+#define SUMW(counts, types, n) _Generic((counts), \
+    const MPI_Count *: ml_sumw_c, MPI_Count *: ml_sumw_c, default: ml_sumw)((counts), (types), (n))
+#define SUMWF(counts, types, n) ml_sumw_f((counts), (types), (n))
+#define INDEG(comm) ml_indeg(comm)
+#define OUTDEG(comm) ml_outdeg(comm)
+
+#endif

@@ -1,0 +1,270 @@
+/* One process's measurements as a compact binary record ("payload"): what rank 0 gathers at
+ * MPI_Finalize, and what a rank writes to ranks/rank-NNNNNN.partial when it ends without
+ * MPI_Finalize. python/mpilens/payload.py reads the same format.
+ *
+ * Layout (host byte order, no padding; str = u16 length + bytes):
+ *   "MLPAYLD1" u64 total_length
+ *   u32 rank, nranks, complete, reason, signo, nthreads
+ *   u64 wall_ns, mpi_ns, init_ns
+ *   u64 dropped_requests, dropped_regions, region_mismatch, requests_outstanding
+ *   str host
+ *   u32 n; n x { u32 path, u32 parent, u64 visits, u64 ns, str name }          regions used
+ *   u32 n; n x { u16 fn, u8 class, str name }                                  functions used
+ *   u32 n; n x { u32 path, u16 fn, u64 calls, ns, min_ns, max_ns, i64 sent, recv }
+ *   u32 n; n x { u16 fn, u8 bin, u64 calls, ns }                               message sizes
+ *   u32 n; n x { u32 dst, u64 messages, i64 bytes }                            sends by peer
+ *   "MLEND\0\0\0"
+ *
+ * Writing it allocates nothing and calls only write(2), so the signal handler can use it.
+ */
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ml.h"
+
+void ml_sink_flush(ml_sink_t *s)
+{
+    if (s->fd < 0 || s->len == 0) return;
+    size_t off = 0;
+    while (off < s->len) {
+        const ssize_t n = write(s->fd, s->data + off, s->len - off);
+        if (n <= 0) {
+            s->failed = 1;
+            break;
+        }
+        off += (size_t)n;
+    }
+    s->len = 0;
+}
+
+void ml_sink_put(ml_sink_t *s, const void *p, size_t n)
+{
+    if (s->failed) return;
+    if (s->fd >= 0) {
+        while (n > 0) {
+            if (s->len == s->cap) ml_sink_flush(s);
+            if (s->failed) return;
+            const size_t k = n < s->cap - s->len ? n : s->cap - s->len;
+            memcpy(s->data + s->len, p, k);
+            s->len += k;
+            p = (const char *)p + k;
+            n -= k;
+        }
+        return;
+    }
+    if (s->len + n > s->cap) {
+        size_t cap = s->cap ? s->cap : 4096;
+        while (cap < s->len + n) cap *= 2;
+        char *d = realloc(s->data, cap);
+        if (d == NULL) {
+            s->failed = 1;
+            return;
+        }
+        s->data = d;
+        s->cap = cap;
+    }
+    memcpy(s->data + s->len, p, n);
+    s->len += n;
+}
+
+static void put_u8(ml_sink_t *s, uint8_t v) { ml_sink_put(s, &v, 1); }
+static void put_u16(ml_sink_t *s, uint16_t v) { ml_sink_put(s, &v, 2); }
+static void put_u32(ml_sink_t *s, uint32_t v) { ml_sink_put(s, &v, 4); }
+static void put_u64(ml_sink_t *s, uint64_t v) { ml_sink_put(s, &v, 8); }
+static void put_str(ml_sink_t *s, const char *str)
+{
+    const size_t n = strnlen(str, 65535);
+    put_u16(s, (uint16_t)n);
+    ml_sink_put(s, str, n);
+}
+
+static int fstat_used(const ml_thread_t *threads, uint32_t p, int f)
+{
+    for (const ml_thread_t *t = threads; t; t = t->next) {
+        const ml_fstat_t *x = &t->blocks[(size_t)p * ML_NFUNC + f];
+        /* bytes without calls: a request started here and completed in another region */
+        if (x->calls || x->sent || x->recv) return 1;
+    }
+    return 0;
+}
+
+/* The total length is patched in once known: in place for memory sinks, with pwrite(2) for
+ * files, so neither needs a second pass. */
+void ml_payload_write(ml_sink_t *s, int complete, int reason, int signo)
+{
+    const size_t start = s->fd < 0 ? s->len : 0;
+    const uint64_t now = ml_now();
+    ml_thread_t *const threads = __atomic_load_n(&ml_g.threads, __ATOMIC_ACQUIRE);
+    uint32_t nthreads = 0;
+    uint64_t mpi_ticks = 0, dropped_req = 0, mismatch = 0;
+    for (ml_thread_t *t = threads; t; t = t->next) {
+        nthreads++;
+        mpi_ticks += t->mpi_ticks;
+        dropped_req += t->dropped_requests;
+        mismatch += t->region_mismatch;
+    }
+    const uint32_t npaths = ml_region_count();
+
+    ml_sink_put(s, "MLPAYLD1", 8);
+    put_u64(s, 0); /* total length, patched below */
+    put_u32(s, (uint32_t)ml_g.rank);
+    put_u32(s, (uint32_t)ml_g.size);
+    put_u32(s, (uint32_t)complete);
+    put_u32(s, (uint32_t)reason);
+    put_u32(s, (uint32_t)signo);
+    put_u32(s, nthreads);
+    put_u64(s, ml_ticks_to_ns(now - ml_g.t_init_end));
+    put_u64(s, ml_ticks_to_ns(mpi_ticks));
+    put_u64(s, ml_ticks_to_ns(ml_g.t_init_end - ml_g.t_init_begin));
+    put_u64(s, dropped_req);
+    put_u64(s, ml_g.dropped_regions);
+    put_u64(s, mismatch);
+    put_u64(s, ml_requests_outstanding());
+    char host[MPI_MAX_PROCESSOR_NAME] = {0};
+    if (gethostname(host, sizeof host - 1) != 0) host[0] = 0;
+    put_str(s, host);
+
+    /* regions: merged visits and time; the root path 0 is implicit */
+    uint32_t n = 0;
+    for (uint32_t p = 1; p < npaths; p++) {
+        uint64_t v = 0;
+        for (ml_thread_t *t = threads; t; t = t->next) v += t->rstats[p].visits;
+        n += v > 0 || p == 1;
+    }
+    put_u32(s, n);
+    for (uint32_t p = 1; p < npaths; p++) {
+        uint64_t v = 0, ticks = 0;
+        for (ml_thread_t *t = threads; t; t = t->next) {
+            v += t->rstats[p].visits;
+            ticks += t->rstats[p].ticks;
+        }
+        if (v == 0 && p != 1) continue;
+        put_u32(s, p);
+        put_u32(s, ml_region_parent(p));
+        put_u64(s, v);
+        put_u64(s, ml_ticks_to_ns(ticks));
+        put_str(s, ml_region_name(p));
+    }
+
+    /* functions called at least once (in any region) */
+    n = 0;
+    for (int f = 0; f < ML_NFUNC; f++) {
+        int used = 0;
+        for (uint32_t p = 0; p < npaths && !used; p++) used = fstat_used(threads, p, f);
+        n += used;
+    }
+    put_u32(s, n);
+    for (int f = 0; f < ML_NFUNC; f++) {
+        int used = 0;
+        for (uint32_t p = 0; p < npaths && !used; p++) used = fstat_used(threads, p, f);
+        if (!used) continue;
+        put_u16(s, (uint16_t)f);
+        put_u8(s, ml_fn_class[f]);
+        put_str(s, ml_fn_name[f]);
+    }
+
+    /* per region path and function */
+    n = 0;
+    for (uint32_t p = 0; p < npaths; p++)
+        for (int f = 0; f < ML_NFUNC; f++) n += fstat_used(threads, p, f);
+    put_u32(s, n);
+    for (uint32_t p = 0; p < npaths; p++)
+        for (int f = 0; f < ML_NFUNC; f++) {
+            ml_fstat_t m = {0};
+            for (ml_thread_t *t = threads; t; t = t->next) {
+                const ml_fstat_t *x = &t->blocks[(size_t)p * ML_NFUNC + f];
+                if (x->calls == 0) {
+                    m.sent += x->sent; /* bytes of requests completed in another thread */
+                    m.recv += x->recv;
+                    continue;
+                }
+                if (m.calls == 0 || x->min < m.min) m.min = x->min;
+                if (x->max > m.max) m.max = x->max;
+                m.calls += x->calls;
+                m.ticks += x->ticks;
+                m.sent += x->sent;
+                m.recv += x->recv;
+            }
+            if (m.calls == 0 && m.sent == 0 && m.recv == 0) continue;
+            put_u32(s, p);
+            put_u16(s, (uint16_t)f);
+            put_u64(s, m.calls);
+            put_u64(s, ml_ticks_to_ns(m.ticks));
+            put_u64(s, ml_ticks_to_ns(m.min));
+            put_u64(s, ml_ticks_to_ns(m.max));
+            put_u64(s, (uint64_t)m.sent);
+            put_u64(s, (uint64_t)m.recv);
+        }
+
+    /* message sizes */
+    n = 0;
+    for (int f = 0; f < ML_NFUNC; f++)
+        for (int b = 0; b < ML_NBINS; b++) {
+            uint64_t c = 0;
+            for (ml_thread_t *t = threads; t; t = t->next) c += t->hist[f * ML_NBINS + b].calls;
+            n += c > 0;
+        }
+    put_u32(s, n);
+    for (int f = 0; f < ML_NFUNC; f++)
+        for (int b = 0; b < ML_NBINS; b++) {
+            uint64_t c = 0, ticks = 0;
+            for (ml_thread_t *t = threads; t; t = t->next) {
+                c += t->hist[f * ML_NBINS + b].calls;
+                ticks += t->hist[f * ML_NBINS + b].ticks;
+            }
+            if (c == 0) continue;
+            put_u16(s, (uint16_t)f);
+            put_u8(s, (uint8_t)b);
+            put_u64(s, c);
+            put_u64(s, ml_ticks_to_ns(ticks));
+        }
+
+    /* point-to-point sends by destination */
+    n = 0;
+    for (int r = 0; r < ml_g.size; r++) {
+        uint64_t m = 0;
+        for (ml_thread_t *t = threads; t; t = t->next) m += t->matrix[r].messages;
+        n += m > 0;
+    }
+    put_u32(s, n);
+    for (int r = 0; r < ml_g.size; r++) {
+        uint64_t m = 0;
+        int64_t bytes = 0;
+        for (ml_thread_t *t = threads; t; t = t->next) {
+            m += t->matrix[r].messages;
+            bytes += t->matrix[r].bytes;
+        }
+        if (m == 0) continue;
+        put_u32(s, (uint32_t)r);
+        put_u64(s, m);
+        put_u64(s, (uint64_t)bytes);
+    }
+    ml_sink_put(s, "MLEND\0\0\0", 8);
+
+    if (s->fd < 0) {
+        if (!s->failed) {
+            const uint64_t len = s->len - start;
+            memcpy(s->data + start + 8, &len, 8);
+        }
+    } else {
+        ml_sink_flush(s);
+        const uint64_t len = (uint64_t)lseek(s->fd, 0, SEEK_CUR);
+        if (pwrite(s->fd, &len, 8, 8) != 8) s->failed = 1;
+    }
+}
+
+void ml_partial_dump(int reason, int signo)
+{
+    static int done;
+    if (!__atomic_load_n(&ml_g.ready, __ATOMIC_ACQUIRE) || ml_g.finalized) return;
+    if (__atomic_exchange_n(&done, 1, __ATOMIC_ACQ_REL)) return;
+    __atomic_store_n(&ml_g.active, 0, __ATOMIC_RELEASE);
+    static char buffer[1 << 16];
+    ml_sink_t s = {buffer, 0, sizeof buffer, -1, 0};
+    s.fd = open(ml_g.partial_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (s.fd < 0) return;
+    ml_payload_write(&s, 0, reason, signo);
+    close(s.fd);
+}

@@ -1,0 +1,166 @@
+/* User regions: named, nested code sections (mpilens_region_begin/end). Each distinct nesting
+ * path ("solve" inside "step") gets a process-wide id; statistics of MPI calls are kept per path. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ml.h"
+
+#define ML_PATH_ROOT 0u
+#define ML_PATH_OVERFLOW 1u
+
+typedef struct path_entry {
+    uint32_t parent;
+    uint32_t hash;
+    const char *name;
+} path_entry_t;
+
+static path_entry_t *paths;
+static uint32_t npaths, max_paths;
+static uint32_t *index_slots; /* open addressing over (parent, name) -> path + 1 */
+static uint32_t index_mask;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+static uint32_t hash_name(const char *s)
+{
+    uint32_t h = 2166136261u;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
+    return h;
+}
+
+int ml_regions_init(uint32_t max)
+{
+    max_paths = max;
+    uint32_t cap = 16;
+    while (cap < 2 * max) cap *= 2;
+    paths = calloc(max, sizeof *paths);
+    index_slots = calloc(cap, sizeof *index_slots);
+    if (paths == NULL || index_slots == NULL) return -1;
+    index_mask = cap - 1;
+    paths[ML_PATH_ROOT] = (path_entry_t){UINT32_MAX, 0, ""};
+    paths[ML_PATH_OVERFLOW] = (path_entry_t){ML_PATH_ROOT, 0, "(overflow)"};
+    npaths = 2;
+    return 0;
+}
+
+const char *ml_region_name(uint32_t path) { return paths[path].name; }
+uint32_t ml_region_parent(uint32_t path) { return paths[path].parent; }
+uint32_t ml_region_count(void) { return __atomic_load_n(&npaths, __ATOMIC_ACQUIRE); }
+
+uint32_t ml_region_path(ml_thread_t *t, uint32_t parent, const char *name)
+{
+    const uint32_t h = hash_name(name) ^ (parent * 0x9E3779B1u);
+    /* thread-local cache: repeated regions in a loop take no lock */
+    const uint32_t c = h & (ML_REGION_CACHE - 1);
+    if (t->region_cache[c].path != 0 && t->region_cache[c].parent == parent && t->region_cache[c].hash == h &&
+        strcmp(paths[t->region_cache[c].path].name, name) == 0)
+        return t->region_cache[c].path;
+
+    pthread_mutex_lock(&lock);
+    uint32_t i = h & index_mask, found = 0;
+    for (;; i = (i + 1) & index_mask) {
+        const uint32_t p = index_slots[i];
+        if (p == 0) break;
+        if (paths[p - 1].parent == parent && paths[p - 1].hash == h && strcmp(paths[p - 1].name, name) == 0) {
+            found = p - 1;
+            break;
+        }
+    }
+    if (found == 0) {
+        if (npaths < max_paths) {
+            char *copy = strdup(name);
+            if (copy != NULL) {
+                found = npaths;
+                paths[found] = (path_entry_t){parent, h, copy};
+                index_slots[i] = found + 1;
+                __atomic_store_n(&npaths, npaths + 1, __ATOMIC_RELEASE);
+            }
+        }
+        if (found == 0) {
+            found = ML_PATH_OVERFLOW;
+            ml_g.dropped_regions++;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    if (found != ML_PATH_OVERFLOW) t->region_cache[c] = (struct ml_region_cached){parent, h, found};
+    return found;
+}
+
+static void set_current(ml_thread_t *t, uint32_t path)
+{
+    t->cur_path = path;
+    t->cur = t->blocks + (size_t)path * ML_NFUNC;
+}
+
+void ml_region_begin(ml_thread_t *t, const char *name)
+{
+    if (t->region_depth >= ML_MAX_REGION_DEPTH) {
+        t->region_mismatch++;
+        return;
+    }
+    const uint32_t path = ml_region_path(t, t->cur_path, name);
+    t->region_stack[t->region_depth].path = path;
+    t->region_stack[t->region_depth].t0 = ml_now();
+    t->region_depth++;
+    set_current(t, path);
+}
+
+void ml_region_end(ml_thread_t *t, const char *name)
+{
+    if (t->region_depth == 0) {
+        t->region_mismatch++;
+        return;
+    }
+    const uint32_t path = t->region_stack[t->region_depth - 1].path;
+    if (path != ML_PATH_OVERFLOW && name != NULL && strcmp(paths[path].name, name) != 0)
+        t->region_mismatch++; /* ended out of order: close the innermost one anyway */
+    t->region_depth--;
+    t->rstats[path].visits++;
+    t->rstats[path].ticks += ml_now() - t->region_stack[t->region_depth].t0;
+    set_current(t, t->region_depth ? t->region_stack[t->region_depth - 1].path : ML_PATH_ROOT);
+}
+
+/* ------------------------------------------------------------------------------- public API */
+static ml_thread_t *annotation_thread(void)
+{
+    ml_thread_t *t = ml_tls;
+    if (t == NULL) t = ml_thread_attach();
+    return t;
+}
+
+ML_EXPORT void mpilens_region_begin(const char *name)
+{
+    ml_thread_t *t = annotation_thread();
+    if (t != NULL && name != NULL) ml_region_begin(t, name);
+}
+
+ML_EXPORT void mpilens_region_end(const char *name)
+{
+    ml_thread_t *t = annotation_thread();
+    if (t != NULL) ml_region_end(t, name);
+}
+
+/* Fortran: CALL MPILENS_REGION_BEGIN('name'), the length comes as a hidden argument. */
+static void fortran_region(const char *name, size_t len, int begin)
+{
+    char buf[256];
+    while (len > 0 && name[len - 1] == ' ') len--;
+    if (len >= sizeof buf) len = sizeof buf - 1;
+    memcpy(buf, name, len);
+    buf[len] = 0;
+    if (begin)
+        mpilens_region_begin(buf);
+    else
+        mpilens_region_end(buf);
+}
+
+static void f_region_begin(const char *name, size_t len) { fortran_region(name, len, 1); }
+static void f_region_end(const char *name, size_t len) { fortran_region(name, len, 0); }
+
+#define ML_FORTRAN_ALIAS(impl, name) __typeof__(impl) name __attribute__((alias(#impl), visibility("default")));
+ML_FORTRAN_ALIAS(f_region_begin, mpilens_region_begin_)
+ML_FORTRAN_ALIAS(f_region_begin, mpilens_region_begin__)
+ML_FORTRAN_ALIAS(f_region_begin, MPILENS_REGION_BEGIN)
+ML_FORTRAN_ALIAS(f_region_end, mpilens_region_end_)
+ML_FORTRAN_ALIAS(f_region_end, mpilens_region_end__)
+ML_FORTRAN_ALIAS(f_region_end, MPILENS_REGION_END)
