@@ -1,2 +1,139 @@
-def main(argv=None):
+"""The `mpilens` command line. Each subcommand is a function registered in COMMANDS; it gets its
+parsed arguments and returns the exit status, so tests can call main([...]) in-process."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Callable
+
+from . import __version__
+from .errors import MpilensError
+
+COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], Callable[[argparse.ArgumentParser], None], str]] = {}
+
+
+def command(name: str, help: str, setup: Callable[[argparse.ArgumentParser], None]):
+    """Register the decorated function as subcommand `name`; `setup` adds its arguments."""
+    def register(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+        COMMANDS[name] = (fn, setup, help)
+        return fn
+    return register
+
+
+def _err(msg: str) -> None:
+    print(f"mpilens: {msg}", file=sys.stderr)
+
+
+# ------------------------------------------------------------------------------------- run
+def _setup_run(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-o", "--output", type=Path, help="run directory to create (default: mpilens-<program>-<date>)")
+    p.add_argument("--mode", help="what to measure, comma separated (default: profile)")
+    p.add_argument("--mpi", choices=["openmpi", "mpich"], help="MPI of the program (default: detected with ldd)")
+    p.add_argument("--set", action="append", default=[], metavar="MPILENS_NAME=VALUE",
+                   help="a runtime setting (see `mpilens config`); repeatable")
+    p.add_argument("command", nargs=argparse.REMAINDER, help="-- LAUNCHER ARGS... (or the program itself)")
+
+
+@command("run", "run an MPI job under mpilens and print its run directory", _setup_run)
+def cmd_run(a: argparse.Namespace) -> int:
+    from . import launch
+
+    cmd = a.command[1:] if a.command[:1] == ["--"] else a.command
+    settings: dict[str, str] = {}
+    for item in a.set:
+        name, sep, value = item.partition("=")
+        if not sep or not name.startswith("MPILENS_"):
+            raise MpilensError(f"--set {item}: expected MPILENS_NAME=VALUE")
+        settings[name] = value
+    if a.mode:
+        settings["MPILENS_MODE"] = a.mode
+    plan = launch.plan_run(cmd, a.mpi, a.output, settings)
+    for note in plan.notes:
+        _err(note)
+    status = launch.execute(plan)
+    out = plan.outdir
+    if (out / "profile.json").exists():
+        print(f"mpilens: run directory {out}", file=sys.stderr)
+    elif any((out / "ranks").glob("*.partial")) if (out / "ranks").is_dir() else False:
+        _err(f"the job ended before MPI_Finalize (exit status {status}); partial data in {out} "
+             f"(`mpilens report {out}` shows what was measured)")
+    elif (out / "meta.json").exists():
+        _err(f"the job ended before MPI_Finalize (exit status {status}) and left no measurements; see {out}/meta.json")
+    else:
+        try:
+            (out / "ranks").rmdir() if (out / "ranks").is_dir() else None
+            out.rmdir()
+        except OSError:
+            pass
+        _err(f"nothing was measured: the program never called MPI_Init under mpilens (exit status {status})")
+        return status or 1
+    return status
+
+
+# ------------------------------------------------------------------------------------- report
+def _setup_report(p: argparse.ArgumentParser) -> None:
+    p.add_argument("rundir", type=Path)
+    p.add_argument("--json", action="store_true", help="print the summary and findings as one JSON document")
+
+
+@command("report", "print the report of a run directory", _setup_report)
+def cmd_report(a: argparse.Namespace) -> int:
+    from . import findings, rundir, summary
+    from .report import text
+
+    run = rundir.load(a.rundir)
+    s = summary.summarize(run.profile)
+    found = findings.find(run, s)
+    if a.json:
+        json.dump(text.as_json(run, s, found), sys.stdout, indent=2)
+        print()
+    else:
+        sys.stdout.write(text.render(run, s, found))
     return 0
+
+
+# ------------------------------------------------------------------------------------- config
+def _setup_config(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print the settings table as JSON")
+
+
+@command("config", "list the MPILENS_* settings of the runtime", _setup_config)
+def cmd_config(a: argparse.Namespace) -> int:
+    from .settings import load_settings
+
+    table = load_settings()
+    if a.json:
+        json.dump(table, sys.stdout, indent=2)
+        print()
+        return 0
+    for s in table:
+        choices = f" ({', '.join(s['choices'])})" if s.get("choices") else ""
+        print(f"{s['name']}  [{s['type']}{choices}, default {s['default']!r}]")
+        print(f"    {s['description']}")
+    return 0
+
+
+# ------------------------------------------------------------------------------------- main
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line; return the exit status."""
+    parser = argparse.ArgumentParser(prog="mpilens", description="Insight into the performance of MPI applications.")
+    parser.add_argument("--version", action="version", version=f"mpilens {__version__}")
+    sub = parser.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
+    for name, (_, setup, help_text) in COMMANDS.items():
+        setup(sub.add_parser(name, help=help_text, description=help_text))
+    a = parser.parse_args(argv)
+    fn = COMMANDS[a.cmd][0]
+    try:
+        return fn(a)
+    except MpilensError as err:
+        _err(str(err))
+        return 2
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

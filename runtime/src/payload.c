@@ -90,6 +90,16 @@ static int fstat_used(const ml_thread_t *threads, uint32_t p, int f)
     return 0;
 }
 
+static int path_used(const ml_thread_t *threads, uint32_t p)
+{
+    for (const ml_thread_t *t = threads; t; t = t->next) {
+        if (t->rstats[p].visits) return 1;
+        for (int f = 0; f < ML_NFUNC; f++)
+            if (fstat_used(t, p, f)) return 1;
+    }
+    return 0;
+}
+
 /* The total length is patched in once known: in place for memory sinks, with pwrite(2) for
  * files, so neither needs a second pass. */
 void ml_payload_write(ml_sink_t *s, int complete, int reason, int signo)
@@ -126,21 +136,18 @@ void ml_payload_write(ml_sink_t *s, int complete, int reason, int signo)
     if (gethostname(host, sizeof host - 1) != 0) host[0] = 0;
     put_str(s, host);
 
-    /* regions: merged visits and time; the root path 0 is implicit */
+    /* regions: every path a region was opened on (one still open has no visit yet), merged over
+     * threads; the root path 0 is implicit, "(overflow)" only appears when used */
     uint32_t n = 0;
-    for (uint32_t p = 1; p < npaths; p++) {
-        uint64_t v = 0;
-        for (ml_thread_t *t = threads; t; t = t->next) v += t->rstats[p].visits;
-        n += v > 0 || p == 1;
-    }
+    for (uint32_t p = 1; p < npaths; p++) n += p != 1 || path_used(threads, p);
     put_u32(s, n);
     for (uint32_t p = 1; p < npaths; p++) {
+        if (p == 1 && !path_used(threads, p)) continue;
         uint64_t v = 0, ticks = 0;
         for (ml_thread_t *t = threads; t; t = t->next) {
             v += t->rstats[p].visits;
             ticks += t->rstats[p].ticks;
         }
-        if (v == 0 && p != 1) continue;
         put_u32(s, p);
         put_u32(s, ml_region_parent(p));
         put_u64(s, v);

@@ -1,0 +1,107 @@
+"""Findings: the few statements a performance engineer would make first when looking at a profile,
+each with the numbers that support it. Thresholds are named constants so reports can cite them."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from . import units
+from .rundir import Run
+from .summary import Summary
+
+MPI_SHARE_NOTABLE = 0.25  # MPI share of wall time worth a statement
+RANK_SPREAD_NOTABLE = 0.15  # difference of MPI share between ranks (fraction of wall)
+FUNCTION_SHARE_NOTABLE = 0.05  # a function must hold this share of MPI time to be discussed
+IMBALANCE_NOTABLE = 0.5  # (max - mean) / mean of a function's time across ranks
+SMALL_MESSAGE = 1024  # bytes
+SMALL_SHARE_NOTABLE = 0.8  # share of point-to-point messages below SMALL_MESSAGE
+PAIR_SHARE_NOTABLE = 0.5  # share of point-to-point bytes on one pair, with more than 2 ranks
+
+
+@dataclass
+class Finding:
+    """One statement about the run."""
+
+    kind: str
+    severity: str  # info | warning | problem
+    message: str
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def find(run: Run, s: Summary) -> list[Finding]:
+    """Return the findings of a run, most important first."""
+    out: list[Finding] = []
+    if not run.complete:
+        out.append(Finding("incomplete", "problem",
+                           f"Only {s.measured_ranks} of {s.nranks} ranks left data: the job did not reach MPI_Finalize; "
+                           "figures cover what was measured until each rank ended.",
+                           {"measured_ranks": s.measured_ranks, "nranks": s.nranks}))
+    for what, n in s.dropped.items():
+        if n:
+            out.append(Finding("dropped", "warning", {
+                "requests_untracked": f"{n} nonblocking requests did not fit the request table; their bytes are "
+                                      "missing. Raise MPILENS_MAX_REQUESTS.",
+                "region_paths": f"{n} region entries went beyond MPILENS_MAX_REGIONS and were counted under "
+                                "'(overflow)'.",
+                "region_mismatches": f"{n} region ends did not match the innermost open region.",
+                "requests_outstanding_at_finalize": f"{n} requests were still outstanding at MPI_Finalize; their "
+                                                    "bytes are not counted.",
+            }.get(what, f"{what}: {n}"), {what: n}))
+
+    shares = [(r.mpi_share, r.rank) for r in s.ranks if r.mpi_share is not None]
+    if s.mpi and s.wall and shares:
+        mean_share = s.mpi.total / s.wall.total if s.wall.total else 0.0
+        hi = max(shares)
+        lo = min(shares)
+        if mean_share >= MPI_SHARE_NOTABLE:
+            out.append(Finding("mpi_share", "warning" if mean_share >= 0.5 else "info",
+                               f"MPI takes {units.percent(mean_share)} of the run's time (summed over ranks); "
+                               f"most on rank {hi[1]} ({units.percent(hi[0])}).",
+                               {"mpi_share": mean_share, "max_rank": hi[1], "max_share": hi[0]}))
+        if len(shares) > 1 and hi[0] - lo[0] >= RANK_SPREAD_NOTABLE:
+            out.append(Finding("rank_imbalance", "warning",
+                               f"Ranks spend unequal time in MPI: rank {hi[1]} {units.percent(hi[0])}, rank {lo[1]} "
+                               f"{units.percent(lo[0])}. Where ranks synchronize, the one with the least MPI time is "
+                               f"the one the others wait for: rank {lo[1]} has the most work.",
+                               {"max_rank": hi[1], "max_share": hi[0], "min_rank": lo[1], "min_share": lo[0]}))
+
+    for f in s.functions[:5]:
+        if f.share_of_mpi < FUNCTION_SHARE_NOTABLE or f.time.n < 2:
+            continue
+        if f.time.imbalance >= IMBALANCE_NOTABLE:
+            out.append(Finding("function_imbalance", "warning",
+                               f"{f.name} ({units.percent(f.share_of_mpi)} of MPI time) is imbalanced: rank "
+                               f"{f.time.max_rank} spends {f.time.max_over_mean:.2f}x the mean "
+                               f"({units.seconds(f.time.max)} vs {units.seconds(f.time.mean)}); rank "
+                               f"{f.time.min_rank} the least ({units.seconds(f.time.min)}).",
+                               {"function": f.name, "max_rank": f.time.max_rank, "max_s": f.time.max,
+                                "mean_s": f.time.mean, "min_rank": f.time.min_rank, "min_s": f.time.min,
+                                "imbalance": f.time.imbalance}))
+
+    p2p_calls = small = 0
+    for lo_b, hi_b, calls, _ in s.sizes:
+        p2p_calls += calls
+        if hi_b < SMALL_MESSAGE:
+            small += calls
+    p2p_time = sum(f.time.total for f in s.functions if f.cls == "p2p")
+    if p2p_calls and small / p2p_calls >= SMALL_SHARE_NOTABLE and s.mpi and p2p_time >= 0.2 * s.mpi.total:
+        out.append(Finding("small_messages", "info",
+                           f"{units.percent(small / p2p_calls)} of data-moving calls carry less than "
+                           f"{units.size(SMALL_MESSAGE)}, and point-to-point calls take "
+                           f"{units.percent(p2p_time / s.mpi.total)} of MPI time: latency-bound; aggregating "
+                           "messages would help.",
+                           {"small_share": small / p2p_calls, "p2p_share_of_mpi": p2p_time / s.mpi.total}))
+
+    total_bytes = sum(m["bytes"] for m in s.talkers)
+    if s.nranks > 2 and s.talkers and total_bytes:
+        top = s.talkers[0]
+        if top["bytes"] / total_bytes >= PAIR_SHARE_NOTABLE:
+            out.append(Finding("hot_pair", "info",
+                               f"One pair carries {units.percent(top['bytes'] / total_bytes)} of all point-to-point "
+                               f"bytes: rank {top['src']} -> rank {top['dst']} ({units.size(top['bytes'])}).",
+                               dict(top)))
+    return out

@@ -1,0 +1,239 @@
+"""Start an MPI job under mpilens: find the launcher and the program, pick the runtime that
+matches the program's MPI, validate the settings, and pass the preload through the launcher."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .build_info import MPI_FLAVORS, check_program, runtime_library
+from .errors import ConfigError, LaunchError
+
+LAUNCHERS = {
+    "mpirun", "mpiexec", "orterun", "prterun", "mpirun.openmpi", "mpiexec.openmpi",
+    "mpirun.mpich", "mpiexec.mpich", "mpiexec.hydra", "srun",
+}
+INTERPRETERS = re.compile(r"^(python[\d.]*|pypy[\d.]*|perl|bash|sh|dash|env|julia|Rscript|ruby)$")
+
+
+@dataclass
+class Plan:
+    """What `mpilens run` will execute."""
+
+    argv: list[str]
+    env: dict[str, str]
+    mpi: str
+    launcher: str  # openmpi | mpich | srun | none
+    outdir: Path
+    program: Path | None
+    notes: list[str] = field(default_factory=list)
+
+
+def _which(name: str) -> str | None:
+    if "/" in name:
+        return name if os.path.isfile(name) and os.access(name, os.X_OK) else None
+    return shutil.which(name)
+
+
+def launcher_kind(exe: str) -> str:
+    """Return which launcher family an executable is: openmpi, mpich (hydra) or srun."""
+    base = os.path.basename(exe)
+    real = os.path.basename(os.path.realpath(exe))
+    if base == "srun" or real == "srun":
+        return "srun"
+    for name in (real, base):
+        if "orterun" in name or "prterun" in name or "openmpi" in name:
+            return "openmpi"
+        if "hydra" in name or "mpich" in name:
+            return "mpich"
+    try:
+        out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=20)
+        text = out.stdout + out.stderr
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise LaunchError(f"cannot run {exe} --version to identify the launcher: {err}") from err
+    if "Open MPI" in text or "OpenRTE" in text or "Open RTE" in text:
+        return "openmpi"
+    if "HYDRA" in text or "MPICH" in text:
+        return "mpich"
+    raise LaunchError(f"{exe} is neither an Open MPI nor an MPICH launcher (its --version says: {text.strip()[:80]!r})")
+
+
+def _is_elf(path: str) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) == b"\x7fELF"
+    except OSError:
+        return False
+
+
+def find_program(args: list[str]) -> str | None:
+    """Return the first argument that is an executable file (the program a launcher runs)."""
+    for a in args:
+        if a.startswith("-"):
+            continue
+        path = _which(a)
+        if path and os.path.isfile(path) and not os.path.isdir(path):
+            return path
+    return None
+
+
+def library_flavor(lib: str) -> str | None:
+    """Return openmpi or mpich for an MPI shared library, from the symbols it defines."""
+    nm = shutil.which("nm")
+    if nm is None:
+        return None
+    out = subprocess.run([nm, "-D", "--defined-only", lib], capture_output=True, text=True).stdout
+    if re.search(r"\bompi_mpi_comm_world\b", out):
+        return "openmpi"
+    if re.search(r"\bMPIR_\w+", out) or re.search(r"\bMPID_\w+", out):
+        return "mpich"
+    return None
+
+
+def program_mpi(program: str) -> tuple[str | None, str]:
+    """Return (flavor or None, how it was decided) for the MPI library a program links."""
+    if not _is_elf(program):
+        return None, "script"
+    if INTERPRETERS.match(os.path.basename(program)):
+        return None, "interpreter"
+    try:
+        out = subprocess.run(["ldd", program], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None, "ldd failed"
+    for line in out.splitlines():
+        m = re.match(r"\s*(libmpi\S*\.so[.\d]*|libmpich\S*\.so[.\d]*)\s+=>\s+(\S+)", line)
+        if m and os.path.exists(m.group(2)) and "cxx" not in m.group(1) and "fort" not in m.group(1) \
+                and "mpifh" not in m.group(1) and "usempi" not in m.group(1):
+            flavor = library_flavor(m.group(2))
+            if flavor:
+                return flavor, f"links {m.group(1)}"
+    return None, "no MPI library"
+
+
+def default_outdir(program: str | None) -> Path:
+    """Return a new run directory name in the current directory."""
+    stem = Path(program).name if program else "job"
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    base = Path.cwd() / f"mpilens-{stem}-{stamp}"
+    path, n = base, 2
+    while path.exists():
+        path = Path(f"{base}-{n}")
+        n += 1
+    return path
+
+
+def prepare_outdir(path: Path) -> Path:
+    """Create the run directory, refusing one that already holds something."""
+    path = path.expanduser().absolute()
+    if path.exists():
+        if not path.is_dir():
+            raise LaunchError(f"{path} exists and is not a directory")
+        if any(path.iterdir()):
+            raise LaunchError(f"{path} already exists and is not empty; choose another -o (nothing was overwritten)")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise LaunchError(f"cannot create the run directory {path}: {err.strerror}") from err
+    if not os.access(path, os.W_OK):
+        raise LaunchError(f"the run directory {path} is not writable")
+    return path
+
+
+def check_settings(mpi: str, env: dict[str, str]) -> None:
+    """Validate every MPILENS_* setting with the runtime's own parser; raise ConfigError."""
+    out = subprocess.run([str(check_program(mpi))], env=env, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise ConfigError(out.stdout.strip() or out.stderr.strip() or "invalid mpilens settings")
+
+
+def plan_run(command: list[str], mpi: str | None, outdir: Path | None, settings: dict[str, str]) -> Plan:
+    """Decide how to run command under mpilens; raise LaunchError/ConfigError on bad input."""
+    if not command:
+        raise LaunchError("no command given: mpilens run [options] -- mpirun -np 4 ./app")
+    first = _which(command[0])
+    if first is None:
+        raise LaunchError(f"{command[0]!r} not found (not on PATH and not an executable file)")
+    notes: list[str] = []
+    base = os.path.basename(command[0])
+    if base in LAUNCHERS or os.path.basename(os.path.realpath(first)) in LAUNCHERS:
+        kind = launcher_kind(first)
+        program = find_program(command[1:])
+    else:
+        kind, program = "none", first
+
+    flavor, why = program_mpi(program) if program else (None, "no program found")
+    if mpi is None:
+        if flavor is not None:
+            mpi = flavor
+        elif why in ("script", "interpreter") and kind in MPI_FLAVORS:
+            mpi = kind
+            notes.append(f"{program} is interpreted; using the {kind} runtime of the launcher")
+        elif why == "no MPI library":
+            raise LaunchError(f"{program} does not use MPI (ldd finds no Open MPI or MPICH library), so there is "
+                              "nothing to measure; use --mpi to force a runtime")
+        elif kind in MPI_FLAVORS:
+            mpi = kind
+        else:
+            raise LaunchError(f"cannot tell which MPI {program or command[0]} uses ({why}); pass --mpi openmpi|mpich")
+    if mpi not in MPI_FLAVORS:
+        raise ConfigError(f"--mpi {mpi}: not one of {', '.join(MPI_FLAVORS)}")
+    if flavor is not None and flavor != mpi:
+        notes.append(f"{program} links {flavor} but --mpi {mpi} was given")
+    if kind in MPI_FLAVORS and kind != mpi:
+        notes.append(f"the launcher is {kind}'s but the program uses {mpi}: the job may not start")
+
+    lib = runtime_library(mpi)
+    env = dict(os.environ)
+    env.update(settings)
+    out = prepare_outdir(outdir if outdir is not None else default_outdir(program))
+    tool_env = {k: v for k, v in env.items() if k.startswith("MPILENS_")}
+    tool_env["MPILENS_OUTPUT"] = str(out)
+    tool_env["MPILENS_COMMAND"] = json.dumps(command)
+    preload = str(lib) + (":" + env["LD_PRELOAD"] if env.get("LD_PRELOAD") else "")
+    env.update(tool_env)
+    try:
+        check_settings(mpi, env)
+    except ConfigError:
+        out.rmdir()
+        raise
+
+    forwarded = dict(tool_env, LD_PRELOAD=preload)
+    argv = list(command)
+    if kind == "openmpi":
+        extra = [x for k, v in forwarded.items() for x in ("-x", f"{k}={v}")]
+        argv = [argv[0], *extra, *argv[1:]]
+    elif kind == "mpich":
+        extra = [x for k, v in forwarded.items() for x in ("-genv", k, v)]
+        argv = [argv[0], *extra, *argv[1:]]
+    elif kind == "srun":
+        argv = [argv[0], "--export=ALL," + ",".join(f"{k}={v}" for k, v in forwarded.items()), *argv[1:]]
+    else:
+        env["LD_PRELOAD"] = preload
+    return Plan(argv=argv, env=env, mpi=mpi, launcher=kind, outdir=out, program=Path(program) if program else None,
+                notes=notes)
+
+
+def execute(plan: Plan) -> int:
+    """Run the planned job in the foreground; return its exit status."""
+    try:
+        proc = subprocess.Popen(plan.argv, env=plan.env)
+    except OSError as err:
+        raise LaunchError(f"cannot start {plan.argv[0]}: {err.strerror}") from err
+    interrupts = 0
+    while True:
+        try:
+            return proc.wait()
+        except KeyboardInterrupt:
+            # The job got the same SIGINT and is writing its data; a second ^C terminates it,
+            # a third kills it.
+            interrupts += 1
+            if interrupts == 2:
+                proc.terminate()
+            elif interrupts > 2:
+                proc.kill()

@@ -1,0 +1,1 @@
+"""Reports of a run: text (mpiP-like) and, later, HTML."""

@@ -1,0 +1,214 @@
+"""Read a run directory: meta.json, profile.json, and the per-rank files of ranks that ended
+without MPI_Finalize. Damaged files become problems named in the result, not tracebacks; whatever
+is still readable is returned."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import payload as pl
+from .errors import RunDirectoryError
+
+SCHEMA = "mpilens.profile/1"
+FUNCTION_KEYS = ("calls", "time_s", "min_s", "max_s", "bytes_sent", "bytes_recv")
+
+
+@dataclass
+class Run:
+    """A run directory as read: metadata, the profile, and what was wrong with the files."""
+
+    path: Path
+    meta: dict[str, Any] | None
+    profile: dict[str, Any]
+    source: str  # "profile.json" or "per-rank files"
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        """Whether every rank reached MPI_Finalize and the profile was aggregated."""
+        return bool(self.profile.get("complete")) and self.source == "profile.json"
+
+
+def _load_json(path: Path, problems: list[str]) -> Any:
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        problems.append(f"{path.name}: cannot read ({err.strerror})")
+        return None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        size = len(text)
+        cut = " (the file looks truncated)" if err.pos >= size - 2 else ""
+        problems.append(f"{path.name} is damaged: {err.msg} at line {err.lineno} column {err.colno}{cut}")
+        return None
+
+
+def validate_profile(doc: Any) -> list[str]:
+    """Return what is wrong with a parsed profile.json (empty when it is usable)."""
+    if not isinstance(doc, dict):
+        return ["profile.json is not a JSON object"]
+    errs = []
+    if doc.get("schema") != SCHEMA:
+        errs.append(f"profile.json has schema {doc.get('schema')!r}, expected {SCHEMA!r}")
+    n = doc.get("nranks")
+    if not isinstance(n, int) or n < 1:
+        return errs + ["profile.json: nranks is missing or not a positive integer"]
+    ranks = doc.get("ranks")
+    if not isinstance(ranks, list) or len(ranks) != n:
+        errs.append(f"profile.json: ranks should list {n} ranks")
+    funcs = doc.get("functions")
+    if not isinstance(funcs, dict):
+        errs.append("profile.json: functions is missing")
+    else:
+        for name, f in funcs.items():
+            for k in FUNCTION_KEYS:
+                if not isinstance(f, dict) or not isinstance(f.get(k), list) or len(f[k]) != n:
+                    errs.append(f"profile.json: functions.{name}.{k} should have {n} values")
+                    break
+    for key, kind in (("matrix", list), ("regions", list), ("message_sizes", dict)):
+        if not isinstance(doc.get(key), kind):
+            errs.append(f"profile.json: {key} is missing")
+    return errs
+
+
+def _seconds(ns: int) -> float:
+    return ns / 1e9
+
+
+def profile_from_payloads(payloads: list[pl.Payload], nranks: int) -> dict[str, Any]:
+    """Assemble the profile.json structure from per-rank payloads (missing ranks are null)."""
+    by_rank = {p.rank: p for p in payloads if 0 <= p.rank < nranks}
+
+    def per_rank(value: Any = 0) -> list[Any]:
+        return [value if r in by_rank else None for r in range(nranks)]
+
+    def new_function(cls: str) -> dict[str, Any]:
+        return {"class": cls, "calls": per_rank(0), "time_s": per_rank(0.0), "min_s": per_rank(None),
+                "max_s": per_rank(None), "bytes_sent": per_rank(0), "bytes_recv": per_rank(0)}
+
+    def add(f: dict[str, Any], r: int, calls: int, ns: int, mn: int, mx: int, sent: int, recv: int) -> None:
+        if calls:
+            f["min_s"][r] = _seconds(mn) if f["min_s"][r] is None else min(f["min_s"][r], _seconds(mn))
+            f["max_s"][r] = _seconds(mx) if f["max_s"][r] is None else max(f["max_s"][r], _seconds(mx))
+        f["calls"][r] += calls
+        f["time_s"][r] += _seconds(ns)
+        f["bytes_sent"][r] += sent
+        f["bytes_recv"][r] += recv
+
+    functions: dict[str, dict[str, Any]] = {}
+    sizes: dict[str, dict[int, dict[str, Any]]] = {}
+    regions: list[dict[str, Any]] = []  # global regions; index 0 is the root
+    root: dict[str, Any] = {"regions": []}
+    matrix = []
+    for r in sorted(by_rank):
+        p = by_rank[r]
+        local: dict[int, dict[str, Any]] = {0: root}
+        for path, parent, visits, ns, name in p.regions:
+            up = local.get(parent, root)
+            node = next((c for c in up["regions"] if c["name"] == name), None)
+            if node is None:
+                node = {"name": name, "visits": per_rank(0), "time_s": per_rank(0.0), "functions": {}, "regions": []}
+                up["regions"].append(node)
+                regions.append(node)
+            node["visits"][r] += visits
+            node["time_s"][r] += _seconds(ns)
+            local[path] = node
+        for path, fn, calls, ns, mn, mx, sent, recv in p.stats:
+            name, cls = p.functions.get(fn, (f"function {fn}", "other"))
+            add(functions.setdefault(name, new_function(cls)), r, calls, ns, mn, mx, sent, recv)
+            if path != 0 and path in local:
+                add(local[path]["functions"].setdefault(name, new_function(cls)), r, calls, ns, mn, mx, sent, recv)
+        for fn, b, calls, ns in p.sizes:
+            name = p.functions.get(fn, (f"function {fn}", "other"))[0]
+            slot = sizes.setdefault(name, {}).setdefault(b, {
+                "bin": b, "min_bytes": 0 if b == 0 else 1 << (b - 1), "max_bytes": 0 if b == 0 else (1 << b) - 1,
+                "calls": per_rank(0), "time_s": per_rank(0.0)})
+            slot["calls"][r] += calls
+            slot["time_s"][r] += _seconds(ns)
+        matrix += [{"src": r, "dst": d, "messages": m, "bytes": b} for d, m, b in p.matrix]
+    ranks = []
+    for r in range(nranks):
+        p = by_rank.get(r)
+        ranks.append({"rank": r, "host": p.host if p else None, "wall_time_s": _seconds(p.wall_ns) if p else None,
+                      "mpi_time_s": _seconds(p.mpi_ns) if p else None,
+                      "init_time_s": _seconds(p.init_ns) if p else None, "threads": p.threads if p else None,
+                      "ended_by": (p.reason + (f" {p.signal}" if p.signal else "")) if p else None})
+    dropped: dict[str, int] = {}
+    for p in by_rank.values():
+        for k, v in p.dropped.items():
+            dropped[k] = dropped.get(k, 0) + v
+    walls = [x["wall_time_s"] for x in ranks if x["wall_time_s"] is not None]
+    return {
+        "schema": SCHEMA,
+        "tool": {"name": "mpilens"},
+        "complete": False,
+        "nranks": nranks,
+        "wall_time_s": max(walls) if walls else None,
+        "ranks": ranks,
+        "functions": dict(sorted(functions.items())),
+        "message_sizes": {k: [v[b] for b in sorted(v)] for k, v in sorted(sizes.items())},
+        "matrix": matrix,
+        "regions": root["regions"],
+        "dropped": dropped,
+    }
+
+
+def load(path: str | Path) -> Run:
+    """Read a run directory; raise RunDirectoryError when it holds nothing usable."""
+    path = Path(path)
+    if not path.exists():
+        raise RunDirectoryError(f"{path}: no such run directory")
+    if not path.is_dir():
+        raise RunDirectoryError(f"{path}: not a run directory (expected a directory with profile.json)")
+    problems: list[str] = []
+    meta = _load_json(path / "meta.json", problems)
+    if meta is not None and not isinstance(meta, dict):
+        problems.append("meta.json is not a JSON object")
+        meta = None
+    if meta is None and not (path / "meta.json").exists():
+        problems.append("meta.json is missing")
+
+    doc = _load_json(path / "profile.json", problems)
+    if doc is not None:
+        errs = validate_profile(doc)
+        if not errs:
+            return Run(path, meta, doc, "profile.json", problems)
+        problems += errs
+
+    partial_files = sorted((path / "ranks").glob("rank-*.partial")) if (path / "ranks").is_dir() else []
+    payloads = []
+    for f in partial_files:
+        try:
+            payloads.append(pl.parse(f.read_bytes()))
+        except (pl.PayloadError, OSError) as err:
+            problems.append(f"ranks/{f.name} is damaged: {err}")
+    if not payloads:
+        if not (path / "profile.json").exists():
+            why = "no profile.json (the job did not reach MPI_Finalize) and no per-rank data"
+        else:
+            why = "profile.json is unusable and there is no per-rank data"
+        detail = f" ({'; '.join(problems)})" if problems else ""
+        raise RunDirectoryError(f"{path}: {why}{detail}")
+    nranks = (meta or {}).get("nranks") or max(p.nranks for p in payloads)
+    profile = profile_from_payloads(payloads, int(nranks))
+    missing = [r for r in range(int(nranks)) if profile["ranks"][r]["host"] is None]
+    problems.append(f"incomplete run: {len(payloads)} of {nranks} ranks left data"
+                    + (f" (missing: {_ranges(missing)})" if missing else "")
+                    + "; the job did not reach MPI_Finalize")
+    return Run(path, meta, profile, "per-rank files", problems)
+
+
+def _ranges(values: list[int]) -> str:
+    out: list[str] = []
+    for v in values:
+        if out and isinstance(out[-1], str) and out[-1].split("-")[-1] == str(v - 1):
+            out[-1] = out[-1].split("-")[0] + f"-{v}"
+        else:
+            out.append(str(v))
+    return ",".join(out)

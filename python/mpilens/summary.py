@@ -1,0 +1,171 @@
+"""Statistics across ranks of a profile: what the text report, the HTML report and the findings
+show. Unmeasured values (null: ranks that left no data) are left out of every statistic, never
+counted as zero."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class Spread:
+    """A per-rank metric across the ranks that measured it."""
+
+    total: float
+    mean: float
+    min: float
+    max: float
+    min_rank: int
+    max_rank: int
+    n: int
+    stdev: float
+
+    @property
+    def imbalance(self) -> float:
+        """(max - mean) / mean, the usual load-imbalance percentage as a fraction (0 when mean is 0)."""
+        return (self.max - self.mean) / self.mean if self.mean > 0 else 0.0
+
+    @property
+    def max_over_mean(self) -> float:
+        """max / mean (1 is perfect balance)."""
+        return self.max / self.mean if self.mean > 0 else 1.0
+
+    @property
+    def cov(self) -> float:
+        """Coefficient of variation across ranks (population standard deviation / mean)."""
+        return self.stdev / self.mean if self.mean > 0 else 0.0
+
+
+def spread(values: list[Any]) -> Spread | None:
+    """Return the spread of the measured (non-null) values, or None when none was measured."""
+    pairs = [(v, r) for r, v in enumerate(values) if v is not None]
+    if not pairs:
+        return None
+    vals = [v for v, _ in pairs]
+    lo = min(pairs, key=lambda p: (p[0], p[1]))
+    hi = max(pairs, key=lambda p: (p[0], -p[1]))
+    return Spread(sum(vals), statistics.fmean(vals), lo[0], hi[0], lo[1], hi[1], len(vals), statistics.pstdev(vals))
+
+
+@dataclass
+class FunctionSummary:
+    """One MPI function over the whole run."""
+
+    name: str
+    cls: str
+    calls: Spread
+    time: Spread
+    sent: Spread
+    recv: Spread
+    share_of_mpi: float  # of the summed MPI time of all ranks
+    share_of_wall: float  # of the summed wall time of all ranks
+
+    @property
+    def bytes_total(self) -> float:
+        return self.sent.total + self.recv.total
+
+    @property
+    def bytes_per_call(self) -> float:
+        return self.bytes_total / self.calls.total if self.calls.total else 0.0
+
+
+@dataclass
+class RankSummary:
+    rank: int
+    host: str | None
+    wall: float | None
+    mpi: float | None
+
+    @property
+    def mpi_share(self) -> float | None:
+        return self.mpi / self.wall if self.wall and self.mpi is not None else None
+
+
+@dataclass
+class RegionSummary:
+    path: str
+    depth: int
+    visits: Spread | None
+    time: Spread | None
+    mpi_time: Spread | None
+    functions: list[FunctionSummary]
+
+
+@dataclass
+class Summary:
+    nranks: int
+    measured_ranks: int
+    wall: Spread | None
+    mpi: Spread | None
+    ranks: list[RankSummary]
+    functions: list[FunctionSummary]  # by time, descending
+    sizes: list[tuple[int, int, int, float]]  # (min_bytes, max_bytes, calls, time_s) over all functions
+    talkers: list[dict[str, Any]]  # matrix entries by bytes, descending
+    sent_by_rank: list[float]
+    recv_by_rank: list[float]
+    regions: list[RegionSummary]
+    dropped: dict[str, int] = field(default_factory=dict)
+
+
+def _functions(funcs: dict[str, Any], mpi_total: float, wall_total: float) -> list[FunctionSummary]:
+    out = []
+    for name, f in funcs.items():
+        calls, time = spread(f["calls"]), spread(f["time_s"])
+        if calls is None or time is None:
+            continue
+        out.append(FunctionSummary(
+            name, f.get("class", "other"), calls, time, spread(f["bytes_sent"]) or calls, spread(f["bytes_recv"]) or calls,
+            time.total / mpi_total if mpi_total else 0.0, time.total / wall_total if wall_total else 0.0))
+    out.sort(key=lambda s: (-s.time.total, s.name))
+    return out
+
+
+def _regions(nodes: list[dict[str, Any]], prefix: str, depth: int, mpi_total: float, wall_total: float,
+             out: list[RegionSummary]) -> None:
+    for node in nodes:
+        path = f"{prefix}/{node['name']}" if prefix else node["name"]
+        funcs = _functions(node.get("functions", {}), mpi_total, wall_total)
+        nranks = len(node.get("visits", []))
+        per_rank_mpi: list[Any] = [None] * nranks
+        for f in node.get("functions", {}).values():
+            for r, v in enumerate(f["time_s"]):
+                if v is not None:
+                    per_rank_mpi[r] = (per_rank_mpi[r] or 0.0) + v
+        out.append(RegionSummary(path, depth, spread(node.get("visits", [])), spread(node.get("time_s", [])),
+                                 spread(per_rank_mpi), funcs))
+        _regions(node.get("regions", []), path, depth + 1, mpi_total, wall_total, out)
+
+
+def summarize(profile: dict[str, Any]) -> Summary:
+    """Compute the cross-rank statistics of a profile (profile.json structure)."""
+    n = profile["nranks"]
+    ranks = [RankSummary(r["rank"], r.get("host"), r.get("wall_time_s"), r.get("mpi_time_s"))
+             for r in profile["ranks"]]
+    wall = spread([r.wall for r in ranks])
+    mpi = spread([r.mpi for r in ranks])
+    wall_total = wall.total if wall else 0.0
+    mpi_total = mpi.total if mpi else 0.0
+    functions = _functions(profile["functions"], mpi_total, wall_total)
+
+    bins: dict[int, list[Any]] = {}
+    for entries in profile.get("message_sizes", {}).values():
+        for e in entries:
+            slot = bins.setdefault(e["bin"], [e["min_bytes"], e["max_bytes"], 0, 0.0])
+            slot[2] += sum(c for c in e["calls"] if c is not None)
+            slot[3] += sum(t for t in e["time_s"] if t is not None)
+    sizes = [tuple(bins[b]) for b in sorted(bins)]
+
+    talkers = sorted(profile.get("matrix", []), key=lambda m: (-m["bytes"], m["src"], m["dst"]))
+    sent = [0.0] * n
+    recv = [0.0] * n
+    for m in profile.get("matrix", []):
+        if 0 <= m["src"] < n:
+            sent[m["src"]] += m["bytes"]
+        if 0 <= m["dst"] < n:
+            recv[m["dst"]] += m["bytes"]
+    regions: list[RegionSummary] = []
+    _regions(profile.get("regions", []), "", 0, mpi_total, wall_total, regions)
+    return Summary(n, sum(1 for r in ranks if r.wall is not None), wall, mpi, ranks, functions,
+                   sizes, talkers, sent, recv, regions, dict(profile.get("dropped", {})))

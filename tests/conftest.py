@@ -1,0 +1,117 @@
+"""Shared helpers of the test suite: run real MPI jobs under mpilens, with Open MPI and MPICH.
+
+Tests get the `mpi` fixture (parametrized over both MPIs) and call `mpirun(mpi, np, argv, tmp_path)`
+or `run_example(mpi, name, np, tmp_path)`, which run `mpilens run` as a user would and return
+the run directory as read by mpilens.rundir.load.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BUILD = ROOT / "build"
+MPILENS = ROOT / ".venv" / "bin" / "mpilens"
+MPIS = ["openmpi", "mpich"]
+TIMEOUT = 300
+
+sys.path.insert(0, str(ROOT / "python"))
+from mpilens import rundir  # noqa: E402
+
+
+def job_env(**extra: str) -> dict[str, str]:
+    """Environment for MPI jobs on this machine: root allowed, oversubscription allowed, no
+    stray MPILENS_* settings from the caller."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MPILENS_")}
+    env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               OMPI_MCA_rmaps_base_oversubscribe="1", OMPI_MCA_btl_vader_single_copy_mechanism="none",
+               HYDRA_LAUNCHER="fork")
+    env.update(extra)
+    return env
+
+
+def launcher(mpi: str, np: int) -> list[str]:
+    """The launcher command of an MPI, for np ranks on this machine."""
+    if mpi == "openmpi":
+        return ["mpirun.openmpi", "--oversubscribe", "--bind-to", "none", "-np", str(np)]
+    return ["mpirun.mpich", "-np", str(np)]
+
+
+def example(mpi: str, name: str) -> Path:
+    """Path of an example program built for an MPI (examples/c or examples/fortran)."""
+    exe = BUILD / mpi / "examples" / name
+    if not exe.exists():
+        pytest.fail(f"{exe} is not built; run `make`")
+    return exe
+
+
+@dataclass
+class Job:
+    """A finished `mpilens run`."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+    rundir: Path
+
+    def load(self) -> rundir.Run:
+        return rundir.load(self.rundir)
+
+    @property
+    def profile(self) -> dict:
+        run = self.load()
+        assert run.source == "profile.json", run.problems
+        return run.profile
+
+
+def mpilens_run(mpi: str | None, argv: list[str], tmp_path: Path, *, settings: dict[str, str] | None = None,
+                env: dict[str, str] | None = None, check: bool = True, outdir: Path | None = None,
+                timeout: int = TIMEOUT) -> Job:
+    """Run `mpilens run -o DIR [--mpi mpi] -- argv` and return the result."""
+    out = outdir or tmp_path / "run"
+    cmd = [str(MPILENS), "run", "-o", str(out)]
+    if mpi:
+        cmd += ["--mpi", mpi]
+    for k, v in (settings or {}).items():
+        cmd += ["--set", f"{k}={v}"]
+    cmd += ["--", *argv]
+    p = subprocess.run(cmd, env=env or job_env(), capture_output=True, text=True, timeout=timeout)
+    if check and p.returncode != 0:
+        raise AssertionError(f"{' '.join(cmd)} exited {p.returncode}\nstdout:\n{p.stdout}\nstderr:\n{p.stderr}")
+    return Job(p.returncode, p.stdout, p.stderr, out)
+
+
+def mpirun(mpi: str, np: int, argv: list[str], tmp_path: Path, **kw) -> Job:
+    """Run argv on np ranks with the MPI's own launcher, under mpilens."""
+    return mpilens_run(mpi, launcher(mpi, np) + argv, tmp_path, **kw)
+
+
+def run_example(mpi: str, name: str, np: int, tmp_path: Path, args: list[str] | None = None, **kw) -> Job:
+    """Run an example program on np ranks under mpilens."""
+    return mpirun(mpi, np, [str(example(mpi, name)), *(args or [])], tmp_path, **kw)
+
+
+def plain_run(mpi: str, np: int, argv: list[str], timeout: int = TIMEOUT) -> subprocess.CompletedProcess:
+    """Run argv on np ranks without mpilens (for comparing outputs)."""
+    return subprocess.run(launcher(mpi, np) + argv, env=job_env(), capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(params=MPIS)
+def mpi(request: pytest.FixtureRequest) -> str:
+    """Each MPI in turn."""
+    if shutil.which(f"mpirun.{request.param}") is None:
+        pytest.fail(f"mpirun.{request.param} is missing: `make deps` installs it")
+    return request.param
+
+
+def fn(profile: dict, name: str, key: str) -> list:
+    """Per-rank values of one function's metric (zeros when the function was never called)."""
+    f = profile["functions"].get(name)
+    return f[key] if f else [0] * profile["nranks"]
