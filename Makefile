@@ -21,6 +21,8 @@ EXAMPLES_F := $(basename $(notdir $(wildcard examples/fortran/*.f90)))
 
 .PHONY: all deps runtime examples python test demo bench clean
 .DELETE_ON_ERROR:
+# generated sources are kept: they are what the build log and the tests point at
+.SECONDARY:
 
 all: runtime examples python
 
@@ -70,7 +72,7 @@ examples: $(foreach m,$(MPIS),$(addprefix $(BUILD)/$(m)/examples/,$(EXAMPLES_C) 
 define example_rules
 $(BUILD)/$(1)/examples/%: examples/c/%.c $(BUILD)/lib/libmpilens-annotate.so
 	@mkdir -p $$(dir $$@)
-	mpicc.$(1) -std=c11 -O2 -g -Wall -Iruntime/include -o $$@ $$< $(EX_LINK)
+	mpicc.$(1) -std=c11 -O2 -g -Wall -Wno-stringop-overflow -Iruntime/include -o $$@ $$< $(EX_LINK)
 $(BUILD)/$(1)/examples/%: examples/fortran/%.f90 $(BUILD)/lib/libmpilens-annotate.so
 	@mkdir -p $$(dir $$@)
 	mpifort.$(1) -O2 -g -fallow-argument-mismatch -J $$(dir $$@) -o $$@ $$< $(EX_LINK)

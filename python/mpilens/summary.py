@@ -127,8 +127,8 @@ def _regions(nodes: list[dict[str, Any]], prefix: str, depth: int, mpi_total: fl
     for node in nodes:
         path = f"{prefix}/{node['name']}" if prefix else node["name"]
         funcs = _functions(node.get("functions", {}), mpi_total, wall_total)
-        nranks = len(node.get("visits", []))
-        per_rank_mpi: list[Any] = [None] * nranks
+        # MPI time inside the region: zero, not unknown, on ranks that visited it without MPI calls
+        per_rank_mpi: list[Any] = [None if v is None else 0.0 for v in node.get("visits", [])]
         for f in node.get("functions", {}).values():
             for r, v in enumerate(f["time_s"]):
                 if v is not None:

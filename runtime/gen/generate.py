@@ -57,6 +57,7 @@ class Semantics:
     send: str | None = None
     recv: str | None = None
     peer: str | None = None
+    source: str | None = None
     matrix: bool = False
     request: str | None = None  # nonblocking | persistent
     before: str | None = None
@@ -90,7 +91,7 @@ def load_semantics(path: Path, functions: list[standard.StdFunction]) -> tuple[d
     for name, e in spec["functions"].items():
         if name not in by_name:
             raise SystemExit(f"semantics.yaml: {name} is not a function of the MPI standard")
-        unknown = set(e) - {"class", "send", "recv", "peer", "matrix", "request", "before", "handwritten"}
+        unknown = set(e) - {"class", "send", "recv", "peer", "source", "matrix", "request", "before", "handwritten"}
         if unknown:
             raise SystemExit(f"semantics.yaml: {name}: unknown keys {sorted(unknown)}")
         if e["class"] not in CLASSES:
@@ -98,7 +99,7 @@ def load_semantics(path: Path, functions: list[standard.StdFunction]) -> tuple[d
         if e.get("request") not in (None, "nonblocking", "persistent"):
             raise SystemExit(f"semantics.yaml: {name}: request must be nonblocking or persistent")
         sem = Semantics(
-            cls=e["class"], send=e.get("send"), recv=e.get("recv"), peer=e.get("peer"),
+            cls=e["class"], send=e.get("send"), recv=e.get("recv"), peer=e.get("peer"), source=e.get("source"),
             matrix=e.get("matrix", e["class"] == "p2p" and e.get("peer") is not None and e.get("send") is not None),
             request=e.get("request"), before=e.get("before"), handwritten=bool(e.get("handwritten")),
         )
@@ -112,8 +113,9 @@ def load_semantics(path: Path, functions: list[standard.StdFunction]) -> tuple[d
                     raise SystemExit(f"semantics.yaml: {name}.{what}: {ident!r} is neither a parameter nor a helper")
         if "status" in (sem.send, sem.recv) and sem.request is None and "status" not in params:
             raise SystemExit(f"semantics.yaml: {name}: bytes from status but the function has no status")
-        if sem.peer is not None and sem.peer not in params:
-            raise SystemExit(f"semantics.yaml: {name}.peer: {sem.peer} is not a parameter")
+        for what in ("peer", "source"):
+            if getattr(sem, what) is not None and getattr(sem, what) not in params:
+                raise SystemExit(f"semantics.yaml: {name}.{what}: {getattr(sem, what)} is not a parameter")
         entries[name] = sem
     classes = [(re.compile(c["match"]), c["class"]) for c in spec["classes"]]
     excludes = [(re.compile(x["match"]), x["why"]) for x in spec["exclude"]]
@@ -179,7 +181,9 @@ def accounting(fn: str, sem: Semantics, lang: str, req_expr: str, status_expr: s
     sent, recv = bytes_code(sem, status_expr, lang)
     if sem.request is not None:
         flags = "ML_REQ_PERSISTENT" if sem.request == "persistent" else "0"
-        lines.append(f"ml_req_t *const ml_r = ml_req_track(ml_t, {req_expr}, ML_FN_{fn}, {flags});")
+        null = null_transfer(sem)
+        track = f"({null}) ? NULL : " if null else ""
+        lines.append(f"ml_req_t *const ml_r = {track}ml_req_track(ml_t, {req_expr}, ML_FN_{fn}, {flags});")
         lines.append("if (ml_r != NULL) {")
         if sem.send is not None:
             value = "ML_BYTES_FROM_STATUS" if sem.send == "status" else sent
@@ -213,6 +217,23 @@ def accounting(fn: str, sem: Semantics, lang: str, req_expr: str, status_expr: s
     return lines
 
 
+def null_transfer(sem: Semantics) -> str | None:
+    """Return the C condition under which the call moves nothing (all peers MPI_PROC_NULL)."""
+    ranks = [r for r in (sem.peer, sem.source) if r]
+    return " && ".join(f"{r} == MPI_PROC_NULL" for r in ranks) if ranks else None
+
+
+def leave_lines(fn: str, sem: Semantics, null: str | None) -> list[str]:
+    """End of a data-moving wrapper: bytes and size bin for a transfer, only timing otherwise."""
+    timing = f"ml_leave(ml_t, ML_FN_{fn}, ml_t0, ml_t1);"
+    if sem.request is not None:
+        return ["    " + timing]  # bytes come when the request completes
+    transfer = f"ml_leave_bytes(ml_t, ML_FN_{fn}, ml_t0, ml_t1, ml_sent, ml_recv);"
+    if null is None:
+        return ["    " + transfer]
+    return [f"    if {null} {timing}", f"    else {transfer}"]
+
+
 def needs_status(sem: Semantics) -> bool:
     return sem.request is None and "status" in (sem.send, sem.recv)
 
@@ -234,15 +255,13 @@ def c_wrapper(f: standard.StdFunction, proto: cheader.CPrototype, sem: Semantics
              "    const uint64_t ml_t1 = ml_now();"]
     if sem.moves_data:
         acct = accounting(f.name, sem, "c", "*request", "status")
+        null = null_transfer(sem)
         if sem.request is None:
             body.append("    int64_t ml_sent = 0, ml_recv = 0;")
         body.append("    if (ml_rc == MPI_SUCCESS) {")
         body += ["        " + line for line in acct]
         body.append("    }")
-        if sem.request is None:
-            body.append(f"    ml_leave_bytes(ml_t, ML_FN_{f.name}, ml_t0, ml_t1, ml_sent, ml_recv);")
-        else:
-            body.append(f"    ml_leave(ml_t, ML_FN_{f.name}, ml_t0, ml_t1);")
+        body += leave_lines(f.name, sem, f"({null})" if null else None)
     else:
         body.append(f"    ml_leave(ml_t, ML_FN_{f.name}, ml_t0, ml_t1);")
     body += ["    return ml_rc;", "}", ""]
@@ -318,8 +337,10 @@ def f_wrapper(f: standard.StdFunction, proto: cheader.CPrototype, sem: Semantics
     if sem.moves_data:
         if sem.request is None:
             body.append("    int64_t ml_sent = 0, ml_recv = 0;")
+            if null_transfer(sem):
+                body.append("    int ml_null = 0;")
         body.append("    if (*(const MPI_Fint *)ierror_f == MPI_SUCCESS) {")
-        convs = referenced(sem.send, sem.recv, sem.peer)
+        convs = referenced(sem.send, sem.recv, sem.peer, sem.source)
         if sem.matrix and "comm" not in convs:
             convs.append("comm")
         for name in convs:
@@ -331,11 +352,11 @@ def f_wrapper(f: standard.StdFunction, proto: cheader.CPrototype, sem: Semantics
             status_expr = "&ml_cstatus"
         req_expr = "PMPI_Request_f2c(*(const MPI_Fint *)request_f)"
         body += ["        " + line for line in accounting(f.name, sem, "f", req_expr, status_expr)]
+        null = null_transfer(sem)
+        if null and sem.request is None:
+            body.append(f"        ml_null = {null};")
         body.append("    }")
-        if sem.request is None:
-            body.append(f"    ml_leave_bytes(ml_t, ML_FN_{f.name}, ml_t0, ml_t1, ml_sent, ml_recv);")
-        else:
-            body.append(f"    ml_leave(ml_t, ML_FN_{f.name}, ml_t0, ml_t1);")
+        body += leave_lines(f.name, sem, "(ml_null)" if null else None)
     else:
         body.append(f"    ml_leave(ml_t, ML_FN_{f.name}, ml_t0, ml_t1);")
     body += ["}", f"ML_FORTRAN_NAMES(ml_f_{f.name}, {lower}, {lower.upper()})", ""]

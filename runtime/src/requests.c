@@ -105,6 +105,9 @@ void ml_req_start(ml_thread_t *t, ml_req_t *e)
 
 void ml_req_complete(ml_thread_t *t, ml_req_t *e, const MPI_Status *st)
 {
+    /* Released already: one array of requests can hold the same handle twice (e.g. Open MPI
+     * hands out one static "empty" request for operations that complete at once). */
+    if (__atomic_load_n(&e->key, __ATOMIC_ACQUIRE) == ML_REQ_TOMB) return;
     if (!(e->flags & ML_REQ_ACTIVE)) return; /* an inactive persistent request completes at once */
     int64_t sent = e->sent, recv = e->recv;
     int cancelled = 0;

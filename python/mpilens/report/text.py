@@ -79,14 +79,14 @@ def render(run: Run, s: Summary, findings: list[Finding]) -> str:
         out += _table(["Function", "Calls", "Sent", "Received", "Bytes/call", "MaxSent/rank", "Rank"], rows)
 
     if s.sizes:
-        out += ["", "@ Message sizes (calls that move data, all functions)"]
+        out += ["", "@ Message sizes (transfers of all functions; nonblocking ones are timed by their Wait/Test)"]
         total = sum(c for _, _, c, _ in s.sizes) or 1
         rows = []
         for lo, hi, calls, t in s.sizes:
             label = "0 B" if hi == 0 else f"{units.size(lo)} - {units.size(hi + 1)}"
             bar = "#" * max(1, round(40 * calls / total)) if calls else ""
             rows.append([label, units.count(calls), units.percent(calls / total), units.seconds(t), bar])
-        out += _table(["Size", "Calls", "Share", "Time", ""], rows, {1, 2, 3})
+        out += _table(["Size", "Calls", "Share", "Time (blocking)", ""], rows, {1, 2, 3})
 
     if s.talkers:
         out += ["", "@ Top talkers (point-to-point, by bytes)"]
