@@ -10,6 +10,7 @@ packages=(
   hwloc libhwloc-dev                # topology (quo/, affinity)
   libpapi-dev papi-tools            # hardware counters
   python3 python3-venv python3-dev python3-mpi4py
+  chromium fonts-dejavu-core        # headless browser for the HTML report tests
   lammps lammps-examples            # real applications run under the tool in the tests
   netpipe-openmpi netpipe-mpich2 hpcc
 )

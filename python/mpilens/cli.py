@@ -77,21 +77,45 @@ def cmd_run(a: argparse.Namespace) -> int:
 def _setup_report(p: argparse.ArgumentParser) -> None:
     p.add_argument("rundir", type=Path)
     p.add_argument("--json", action="store_true", help="print the summary and findings as one JSON document")
+    p.add_argument("--html", type=Path, metavar="FILE", help="also write the self-contained HTML report to FILE")
+    p.add_argument("--png", type=Path, metavar="DIR", help="also write the report's figures as PNG files into DIR")
+    p.add_argument("--quiet", action="store_true", help="no progress display")
 
 
 @command("report", "print the report of a run directory", _setup_report)
 def cmd_report(a: argparse.Namespace) -> int:
     from . import findings, rundir, summary
+    from .progress import Steps
     from .report import text
 
-    run = rundir.load(a.rundir)
-    s = summary.summarize(run.profile)
-    found = findings.find(run, s)
+    with Steps(quiet=a.quiet) as step:
+        step("reading the run directory")
+        run = rundir.load(a.rundir)
+        step("statistics across ranks")
+        s = summary.summarize(run.profile)
+        found = findings.find(run, s)
+        if a.html:
+            from .report import html
+
+            page = html.render(run, s, found, step)
+            try:
+                a.html.write_text(page)
+            except OSError as err:
+                raise MpilensError(f"cannot write {a.html}: {err.strerror}") from err
+        if a.png:
+            from .report import html
+
+            try:
+                html.write_figures(run, s, found, a.png, step)
+            except OSError as err:
+                raise MpilensError(f"cannot write figures into {a.png}: {err.strerror}") from err
     if a.json:
         json.dump(text.as_json(run, s, found), sys.stdout, indent=2)
         print()
     else:
         sys.stdout.write(text.render(run, s, found))
+    if a.html:
+        print(f"mpilens: HTML report {a.html}", file=sys.stderr)
     return 0
 
 

@@ -180,24 +180,22 @@ def accounting(fn: str, sem: Semantics, lang: str, req_expr: str, status_expr: s
     lines: list[str] = []
     sent, recv = bytes_code(sem, status_expr, lang)
     if sem.request is not None:
+        # everything the entry holds is computed before it becomes visible to other threads
         flags = "ML_REQ_PERSISTENT" if sem.request == "persistent" else "0"
-        null = null_transfer(sem)
-        track = f"({null}) ? NULL : " if null else ""
-        lines.append(f"ml_req_t *const ml_r = {track}ml_req_track(ml_t, {req_expr}, ML_FN_{fn}, {flags});")
-        lines.append("if (ml_r != NULL) {")
+        # a call whose only peer is MPI_PROC_NULL is not tracked at all (see null_transfer); with
+        # a source too (Isendrecv), the destination alone may be MPI_PROC_NULL
+        peer_null = f"{sem.peer} == MPI_PROC_NULL ? " if sem.peer and sem.source else ""
+        sent_v = recv_v = "0"
         if sem.send is not None:
-            value = "ML_BYTES_FROM_STATUS" if sem.send == "status" else sent
-            if sem.peer:
-                value = f"{sem.peer} == MPI_PROC_NULL ? 0 : {value}"
-            lines.append(f"    ml_r->sent = {value};")
+            sent_v = "ML_BYTES_FROM_STATUS" if sem.send == "status" else sent
+            sent_v = f"{peer_null}0 : {sent_v}" if peer_null else sent_v
         if sem.recv is not None:
-            value = "ML_BYTES_FROM_STATUS" if sem.recv == "status" else recv
-            if sem.peer and sem.recv != "status":
-                value = f"{sem.peer} == MPI_PROC_NULL ? 0 : {value}"
-            lines.append(f"    ml_r->recv = {value};")
-        if sem.matrix:
-            lines.append(f"    ml_r->peer = {sem.peer} == MPI_PROC_NULL ? -1 : ml_world_rank(comm, {sem.peer});")
-        lines.append("}")
+            recv_v = "ML_BYTES_FROM_STATUS" if sem.recv == "status" else recv
+        peer_v = f"ml_world_rank(comm, {sem.peer})" if sem.matrix else "-1"
+        peer_v = f"{peer_null}-1 : {peer_v}" if peer_null and sem.matrix else peer_v
+        call = f"ml_req_track(ml_t, {req_expr}, ML_FN_{fn}, {flags}, {sent_v}, {recv_v}, {peer_v});"
+        null = null_transfer(sem)
+        lines.append(f"if (!({null})) {call}" if null else call)
         return lines
     if sem.send is not None:
         guard = f"{sem.peer} != MPI_PROC_NULL" if sem.peer else None

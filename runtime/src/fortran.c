@@ -142,195 +142,205 @@ static void f_pcontrol(MPI_Fint *level)
 ML_FORTRAN_NAMES(f_pcontrol, mpi_pcontrol, MPI_PCONTROL)
 
 /* ------------------------------------------------------------------------------- completion */
+/* The C view of a Fortran status, or NULL for MPI_STATUS_IGNORE. */
 static const MPI_Status *c_status(const MPI_Fint *fst, MPI_Status *out)
 {
-    if (ml_f_status_ignore(fst)) return NULL;
+    if (ml_f_status_ignore(fst) || ml_f_statuses_ignore(fst)) return NULL;
     PMPI_Status_f2c(fst, out);
     return out;
 }
 
-static void f_wait(MPI_Fint *request, MPI_Fint *status, MPI_Fint *ierr)
+/* Claim the entries of n Fortran requests; returns the status argument to pass on (the caller's
+ * or scratch when it ignores statuses but an entry needs one). */
+static MPI_Fint *claim_fortran(ml_thread_t *t, int n, const MPI_Fint *requests, MPI_Fint *statuses, int single)
 {
-    REAL("mpi_wait", f3_t);
-    ml_thread_t *const t = ml_enter();
+    ml_scratch_reserve(t, (size_t)(n > 0 ? n : 1));
+    for (int i = 0; i < n; i++) t->scratch_req[i] = PMPI_Request_f2c(requests[i]);
+    const int need = ml_claim_all(t, n, t->scratch_req, MPI_STATUSES_IGNORE) != MPI_STATUSES_IGNORE;
+    const int ignored = single ? ml_f_status_ignore(statuses) : ml_f_statuses_ignore(statuses);
+    return need && ignored ? t->scratch_fstatus : statuses;
+}
+
+/* Settle request i whose status is slot `slot` of a Fortran statuses array. */
+static void settle_fortran(ml_thread_t *t, int i, const MPI_Fint *statuses, int slot, MPI_Fint ierr, int measuring)
+{
+    MPI_Status cs;
+    const MPI_Status *s = ml_f_statuses_ignore(statuses) ? NULL : c_status(statuses + slot * ML_F_STATUS_SIZE, &cs);
+    ml_settle(t, i, s, ierr, measuring);
+}
+
+static void single(const char *name, int fn, void **cache, MPI_Fint *request, MPI_Fint *flag, MPI_Fint *status,
+                   MPI_Fint *ierr)
+{
+    /* MPI_WAIT(request, status, ierr) and MPI_TEST(request, flag, status, ierr) */
+    if (*cache == NULL) *cache = ml_fortran_resolve(name);
+    int measuring;
+    ml_thread_t *const t = ml_enter_completion(&measuring);
     if (ML_UNLIKELY(t == NULL)) {
-        real(request, status, ierr);
+        if (flag)
+            ((f4_t)*cache)(request, flag, status, ierr);
+        else
+            ((f3_t)*cache)(request, status, ierr);
         return;
     }
-    ml_req_t *const e = ml_req_find(PMPI_Request_f2c(*request));
+    ml_claim_t c;
+    ml_req_claim(PMPI_Request_f2c(*request), &c);
     MPI_Fint local[ML_F_STATUS_MAX];
-    if (e != NULL && ml_needs_status(e) && ml_f_status_ignore(status)) status = local;
+    if (ml_claim_needs_status(&c) && ml_f_status_ignore(status)) status = local;
     const uint64_t t0 = ml_now();
-    real(request, status, ierr);
+    if (flag)
+        ((f4_t)*cache)(request, flag, status, ierr);
+    else
+        ((f3_t)*cache)(request, status, ierr);
     const uint64_t t1 = ml_now();
-    if (*ierr == MPI_SUCCESS && e != NULL) {
+    if (*ierr == MPI_SUCCESS && (flag == NULL || *flag)) {
         MPI_Status cs;
-        ml_req_complete(t, e, c_status(status, &cs));
+        ml_req_done(t, &c, c_status(status, &cs), measuring);
+    } else {
+        ml_req_unclaim(&c);
     }
-    ml_leave(t, ML_FN_MPI_Wait, t0, t1);
+    ml_finish(t, fn, t0, t1, measuring);
+}
+
+static void f_wait(MPI_Fint *request, MPI_Fint *status, MPI_Fint *ierr)
+{
+    static void *real;
+    single("mpi_wait", ML_FN_MPI_Wait, &real, request, NULL, status, ierr);
 }
 ML_FORTRAN_NAMES(f_wait, mpi_wait, MPI_WAIT)
 
 static void f_test(MPI_Fint *request, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr)
 {
-    REAL("mpi_test", f4_t);
-    ml_thread_t *const t = ml_enter();
-    if (ML_UNLIKELY(t == NULL)) {
-        real(request, flag, status, ierr);
-        return;
-    }
-    ml_req_t *const e = ml_req_find(PMPI_Request_f2c(*request));
-    MPI_Fint local[ML_F_STATUS_MAX];
-    if (e != NULL && ml_needs_status(e) && ml_f_status_ignore(status)) status = local;
-    const uint64_t t0 = ml_now();
-    real(request, flag, status, ierr);
-    const uint64_t t1 = ml_now();
-    if (*ierr == MPI_SUCCESS && *flag && e != NULL) {
-        MPI_Status cs;
-        ml_req_complete(t, e, c_status(status, &cs));
-    }
-    ml_leave(t, ML_FN_MPI_Test, t0, t1);
+    static void *real;
+    single("mpi_test", ML_FN_MPI_Test, &real, request, flag, status, ierr);
 }
 ML_FORTRAN_NAMES(f_test, mpi_test, MPI_TEST)
 
-/* Look up n Fortran requests; returns the statuses array to pass on (scratch when needed). */
-static MPI_Fint *lookup_fortran(ml_thread_t *t, int n, const MPI_Fint *requests, MPI_Fint *statuses, int single)
+static void all_fortran(const char *name, int fn, void **cache, MPI_Fint *count, MPI_Fint *requests, MPI_Fint *flag,
+                        MPI_Fint *statuses, MPI_Fint *ierr)
 {
-    ml_scratch_reserve(t, (size_t)(n > 0 ? n : 1));
-    for (int i = 0; i < n; i++) t->scratch_req[i] = PMPI_Request_f2c(requests[i]);
-    const int need = ml_lookup_all(t, n, t->scratch_req, MPI_STATUSES_IGNORE) != MPI_STATUSES_IGNORE;
-    const int ignored = single ? ml_f_status_ignore(statuses) : ml_f_statuses_ignore(statuses);
-    return need && ignored ? t->scratch_fstatus : statuses;
-}
-
-static void complete_fortran(ml_thread_t *t, int i, const MPI_Fint *statuses, int slot, MPI_Fint ierr)
-{
-    ml_req_t *e = t->scratch_ent[i];
-    if (e == NULL) return;
-    MPI_Status cs;
-    const MPI_Status *s = ml_f_statuses_ignore(statuses) ? NULL : c_status(statuses + slot * ML_F_STATUS_SIZE, &cs);
-    if (ierr == MPI_ERR_IN_STATUS && s != NULL && s->MPI_ERROR != MPI_SUCCESS) return;
-    ml_req_complete(t, e, s);
+    /* MPI_WAITALL(count, requests, statuses, ierr) and MPI_TESTALL(count, requests, flag, statuses, ierr) */
+    if (*cache == NULL) *cache = ml_fortran_resolve(name);
+    int measuring;
+    ml_thread_t *const t = ml_enter_completion(&measuring);
+    if (ML_UNLIKELY(t == NULL)) {
+        if (flag)
+            ((f5_t)*cache)(count, requests, flag, statuses, ierr);
+        else
+            ((f4_t)*cache)(count, requests, statuses, ierr);
+        return;
+    }
+    const int n = *count;
+    statuses = claim_fortran(t, n, requests, statuses, 0);
+    const uint64_t t0 = ml_now();
+    if (flag)
+        ((f5_t)*cache)(count, requests, flag, statuses, ierr);
+    else
+        ((f4_t)*cache)(count, requests, statuses, ierr);
+    const uint64_t t1 = ml_now();
+    if ((*ierr == MPI_SUCCESS || *ierr == MPI_ERR_IN_STATUS) && (flag == NULL || *flag))
+        for (int i = 0; i < n; i++) settle_fortran(t, i, statuses, i, *ierr, measuring);
+    ml_unclaim_rest(t, n);
+    ml_finish(t, fn, t0, t1, measuring);
 }
 
 static void f_waitall(MPI_Fint *count, MPI_Fint *requests, MPI_Fint *statuses, MPI_Fint *ierr)
 {
-    REAL("mpi_waitall", f4_t);
-    ml_thread_t *const t = ml_enter();
-    if (ML_UNLIKELY(t == NULL)) {
-        real(count, requests, statuses, ierr);
-        return;
-    }
-    const int n = *count;
-    statuses = lookup_fortran(t, n, requests, statuses, 0);
-    const uint64_t t0 = ml_now();
-    real(count, requests, statuses, ierr);
-    const uint64_t t1 = ml_now();
-    if (*ierr == MPI_SUCCESS || *ierr == MPI_ERR_IN_STATUS)
-        for (int i = 0; i < n; i++) complete_fortran(t, i, statuses, i, *ierr);
-    ml_leave(t, ML_FN_MPI_Waitall, t0, t1);
+    static void *real;
+    all_fortran("mpi_waitall", ML_FN_MPI_Waitall, &real, count, requests, NULL, statuses, ierr);
 }
 ML_FORTRAN_NAMES(f_waitall, mpi_waitall, MPI_WAITALL)
 
 static void f_testall(MPI_Fint *count, MPI_Fint *requests, MPI_Fint *flag, MPI_Fint *statuses, MPI_Fint *ierr)
 {
-    REAL("mpi_testall", f5_t);
-    ml_thread_t *const t = ml_enter();
-    if (ML_UNLIKELY(t == NULL)) {
-        real(count, requests, flag, statuses, ierr);
-        return;
-    }
-    const int n = *count;
-    statuses = lookup_fortran(t, n, requests, statuses, 0);
-    const uint64_t t0 = ml_now();
-    real(count, requests, flag, statuses, ierr);
-    const uint64_t t1 = ml_now();
-    if ((*ierr == MPI_SUCCESS || *ierr == MPI_ERR_IN_STATUS) && *flag)
-        for (int i = 0; i < n; i++) complete_fortran(t, i, statuses, i, *ierr);
-    ml_leave(t, ML_FN_MPI_Testall, t0, t1);
+    static void *real;
+    all_fortran("mpi_testall", ML_FN_MPI_Testall, &real, count, requests, flag, statuses, ierr);
 }
 ML_FORTRAN_NAMES(f_testall, mpi_testall, MPI_TESTALL)
 
-static void f_waitany(MPI_Fint *count, MPI_Fint *requests, MPI_Fint *index, MPI_Fint *status, MPI_Fint *ierr)
+static void any_fortran(const char *name, int fn, void **cache, MPI_Fint *count, MPI_Fint *requests, MPI_Fint *index,
+                        MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr)
 {
-    REAL("mpi_waitany", f5_t);
-    ml_thread_t *const t = ml_enter();
+    /* MPI_WAITANY(count, requests, index, status, ierr), MPI_TESTANY(count, requests, index, flag, status, ierr) */
+    if (*cache == NULL) *cache = ml_fortran_resolve(name);
+    int measuring;
+    ml_thread_t *const t = ml_enter_completion(&measuring);
     if (ML_UNLIKELY(t == NULL)) {
-        real(count, requests, index, status, ierr);
+        if (flag)
+            ((f6_t)*cache)(count, requests, index, flag, status, ierr);
+        else
+            ((f5_t)*cache)(count, requests, index, status, ierr);
         return;
     }
     const int n = *count;
-    status = lookup_fortran(t, n, requests, status, 1);
+    status = claim_fortran(t, n, requests, status, 1);
     const uint64_t t0 = ml_now();
-    real(count, requests, index, status, ierr);
+    if (flag)
+        ((f6_t)*cache)(count, requests, index, flag, status, ierr);
+    else
+        ((f5_t)*cache)(count, requests, index, status, ierr);
     const uint64_t t1 = ml_now();
     const int i = *index - 1; /* Fortran indices start at 1 */
-    if (*ierr == MPI_SUCCESS && *index != MPI_UNDEFINED && i >= 0 && i < n && t->scratch_ent[i]) {
+    if (*ierr == MPI_SUCCESS && (flag == NULL || *flag) && *index != MPI_UNDEFINED && i >= 0 && i < n) {
         MPI_Status cs;
-        ml_req_complete(t, t->scratch_ent[i], c_status(status, &cs));
+        ml_req_done(t, &t->scratch_claim[i], c_status(status, &cs), measuring);
     }
-    ml_leave(t, ML_FN_MPI_Waitany, t0, t1);
+    ml_unclaim_rest(t, n);
+    ml_finish(t, fn, t0, t1, measuring);
+}
+
+static void f_waitany(MPI_Fint *count, MPI_Fint *requests, MPI_Fint *index, MPI_Fint *status, MPI_Fint *ierr)
+{
+    static void *real;
+    any_fortran("mpi_waitany", ML_FN_MPI_Waitany, &real, count, requests, index, NULL, status, ierr);
 }
 ML_FORTRAN_NAMES(f_waitany, mpi_waitany, MPI_WAITANY)
 
 static void f_testany(MPI_Fint *count, MPI_Fint *requests, MPI_Fint *index, MPI_Fint *flag, MPI_Fint *status,
                       MPI_Fint *ierr)
 {
-    REAL("mpi_testany", f6_t);
-    ml_thread_t *const t = ml_enter();
-    if (ML_UNLIKELY(t == NULL)) {
-        real(count, requests, index, flag, status, ierr);
-        return;
-    }
-    const int n = *count;
-    status = lookup_fortran(t, n, requests, status, 1);
-    const uint64_t t0 = ml_now();
-    real(count, requests, index, flag, status, ierr);
-    const uint64_t t1 = ml_now();
-    const int i = *index - 1;
-    if (*ierr == MPI_SUCCESS && *flag && *index != MPI_UNDEFINED && i >= 0 && i < n && t->scratch_ent[i]) {
-        MPI_Status cs;
-        ml_req_complete(t, t->scratch_ent[i], c_status(status, &cs));
-    }
-    ml_leave(t, ML_FN_MPI_Testany, t0, t1);
+    static void *real;
+    any_fortran("mpi_testany", ML_FN_MPI_Testany, &real, count, requests, index, flag, status, ierr);
 }
 ML_FORTRAN_NAMES(f_testany, mpi_testany, MPI_TESTANY)
 
-static void some_fortran(const char *name, int fn, MPI_Fint *incount, MPI_Fint *requests, MPI_Fint *outcount,
-                         MPI_Fint *indices, MPI_Fint *statuses, MPI_Fint *ierr, f6_t *cache)
+static void some_fortran(const char *name, int fn, void **cache, MPI_Fint *incount, MPI_Fint *requests,
+                         MPI_Fint *outcount, MPI_Fint *indices, MPI_Fint *statuses, MPI_Fint *ierr)
 {
-    if (*cache == NULL) *cache = (f6_t)ml_fortran_resolve(name);
-    ml_thread_t *const t = ml_enter();
+    if (*cache == NULL) *cache = ml_fortran_resolve(name);
+    int measuring;
+    ml_thread_t *const t = ml_enter_completion(&measuring);
     if (ML_UNLIKELY(t == NULL)) {
-        (*cache)(incount, requests, outcount, indices, statuses, ierr);
+        ((f6_t)*cache)(incount, requests, outcount, indices, statuses, ierr);
         return;
     }
     const int n = *incount;
-    statuses = lookup_fortran(t, n, requests, statuses, 0);
+    statuses = claim_fortran(t, n, requests, statuses, 0);
     const uint64_t t0 = ml_now();
-    (*cache)(incount, requests, outcount, indices, statuses, ierr);
+    ((f6_t)*cache)(incount, requests, outcount, indices, statuses, ierr);
     const uint64_t t1 = ml_now();
     if ((*ierr == MPI_SUCCESS || *ierr == MPI_ERR_IN_STATUS) && *outcount != MPI_UNDEFINED)
         for (int j = 0; j < *outcount; j++) {
             const int i = indices[j] - 1;
-            if (i >= 0 && i < n) complete_fortran(t, i, statuses, j, *ierr);
+            if (i >= 0 && i < n) settle_fortran(t, i, statuses, j, *ierr, measuring);
         }
-    ml_leave(t, fn, t0, t1);
+    ml_unclaim_rest(t, n);
+    ml_finish(t, fn, t0, t1, measuring);
 }
 
 static void f_waitsome(MPI_Fint *incount, MPI_Fint *requests, MPI_Fint *outcount, MPI_Fint *indices,
                        MPI_Fint *statuses, MPI_Fint *ierr)
 {
-    static f6_t real;
-    some_fortran("mpi_waitsome", ML_FN_MPI_Waitsome, incount, requests, outcount, indices, statuses, ierr, &real);
+    static void *real;
+    some_fortran("mpi_waitsome", ML_FN_MPI_Waitsome, &real, incount, requests, outcount, indices, statuses, ierr);
 }
 ML_FORTRAN_NAMES(f_waitsome, mpi_waitsome, MPI_WAITSOME)
 
 static void f_testsome(MPI_Fint *incount, MPI_Fint *requests, MPI_Fint *outcount, MPI_Fint *indices,
                        MPI_Fint *statuses, MPI_Fint *ierr)
 {
-    static f6_t real;
-    some_fortran("mpi_testsome", ML_FN_MPI_Testsome, incount, requests, outcount, indices, statuses, ierr, &real);
+    static void *real;
+    some_fortran("mpi_testsome", ML_FN_MPI_Testsome, &real, incount, requests, outcount, indices, statuses, ierr);
 }
 ML_FORTRAN_NAMES(f_testsome, mpi_testsome, MPI_TESTSOME)
 
@@ -376,17 +386,22 @@ ML_FORTRAN_NAMES(f_startall, mpi_startall, MPI_STARTALL)
 static void f_request_free(MPI_Fint *request, MPI_Fint *ierr)
 {
     REAL("mpi_request_free", f2_t);
-    ml_thread_t *const t = ml_enter();
+    int measuring;
+    ml_thread_t *const t = ml_enter_completion(&measuring);
     if (ML_UNLIKELY(t == NULL)) {
         real(request, ierr);
         return;
     }
-    ml_req_t *const e = ml_req_find(PMPI_Request_f2c(*request));
+    ml_claim_t c;
+    ml_req_claim(PMPI_Request_f2c(*request), &c);
     const uint64_t t0 = ml_now();
     real(request, ierr);
     const uint64_t t1 = ml_now();
-    if (*ierr == MPI_SUCCESS && e != NULL) ml_req_freed(t, e);
-    ml_leave(t, ML_FN_MPI_Request_free, t0, t1);
+    if (*ierr == MPI_SUCCESS)
+        ml_req_freed(t, &c, measuring);
+    else
+        ml_req_unclaim(&c);
+    ml_finish(t, ML_FN_MPI_Request_free, t0, t1, measuring);
 }
 ML_FORTRAN_NAMES(f_request_free, mpi_request_free, MPI_REQUEST_FREE)
 

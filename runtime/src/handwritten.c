@@ -49,128 +49,133 @@ ML_EXPORT int MPI_Pcontrol(const int level, ...)
 /* ------------------------------------------------------------------------------- completion */
 ML_EXPORT int MPI_Wait(MPI_Request *request, MPI_Status *status)
 {
-    ml_thread_t *const t = ml_enter();
+    int measuring;
+    ml_thread_t *const t = ml_enter_completion(&measuring);
     if (ML_UNLIKELY(t == NULL)) return PMPI_Wait(request, status);
-    ml_req_t *const e = ml_req_find(*request);
+    ml_claim_t c;
+    ml_req_claim(*request, &c);
     MPI_Status local;
-    if (e != NULL && ml_needs_status(e) && status == MPI_STATUS_IGNORE) status = &local;
+    if (ml_claim_needs_status(&c) && status == MPI_STATUS_IGNORE) status = &local;
     const uint64_t t0 = ml_now();
     const int rc = PMPI_Wait(request, status);
     const uint64_t t1 = ml_now();
-    if (rc == MPI_SUCCESS && e != NULL) ml_req_complete(t, e, status == MPI_STATUS_IGNORE ? NULL : status);
-    ml_leave(t, ML_FN_MPI_Wait, t0, t1);
+    if (rc == MPI_SUCCESS)
+        ml_req_done(t, &c, status == MPI_STATUS_IGNORE ? NULL : status, measuring);
+    else
+        ml_req_unclaim(&c);
+    ml_finish(t, ML_FN_MPI_Wait, t0, t1, measuring);
     return rc;
 }
 
 ML_EXPORT int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
 {
-    ml_thread_t *const t = ml_enter();
+    int measuring;
+    ml_thread_t *const t = ml_enter_completion(&measuring);
     if (ML_UNLIKELY(t == NULL)) return PMPI_Test(request, flag, status);
-    ml_req_t *const e = ml_req_find(*request);
+    ml_claim_t c;
+    ml_req_claim(*request, &c);
     MPI_Status local;
-    if (e != NULL && ml_needs_status(e) && status == MPI_STATUS_IGNORE) status = &local;
+    if (ml_claim_needs_status(&c) && status == MPI_STATUS_IGNORE) status = &local;
     const uint64_t t0 = ml_now();
     const int rc = PMPI_Test(request, flag, status);
     const uint64_t t1 = ml_now();
-    if (rc == MPI_SUCCESS && *flag && e != NULL) ml_req_complete(t, e, status == MPI_STATUS_IGNORE ? NULL : status);
-    ml_leave(t, ML_FN_MPI_Test, t0, t1);
+    if (rc == MPI_SUCCESS && *flag)
+        ml_req_done(t, &c, status == MPI_STATUS_IGNORE ? NULL : status, measuring);
+    else
+        ml_req_unclaim(&c);
+    ml_finish(t, ML_FN_MPI_Test, t0, t1, measuring);
+    return rc;
+}
+
+/* Waitall and Testall: every request completes together (Testall: if flag). */
+static int all(int (*wait)(int, MPI_Request *, MPI_Status *), int (*test)(int, MPI_Request *, int *, MPI_Status *),
+               int fn, int count, MPI_Request reqs[], int *flag, MPI_Status statuses[])
+{
+    int measuring;
+    ml_thread_t *const t = ml_enter_completion(&measuring);
+    if (ML_UNLIKELY(t == NULL)) return wait ? wait(count, reqs, statuses) : test(count, reqs, flag, statuses);
+    MPI_Status *st = ml_claim_all(t, count, reqs, statuses);
+    const uint64_t t0 = ml_now();
+    const int rc = wait ? wait(count, reqs, st) : test(count, reqs, flag, st);
+    const uint64_t t1 = ml_now();
+    if ((rc == MPI_SUCCESS || rc == MPI_ERR_IN_STATUS) && (wait || *flag))
+        for (int i = 0; i < count; i++) ml_settle(t, i, st == MPI_STATUSES_IGNORE ? NULL : &st[i], rc, measuring);
+    ml_unclaim_rest(t, count);
+    ml_finish(t, fn, t0, t1, measuring);
     return rc;
 }
 
 ML_EXPORT int MPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status array_of_statuses[])
 {
-    ml_thread_t *const t = ml_enter();
-    if (ML_UNLIKELY(t == NULL)) return PMPI_Waitall(count, array_of_requests, array_of_statuses);
-    MPI_Status *st = ml_lookup_all(t, count, array_of_requests, array_of_statuses);
-    const uint64_t t0 = ml_now();
-    const int rc = PMPI_Waitall(count, array_of_requests, st);
-    const uint64_t t1 = ml_now();
-    if (rc == MPI_SUCCESS || rc == MPI_ERR_IN_STATUS)
-        for (int i = 0; i < count; i++) ml_complete_index(t, i, st, rc);
-    ml_leave(t, ML_FN_MPI_Waitall, t0, t1);
-    return rc;
+    return all(PMPI_Waitall, NULL, ML_FN_MPI_Waitall, count, array_of_requests, NULL, array_of_statuses);
 }
 
 ML_EXPORT int MPI_Testall(int count, MPI_Request array_of_requests[], int *flag, MPI_Status array_of_statuses[])
 {
-    ml_thread_t *const t = ml_enter();
-    if (ML_UNLIKELY(t == NULL)) return PMPI_Testall(count, array_of_requests, flag, array_of_statuses);
-    MPI_Status *st = ml_lookup_all(t, count, array_of_requests, array_of_statuses);
+    return all(NULL, PMPI_Testall, ML_FN_MPI_Testall, count, array_of_requests, flag, array_of_statuses);
+}
+
+/* Waitany and Testany: at most one request completes, the one at *index. */
+static int any(int (*wait)(int, MPI_Request *, int *, MPI_Status *),
+               int (*test)(int, MPI_Request *, int *, int *, MPI_Status *), int fn, int count, MPI_Request reqs[],
+               int *index, int *flag, MPI_Status *status)
+{
+    int measuring;
+    ml_thread_t *const t = ml_enter_completion(&measuring);
+    if (ML_UNLIKELY(t == NULL))
+        return wait ? wait(count, reqs, index, status) : test(count, reqs, index, flag, status);
+    MPI_Status local;
+    if (ml_claim_all(t, count, reqs, MPI_STATUSES_IGNORE) != MPI_STATUSES_IGNORE && status == MPI_STATUS_IGNORE)
+        status = &local;
     const uint64_t t0 = ml_now();
-    const int rc = PMPI_Testall(count, array_of_requests, flag, st);
+    const int rc = wait ? wait(count, reqs, index, status) : test(count, reqs, index, flag, status);
     const uint64_t t1 = ml_now();
-    if ((rc == MPI_SUCCESS || rc == MPI_ERR_IN_STATUS) && *flag)
-        for (int i = 0; i < count; i++) ml_complete_index(t, i, st, rc);
-    ml_leave(t, ML_FN_MPI_Testall, t0, t1);
+    if (rc == MPI_SUCCESS && (wait || *flag) && *index != MPI_UNDEFINED && *index >= 0 && *index < count)
+        ml_req_done(t, &t->scratch_claim[*index], status == MPI_STATUS_IGNORE ? NULL : status, measuring);
+    ml_unclaim_rest(t, count);
+    ml_finish(t, fn, t0, t1, measuring);
     return rc;
 }
 
 ML_EXPORT int MPI_Waitany(int count, MPI_Request array_of_requests[], int *index, MPI_Status *status)
 {
-    ml_thread_t *const t = ml_enter();
-    if (ML_UNLIKELY(t == NULL)) return PMPI_Waitany(count, array_of_requests, index, status);
-    MPI_Status local;
-    if (ml_lookup_all(t, count, array_of_requests, MPI_STATUSES_IGNORE) != MPI_STATUSES_IGNORE &&
-        status == MPI_STATUS_IGNORE)
-        status = &local;
-    const uint64_t t0 = ml_now();
-    const int rc = PMPI_Waitany(count, array_of_requests, index, status);
-    const uint64_t t1 = ml_now();
-    if (rc == MPI_SUCCESS && *index != MPI_UNDEFINED && *index >= 0 && *index < count && t->scratch_ent[*index])
-        ml_req_complete(t, t->scratch_ent[*index], status == MPI_STATUS_IGNORE ? NULL : status);
-    ml_leave(t, ML_FN_MPI_Waitany, t0, t1);
-    return rc;
+    return any(PMPI_Waitany, NULL, ML_FN_MPI_Waitany, count, array_of_requests, index, NULL, status);
 }
 
 ML_EXPORT int MPI_Testany(int count, MPI_Request array_of_requests[], int *index, int *flag, MPI_Status *status)
 {
-    ml_thread_t *const t = ml_enter();
-    if (ML_UNLIKELY(t == NULL)) return PMPI_Testany(count, array_of_requests, index, flag, status);
-    MPI_Status local;
-    if (ml_lookup_all(t, count, array_of_requests, MPI_STATUSES_IGNORE) != MPI_STATUSES_IGNORE &&
-        status == MPI_STATUS_IGNORE)
-        status = &local;
-    const uint64_t t0 = ml_now();
-    const int rc = PMPI_Testany(count, array_of_requests, index, flag, status);
-    const uint64_t t1 = ml_now();
-    if (rc == MPI_SUCCESS && *flag && *index != MPI_UNDEFINED && *index >= 0 && *index < count &&
-        t->scratch_ent[*index])
-        ml_req_complete(t, t->scratch_ent[*index], status == MPI_STATUS_IGNORE ? NULL : status);
-    ml_leave(t, ML_FN_MPI_Testany, t0, t1);
-    return rc;
+    return any(NULL, PMPI_Testany, ML_FN_MPI_Testany, count, array_of_requests, index, flag, status);
 }
 
+/* Waitsome and Testsome: the requests listed in indices completed; their statuses are packed. */
 static int some(int (*call)(int, MPI_Request *, int *, int *, MPI_Status *), int fn, int incount,
                 MPI_Request reqs[], int *outcount, int indices[], MPI_Status statuses[])
 {
-    ml_thread_t *const t = ml_enter();
+    int measuring;
+    ml_thread_t *const t = ml_enter_completion(&measuring);
     if (ML_UNLIKELY(t == NULL)) return call(incount, reqs, outcount, indices, statuses);
-    MPI_Status *st = ml_lookup_all(t, incount, reqs, statuses);
+    MPI_Status *st = ml_claim_all(t, incount, reqs, statuses);
     const uint64_t t0 = ml_now();
     const int rc = call(incount, reqs, outcount, indices, st);
     const uint64_t t1 = ml_now();
     if ((rc == MPI_SUCCESS || rc == MPI_ERR_IN_STATUS) && *outcount != MPI_UNDEFINED)
-        for (int j = 0; j < *outcount; j++) {
-            /* statuses of Waitsome/Testsome are packed: the j-th belongs to indices[j] */
-            ml_req_t *e = indices[j] >= 0 && indices[j] < incount ? t->scratch_ent[indices[j]] : NULL;
-            if (e == NULL) continue;
-            const MPI_Status *s = st == MPI_STATUSES_IGNORE ? NULL : &st[j];
-            if (rc == MPI_ERR_IN_STATUS && s != NULL && s->MPI_ERROR != MPI_SUCCESS) continue;
-            ml_req_complete(t, e, s);
-        }
-    ml_leave(t, fn, t0, t1);
+        for (int j = 0; j < *outcount; j++)
+            if (indices[j] >= 0 && indices[j] < incount)
+                ml_settle(t, indices[j], st == MPI_STATUSES_IGNORE ? NULL : &st[j], rc, measuring);
+    ml_unclaim_rest(t, incount);
+    ml_finish(t, fn, t0, t1, measuring);
     return rc;
 }
 
 ML_EXPORT int MPI_Waitsome(int incount, MPI_Request array_of_requests[], int *outcount, int array_of_indices[],
-                 MPI_Status array_of_statuses[])
+                           MPI_Status array_of_statuses[])
 {
     return some(PMPI_Waitsome, ML_FN_MPI_Waitsome, incount, array_of_requests, outcount, array_of_indices,
                 array_of_statuses);
 }
 
 ML_EXPORT int MPI_Testsome(int incount, MPI_Request array_of_requests[], int *outcount, int array_of_indices[],
-                 MPI_Status array_of_statuses[])
+                           MPI_Status array_of_statuses[])
 {
     return some(PMPI_Testsome, ML_FN_MPI_Testsome, incount, array_of_requests, outcount, array_of_indices,
                 array_of_statuses);
@@ -209,14 +214,19 @@ ML_EXPORT int MPI_Startall(int count, MPI_Request array_of_requests[])
 
 ML_EXPORT int MPI_Request_free(MPI_Request *request)
 {
-    ml_thread_t *const t = ml_enter();
+    int measuring;
+    ml_thread_t *const t = ml_enter_completion(&measuring);
     if (ML_UNLIKELY(t == NULL)) return PMPI_Request_free(request);
-    ml_req_t *const e = ml_req_find(*request);
+    ml_claim_t c;
+    ml_req_claim(*request, &c);
     const uint64_t t0 = ml_now();
     const int rc = PMPI_Request_free(request);
     const uint64_t t1 = ml_now();
-    if (rc == MPI_SUCCESS && e != NULL) ml_req_freed(t, e);
-    ml_leave(t, ML_FN_MPI_Request_free, t0, t1);
+    if (rc == MPI_SUCCESS)
+        ml_req_freed(t, &c, measuring);
+    else
+        ml_req_unclaim(&c);
+    ml_finish(t, ML_FN_MPI_Request_free, t0, t1, measuring);
     return rc;
 }
 

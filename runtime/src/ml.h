@@ -86,7 +86,7 @@ typedef struct ml_thread {
     /* scratch of the completion wrappers (grown rarely, never on the common path) */
     size_t scratch_cap;
     MPI_Request *scratch_req;
-    struct ml_req **scratch_ent;
+    struct ml_claim *scratch_claim;
     MPI_Status *scratch_status;
     MPI_Fint *scratch_fstatus;
     MPI_Datatype *scratch_types;
@@ -133,6 +133,22 @@ static inline ml_thread_t *ml_enter(void)
     }
     if (ML_UNLIKELY(t->depth != 0)) return NULL;
     t->depth = 1;
+    return t;
+}
+
+/* Like ml_enter, for the completion wrappers: they keep the request table right even while
+ * measurement is off (MPI_Pcontrol(0)), so they run whenever the runtime is ready. */
+static inline ml_thread_t *ml_enter_completion(int *measuring)
+{
+    if (ML_UNLIKELY(!__atomic_load_n(&ml_g.ready, __ATOMIC_RELAXED))) return NULL;
+    ml_thread_t *t = ml_tls;
+    if (ML_UNLIKELY(t == NULL)) {
+        t = ml_thread_attach();
+        if (t == NULL) return NULL;
+    }
+    if (ML_UNLIKELY(t->depth != 0)) return NULL;
+    t->depth = 1;
+    *measuring = __atomic_load_n(&ml_g.active, __ATOMIC_RELAXED);
     return t;
 }
 
@@ -237,13 +253,41 @@ typedef struct ml_req {
 } ml_req_t;
 
 int ml_requests_init(size_t capacity);
-ml_req_t *ml_req_track(ml_thread_t *t, MPI_Request req, int fn, unsigned flags);
+/* Enter a new operation: the function that started it, flags, its bytes (or ML_BYTES_FROM_STATUS)
+ * and destination world rank (-1: none). A full table counts it as dropped. One handle may have
+ * several entries: MPICH hands out one shared handle for all operations that complete at once. */
+void ml_req_track(ml_thread_t *t, MPI_Request req, int fn, unsigned flags, int64_t sent, int64_t recv, int peer);
+/* The first entry of a handle, left in the table (persistent requests, MPI_Cancel). */
 ml_req_t *ml_req_find(MPI_Request req);
-/* Account a completed operation (st may be NULL when the entry needs no status). */
-void ml_req_complete(ml_thread_t *t, ml_req_t *e, const MPI_Status *st);
-void ml_req_release(ml_req_t *e);
-void ml_req_start(ml_thread_t *t, ml_req_t *e);
 size_t ml_requests_outstanding(void);
+
+/* A completion call holds the entries of its requests across the MPI call. A nonblocking entry is
+ * taken out of the table *before* the call: once MPI frees the handle another thread may get the
+ * same value for a new operation. A persistent entry stays (its handle lives until freed). */
+typedef struct ml_claim {
+    ml_req_t *live;     /* persistent: the entry in the table */
+    ml_req_t copy;      /* nonblocking: the entry, out of the table */
+    MPI_Request handle;
+    int held;           /* 0: the handle has no entry */
+} ml_claim_t;
+
+void ml_req_claim(MPI_Request req, ml_claim_t *c);
+/* The call did not complete it: put a taken entry back. */
+void ml_req_unclaim(ml_claim_t *c);
+/* The call completed it: account its bytes (when measuring; st may be NULL when no status is
+ * needed) and close it. */
+void ml_req_done(ml_thread_t *t, ml_claim_t *c, const MPI_Status *st, int measuring);
+/* MPI_Request_free: a started send will complete, so its bytes count; a freed receive's size is
+ * never known. */
+void ml_req_freed(ml_thread_t *t, ml_claim_t *c, int measuring);
+void ml_req_start(ml_thread_t *t, ml_req_t *e);
+
+static inline int ml_claim_needs_status(const ml_claim_t *c)
+{
+    if (!c->held) return 0;
+    const ml_req_t *e = c->live ? c->live : &c->copy;
+    return e->sent == ML_BYTES_FROM_STATUS || e->recv == ML_BYTES_FROM_STATUS || (e->flags & ML_REQ_CANCELLED);
+}
 
 /* ------------------------------------------------------------------------------- lifecycle */
 void ml_init_after_mpi_init(int thread_level, uint64_t t_begin);

@@ -1,6 +1,14 @@
 /* Table of outstanding requests. A nonblocking or persistent operation is entered when it starts
  * and accounted when a Wait/Test completes it, from whichever thread that is: one table for the
- * process, open addressing, slots claimed with a compare-and-swap (no lock). */
+ * process, open addressing, slots claimed and released with compare-and-swap (no lock).
+ *
+ * Two facts of real MPIs shape it:
+ *  - a handle is not unique: MPICH gives every operation that completes at once the same built-in
+ *    handle, Open MPI one shared request for operations on MPI_PROC_NULL. So a handle may have
+ *    several entries; completing it takes any one of them, and they are interchangeable.
+ *  - a handle is reused as soon as MPI frees it, maybe by another thread. So completion calls take
+ *    their nonblocking entries out of the table before calling MPI (ml_req_claim) and put back
+ *    those that did not complete (ml_req_unclaim). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,17 +16,18 @@
 
 #define ML_REQ_EMPTY ((uintptr_t)0)
 #define ML_REQ_TOMB (~(uintptr_t)0)
-#define MAX_PROBE 64u
+#define ML_REQ_BUSY (~(uintptr_t)1) /* being filled: not yet visible to lookups */
+#define MAX_PROBE 128u
 
 static ml_req_t *slots;
 static size_t mask;
-static uint32_t longest_probe; /* lookups never need to look further than inserts went */
+static uint32_t longest_probe; /* lookups never look further than inserts went */
 static size_t outstanding;
 
 static uintptr_t key_of(MPI_Request r)
 {
     uintptr_t k = (uintptr_t)r;
-    return k == ML_REQ_EMPTY || k == ML_REQ_TOMB ? k ^ 1u : k;
+    return k == ML_REQ_EMPTY || k == ML_REQ_TOMB || k == ML_REQ_BUSY ? k ^ 2u : k;
 }
 
 static size_t home_of(uintptr_t k)
@@ -38,41 +47,40 @@ int ml_requests_init(size_t capacity)
 
 size_t ml_requests_outstanding(void) { return __atomic_load_n(&outstanding, __ATOMIC_RELAXED); }
 
-static ml_req_t *init_entry(ml_req_t *e, ml_thread_t *t, int fn, unsigned flags)
+/* Claim a free slot for key k and store e's contents in it; NULL when none is free nearby. */
+static ml_req_t *insert(uintptr_t k, const ml_req_t *e)
 {
-    e->fn = (uint16_t)fn;
-    /* nonblocking operations start active; persistent ones wait for MPI_Start */
-    e->flags = (uint16_t)(flags & ML_REQ_PERSISTENT ? flags : flags | ML_REQ_ACTIVE);
-    e->path = t->cur_path;
-    e->peer = -1;
-    e->sent = e->recv = 0;
-    return e;
-}
-
-ml_req_t *ml_req_track(ml_thread_t *t, MPI_Request req, int fn, unsigned flags)
-{
-    if (req == MPI_REQUEST_NULL) return NULL;
-    const uintptr_t k = key_of(req);
     const size_t home = home_of(k);
-    /* A slot still holding this handle is stale (its completion was not seen, e.g. while
-     * measurement was off): reuse it rather than keep two entries for one handle. */
-    ml_req_t *stale = ml_req_find(req);
-    if (stale != NULL) return init_entry(stale, t, fn, flags);
     for (uint32_t d = 0; d < MAX_PROBE; d++) {
-        ml_req_t *e = &slots[(home + d) & mask];
-        uintptr_t have = __atomic_load_n(&e->key, __ATOMIC_RELAXED);
+        ml_req_t *s = &slots[(home + d) & mask];
+        uintptr_t have = __atomic_load_n(&s->key, __ATOMIC_RELAXED);
         while (have == ML_REQ_EMPTY || have == ML_REQ_TOMB) {
-            if (__atomic_compare_exchange_n(&e->key, &have, k, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+            if (__atomic_compare_exchange_n(&s->key, &have, ML_REQ_BUSY, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+                s->fn = e->fn;
+                s->flags = e->flags;
+                s->path = e->path;
+                s->peer = e->peer;
+                s->sent = e->sent;
+                s->recv = e->recv;
+                __atomic_store_n(&s->key, k, __ATOMIC_RELEASE);
                 uint32_t cur = __atomic_load_n(&longest_probe, __ATOMIC_RELAXED);
                 while (d > cur && !__atomic_compare_exchange_n(&longest_probe, &cur, d, 1, __ATOMIC_RELAXED,
                                                                __ATOMIC_RELAXED)) {}
                 __atomic_fetch_add(&outstanding, 1, __ATOMIC_RELAXED);
-                return init_entry(e, t, fn, flags);
+                return s;
             }
         }
     }
-    t->dropped_requests++;
     return NULL;
+}
+
+void ml_req_track(ml_thread_t *t, MPI_Request req, int fn, unsigned flags, int64_t sent, int64_t recv, int peer)
+{
+    if (req == MPI_REQUEST_NULL) return;
+    /* nonblocking operations start active; persistent ones wait for MPI_Start */
+    const ml_req_t e = {0, (uint16_t)fn, (uint16_t)(flags & ML_REQ_PERSISTENT ? flags : flags | ML_REQ_ACTIVE),
+                        t->cur_path, peer, 0, sent, recv};
+    if (insert(key_of(req), &e) == NULL) t->dropped_requests++;
 }
 
 ml_req_t *ml_req_find(MPI_Request req)
@@ -90,10 +98,42 @@ ml_req_t *ml_req_find(MPI_Request req)
     return NULL;
 }
 
-void ml_req_release(ml_req_t *e)
+void ml_req_claim(MPI_Request req, ml_claim_t *c)
 {
-    __atomic_store_n(&e->key, ML_REQ_TOMB, __ATOMIC_RELEASE);
-    __atomic_fetch_sub(&outstanding, 1, __ATOMIC_RELAXED);
+    c->handle = req;
+    c->live = NULL;
+    c->held = 0;
+    if (req == MPI_REQUEST_NULL) return;
+    const uintptr_t k = key_of(req);
+    const size_t home = home_of(k);
+    const uint32_t reach = __atomic_load_n(&longest_probe, __ATOMIC_RELAXED);
+    for (uint32_t d = 0; d <= reach; d++) {
+        ml_req_t *e = &slots[(home + d) & mask];
+        uintptr_t have = __atomic_load_n(&e->key, __ATOMIC_ACQUIRE);
+        if (have == ML_REQ_EMPTY) return;
+        if (have != k) continue;
+        if (e->flags & ML_REQ_PERSISTENT) {
+            c->live = e;
+            c->held = 1;
+            return;
+        }
+        c->copy = *e;
+        /* take it; if another thread took this one first, look for the next entry of the handle */
+        if (__atomic_compare_exchange_n(&e->key, &have, ML_REQ_TOMB, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+            __atomic_fetch_sub(&outstanding, 1, __ATOMIC_RELAXED);
+            c->held = 1;
+            return;
+        }
+    }
+}
+
+void ml_req_unclaim(ml_claim_t *c)
+{
+    if (c->held && c->live == NULL && insert(key_of(c->handle), &c->copy) == NULL) {
+        ml_thread_t *t = ml_tls;
+        if (t) t->dropped_requests++;
+    }
+    c->held = 0;
 }
 
 void ml_req_start(ml_thread_t *t, ml_req_t *e)
@@ -103,33 +143,43 @@ void ml_req_start(ml_thread_t *t, ml_req_t *e)
     e->path = t->cur_path;
 }
 
-void ml_req_complete(ml_thread_t *t, ml_req_t *e, const MPI_Status *st)
+static void account(ml_thread_t *t, const ml_req_t *e, int64_t sent, int64_t recv)
 {
-    /* Released already: one array of requests can hold the same handle twice (e.g. Open MPI
-     * hands out one static "empty" request for operations that complete at once). */
-    if (__atomic_load_n(&e->key, __ATOMIC_ACQUIRE) == ML_REQ_TOMB) return;
-    if (!(e->flags & ML_REQ_ACTIVE)) return; /* an inactive persistent request completes at once */
-    int64_t sent = e->sent, recv = e->recv;
-    int cancelled = 0;
-    if ((e->flags & ML_REQ_CANCELLED) && st != NULL) PMPI_Test_cancelled(st, &cancelled);
-    if (cancelled) {
-        sent = recv = 0;
-    } else {
-        if (sent == ML_BYTES_FROM_STATUS) sent = st ? ml_status_bytes(st) : 0;
-        if (recv == ML_BYTES_FROM_STATUS) recv = st ? ml_status_bytes(st) : 0;
-    }
-    const int fn = e->fn;
-    ml_fstat_t *s = &t->blocks[(size_t)e->path * ML_NFUNC + fn];
+    ml_fstat_t *s = &t->blocks[(size_t)e->path * ML_NFUNC + e->fn];
     s->sent += sent;
     s->recv += recv;
     /* the transfer's size class; its time is that of the calls that waited for it */
-    t->hist[fn * ML_NBINS + ml_size_bin(sent > recv ? sent : recv)].calls++;
-    if (e->peer >= 0 && !cancelled) {
+    t->hist[e->fn * ML_NBINS + ml_size_bin(sent > recv ? sent : recv)].calls++;
+    if (e->peer >= 0) {
         t->matrix[e->peer].messages++;
         t->matrix[e->peer].bytes += sent;
     }
-    if (e->flags & ML_REQ_PERSISTENT)
-        e->flags &= (uint16_t)~(ML_REQ_ACTIVE | ML_REQ_CANCELLED);
-    else
-        ml_req_release(e);
+}
+
+void ml_req_done(ml_thread_t *t, ml_claim_t *c, const MPI_Status *st, int measuring)
+{
+    if (!c->held) return;
+    ml_req_t *e = c->live ? c->live : &c->copy;
+    c->held = 0;
+    if (!(e->flags & ML_REQ_ACTIVE)) return; /* an inactive persistent request completes at once */
+    if (c->live) e->flags &= (uint16_t)~(ML_REQ_ACTIVE | ML_REQ_CANCELLED);
+    if (!measuring) return;
+    int cancelled = 0;
+    if ((e->flags & ML_REQ_CANCELLED) && st != NULL) PMPI_Test_cancelled(st, &cancelled);
+    if (cancelled) return;
+    const int64_t sent = e->sent != ML_BYTES_FROM_STATUS ? e->sent : (st ? ml_status_bytes(st) : 0);
+    const int64_t recv = e->recv != ML_BYTES_FROM_STATUS ? e->recv : (st ? ml_status_bytes(st) : 0);
+    account(t, e, sent, recv);
+}
+
+void ml_req_freed(ml_thread_t *t, ml_claim_t *c, int measuring)
+{
+    if (!c->held) return;
+    ml_req_t *e = c->live ? c->live : &c->copy;
+    c->held = 0;
+    if (measuring && (e->flags & ML_REQ_ACTIVE) && e->sent > 0 && e->recv == 0) account(t, e, e->sent, 0);
+    if (c->live != NULL) {
+        __atomic_store_n(&c->live->key, ML_REQ_TOMB, __ATOMIC_RELEASE);
+        __atomic_fetch_sub(&outstanding, 1, __ATOMIC_RELAXED);
+    }
 }

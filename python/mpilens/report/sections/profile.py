@@ -1,0 +1,274 @@
+"""Report sections of profile mode: summary, findings, time per rank, top functions,
+communication matrix, message sizes, regions."""
+
+from __future__ import annotations
+
+import math
+from html import escape
+from typing import Any
+
+from ... import units
+from . import Context, Figure, Section, section
+
+MATRIX_MAX_CELLS = 256  # matrices of more ranks are shown in blocks of ranks
+MPI_COLOR, COMPUTE_COLOR = "#c8553d", "#5b8db8"
+
+
+def _num(v: Any, text: str) -> str:
+    return f'<td data-v="{"" if v is None else v}">{escape(text)}</td>'
+
+
+def compute_times(ctx: Context) -> list[float | None]:
+    """Per-rank time outside MPI (wall - MPI): the load of each rank."""
+    return [None if r.wall is None or r.mpi is None else max(r.wall - r.mpi, 0.0) for r in ctx.summary.ranks]
+
+
+@section
+class SummarySection(Section):
+    id, title, order = "summary", "Summary", 10
+
+    def html(self, ctx: Context) -> str:
+        s = ctx.summary
+        load = [v for v in compute_times(ctx) if v is not None]
+        mean = sum(load) / len(load) if load else 0.0
+        imbalance = (max(load) - mean) / mean if load and mean > 0 else None
+        share = s.mpi.total / s.wall.total if s.mpi and s.wall and s.wall.total else None
+        hosts = {r.host for r in s.ranks if r.host}
+        top = s.functions[0] if s.functions else None
+        cards = [
+            ("Wall time (slowest rank)", units.seconds(s.wall.max if s.wall else None)),
+            ("Time in MPI", units.percent(share)),
+            ("Ranks", f"{s.nranks} on {len(hosts)} host{'s' if len(hosts) != 1 else ''}"),
+            ("Load imbalance (compute)", units.percent(imbalance)),
+            ("Top MPI function", f"{top.name} {units.percent(top.share_of_mpi)}" if top else "none"),
+            ("Bytes moved (p2p matrix)", units.size(sum(m["bytes"] for m in s.talkers))),
+        ]
+        out = ['<div class="cards">']
+        out += [f'<div class="card"><div class="k">{escape(k)}</div><div class="v">{escape(v)}</div></div>'
+                for k, v in cards]
+        out.append("</div>")
+        out.append('<p class="note">Load imbalance = (max &minus; mean) / mean of the time each rank spends '
+                   "outside MPI (its compute), the usual formula; MPI share = MPI time summed over ranks / wall "
+                   "time summed over ranks.</p>")
+        if ctx.run.problems:
+            out.append('<ul class="problems">' + "".join(f"<li>{escape(p)}</li>" for p in ctx.run.problems) + "</ul>")
+        return "\n".join(out)
+
+
+@section
+class FindingsSection(Section):
+    id, title, order = "findings", "Findings", 20
+
+    def html(self, ctx: Context) -> str:
+        if not ctx.findings:
+            return "<p>Nothing stands out.</p>"
+        return "\n".join(f'<div class="finding {escape(f.severity)}"><b>{escape(f.severity)}</b>{escape(f.message)}</div>'
+                         for f in ctx.findings)
+
+
+@section
+class RanksSection(Section):
+    id, title, order = "ranks", "Time per rank", 30
+
+    def html(self, ctx: Context) -> str:
+        s = ctx.summary
+        ctx.data["ranks"] = {
+            "labels": [str(r.rank) for r in s.ranks],
+            "unit": "s",
+            "series": [{"name": "MPI", "color": MPI_COLOR, "values": [r.mpi for r in s.ranks]},
+                       {"name": "outside MPI", "color": COMPUTE_COLOR, "values": compute_times(ctx)}],
+        }
+        return (f'<div class="legend"><span><i style="background:{MPI_COLOR}"></i>MPI</span>'
+                f'<span><i style="background:{COMPUTE_COLOR}"></i>outside MPI</span></div>'
+                '<div data-chart="bars" data-key="ranks"></div>'
+                '<p class="note">Wall time of each rank from the end of MPI_Init to MPI_Finalize, split into time '
+                "inside MPI calls and the rest. Hover for values.</p>")
+
+    def figures(self, ctx: Context) -> list[Figure]:
+        s = ctx.summary
+
+        def draw(fig: Any) -> None:
+            ax = fig.add_subplot()
+            x = [r.rank for r in s.ranks]
+            mpi = [r.mpi or 0 for r in s.ranks]
+            ax.bar(x, mpi, color=MPI_COLOR, label="MPI", width=1.0 if len(x) > 64 else 0.8)
+            ax.bar(x, [c or 0 for c in compute_times(ctx)], bottom=mpi, color=COMPUTE_COLOR, label="outside MPI",
+                   width=1.0 if len(x) > 64 else 0.8)
+            ax.set_xlabel("rank")
+            ax.set_ylabel("seconds")
+            ax.set_title("Time per rank")
+            ax.legend()
+        return [Figure("ranks", draw)]
+
+
+@section
+class FunctionsSection(Section):
+    id, title, order = "functions", "MPI functions", 40
+
+    def html(self, ctx: Context) -> str:
+        rows = []
+        for f in ctx.summary.functions:
+            rows.append(
+                f'<tr><td class="l">{escape(f.name)}</td><td class="l">{escape(f.cls)}</td>'
+                + _num(f.calls.total, units.count(f.calls.total)) + _num(f.time.total, units.seconds(f.time.total))
+                + _num(f.share_of_mpi, units.percent(f.share_of_mpi)) + _num(f.time.min, units.seconds(f.time.min))
+                + _num(f.time.mean, units.seconds(f.time.mean)) + _num(f.time.max, units.seconds(f.time.max))
+                + _num(f.time.max_rank, str(f.time.max_rank)) + _num(f.time.max_over_mean, f"{f.time.max_over_mean:.2f}")
+                + _num(f.sent.total, units.size(f.sent.total)) + _num(f.recv.total, units.size(f.recv.total))
+                + _num(f.bytes_per_call, units.size(f.bytes_per_call)) + "</tr>")
+        head = "".join(f"<th>{h}</th>" for h in ["Function", "Class", "Calls", "Time", "MPI%", "Min/rank", "Mean/rank",
+                                                 "Max/rank", "Max rank", "Max/mean", "Sent", "Received", "Bytes/call"])
+        return ('<p class="note">Aggregate over ranks; min/mean/max are per-rank times. Click a column to sort.</p>'
+                f'<div style="overflow-x:auto"><table class="ml-sortable" id="functions-table"><thead><tr>{head}'
+                f'</tr></thead><tbody>{"".join(rows)}</tbody></table></div>')
+
+    def figures(self, ctx: Context) -> list[Figure]:
+        top = ctx.summary.functions[:12][::-1]
+        if not top:
+            return []
+
+        def draw(fig: Any) -> None:
+            ax = fig.add_subplot()
+            ax.barh([f.name for f in top], [f.time.total for f in top], color=MPI_COLOR)
+            ax.set_xlabel("seconds (sum over ranks)")
+            ax.set_title("Top MPI functions by time")
+            fig.tight_layout()
+        return [Figure("functions", draw)]
+
+
+def matrix_blocks(matrix: list[dict[str, Any]], nranks: int, max_cells: int = MATRIX_MAX_CELLS) -> dict[str, Any]:
+    """Return the matrix as sparse cells, grouped in blocks of ranks when there are many ranks."""
+    block = max(1, math.ceil(nranks / max_cells))
+    n = math.ceil(nranks / block)
+    cells: dict[tuple[int, int], list[int]] = {}
+    for m in matrix:
+        c = cells.setdefault((m["src"] // block, m["dst"] // block), [0, 0])
+        c[0] += m["bytes"]
+        c[1] += m["messages"]
+    return {"n": n, "block": block, "ranks": nranks,
+            "cells": [[i, j, b, k] for (i, j), (b, k) in sorted(cells.items())]}
+
+
+@section
+class MatrixSection(Section):
+    id, title, order = "matrix", "Communication matrix", 50
+
+    def html(self, ctx: Context) -> str | None:
+        s = ctx.summary
+        if not s.talkers:
+            return '<p class="note">No point-to-point traffic was measured.</p>'
+        ctx.data["matrix"] = matrix_blocks(s.talkers, s.nranks)
+        block = ctx.data["matrix"]["block"]
+        note = f" Each cell is a block of {block} ranks." if block > 1 else ""
+        top = "".join(f"<tr><td>{m['src']}</td><td>{m['dst']}</td>" + _num(m["messages"], units.count(m["messages"]))
+                      + _num(m["bytes"], units.size(m["bytes"])) + "</tr>" for m in s.talkers[:10])
+        return ('<label>Colour by<select class="ml-metric"><option value="bytes">bytes</option>'
+                '<option value="messages">messages</option></select></label>'
+                '<div data-chart="heat" data-key="matrix" id="matrix-chart"></div>'
+                f'<p class="note">Point-to-point sends from source (row) to destination (column), world ranks, '
+                f"log colour scale.{note} Hover a cell for its values.</p>"
+                '<table class="ml-sortable" id="talkers-table"><thead><tr><th>From</th><th>To</th><th>Messages</th>'
+                f"<th>Bytes</th></tr></thead><tbody>{top}</tbody></table>")
+
+    def figures(self, ctx: Context) -> list[Figure]:
+        s = ctx.summary
+        if not s.talkers:
+            return []
+        blocks = matrix_blocks(s.talkers, s.nranks)
+
+        def draw(fig: Any) -> None:
+            import numpy as np
+            from matplotlib.colors import LogNorm
+
+            m = np.zeros((blocks["n"], blocks["n"]))
+            for i, j, b, _ in blocks["cells"]:
+                m[i, j] = b
+            ax = fig.add_subplot()
+            im = ax.imshow(np.ma.masked_equal(m, 0), cmap="Reds", norm=LogNorm(), interpolation="nearest")
+            ax.set_xlabel("destination" + (f" (blocks of {blocks['block']} ranks)" if blocks["block"] > 1 else " rank"))
+            ax.set_ylabel("source" + (" block" if blocks["block"] > 1 else " rank"))
+            ax.set_title("Point-to-point bytes")
+            fig.colorbar(im, ax=ax, label="bytes")
+        return [Figure("matrix", draw)]
+
+
+def size_bins(ctx: Context) -> list[dict[str, Any]]:
+    """Message-size bins over all functions, for the histogram."""
+    out = []
+    for lo, hi, calls, t in ctx.summary.sizes:
+        label = "0 B" if hi == 0 else units.size(lo)
+        out.append({"label": label, "calls": calls, "time": t, "min_bytes": lo, "max_bytes": hi})
+    return out
+
+
+@section
+class SizesSection(Section):
+    id, title, order = "sizes", "Message sizes", 60
+
+    def html(self, ctx: Context) -> str | None:
+        bins = size_bins(ctx)
+        if not bins:
+            return '<p class="note">No call moved data.</p>'
+        ctx.data["sizes"] = {"bins": bins}
+        return ('<div data-chart="hist" data-key="sizes"></div>'
+                '<p class="note">Transfers of all functions by size; each bar is a power-of-two range starting at '
+                "its label. Nonblocking transfers are counted when they complete.</p>")
+
+    def figures(self, ctx: Context) -> list[Figure]:
+        bins = size_bins(ctx)
+        if not bins:
+            return []
+
+        def draw(fig: Any) -> None:
+            ax = fig.add_subplot()
+            ax.bar(range(len(bins)), [b["calls"] for b in bins], color=COMPUTE_COLOR)
+            ax.set_xticks(range(len(bins)), [b["label"] for b in bins], rotation=45, ha="right")
+            ax.set_ylabel("transfers")
+            ax.set_title("Message sizes")
+            fig.tight_layout()
+        return [Figure("sizes", draw)]
+
+
+@section
+class RegionsSection(Section):
+    id, title, order = "regions", "Regions", 70
+
+    def html(self, ctx: Context) -> str | None:
+        regions = ctx.summary.regions
+        if not regions:
+            return ('<p class="note">The application marks no regions. Mark phases with mpilens_region_begin/end '
+                    "(mpilens.h) to see MPI time per phase.</p>")
+        rows = []
+        for r in regions:
+            share = r.mpi_time.total / r.time.total if r.mpi_time and r.time and r.time.total else None
+            top = r.functions[0].name if r.functions else ""
+            rows.append(f'<tr><td class="l" style="padding-left:{8 + 18 * r.depth}px">{escape(r.path.split("/")[-1])}</td>'
+                        + _num(r.visits.total if r.visits else None, units.count(r.visits.total if r.visits else None))
+                        + _num(r.time.mean if r.time else None, units.seconds(r.time.mean if r.time else None))
+                        + _num(r.time.max if r.time else None, units.seconds(r.time.max if r.time else None))
+                        + _num(r.time.max_rank if r.time else None, str(r.time.max_rank) if r.time else "n/a")
+                        + _num(r.mpi_time.mean if r.mpi_time else None,
+                               units.seconds(r.mpi_time.mean if r.mpi_time else None))
+                        + _num(share, units.percent(share)) + f'<td class="l">{escape(top)}</td></tr>')
+        head = "".join(f"<th>{h}</th>" for h in ["Region", "Visits", "Time (mean/rank)", "Time (max/rank)", "Max rank",
+                                                 "MPI (mean/rank)", "MPI share", "Top MPI function"])
+        return (f'<table class="tree" id="regions-table"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody>'
+                "</table>")
+
+    def figures(self, ctx: Context) -> list[Figure]:
+        regions = [r for r in ctx.summary.regions if r.time]
+        if not regions:
+            return []
+
+        def draw(fig: Any) -> None:
+            ax = fig.add_subplot()
+            names = [r.path for r in regions][::-1]
+            mpi = [(r.mpi_time.mean if r.mpi_time else 0.0) for r in regions][::-1]
+            rest = [max(r.time.mean - m, 0.0) for r, m in zip(regions[::-1], mpi)]  # type: ignore[union-attr]
+            ax.barh(names, mpi, color=MPI_COLOR, label="MPI")
+            ax.barh(names, rest, left=mpi, color=COMPUTE_COLOR, label="outside MPI")
+            ax.set_xlabel("seconds (mean per rank)")
+            ax.set_title("Regions")
+            ax.legend()
+            fig.tight_layout()
+        return [Figure("regions", draw)]
