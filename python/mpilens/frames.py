@@ -1,0 +1,64 @@
+"""A run as pandas DataFrames, for users who script their own analyses:
+
+    import mpilens
+    run = mpilens.load("myrun")
+    df = mpilens.frames.functions(run)        # one row per (region, function, rank)
+    df.groupby("function")["time_s"].sum().sort_values()
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from .rundir import Run
+
+FUNCTION_COLUMNS = ["region", "function", "class", "rank", "calls", "time_s", "min_s", "max_s", "bytes_sent",
+                    "bytes_recv"]
+
+
+def _rows(region: str, funcs: dict[str, Any], out: list[tuple]) -> None:
+    for name, f in funcs.items():
+        for r in range(len(f["calls"])):
+            out.append((region, name, f.get("class", "other"), r, f["calls"][r], f["time_s"][r], f["min_s"][r],
+                        f["max_s"][r], f["bytes_sent"][r], f["bytes_recv"][r]))
+
+
+def _walk(nodes: list[dict[str, Any]], prefix: str, out: list[tuple]) -> None:
+    for n in nodes:
+        path = f"{prefix}/{n['name']}" if prefix else n["name"]
+        _rows(path, n.get("functions", {}), out)
+        _walk(n.get("regions", []), path, out)
+
+
+def functions(run: Run, by_region: bool = False) -> pd.DataFrame:
+    """Per-rank statistics of every MPI function: the whole run (region "") or, with by_region,
+    the calls made directly inside each region path ("solve/halo"). Unmeasured values are NaN."""
+    rows: list[tuple] = []
+    if by_region:
+        _walk(run.profile.get("regions", []), "", rows)
+    else:
+        _rows("", run.profile["functions"], rows)
+    df = pd.DataFrame(rows, columns=FUNCTION_COLUMNS)
+    return df.astype({"calls": "Int64", "bytes_sent": "Int64", "bytes_recv": "Int64"})
+
+
+def ranks(run: Run) -> pd.DataFrame:
+    """One row per rank: host, wall time, MPI time, init time, threads."""
+    return pd.DataFrame(run.profile["ranks"])
+
+
+def matrix(run: Run) -> pd.DataFrame:
+    """Point-to-point sends: src, dst (world ranks), messages, bytes."""
+    return pd.DataFrame(run.profile["matrix"], columns=["src", "dst", "messages", "bytes"])
+
+
+def message_sizes(run: Run) -> pd.DataFrame:
+    """Transfers per function, size bin and rank."""
+    rows = []
+    for name, bins in run.profile.get("message_sizes", {}).items():
+        for b in bins:
+            for r, (c, t) in enumerate(zip(b["calls"], b["time_s"])):
+                rows.append((name, b["bin"], b["min_bytes"], b["max_bytes"], r, c, t))
+    return pd.DataFrame(rows, columns=["function", "bin", "min_bytes", "max_bytes", "rank", "calls", "time_s"])
