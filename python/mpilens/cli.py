@@ -48,29 +48,30 @@ def cmd_run(a: argparse.Namespace) -> int:
         if not sep or not name.startswith("MPILENS_"):
             raise MpilensError(f"--set {item}: expected MPILENS_NAME=VALUE")
         settings[name] = value
-    if a.mode:
+    if a.mode is not None:
         settings["MPILENS_MODE"] = a.mode
     plan = launch.plan_run(cmd, a.mpi, a.output, settings)
     for note in plan.notes:
         _err(note)
     status = launch.execute(plan)
     out = plan.outdir
+    partial = sorted((out / "ranks").glob("*.partial")) if (out / "ranks").is_dir() else []
     if (out / "profile.json").exists():
         print(f"mpilens: run directory {out}", file=sys.stderr)
-    elif any((out / "ranks").glob("*.partial")) if (out / "ranks").is_dir() else False:
-        _err(f"the job ended before MPI_Finalize (exit status {status}); partial data in {out} "
-             f"(`mpilens report {out}` shows what was measured)")
-    elif (out / "meta.json").exists():
-        _err(f"the job ended before MPI_Finalize (exit status {status}) and left no measurements; see {out}/meta.json")
-    else:
-        try:
-            (out / "ranks").rmdir() if (out / "ranks").is_dir() else None
-            out.rmdir()
-        except OSError:
-            pass
-        _err(f"nothing was measured: the program never called MPI_Init under mpilens (exit status {status})")
-        return status or 1
-    return status
+        return status
+    if partial or (out / "meta.json").exists():
+        what = f"partial data of {len(partial)} rank{'s' if len(partial) != 1 else ''} in {out} (`mpilens report " \
+               f"{out}` shows what was measured)" if partial else f"no measurements; see {out}/meta.json"
+        _err(f"the job ended before MPI_Finalize (exit status {status}); {what}")
+        return status or 1  # an incomplete run is not a success, whatever the launcher says
+    if plan.created_outdir:
+        for d in (out / "ranks", out):
+            try:
+                d.rmdir()
+            except OSError:
+                pass
+    _err(f"nothing was measured: {plan.program or cmd[0]} never called MPI_Init under mpilens (exit status {status})")
+    return status or 1
 
 
 # ------------------------------------------------------------------------------------- report

@@ -36,10 +36,15 @@ def find(run: Run, s: Summary) -> list[Finding]:
     """Return the findings of a run, most important first."""
     out: list[Finding] = []
     if not run.complete:
+        aborted = [r.rank for r in s.ranks if r.ended_by == "MPI_Abort"]
+        signalled = [r.rank for r in s.ranks if r.ended_by and r.ended_by.startswith("signal")]
+        how = (f" Rank{'s' if len(aborted) > 1 else ''} {', '.join(map(str, aborted))} called MPI_Abort." if aborted else "") \
+            + (f" {len(signalled)} rank{'s were' if len(signalled) > 1 else ' was'} killed by a signal." if signalled else "")
         out.append(Finding("incomplete", "problem",
-                           f"Only {s.measured_ranks} of {s.nranks} ranks left data: the job did not reach MPI_Finalize; "
-                           "figures cover what was measured until each rank ended.",
-                           {"measured_ranks": s.measured_ranks, "nranks": s.nranks}))
+                           f"The job did not reach MPI_Finalize: {s.measured_ranks} of {s.nranks} ranks left data.{how} "
+                           "Figures cover what was measured until each rank ended.",
+                           {"measured_ranks": s.measured_ranks, "nranks": s.nranks, "aborted": aborted,
+                            "signalled": signalled}))
     for what, n in s.dropped.items():
         if n:
             out.append(Finding("dropped", "warning", {

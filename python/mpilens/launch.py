@@ -31,6 +31,7 @@ class Plan:
     mpi: str
     launcher: str  # openmpi | mpich | srun | none
     outdir: Path
+    created_outdir: bool  # mpilens made it (and may remove it if the job leaves nothing)
     program: Path | None
     notes: list[str] = field(default_factory=list)
 
@@ -128,21 +129,30 @@ def default_outdir(program: str | None) -> Path:
     return path
 
 
-def prepare_outdir(path: Path) -> Path:
-    """Create the run directory, refusing one that already holds something."""
+def check_outdir(path: Path) -> Path:
+    """Return the absolute run directory path, refusing one that already holds something."""
     path = path.expanduser().absolute()
     if path.exists():
         if not path.is_dir():
             raise LaunchError(f"{path} exists and is not a directory")
         if any(path.iterdir()):
             raise LaunchError(f"{path} already exists and is not empty; choose another -o (nothing was overwritten)")
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise LaunchError(f"cannot create the run directory {path}: {err.strerror}") from err
+    return path
+
+
+def create_outdir(path: Path) -> bool:
+    """Create the run directory; return whether it had to be created."""
+    if path.is_dir():
+        created = False
+    else:
+        try:
+            path.mkdir(parents=True)
+        except OSError as err:
+            raise LaunchError(f"cannot create the run directory {path}: {err.strerror}") from err
+        created = True
     if not os.access(path, os.W_OK):
         raise LaunchError(f"the run directory {path} is not writable")
-    return path
+    return created
 
 
 def check_settings(mpi: str, env: dict[str, str]) -> None:
@@ -164,6 +174,11 @@ def plan_run(command: list[str], mpi: str | None, outdir: Path | None, settings:
     if base in LAUNCHERS or os.path.basename(os.path.realpath(first)) in LAUNCHERS:
         kind = launcher_kind(first)
         program = find_program(command[1:])
+        if program is None and mpi is None:
+            tried = [a for a in command[1:] if not a.startswith("-") and not a.isdigit()]
+            raise LaunchError("no program to run among the launcher's arguments"
+                              + (f" ({', '.join(tried)}: not an executable file)" if tried else "")
+                              + "; pass --mpi to start the job anyway")
     else:
         kind, program = "none", first
 
@@ -189,19 +204,19 @@ def plan_run(command: list[str], mpi: str | None, outdir: Path | None, settings:
         notes.append(f"the launcher is {kind}'s but the program uses {mpi}: the job may not start")
 
     lib = runtime_library(mpi)
+    for name in ("MPILENS_OUTPUT", "MPILENS_COMMAND"):
+        if name in settings:
+            raise ConfigError(f"{name} is set by mpilens run itself" + (" (use -o DIR)" if name == "MPILENS_OUTPUT" else ""))
     env = dict(os.environ)
     env.update(settings)
-    out = prepare_outdir(outdir if outdir is not None else default_outdir(program))
+    out = check_outdir(outdir if outdir is not None else default_outdir(program))
     tool_env = {k: v for k, v in env.items() if k.startswith("MPILENS_")}
     tool_env["MPILENS_OUTPUT"] = str(out)
     tool_env["MPILENS_COMMAND"] = json.dumps(command)
     preload = str(lib) + (":" + env["LD_PRELOAD"] if env.get("LD_PRELOAD") else "")
     env.update(tool_env)
-    try:
-        check_settings(mpi, env)
-    except ConfigError:
-        out.rmdir()
-        raise
+    check_settings(mpi, env)  # before anything is created: a refused run leaves no trace
+    created = create_outdir(out)
 
     forwarded = dict(tool_env, LD_PRELOAD=preload)
     argv = list(command)
@@ -215,8 +230,8 @@ def plan_run(command: list[str], mpi: str | None, outdir: Path | None, settings:
         argv = [argv[0], "--export=ALL," + ",".join(f"{k}={v}" for k, v in forwarded.items()), *argv[1:]]
     else:
         env["LD_PRELOAD"] = preload
-    return Plan(argv=argv, env=env, mpi=mpi, launcher=kind, outdir=out, program=Path(program) if program else None,
-                notes=notes)
+    return Plan(argv=argv, env=env, mpi=mpi, launcher=kind, outdir=out, created_outdir=created,
+                program=Path(program) if program else None, notes=notes)
 
 
 def execute(plan: Plan) -> int:

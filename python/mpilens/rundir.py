@@ -43,9 +43,10 @@ def _load_json(path: Path, problems: list[str]) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as err:
-        size = len(text)
-        cut = " (the file looks truncated)" if err.pos >= size - 2 else ""
-        problems.append(f"{path.name} is damaged: {err.msg} at line {err.lineno} column {err.colno}{cut}")
+        # mpilens writes its JSON files whole (temporary file, then rename): one that does not end
+        # with its closing brace was cut short, e.g. copied while being written or by a full disk
+        cut = "; the file is truncated" if not text.rstrip().endswith(("}", "]")) else ""
+        problems.append(f"{path.name} is damaged: {err.msg} (line {err.lineno}, column {err.colno}){cut}")
         return None
 
 

@@ -77,6 +77,7 @@ class RankSummary:
     host: str | None
     wall: float | None
     mpi: float | None
+    ended_by: str | None = None  # incomplete runs: "MPI_Abort", "signal 15", ...; None: no data
 
     @property
     def mpi_share(self) -> float | None:
@@ -141,7 +142,7 @@ def _regions(nodes: list[dict[str, Any]], prefix: str, depth: int, mpi_total: fl
 def summarize(profile: dict[str, Any]) -> Summary:
     """Compute the cross-rank statistics of a profile (profile.json structure)."""
     n = profile["nranks"]
-    ranks = [RankSummary(r["rank"], r.get("host"), r.get("wall_time_s"), r.get("mpi_time_s"))
+    ranks = [RankSummary(r["rank"], r.get("host"), r.get("wall_time_s"), r.get("mpi_time_s"), r.get("ended_by"))
              for r in profile["ranks"]]
     wall = spread([r.wall for r in ranks])
     mpi = spread([r.mpi for r in ranks])

@@ -226,6 +226,7 @@ void ml_init_after_mpi_init(int thread_level, uint64_t t_begin)
         return;
     }
     ml_g.thread_level = thread_level;
+    ml_g.multiple = thread_level == MPI_THREAD_MULTIPLE;
     ml_g.t_init_begin = t_begin;
     PMPI_Comm_dup(MPI_COMM_WORLD, &ml_g.comm);
     PMPI_Comm_set_name(ml_g.comm, "mpilens");
@@ -251,6 +252,7 @@ void ml_init_after_mpi_init(int thread_level, uint64_t t_begin)
     snprintf(ml_g.outdir, sizeof ml_g.outdir, "%s", abs ? abs : dir.path);
     free(abs);
     snprintf(ml_g.partial_path, sizeof ml_g.partial_path, "%s/ranks/rank-%06d.partial", ml_g.outdir, ml_g.rank);
+    snprintf(ml_g.partial_tmp_path, sizeof ml_g.partial_tmp_path, "%s.tmp", ml_g.partial_path);
 
     ml_g.max_paths = (uint32_t)ml_g.config.max_regions + 2; /* + the root path and "(overflow)" */
     if (ml_regions_init(ml_g.max_paths) != 0 || ml_requests_init((size_t)ml_g.config.max_requests) != 0) {

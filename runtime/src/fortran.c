@@ -130,6 +130,11 @@ ML_FORTRAN_NAMES(f_finalize, mpi_finalize, MPI_FINALIZE)
 static void f_abort(MPI_Fint *comm, MPI_Fint *errorcode, MPI_Fint *ierr)
 {
     REAL("mpi_abort", f3_t);
+    ml_thread_t *const t = ml_enter();
+    if (t != NULL) {
+        const uint64_t t0 = ml_now();
+        ml_leave(t, ML_FN_MPI_Abort, t0, t0); /* counted; it does not return */
+    }
     ml_abort_dump();
     real(comm, errorcode, ierr);
 }

@@ -36,6 +36,11 @@ ML_EXPORT int MPI_Finalize(void)
 
 ML_EXPORT int MPI_Abort(MPI_Comm comm, int errorcode)
 {
+    ml_thread_t *const t = ml_enter();
+    if (t != NULL) {
+        const uint64_t t0 = ml_now();
+        ml_leave(t, ML_FN_MPI_Abort, t0, t0); /* counted; it does not return */
+    }
     ml_abort_dump();
     return PMPI_Abort(comm, errorcode);
 }

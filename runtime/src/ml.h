@@ -22,12 +22,14 @@
 #define ML_LIKELY(x) __builtin_expect(!!(x), 1)
 #define ML_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define ML_EXPORT __attribute__((visibility("default")))
+/* The hot path: GCC does not inline these on its own into hundreds of wrappers of one file. */
+#define ML_HOT static inline __attribute__((always_inline))
 
 /* ------------------------------------------------------------------------------- time */
 /* Ticks are TSC cycles (or ns with the clock fallback); converted to seconds once, at the end. */
 extern int ml_clock_is_tsc;
 
-static inline uint64_t ml_now(void)
+ML_HOT uint64_t ml_now(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
     if (ML_LIKELY(ml_clock_is_tsc)) return __rdtsc();
@@ -90,6 +92,10 @@ typedef struct ml_thread {
     MPI_Status *scratch_status;
     MPI_Fint *scratch_fstatus;
     MPI_Datatype *scratch_types;
+    /* requests this thread entered minus those it took out (summed over threads at the end) */
+    int64_t requests_open;
+    /* datatype sizes seen by this thread (see ml_semantics.h) */
+    struct ml_type_cached { MPI_Datatype type; int64_t size; uint32_t gen; } type_cache[16];
     /* what could not be measured */
     uint64_t dropped_requests, region_mismatch;
     size_t mapped_bytes;
@@ -105,11 +111,13 @@ typedef struct ml_global {
     int config_ok;
     int rank, size;
     int thread_level;
+    int multiple;       /* MPI_THREAD_MULTIPLE: request slots need atomic claims */
+    uint32_t type_gen;  /* bumped by MPI_Type_free: cached datatype sizes are stale */
     MPI_Comm comm;      /* duplicate of MPI_COMM_WORLD for the tool's own traffic */
     ml_config_t config;
     char config_error[512];
     char outdir[4096];
-    char partial_path[4200 + 32];
+    char partial_path[4200 + 32], partial_tmp_path[4200 + 40];
     uint64_t t_init_begin, t_init_end, ns_init_end, tick_init_end;
     uint64_t dropped_regions;
     uint32_t max_paths;
@@ -123,7 +131,7 @@ ml_thread_t *ml_thread_attach(void);
 
 /* Start measuring a call: the calling thread's state, or NULL to just call through (not measuring,
  * or already inside a wrapper of this thread, e.g. a Fortran binding calling C MPI_). */
-static inline ml_thread_t *ml_enter(void)
+ML_HOT ml_thread_t *ml_enter(void)
 {
     if (ML_UNLIKELY(!__atomic_load_n(&ml_g.active, __ATOMIC_RELAXED))) return NULL;
     ml_thread_t *t = ml_tls;
@@ -138,7 +146,7 @@ static inline ml_thread_t *ml_enter(void)
 
 /* Like ml_enter, for the completion wrappers: they keep the request table right even while
  * measurement is off (MPI_Pcontrol(0)), so they run whenever the runtime is ready. */
-static inline ml_thread_t *ml_enter_completion(int *measuring)
+ML_HOT ml_thread_t *ml_enter_completion(int *measuring)
 {
     if (ML_UNLIKELY(!__atomic_load_n(&ml_g.ready, __ATOMIC_RELAXED))) return NULL;
     ml_thread_t *t = ml_tls;
@@ -152,7 +160,7 @@ static inline ml_thread_t *ml_enter_completion(int *measuring)
     return t;
 }
 
-static inline void ml_count(ml_fstat_t *s, uint64_t d)
+ML_HOT void ml_count(ml_fstat_t *s, uint64_t d)
 {
     if (s->calls == 0 || d < s->min) s->min = d;
     if (d > s->max) s->max = d;
@@ -160,13 +168,13 @@ static inline void ml_count(ml_fstat_t *s, uint64_t d)
     s->ticks += d;
 }
 
-static inline int ml_size_bin(int64_t bytes)
+ML_HOT int ml_size_bin(int64_t bytes)
 {
     return bytes <= 0 ? 0 : 64 - __builtin_clzll((unsigned long long)bytes);
 }
 
 /* End a measured call that moves no bytes (or whose bytes come at request completion). */
-static inline void ml_leave(ml_thread_t *t, int fn, uint64_t t0, uint64_t t1)
+ML_HOT void ml_leave(ml_thread_t *t, int fn, uint64_t t0, uint64_t t1)
 {
     const uint64_t d = t1 - t0;
     ml_count(&t->cur[fn], d);
@@ -175,7 +183,7 @@ static inline void ml_leave(ml_thread_t *t, int fn, uint64_t t0, uint64_t t1)
 }
 
 /* End a measured call that moved bytes: also its message-size bin. */
-static inline void ml_leave_bytes(ml_thread_t *t, int fn, uint64_t t0, uint64_t t1, int64_t sent, int64_t recv)
+ML_HOT void ml_leave_bytes(ml_thread_t *t, int fn, uint64_t t0, uint64_t t1, int64_t sent, int64_t recv)
 {
     const uint64_t d = t1 - t0;
     ml_fstat_t *s = &t->cur[fn];
@@ -203,7 +211,7 @@ void ml_comm_forget(MPI_Comm comm);
 void ml_comm_neighbors(MPI_Comm comm, int *indeg, int *outdeg);
 
 /* World rank of `rank` of the peer group of comm, or -1. */
-static inline int ml_world_rank(MPI_Comm comm, int rank)
+ML_HOT int ml_world_rank(MPI_Comm comm, int rank)
 {
     if (comm == MPI_COMM_WORLD) return rank;
     if (rank < 0) return -1;
@@ -213,7 +221,7 @@ static inline int ml_world_rank(MPI_Comm comm, int rank)
     return rank < n ? c->world[rank] : -1;
 }
 
-static inline void ml_matrix_add(ml_thread_t *t, MPI_Comm comm, int dest, int64_t bytes)
+ML_HOT void ml_matrix_add(ml_thread_t *t, MPI_Comm comm, int dest, int64_t bytes)
 {
     const int w = ml_world_rank(comm, dest);
     if (w >= 0 && w < ml_g.size) {
@@ -222,17 +230,19 @@ static inline void ml_matrix_add(ml_thread_t *t, MPI_Comm comm, int dest, int64_
     }
 }
 
-/* Bytes a status reports (receives, file reads and writes). */
-static inline int64_t ml_status_bytes(const MPI_Status *st)
+/* Bytes a status reports (receives, file reads and writes), read from the status itself: the
+ * fields are public in each ABI, and this is on the path of every receive. */
+ML_HOT int64_t ml_status_bytes(const MPI_Status *st)
 {
-    int n = 0;
-    if (PMPI_Get_count(st, MPI_BYTE, &n) != MPI_SUCCESS) return 0;
-    if (n == MPI_UNDEFINED) {
-        MPI_Count c = 0;
-        PMPI_Get_elements_x(st, MPI_BYTE, &c);
-        return (int64_t)c;
-    }
-    return n;
+#if defined(OPEN_MPI)
+    return (int64_t)st->_ucount;
+#elif defined(MPICH)
+    return (int64_t)(uint32_t)st->count_lo + ((int64_t)((uint32_t)st->count_hi_and_cancelled >> 1) << 32);
+#else
+    MPI_Count c = 0;
+    if (PMPI_Get_elements_x(st, MPI_BYTE, &c) != MPI_SUCCESS || c == MPI_UNDEFINED) return 0;
+    return (int64_t)c;
+#endif
 }
 
 /* ------------------------------------------------------------------------------- requests */

@@ -18,6 +18,7 @@
  * Writing it allocates nothing and calls only write(2), so the signal handler can use it.
  */
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -270,8 +271,11 @@ void ml_partial_dump(int reason, int signo)
     __atomic_store_n(&ml_g.active, 0, __ATOMIC_RELEASE);
     static char buffer[1 << 16];
     ml_sink_t s = {buffer, 0, sizeof buffer, -1, 0};
-    s.fd = open(ml_g.partial_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    /* written under a temporary name and renamed when whole: a rank killed while writing (MPICH's
+     * launcher sends SIGKILL soon after SIGTERM) leaves no file rather than a damaged one */
+    s.fd = open(ml_g.partial_tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
     if (s.fd < 0) return;
     ml_payload_write(&s, 0, reason, signo);
     close(s.fd);
+    if (!s.failed) rename(ml_g.partial_tmp_path, ml_g.partial_path);
 }

@@ -22,7 +22,32 @@
 static ml_req_t *slots;
 static size_t mask;
 static uint32_t longest_probe; /* lookups never look further than inserts went */
-static size_t outstanding;
+
+#if defined(OPEN_MPI)
+extern char ompi_request_empty[]; /* libmpi's one request for operations complete at once */
+#endif
+
+/* A handle shared by operations that completed inside the call that started them: Open MPI's
+ * "empty" request, MPICH's built-in handles. Such an operation is accounted at once. */
+static inline int shared_handle(MPI_Request r)
+{
+#if defined(OPEN_MPI)
+    return (void *)r == (void *)ompi_request_empty;
+#elif defined(MPICH)
+    return ((uint32_t)r >> 30) == 1u; /* HANDLE_KIND_BUILTIN */
+#else
+    return 0;
+#endif
+}
+
+/* Slot ownership: compare-and-swap when threads may race (MPI_THREAD_MULTIPLE), plain stores
+ * otherwise (one thread in MPI at a time). */
+static inline int take_slot(uintptr_t *key, uintptr_t *have, uintptr_t to)
+{
+    if (ml_g.multiple) return __atomic_compare_exchange_n(key, have, to, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+    *key = to;
+    return 1;
+}
 
 static uintptr_t key_of(MPI_Request r)
 {
@@ -45,17 +70,22 @@ int ml_requests_init(size_t capacity)
     return 0;
 }
 
-size_t ml_requests_outstanding(void) { return __atomic_load_n(&outstanding, __ATOMIC_RELAXED); }
+size_t ml_requests_outstanding(void)
+{
+    int64_t n = 0;
+    for (ml_thread_t *t = __atomic_load_n(&ml_g.threads, __ATOMIC_ACQUIRE); t; t = t->next) n += t->requests_open;
+    return n > 0 ? (size_t)n : 0;
+}
 
 /* Claim a free slot for key k and store e's contents in it; NULL when none is free nearby. */
-static ml_req_t *insert(uintptr_t k, const ml_req_t *e)
+static ml_req_t *insert(ml_thread_t *t, uintptr_t k, const ml_req_t *e)
 {
     const size_t home = home_of(k);
     for (uint32_t d = 0; d < MAX_PROBE; d++) {
         ml_req_t *s = &slots[(home + d) & mask];
         uintptr_t have = __atomic_load_n(&s->key, __ATOMIC_RELAXED);
         while (have == ML_REQ_EMPTY || have == ML_REQ_TOMB) {
-            if (__atomic_compare_exchange_n(&s->key, &have, ML_REQ_BUSY, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+            if (take_slot(&s->key, &have, ML_REQ_BUSY)) {
                 s->fn = e->fn;
                 s->flags = e->flags;
                 s->path = e->path;
@@ -66,7 +96,7 @@ static ml_req_t *insert(uintptr_t k, const ml_req_t *e)
                 uint32_t cur = __atomic_load_n(&longest_probe, __ATOMIC_RELAXED);
                 while (d > cur && !__atomic_compare_exchange_n(&longest_probe, &cur, d, 1, __ATOMIC_RELAXED,
                                                                __ATOMIC_RELAXED)) {}
-                __atomic_fetch_add(&outstanding, 1, __ATOMIC_RELAXED);
+                t->requests_open++;
                 return s;
             }
         }
@@ -74,13 +104,20 @@ static ml_req_t *insert(uintptr_t k, const ml_req_t *e)
     return NULL;
 }
 
+static void account(ml_thread_t *t, const ml_req_t *e, int64_t sent, int64_t recv);
+
 void ml_req_track(ml_thread_t *t, MPI_Request req, int fn, unsigned flags, int64_t sent, int64_t recv, int peer)
 {
     if (req == MPI_REQUEST_NULL) return;
     /* nonblocking operations start active; persistent ones wait for MPI_Start */
     const ml_req_t e = {0, (uint16_t)fn, (uint16_t)(flags & ML_REQ_PERSISTENT ? flags : flags | ML_REQ_ACTIVE),
                         t->cur_path, peer, 0, sent, recv};
-    if (insert(key_of(req), &e) == NULL) t->dropped_requests++;
+    if (!(flags & ML_REQ_PERSISTENT) && shared_handle(req)) {
+        /* complete already, and with no status worth reading */
+        account(t, &e, sent == ML_BYTES_FROM_STATUS ? 0 : sent, recv == ML_BYTES_FROM_STATUS ? 0 : recv);
+        return;
+    }
+    if (insert(t, key_of(req), &e) == NULL) t->dropped_requests++;
 }
 
 ml_req_t *ml_req_find(MPI_Request req)
@@ -103,7 +140,7 @@ void ml_req_claim(MPI_Request req, ml_claim_t *c)
     c->handle = req;
     c->live = NULL;
     c->held = 0;
-    if (req == MPI_REQUEST_NULL) return;
+    if (req == MPI_REQUEST_NULL || shared_handle(req)) return;
     const uintptr_t k = key_of(req);
     const size_t home = home_of(k);
     const uint32_t reach = __atomic_load_n(&longest_probe, __ATOMIC_RELAXED);
@@ -119,8 +156,9 @@ void ml_req_claim(MPI_Request req, ml_claim_t *c)
         }
         c->copy = *e;
         /* take it; if another thread took this one first, look for the next entry of the handle */
-        if (__atomic_compare_exchange_n(&e->key, &have, ML_REQ_TOMB, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
-            __atomic_fetch_sub(&outstanding, 1, __ATOMIC_RELAXED);
+        if (take_slot(&e->key, &have, ML_REQ_TOMB)) {
+            ml_thread_t *t = ml_tls;
+            if (t) t->requests_open--;
             c->held = 1;
             return;
         }
@@ -129,10 +167,9 @@ void ml_req_claim(MPI_Request req, ml_claim_t *c)
 
 void ml_req_unclaim(ml_claim_t *c)
 {
-    if (c->held && c->live == NULL && insert(key_of(c->handle), &c->copy) == NULL) {
-        ml_thread_t *t = ml_tls;
-        if (t) t->dropped_requests++;
-    }
+    ml_thread_t *t = ml_tls;
+    if (c->held && c->live == NULL && t != NULL && insert(t, key_of(c->handle), &c->copy) == NULL)
+        t->dropped_requests++;
     c->held = 0;
 }
 
@@ -180,6 +217,6 @@ void ml_req_freed(ml_thread_t *t, ml_claim_t *c, int measuring)
     if (measuring && (e->flags & ML_REQ_ACTIVE) && e->sent > 0 && e->recv == 0) account(t, e, e->sent, 0);
     if (c->live != NULL) {
         __atomic_store_n(&c->live->key, ML_REQ_TOMB, __ATOMIC_RELEASE);
-        __atomic_fetch_sub(&outstanding, 1, __ATOMIC_RELAXED);
+        t->requests_open--;
     }
 }

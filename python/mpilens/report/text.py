@@ -51,16 +51,18 @@ def render(run: Run, s: Summary, findings: list[Finding]) -> str:
         out.append(f"Note      : {p}")
 
     out += ["", "@ MPI time per rank"]
+    ended = not run.complete  # say how each rank ended when not all reached MPI_Finalize
     rows = [[str(r.rank), r.host or "n/a", units.seconds(r.wall), units.seconds(r.mpi), units.percent(r.mpi_share)]
-            for r in s.ranks]
+            + ([r.ended_by or "no data"] if ended else []) for r in s.ranks]
     if len(rows) > MAX_RANK_ROWS:
         keyed = sorted((r for r in s.ranks if r.mpi_share is not None), key=lambda r: -r.mpi_share)  # type: ignore
         keep = {r.rank for r in keyed[:MAX_RANK_ROWS // 2]} | {r.rank for r in keyed[-(MAX_RANK_ROWS // 2):]}
         rows = [row for row, r in zip(rows, s.ranks) if r.rank in keep]
         out.append(f"(the {MAX_RANK_ROWS // 2} ranks with the most and the least MPI time of {s.nranks})")
     if s.wall and s.mpi:
-        rows.append(["*", "", units.seconds(s.wall.total), units.seconds(s.mpi.total), units.percent(s.mpi.total / s.wall.total)])
-    out += _table(["Rank", "Host", "Wall", "MPI", "MPI%"], rows, {2, 3, 4})
+        rows.append(["*", "", units.seconds(s.wall.total), units.seconds(s.mpi.total), units.percent(s.mpi.total / s.wall.total)]
+                    + ([""] if ended else []))
+    out += _table(["Rank", "Host", "Wall", "MPI", "MPI%"] + (["Ended by"] if ended else []), rows, {2, 3, 4})
 
     out += ["", f"@ Top MPI functions by time (aggregate over ranks; spread = per-rank time)"]
     rows = []

@@ -1,0 +1,215 @@
+#!/usr/bin/env python3
+"""Cost of the mpilens wrappers per MPI call, measured on one rank without a partner (less noise
+than the two-rank benchmarks of overhead.py, and what explains their results).
+
+For each MPI it compiles bench/selfloop.c into build/bench/<mpi>/selfloop and
+
+- times (interleaved pairs, plain vs. LD_PRELOAD of the runtime) the loops of selfloop.c:
+    send   = MPI_Irecv + MPI_Send + MPI_Wait        recv   = MPI_Isend + MPI_Recv + MPI_Wait
+    isend  = MPI_Irecv + MPI_Isend + 2 MPI_Wait     window = 64 MPI_Irecv + 64 MPI_Isend + MPI_Waitall(128)
+  and derives the added cost of the blocking pair MPI_Send + MPI_Recv (= send + recv - isend),
+  which is what one hop of a ping-pong pays;
+- prints what the building blocks cost on this machine (selfloop pieces);
+- with --callgrind (valgrind needed): instructions per loop iteration with and without the tool,
+  and the runtime's own functions (self instructions per call), from callgrind.
+
+Usage: .venv/bin/python bench/hotpath.py [--reps N] [--mpi openmpi,mpich] [--callgrind] [--lib-dir DIR]
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from overhead import MPI_NAMES, ROOT, BenchError, base_env, log, sha256  # noqa: E402
+
+MODES = ("send", "recv", "isend", "window")
+CG_ITERS = {"send": 2000, "recv": 2000, "isend": 2000, "window": 100}
+LINE_RE = re.compile(r"ns_per_iter=([\d.]+)")
+
+
+def compile_selfloop(mpi: str) -> Path:
+    cc = shutil.which(f"mpicc.{mpi}")
+    if cc is None:
+        raise BenchError(f"mpicc.{mpi} not found")
+    out = ROOT / "build" / "bench" / mpi
+    out.mkdir(parents=True, exist_ok=True)
+    exe = out / "selfloop"
+    cmd = [cc, "-O2", "-g", "-std=c11", "-Wall", "-Wno-stringop-overflow", "-o", str(exe),
+           str(ROOT / "bench" / "selfloop.c")]
+    r = subprocess.run(cmd, capture_output=True, text=True, env=base_env())
+    if r.returncode != 0:
+        raise BenchError(f"compiling selfloop.c failed:\n{r.stderr}")
+    return exe
+
+
+def run(exe: Path, args: list[str], lib: Path | None, tmp: Path, prefix: list[str] | None = None) -> str:
+    env = base_env()
+    if lib is not None:
+        env["LD_PRELOAD"] = str(lib)
+        env["MPILENS_OUTPUT"] = tempfile.mkdtemp(dir=tmp) + "/run"
+    r = subprocess.run([*(prefix or []), str(exe), *args], capture_output=True, text=True, env=env, timeout=600,
+                       cwd=tmp)
+    if r.returncode != 0:
+        raise BenchError(f"{exe} {' '.join(args)} failed ({r.returncode}):\n{r.stdout}\n{r.stderr[-2000:]}")
+    if lib is not None:
+        shutil.rmtree(Path(env["MPILENS_OUTPUT"]).parent, ignore_errors=True)
+    return r.stdout
+
+
+def timing(exe: Path, lib: Path, tmp: Path, reps: int) -> dict[str, tuple[float, float, float]]:
+    plain: dict[str, list[float]] = collections.defaultdict(list)
+    tool: dict[str, list[float]] = collections.defaultdict(list)
+    for rep in range(reps):
+        for mode in MODES:
+            for with_tool in ((True, False) if rep % 2 else (False, True)):
+                out = run(exe, [mode], lib if with_tool else None, tmp)
+                m = LINE_RE.search(out)
+                if m is None:
+                    raise BenchError(f"unexpected output of selfloop {mode}: {out}")
+                (tool if with_tool else plain)[mode].append(float(m.group(1)))
+    res = {}
+    for mode in MODES:
+        diffs = [b - a for a, b in zip(plain[mode], tool[mode])]
+        res[mode] = (statistics.median(plain[mode]), statistics.median(tool[mode]), statistics.median(diffs))
+    return res
+
+
+def cg_parse(path: Path) -> tuple[collections.Counter, collections.Counter, dict[str, str], int]:
+    """Self Ir, number of calls received and object file of every function of a callgrind file."""
+    pools: dict[str, dict[str, str]] = {"fn": {}, "ob": {}, "fl": {}}
+    pool_of = {"fn": "fn", "cfn": "fn", "ob": "ob", "cob": "ob", "fl": "fl", "fi": "fl", "fe": "fl",
+               "cfi": "fl", "cfl": "fl"}
+
+    def name(kind: str, val: str) -> str:
+        m = re.match(r"\((\d+)\)(?:\s+(.*))?", val)
+        if not m:
+            return val
+        d = pools[pool_of[kind]]
+        if m.group(2) is not None:
+            d[m.group(1)] = m.group(2)
+        return d.get(m.group(1), "?")
+
+    self_ir: collections.Counter = collections.Counter()
+    calls: collections.Counter = collections.Counter()
+    obj: dict[str, str] = {}
+    fn = ob = cfn = None
+    pending = None
+    total = 0
+    for line in path.read_text().splitlines():
+        if not line:
+            continue
+        key, _, val = line.partition("=")
+        if key in pool_of and _:
+            v = name(key, val)
+            if key == "fn":
+                fn = v
+                obj.setdefault(fn, ob or "")
+            elif key == "ob":
+                ob = v
+            elif key == "cfn":
+                cfn = v
+            continue
+        if key == "calls" and _:
+            pending = int(val.split()[0])
+            continue
+        if line.startswith(("summary:", "totals:")):
+            total = int(line.split()[1])
+            continue
+        if line[0].isdigit() or line[0] in "+-*":
+            parts = line.split()
+            if pending is not None:
+                calls[cfn] += pending
+                pending = None
+            elif len(parts) > 1 and fn is not None:
+                self_ir[fn] += int(parts[1])
+    return self_ir, calls, obj, total
+
+
+def callgrind(exe: Path, lib: Path, tmp: Path, mode: str) -> tuple[float, float, list[tuple[str, float, float]]]:
+    n = CG_ITERS[mode]
+    iters = n // 10 + 1 + 11 * n  # warm-up + 11 batches, as selfloop.c runs them
+    res = []
+    table: list[tuple[str, float, float]] = []
+    for with_tool in (False, True):
+        out = tmp / f"cg.{mode}.{int(with_tool)}"
+        run(exe, [mode, str(n)], lib if with_tool else None, tmp,
+            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", f"--toggle-collect=loop_{mode}"])
+        self_ir, calls, obj, total = cg_parse(out)
+        res.append(total / iters)
+        if with_tool:
+            for fn, ir in self_ir.most_common():
+                if "libmpilens" in obj.get(fn, ""):
+                    table.append((fn, calls.get(fn, 0) / iters, ir / max(calls.get(fn, 0), 1)))
+    return res[0], res[1], table
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--reps", type=int, default=9, help="interleaved plain/tool pairs per loop (default 9)")
+    p.add_argument("--mpi", default="openmpi,mpich")
+    p.add_argument("--callgrind", action="store_true", help="also count instructions with valgrind")
+    p.add_argument("--lib-dir", type=Path, default=ROOT / "build" / "lib",
+                   help="where libmpilens-<mpi>.so is (default build/lib)")
+    args = p.parse_args(argv)
+    tmp = Path(tempfile.mkdtemp(prefix="mpilens-hotpath-"))
+    try:
+        for mpi in [m.strip() for m in args.mpi.split(",") if m.strip()]:
+            src = args.lib_dir / f"libmpilens-{mpi}.so"
+            if not src.is_file():
+                raise BenchError(f"{src} is missing")
+            lib = tmp / src.name
+            shutil.copy2(src, lib)
+            exe = compile_selfloop(mpi)
+            log(f"{MPI_NAMES[mpi]}: timing {len(MODES)} loops x {args.reps} pairs ...")
+            print(f"### {MPI_NAMES[mpi]} (runtime sha256 {sha256(lib)[:12]})\n")
+            print("Building blocks (selfloop pieces, ns per operation):\n")
+            for line in run(exe, ["pieces"], None, tmp).splitlines():
+                if line.startswith("pieces "):
+                    label, val = line[len("pieces "):].rsplit(None, 2)[0], line.rsplit(None, 2)[1]
+                    print(f"- {label.strip()}: {float(val):.1f} ns")
+            t = timing(exe, lib, tmp, args.reps)
+            print("\n| loop (one rank, 8 B to self) | without (ns/iter) | with (ns/iter) | added (median of pairs) |")
+            print("|---|---:|---:|---:|")
+            for mode in MODES:
+                a, b, d = t[mode]
+                extra = f" = {d / 64:.1f} ns per message" if mode == "window" else ""
+                print(f"| {mode} | {a:.1f} | {b:.1f} | {d:+.1f} ns{extra} |")
+            pair = t["send"][2] + t["recv"][2] - t["isend"][2]
+            print(f"\nDerived: MPI_Send + MPI_Recv wrappers add {pair:.1f} ns together (send + recv - isend).\n")
+            if args.callgrind:
+                if shutil.which("valgrind") is None:
+                    raise BenchError("valgrind not found (apt-get install valgrind)")
+                log(f"{MPI_NAMES[mpi]}: callgrind ...")
+                print("| loop | Ir/iter without | Ir/iter with | added Ir/iter |")
+                print("|---|---:|---:|---:|")
+                tables = {}
+                for mode in MODES:
+                    a, b, tab = callgrind(exe, lib, tmp, mode)
+                    tables[mode] = tab
+                    print(f"| {mode} | {a:.0f} | {b:.0f} | {b - a:+.0f} |")
+                for mode in ("isend", "send"):
+                    print(f"\nRuntime functions in the `{mode}` loop (self instructions; inlined code counts "
+                          "in its caller):\n")
+                    print("| function | calls/iter | Ir per call |")
+                    print("|---|---:|---:|")
+                    for fn, per_iter, per_call in tables[mode]:
+                        print(f"| {fn} | {per_iter:.2f} | {per_call:.1f} |")
+                print()
+    except BenchError as e:
+        log(f"hotpath.py: {e}")
+        return 1
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,316 @@
+#!/usr/bin/env python3
+"""Overhead of the mpilens runtime (profile mode) on point-to-point latency and message rate.
+
+For each MPI (Open MPI, MPICH) this script
+
+1. compiles bench/pingpong.c and bench/msgrate.c with that MPI's mpicc into build/bench/<mpi>/;
+2. runs interleaved A/B pairs: A is the plain program, B the same program with the matching
+   runtime (build/lib/libmpilens-<mpi>.so, copied once into a temporary directory so that a
+   rebuild in the same checkout cannot change it mid-benchmark) preloaded and a fresh
+   MPILENS_OUTPUT directory. Within a pair the two runs are back to back; which one goes first
+   alternates from pair to pair, so drift of the machine's load hits both sides alike;
+3. takes, from every run, the median over its timed batches (printed by the C programs), forms
+   the per-pair ratio with/without and reports per metric: the median of the A runs, the median
+   of the B runs, the median of the per-pair ratios with a bootstrap 95 % confidence interval and
+   the range of the pair ratios, as one markdown table per MPI.
+
+The B runs are checked: each must leave a profile.json whose MPI_Send (ping-pong) or MPI_Isend
+(message rate) call count is non-zero, otherwise the run did not measure anything and the
+benchmark stops. Every temporary directory is removed at the end.
+
+Usage: .venv/bin/python bench/overhead.py [--reps N] [--quick] [--mpi openmpi,mpich]
+       [--bind core|none] [--lib-dir DIR] [--json FILE]
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import random
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH = ROOT / "bench"
+PROGRAMS = ("pingpong", "msgrate")
+SIZES = (8, 1024, 65536)
+MPI_NAMES = {"openmpi": "Open MPI", "mpich": "MPICH"}
+# target of the issue (profile mode): added latency at 8 B <= 5 %, message rate >= 95 %
+TARGET_LAT_8B = 1.05
+TARGET_RATE = 0.95
+
+PP_RE = re.compile(r"^pingpong bytes=(\d+) median_us=([\d.]+)", re.M)
+MR_RE = re.compile(r"^msgrate bytes=(\d+) window=(\d+) median_msgs_per_s=([\d.]+)", re.M)
+
+
+class BenchError(RuntimeError):
+    pass
+
+
+@dataclass
+class Series:
+    """One metric of one MPI: the per-run medians of the plain (A) and preloaded (B) runs."""
+
+    name: str
+    unit: str
+    higher_is_better: bool
+    plain: list[float] = field(default_factory=list)
+    tool: list[float] = field(default_factory=list)
+
+    def ratios(self) -> list[float]:
+        return [b / a for a, b in zip(self.plain, self.tool)]
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def base_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MPILENS_") and k != "LD_PRELOAD"}
+    env["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
+    env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
+    env["LC_ALL"] = "C"
+    return env
+
+
+def compile_programs(mpi: str) -> Path:
+    cc = shutil.which(f"mpicc.{mpi}")
+    if cc is None:
+        raise BenchError(f"mpicc.{mpi} not found: `make deps` installs the MPI packages")
+    out = ROOT / "build" / "bench" / mpi
+    out.mkdir(parents=True, exist_ok=True)
+    for prog in PROGRAMS:
+        src, exe = BENCH / f"{prog}.c", out / prog
+        # -Wno-stringop-overflow: GCC's false positive on MPICH's MPI_STATUSES_IGNORE
+        cmd = [cc, "-O2", "-std=c11", "-Wall", "-Wno-stringop-overflow", "-o", str(exe), str(src)]
+        r = subprocess.run(cmd, capture_output=True, text=True, env=base_env())
+        if r.returncode != 0:
+            raise BenchError(f"compiling {src.name} with mpicc.{mpi} failed:\n{r.stderr}")
+    return out
+
+
+def launcher(mpi: str, bind: str) -> list[str]:
+    if mpi == "openmpi":
+        cmd = ["mpirun.openmpi", "-np", "2", "--bind-to", bind]
+        if (os.cpu_count() or 1) < 2:
+            cmd[3:5] = ["--bind-to", "none", "--oversubscribe"]
+        return cmd
+    return ["mpirun.mpich", "-np", "2", "-bind-to", bind]
+
+
+def tool_env_args(mpi: str, lib: Path, outdir: Path) -> list[str]:
+    pairs = [("LD_PRELOAD", str(lib)), ("MPILENS_OUTPUT", str(outdir)), ("MPILENS_MODE", "profile")]
+    args: list[str] = []
+    for k, v in pairs:
+        args += ["-x", f"{k}={v}"] if mpi == "openmpi" else ["-genv", k, v]
+    return args
+
+
+def run_once(mpi: str, prog: str, exe_dir: Path, prog_args: list[str], bind: str, lib: Path | None,
+             tmp: Path, counter: list[int], timeout: float) -> tuple[dict[int, float], str | None]:
+    """One mpirun. Returns {size: median} (msgrate: {8: msgs/s}) and, for a preloaded run, the
+    MPI library version string recorded in meta.json."""
+    cmd = launcher(mpi, bind)
+    outdir = None
+    if lib is not None:
+        counter[0] += 1
+        outdir = tmp / f"run-{counter[0]:04d}"
+        cmd += tool_env_args(mpi, lib, outdir)
+    cmd += [str(exe_dir / prog), *prog_args]
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, env=base_env(), timeout=timeout, cwd=tmp)
+    except subprocess.TimeoutExpired:
+        raise BenchError(f"timed out after {timeout:.0f} s: {' '.join(cmd)}")
+    if r.returncode != 0:
+        raise BenchError(f"failed (exit {r.returncode}): {' '.join(cmd)}\n{r.stdout}\n{r.stderr}")
+    if prog == "pingpong":
+        values = {int(b): float(v) for b, v in PP_RE.findall(r.stdout)}
+        if sorted(values) != list(SIZES):
+            raise BenchError(f"unexpected output of {' '.join(cmd)}:\n{r.stdout}\n{r.stderr}")
+    else:
+        m = MR_RE.search(r.stdout)
+        if m is None:
+            raise BenchError(f"unexpected output of {' '.join(cmd)}:\n{r.stdout}\n{r.stderr}")
+        values = {int(m.group(1)): float(m.group(3))}
+    version = None
+    if outdir is not None:
+        version = check_profile(outdir, prog, cmd)
+        shutil.rmtree(outdir, ignore_errors=True)
+    return values, version
+
+
+def check_profile(outdir: Path, prog: str, cmd: list[str]) -> str | None:
+    prof = outdir / "profile.json"
+    try:
+        data = json.loads(prof.read_text())
+    except (OSError, ValueError) as e:
+        raise BenchError(f"the preloaded run wrote no readable {prof} ({e}): {' '.join(cmd)}")
+    fn = "MPI_Send" if prog == "pingpong" else "MPI_Isend"
+    calls = sum(data.get("functions", {}).get(fn, {}).get("calls", [0]))
+    if calls <= 0:
+        raise BenchError(f"{prof} counts no {fn} call: the runtime did not measure {' '.join(cmd)}")
+    try:
+        meta = json.loads((outdir / "meta.json").read_text())
+        v = (meta.get("mpi") or {}).get("library")
+        return " ".join(str(v).strip().splitlines()[0].split(",")[0].split()) if v else None
+    except (OSError, ValueError):
+        return None
+
+
+def bootstrap_median_ci(xs: list[float], n: int = 4000, seed: int = 1) -> tuple[float, float]:
+    if len(xs) < 2:
+        return xs[0], xs[0]
+    rng = random.Random(seed)
+    meds = sorted(statistics.median(rng.choices(xs, k=len(xs))) for _ in range(n))
+    return meds[int(0.025 * n)], meds[int(0.975 * n) - 1]
+
+
+def fmt_value(v: float, unit: str) -> str:
+    if unit == "us":
+        return f"{v:.3f} µs"
+    return f"{v / 1e6:.2f} M msg/s"
+
+
+def fmt_ratio(r: float) -> str:
+    return f"{r:.3f} ({(r - 1) * 100:+.1f} %)"
+
+
+def table(mpi: str, series: list[Series], header: str) -> tuple[str, dict]:
+    lines = [header, "",
+             "| metric | without | with mpilens | added | with/without (median of pairs) "
+             "| 95 % bootstrap CI | range of pairs |",
+             "|---|---:|---:|---:|---:|---|---|"]
+    summary: dict = {}
+    for s in series:
+        a, b, rs = statistics.median(s.plain), statistics.median(s.tool), s.ratios()
+        r = statistics.median(rs)
+        lo, hi = bootstrap_median_ci(rs)
+        if s.unit == "us":
+            added = f"{statistics.median([y - x for x, y in zip(s.plain, s.tool)]) * 1000:+.0f} ns"
+        else:
+            added = f"{(r - 1) * 100:+.1f} %"
+        lines.append(f"| {s.name} | {fmt_value(a, s.unit)} | {fmt_value(b, s.unit)} | {added} | "
+                     f"**{fmt_ratio(r)}** | {lo:.3f} – {hi:.3f} | {min(rs):.3f} – {max(rs):.3f} |")
+        summary[s.name] = {"without": a, "with": b, "ratio_median": r, "ratio_ci95": [lo, hi],
+                           "ratio_min": min(rs), "ratio_max": max(rs), "unit": s.unit,
+                           "plain_runs": s.plain, "tool_runs": s.tool}
+    lat8 = summary["latency 8 B"]["ratio_median"]
+    rate = summary["msg rate 8 B"]["ratio_median"]
+    ok_lat, ok_rate = lat8 <= TARGET_LAT_8B, rate >= TARGET_RATE
+    lines += ["",
+              f"Target (profile mode): 8 B latency with/without <= {TARGET_LAT_8B:.2f}: "
+              f"{lat8:.3f} -> **{'met' if ok_lat else 'MISSED'}**; message rate with/without >= "
+              f"{TARGET_RATE:.2f}: {rate:.3f} -> **{'met' if ok_rate else 'MISSED'}**"]
+    summary["target"] = {"latency_8B_ok": ok_lat, "msgrate_ok": ok_rate}
+    return "\n".join(lines), summary
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def bench_mpi(mpi: str, args: argparse.Namespace, tmp: Path) -> tuple[str, dict]:
+    lib_src = args.lib_dir / f"libmpilens-{mpi}.so"
+    if not lib_src.is_file():
+        raise BenchError(f"{lib_src} is missing: build the runtime first (`make runtime`)")
+    for tool in (f"mpirun.{mpi}",):
+        if shutil.which(tool) is None:
+            raise BenchError(f"{tool} not found: `make deps` installs the MPI packages")
+    exe_dir = compile_programs(mpi)
+    lib = tmp / lib_src.name
+    shutil.copy2(lib_src, lib)  # snapshot: others may rebuild build/lib during the benchmark
+    prog_args = [str(args.batches), str(args.scale)]
+    lat = {s: Series(f"latency {s} B" if s < 1024 else f"latency {s // 1024} KiB", "us", False)
+           for s in SIZES}
+    rate = Series("msg rate 8 B", "msgs/s", True)
+    counter = [0]
+    version = None
+    t_start = time.monotonic()
+    for rep in range(args.reps):
+        tool_first = rep % 2 == 1
+        for prog in PROGRAMS:
+            results = {}
+            for with_tool in ((True, False) if tool_first else (False, True)):
+                values, v = run_once(mpi, prog, exe_dir, prog_args, args.bind, lib if with_tool else None,
+                                     tmp, counter, args.timeout)
+                version = version or v
+                results[with_tool] = values
+            if prog == "pingpong":
+                for s in SIZES:
+                    lat[s].plain.append(results[False][s])
+                    lat[s].tool.append(results[True][s])
+            else:
+                rate.plain.append(results[False][8])
+                rate.tool.append(results[True][8])
+        log(f"  {mpi}: pair {rep + 1}/{args.reps} done ({'B' if tool_first else 'A'} first), "
+            f"8 B {lat[8].plain[-1]:.3f}/{lat[8].tool[-1]:.3f} µs, "
+            f"rate {rate.plain[-1] / 1e6:.2f}/{rate.tool[-1] / 1e6:.2f} M/s "
+            f"[{time.monotonic() - t_start:.0f} s]")
+    launch = " ".join(launcher(mpi, args.bind))
+    header = (f"### {MPI_NAMES[mpi]}" + (f" ({version})" if version else "") +
+              f": `{launch}`, {args.reps} interleaved pairs, {args.batches} batches per run")
+    text, summary = table(mpi, [*lat.values(), rate], header)
+    summary["meta"] = {"launcher": launch, "mpi_version": version, "library": str(lib_src),
+                       "library_sha256": sha256(lib), "reps": args.reps, "batches": args.batches,
+                       "scale": args.scale, "seconds": time.monotonic() - t_start}
+    return text, summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--reps", type=int, default=30, help="interleaved A/B pairs per MPI (default 30)")
+    p.add_argument("--batches", type=int, default=15, help="timed batches per run (default 15)")
+    p.add_argument("--scale", type=float, default=1.0, help="multiplies the iterations per batch")
+    p.add_argument("--quick", action="store_true",
+                   help="smoke test: 5 pairs, 7 short batches per run (under a minute; numbers are rough)")
+    p.add_argument("--mpi", default="openmpi,mpich", help="comma separated: openmpi, mpich")
+    p.add_argument("--bind", choices=("core", "none"), default="core",
+                   help="process binding of both launchers (default core: one rank per core)")
+    p.add_argument("--timeout", type=float, default=300, help="seconds allowed for one mpirun")
+    p.add_argument("--lib-dir", type=Path, default=ROOT / "build" / "lib",
+                   help="where libmpilens-<mpi>.so is (default build/lib)")
+    p.add_argument("--json", type=Path, help="also write every per-run median and the summary here")
+    args = p.parse_args(argv)
+    if args.quick:
+        args.reps, args.batches, args.scale = min(args.reps, 5), 7, 0.25
+    if args.reps < 1 or args.batches < 1 or args.scale <= 0:
+        p.error("--reps, --batches and --scale must be positive")
+    mpis = [m.strip() for m in args.mpi.split(",") if m.strip()]
+    bad = [m for m in mpis if m not in MPI_NAMES]
+    if bad:
+        p.error(f"unknown MPI {', '.join(bad)} (choose from openmpi, mpich)")
+
+    tmp = Path(tempfile.mkdtemp(prefix="mpilens-bench-"))
+    out: dict = {"argv": sys.argv[1:], "date": time.strftime("%Y-%m-%d %H:%M:%S"), "mpis": {}}
+    texts = []
+    try:
+        for mpi in mpis:
+            log(f"{MPI_NAMES[mpi]}: compiling and running {args.reps} A/B pairs ...")
+            text, summary = bench_mpi(mpi, args, tmp)
+            texts.append(text)
+            out["mpis"][mpi] = summary
+    except BenchError as e:
+        log(f"overhead.py: {e}")
+        return 1
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print("\n\n".join(texts))
+    if args.quick:
+        print("\n(--quick: few, short runs; the ratios are only indicative)")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(out, indent=1) + "\n")
+        log(f"raw results written to {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

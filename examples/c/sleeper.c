@@ -1,0 +1,71 @@
+/* sleeper: a job that can be stopped before MPI_Finalize, for the tests of killed and aborted runs.
+ * Each step does one MPI_Allreduce of an int and one MPI_Sendrecv of 256 bytes around a ring, then
+ * sleeps. Rank 0 prints "step I" after each step (flushed), so a test can wait for progress.
+ * Usage: sleeper [-n STEPS] [-s MS] [-m MARKER] [-a RANK:STEP] [-x CODE]
+ *   -n STEPS      number of steps (default 10)
+ *   -s MS         sleep after each step, milliseconds (default 0)
+ *   -m MARKER     every process appends its pid to MARKER before MPI_Init (proof that it started)
+ *   -a RANK:STEP  RANK calls MPI_Abort(MPI_COMM_WORLD, 3) when it reaches step STEP (after STEP steps)
+ *   -x CODE       exit status after MPI_Finalize (default 0)
+ * Known traffic per completed step and rank: 1 MPI_Allreduce of 4 bytes, 1 MPI_Sendrecv of 256 bytes
+ * each way. */
+#define _POSIX_C_SOURCE 200809L
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+int main(int argc, char **argv)
+{
+    int steps = 10, ms = 0, abort_rank = -1, abort_step = -1, code = 0;
+    const char *marker = NULL;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (strcmp(argv[i], "-n") == 0) steps = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "-s") == 0) ms = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "-m") == 0) marker = argv[i + 1];
+        else if (strcmp(argv[i], "-a") == 0) sscanf(argv[i + 1], "%d:%d", &abort_rank, &abort_step);
+        else if (strcmp(argv[i], "-x") == 0) code = atoi(argv[i + 1]);
+        else {
+            fprintf(stderr, "sleeper: unknown option %s\n", argv[i]);
+            return 64;
+        }
+    }
+    if (marker != NULL) {
+        FILE *f = fopen(marker, "a");
+        if (f != NULL) {
+            fprintf(f, "%ld\n", (long)getpid());
+            fclose(f);
+        }
+    }
+
+    MPI_Init(&argc, &argv);
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    const int right = (rank + 1) % size, left = (rank + size - 1) % size;
+    char out[256], in[256];
+    memset(out, rank, sizeof out);
+    const struct timespec pause = {ms / 1000, (long)(ms % 1000) * 1000000L};
+
+    for (int i = 0; i < steps; i++) {
+        if (rank == abort_rank && i == abort_step) {
+            printf("sleeper: rank %d aborts at step %d\n", rank, i);
+            fflush(stdout);
+            MPI_Abort(MPI_COMM_WORLD, 3);
+        }
+        int one = 1, total = 0;
+        MPI_Allreduce(&one, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+        MPI_Sendrecv(out, (int)sizeof out, MPI_BYTE, right, i, in, (int)sizeof in, MPI_BYTE, left, i, MPI_COMM_WORLD,
+                     MPI_STATUS_IGNORE);
+        if (rank == 0) {
+            printf("step %d\n", i);
+            fflush(stdout);
+        }
+        if (ms > 0) nanosleep(&pause, NULL);
+    }
+    if (rank == 0) printf("sleeper: %d steps on %d ranks\n", steps, size);
+    MPI_Finalize();
+    return code;
+}

@@ -1,0 +1,304 @@
+"""Real applications from Debian's packages under mpilens: NetPIPE (both MPIs), LAMMPS, HPCC and
+mpi4py (the MPI Debian built them against). Each runs once as is and once under `mpilens run`
+(which detects the MPI itself: no --mpi): the application's own results must not change, and the
+profile must be complete and agree with what the application is known to send."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import MPIS, fn, launcher, mpilens_run, plain_run
+
+NETPIPE = {"openmpi": "NPopenmpi", "mpich": "NPmpich2"}
+LAMMPS_INDENT = Path("/usr/share/lammps/examples/indent")
+LAMMPS_STEPS = 3000
+HPCC_INPUT = Path("/usr/share/doc/hpcc/examples/_hpccinf.txt")
+
+
+# ------------------------------------------------------------------------------------- helpers
+def require(exe: str, package: str) -> str:
+    """Full path of a program from a Debian package; fail (not skip) when it is missing."""
+    path = shutil.which(exe)
+    if path is None:
+        pytest.fail(f"{exe} is missing: `make deps` installs the Debian package {package}")
+    return path
+
+
+def linked_mpi(path: str) -> str | None:
+    """Which MPI an executable or shared object links, from ldd (independent of mpilens' own detection)."""
+    out = subprocess.run(["ldd", path], capture_output=True, text=True).stdout
+    if re.search(r"^\s*libmpich\.so", out, re.M):
+        return "mpich"
+    if re.search(r"^\s*libmpi\.so\.4\d", out, re.M):
+        return "openmpi"
+    return None
+
+
+def flavor(job) -> str:
+    """The MPI flavor the runtime reported in meta.json."""
+    return job.load().meta["mpi"]["flavor"]
+
+
+def p2p_balance(profile: dict) -> dict[str, list[int]]:
+    """Per-rank bytes of point-to-point functions as the senders and the receivers counted them,
+    and as the traffic matrix (sender side) has them per source and per destination."""
+    n = profile["nranks"]
+    funcs = [f for f in profile["functions"].values() if f["class"] == "p2p"]
+    return {
+        "sent": [sum(f["bytes_sent"][r] for f in funcs) for r in range(n)],
+        "recv": [sum(f["bytes_recv"][r] for f in funcs) for r in range(n)],
+        "matrix_from": [sum(m["bytes"] for m in profile["matrix"] if m["src"] == r) for r in range(n)],
+        "matrix_to": [sum(m["bytes"] for m in profile["matrix"] if m["dst"] == r) for r in range(n)],
+    }
+
+
+def assert_p2p_balanced(profile: dict) -> None:
+    """Every byte sent point-to-point was received by someone, and the matrix agrees per rank."""
+    b = p2p_balance(profile)
+    assert b["matrix_from"] == b["sent"], b
+    assert sum(b["sent"]) == sum(b["recv"]), f"bytes sent {sum(b['sent'])} != bytes received {sum(b['recv'])}: {b}"
+    assert b["matrix_to"] == b["recv"], b
+
+
+def assert_complete(profile: dict, nranks: int) -> None:
+    assert profile["nranks"] == nranks
+    assert profile["complete"] is True
+    assert [r["rank"] for r in profile["ranks"]] == list(range(nranks))
+    assert all(r["host"] and r["wall_time_s"] > 0 for r in profile["ranks"]), profile["ranks"]
+
+
+# ------------------------------------------------------------------------------------- NetPIPE
+def netpipe_sizes(path: Path) -> list[int]:
+    """Message sizes of a NetPIPE output file (columns: bytes, Mbps, seconds)."""
+    return [int(line.split()[0]) for line in path.read_text().splitlines() if line.strip()]
+
+
+def netpipe_plan(stdout: str) -> list[tuple[int, int, int]]:
+    """NetPIPE's progress lines `  N:  SIZE bytes  REPS times -->  ... Mbps in ... usec`, without the timings."""
+    return [tuple(map(int, m)) for m in re.findall(r"^\s*(\d+):\s+(\d+) bytes\s+(\d+) times -->", stdout, re.M)]
+
+
+def test_netpipe(mpi, tmp_path):
+    exe = require(NETPIPE[mpi], {"openmpi": "netpipe-openmpi", "mpich": "netpipe-mpich2"}[mpi])
+    assert linked_mpi(exe) == mpi
+    lo, hi, reps = 2, 4096, 8
+    args = [exe, "-l", str(lo), "-u", str(hi), "-p", "0", "-n", str(reps)]
+    plain = plain_run(mpi, 2, [*args, "-o", str(tmp_path / "plain.np")], timeout=60)
+    assert plain.returncode == 0, plain.stderr
+    job = mpilens_run(None, launcher(mpi, 2) + [*args, "-o", str(tmp_path / "tool.np")], tmp_path, timeout=60)
+    assert flavor(job) == mpi
+
+    # NetPIPE's own results: the same sizes and repetitions, with and without the tool
+    sizes = netpipe_sizes(tmp_path / "tool.np")
+    assert sizes == netpipe_sizes(tmp_path / "plain.np")
+    assert sizes[0] == lo and sizes[-1] == hi and len(sizes) > 10
+    # NetPIPE prints its progress on stderr, the host banner on stdout
+    assert netpipe_plan(job.stderr) == netpipe_plan(plain.stderr)
+    assert [(size, n) for _, size, n in netpipe_plan(job.stderr)] == [(size, reps) for size in sizes]
+    banner = sorted(job.stdout.replace("tool.np", "OUT").splitlines())
+    assert banner == sorted(plain.stdout.replace("plain.np", "OUT").splitlines())
+
+    p = job.profile
+    assert_complete(p, 2)
+    send, recv = p["functions"]["MPI_Send"], p["functions"]["MPI_Recv"]
+    assert all(c > 0 for c in send["calls"]) and all(c > 0 for c in recv["calls"])
+    # ping-pong between two ranks: what one sends the other receives, message for message
+    assert recv["calls"] == send["calls"][::-1]
+    assert recv["bytes_recv"] == send["bytes_sent"][::-1]
+    assert {(m["src"], m["dst"]): (m["messages"], m["bytes"]) for m in p["matrix"]} == {
+        (0, 1): (send["calls"][0], send["bytes_sent"][0]), (1, 0): (send["calls"][1], send["bytes_sent"][1])}
+    # NetPIPE 3.7's MPI protocol: per size 3 trials (TRIALS) of `reps` round trips, after a latency
+    # test of 100 round trips at the lower bound; rank 0 also tells rank 1 each size's repetition
+    # count (one int per size).
+    data, k = 3 * reps * sum(sizes), len(sizes)
+    assert send["bytes_sent"] == [data + 100 * lo + 4 * k, data + 100 * lo]
+    assert send["calls"] == [3 * reps * k + 100 + k, 3 * reps * k + 100]
+    assert fn(p, "MPI_Barrier", "calls")[0] == fn(p, "MPI_Barrier", "calls")[1] > 0
+    assert_p2p_balanced(p)
+
+
+# ------------------------------------------------------------------------------------- LAMMPS
+def thermo_lines(text: str) -> list[list[str]]:
+    """The thermo tables of a LAMMPS run (step, temp, energies, ...), between `Step ...` and `Loop time`."""
+    rows, inside = [], False
+    for line in text.splitlines():
+        if line.split()[:1] == ["Step"]:
+            inside = True
+            rows.append(line.split())
+        elif line.startswith("Loop time"):
+            inside = False
+        elif inside:
+            rows.append(line.split())
+    return rows
+
+
+@pytest.fixture(scope="module")
+def lammps(tmp_path_factory):
+    """in.indent on 4 ranks, without and with mpilens: (plain stdout, Job)."""
+    exe = require("lmp", "lammps")
+    if not (LAMMPS_INDENT / "in.indent").exists():
+        pytest.fail(f"{LAMMPS_INDENT}/in.indent is missing: `make deps` installs lammps-examples")
+    mpi = linked_mpi(exe)
+    assert mpi in MPIS, f"{exe} links no known MPI"
+    work = tmp_path_factory.mktemp("lammps") / "indent"
+    shutil.copytree(LAMMPS_INDENT, work)
+    # the example as shipped, with its two runs shortened from 30000 to STEPS steps (thermo every 500)
+    text = (work / "in.indent").read_text()
+    assert text.count("run\t\t30000") == 2 and "thermo\t\t1000" in text
+    (work / "in.indent").write_text(text.replace("run\t\t30000", f"run\t\t{LAMMPS_STEPS}")
+                                    .replace("thermo\t\t1000", "thermo\t\t500"))
+    args = [exe, "-in", str(work / "in.indent")]
+    plain = plain_run(mpi, 4, [*args, "-log", str(work / "log.plain")], timeout=120)
+    assert plain.returncode == 0, plain.stderr
+    job = mpilens_run(None, launcher(mpi, 4) + [*args, "-log", str(work / "log.tool")], work, timeout=120)
+    assert flavor(job) == mpi
+    return plain.stdout, job
+
+
+def test_lammps_thermo_unchanged(lammps):
+    plain, job = lammps
+    rows = thermo_lines(job.stdout)
+    assert rows[0][:3] == ["Step", "Temp", "E_pair"]
+    assert len(rows) == 2 * (1 + 1 + LAMMPS_STEPS // 500)  # two runs: header and one line every 500 steps
+    assert rows[-1][0] == str(2 * LAMMPS_STEPS)
+    assert rows == thermo_lines(plain)
+    assert "4 MPI tasks" in job.stdout or "4 procs" in job.stdout
+
+
+def test_lammps_profile(lammps):
+    _, job = lammps
+    p = job.profile
+    assert_complete(p, 4)
+    for name in ("MPI_Send", "MPI_Irecv", "MPI_Wait", "MPI_Sendrecv", "MPI_Allreduce", "MPI_Bcast", "MPI_Cart_create"):
+        assert all(c > 0 for c in fn(p, name, "calls")), (name, fn(p, name, "calls"))
+    # collectives: every rank calls them the same number of times
+    for name in ("MPI_Allreduce", "MPI_Bcast", "MPI_Barrier", "MPI_Reduce"):
+        assert len(set(fn(p, name, "calls"))) == 1, (name, fn(p, name, "calls"))
+    # every MPI_Irecv is completed by an MPI_Wait (LAMMPS' forward/reverse communication)
+    assert fn(p, "MPI_Irecv", "calls") == fn(p, "MPI_Wait", "calls")
+    assert all(b > 0 for b in fn(p, "MPI_Irecv", "bytes_recv"))
+    # a 2 x 2 grid, periodic in x: each rank talks to its two neighbours and nobody else
+    peers = {r: {m["dst"] for m in p["matrix"] if m["src"] == r} for r in range(4)}
+    assert peers == {0: {1, 2}, 1: {0, 3}, 2: {0, 3}, 3: {1, 2}}
+    assert_p2p_balanced(p)
+
+
+# ------------------------------------------------------------------------------------- HPCC
+HPCC_TIMING = re.compile(r"time|Time|flops|GBs|GUPs|GBytes|usec|STREAM_|_Gflops")
+
+
+def hpcc_summary(path: Path) -> dict[str, str]:
+    """The key=value lines of hpccoutf.txt's summary section."""
+    text = path.read_text()
+    body = text.split("Begin of Summary section.", 1)[1].split("End of Summary section.", 1)[0]
+    return dict(line.split("=", 1) for line in body.splitlines() if "=" in line)
+
+
+@pytest.fixture(scope="module")
+def hpcc(tmp_path_factory):
+    """HPCC on 4 ranks (2 x 2 grid, N=200) without and with mpilens: (plain summary, tool summary, Job)."""
+    exe = require("hpcc", "hpcc")
+    mpi = linked_mpi(exe)
+    assert mpi in MPIS
+    base = tmp_path_factory.mktemp("hpcc")
+    inf = HPCC_INPUT.read_text()
+    for old, new in (("1000         Ns", "200          Ns"), ("80           NBs", "20           NBs")):
+        assert old in inf
+        inf = inf.replace(old, new)
+    summaries = []
+    for name in ("plain", "tool"):
+        work = base / name
+        work.mkdir()
+        (work / "hpccinf.txt").write_text(inf)
+        argv = launcher(mpi, 4) + ["-wdir", str(work), exe]
+        if name == "plain":
+            out = plain_run(mpi, 4, argv[len(launcher(mpi, 4)):], timeout=60)
+            assert out.returncode == 0, out.stderr
+        else:
+            job = mpilens_run(None, argv, work, timeout=60)
+        summaries.append(hpcc_summary(work / "hpccoutf.txt"))
+    assert flavor(job) == mpi
+    return summaries[0], summaries[1], job
+
+
+def test_hpcc_results_unchanged(hpcc):
+    plain, tool, _ = hpcc
+    assert tool["Success"] == "1" and tool["CommWorldProcs"] == "4" and tool["HPL_N"] == "200"
+    assert tool["MPIRandomAccess_Errors"] == "0" and tool["PTRANS_residual"] == "0"
+    # every figure that is not a time or a rate is the same (residuals, norms, sizes, error counts)
+    stable = {k for k in plain if not HPCC_TIMING.search(k)}
+    assert len(stable) > 40
+    assert {k: tool.get(k) for k in stable} == {k: plain[k] for k in stable}
+
+
+def test_hpcc_profile(hpcc):
+    _, _, job = hpcc
+    p = job.profile
+    assert_complete(p, 4)
+    for name in ("MPI_Send", "MPI_Recv", "MPI_Isend", "MPI_Irecv", "MPI_Sendrecv", "MPI_Alltoall", "MPI_Allreduce",
+                 "MPI_Bcast", "MPI_Comm_split", "MPI_Waitall"):
+        assert all(c > 0 for c in fn(p, name, "calls")), (name, fn(p, name, "calls"))
+    assert len(set(fn(p, "MPI_Alltoall", "calls"))) == 1
+    assert len(set(fn(p, "MPI_Alltoall", "bytes_sent"))) == 1
+    assert p["dropped"].get("requests_untracked", 0) == 0
+
+
+def test_hpcc_p2p_bytes_balance(hpcc):
+    """HPCC's RandomAccess and b_eff use nonblocking sends completed together (MPI_Waitall,
+    MPI_Testany); every byte sent must still be a byte received."""
+    _, _, job = hpcc
+    assert_p2p_balanced(job.profile)
+
+
+# ------------------------------------------------------------------------------------- mpi4py
+MPI4PY_SCRIPT = '''\
+from array import array
+from mpi4py import MPI
+
+comm = MPI.COMM_WORLD
+rank = comm.Get_rank()
+N, SIZE = {n}, {size}
+buf = bytearray(SIZE)
+for i in range(N):
+    if rank == 0:
+        comm.Send([bytearray(b"x" * SIZE), MPI.BYTE], dest=1, tag=i)
+    elif rank == 1:
+        comm.Recv([buf, MPI.BYTE], source=0, tag=i)
+total = array("d", [0.0])
+comm.Allreduce([array("d", [float(rank)]), MPI.DOUBLE], [total, MPI.DOUBLE], op=MPI.SUM)
+if rank == 1:
+    print(f"mpi4py: {{N}} messages of {{SIZE}} bytes, last byte {{chr(buf[-1])}}, sum of ranks {{total[0]:.0f}}")
+'''
+
+
+def test_mpi4py(tmp_path):
+    python = "/usr/bin/python3"
+    found = subprocess.run([python, "-c", "import mpi4py.MPI as m; print(m.__file__)"], capture_output=True, text=True)
+    if found.returncode != 0:
+        pytest.fail(f"mpi4py is not importable by {python}: `make deps` installs python3-mpi4py\n{found.stderr}")
+    mpi = linked_mpi(found.stdout.strip())
+    assert mpi in MPIS, f"{found.stdout.strip()} links no known MPI"
+    n, size = 5, 12345
+    script = tmp_path / "sendrecv.py"
+    script.write_text(MPI4PY_SCRIPT.format(n=n, size=size))
+    plain = plain_run(mpi, 2, [python, str(script)], timeout=60)
+    assert plain.returncode == 0, plain.stderr
+    job = mpilens_run(None, launcher(mpi, 2) + [python, str(script)], tmp_path, timeout=60)
+    assert job.stdout == plain.stdout == f"mpi4py: {n} messages of {size} bytes, last byte x, sum of ranks 1\n"
+    assert flavor(job) == mpi
+    assert job.load().meta["mpi"]["thread_level"] == "MPI_THREAD_MULTIPLE"  # mpi4py's default
+
+    p = job.profile
+    assert_complete(p, 2)
+    assert fn(p, "MPI_Send", "calls") == [n, 0]
+    assert fn(p, "MPI_Send", "bytes_sent") == [n * size, 0]
+    assert fn(p, "MPI_Recv", "calls") == [0, n]
+    assert fn(p, "MPI_Recv", "bytes_recv") == [0, n * size]
+    assert fn(p, "MPI_Allreduce", "calls") == [1, 1]
+    assert fn(p, "MPI_Allreduce", "bytes_sent") == [8, 8]
+    assert [(m["src"], m["dst"], m["messages"], m["bytes"]) for m in p["matrix"]] == [(0, 1, n, n * size)]
