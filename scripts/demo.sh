@@ -11,5 +11,6 @@ rm -rf "$out"
 echo "== mpilens run: a 2-D stencil on 4 ranks (Open MPI), the last rank given extra work"
 .venv/bin/mpilens run -o "$out" -- mpirun.openmpi --oversubscribe -np 4 build/openmpi/examples/stencil 192 200 2
 echo
-.venv/bin/mpilens report "$out"
-echo "== the run directory is $out (profile.json, meta.json); \`mpilens report $out --json\` prints the findings as JSON"
+.venv/bin/mpilens report "$out" --html "$out/report.html" --quiet
+echo "== run directory: $out (meta.json, profile.json)"
+echo "== HTML report:   $out/report.html (one file; open it in any browser, no network needed)"

@@ -83,7 +83,9 @@ const ML = (() => {
     }
     const step = Math.ceil(n / Math.max(1, Math.floor((width - left) / 40)));
     g.fillStyle = "#555";
-    for (let i = 0; i < n; i += step) g.fillText(d.labels[i], left + i * w, height - bottom + 14);
+    g.textAlign = "center";
+    for (let i = 0; i < n; i += step) g.fillText(d.labels[i], left + (i + 0.5) * w, height - bottom + 14);
+    g.textAlign = "start";
     c.addEventListener("mousemove", ev => {
       const r = c.getBoundingClientRect();
       const i = Math.floor((ev.clientX - r.left - left) / w);
@@ -112,27 +114,31 @@ const ML = (() => {
       g.clearRect(0, 0, size + margin + 110, size + 50);
       g.fillStyle = "#fafafa";
       g.fillRect(margin, 0, size, size);
-      const vals = cells.map(x => x[metric]);
-      const max = Math.log1p(Math.max(...vals, 1));
+      /* log scale from the smallest to the largest non-empty cell, so that close values of big
+         messages still differ; empty cells stay background */
+      const vals = cells.map(x => x[metric]).filter(v => v > 0);
+      const lo = Math.log(Math.min(...vals, 1e300)), hi = Math.log(Math.max(...vals, 1));
+      const t = v => hi > lo ? 0.15 + 0.85 * (Math.log(v) - lo) / (hi - lo) : 1;
       for (const x of cells) {
-        g.fillStyle = color(Math.log1p(x[metric]) / max);
+        if (x[metric] <= 0) continue;
+        g.fillStyle = color(t(x[metric]));
         g.fillRect(margin + x[1] * cell, x[0] * cell, Math.max(cell, 1), Math.max(cell, 1));
       }
       g.strokeStyle = "#999";
       g.strokeRect(margin, 0, size, size);
       /* colour legend: log scale from the smallest to the largest cell */
-      const lx = margin + size + 14, hi = Math.max(...vals);
+      const lx = margin + size + 14;
       for (let y = 0; y < size; y++) {
-        g.fillStyle = color(1 - y / size);
+        g.fillStyle = color(0.15 + 0.85 * (1 - y / size));
         g.fillRect(lx, y, 12, 1);
       }
       g.strokeRect(lx, 0, 12, size);
       g.fillStyle = "#555";
       g.font = "10px sans-serif";
       const show = metric === 2 ? fmt.bytes : fmt.n;
-      g.fillText(show(hi), lx + 16, 10);
-      g.fillText(show(Math.expm1(max / 2)), lx + 16, size / 2 + 4);
-      g.fillText(show(0), lx + 16, size);
+      g.fillText(show(Math.exp(hi)), lx + 16, 10);
+      g.fillText(show(Math.exp((lo + hi) / 2)), lx + 16, size / 2 + 4);
+      g.fillText(show(Math.exp(lo)), lx + 16, size);
       if (d.n <= 32 && d.block === 1) { /* rank numbers when they fit */
         g.fillStyle = "#555";
         g.font = "10px sans-serif";

@@ -193,11 +193,18 @@ class MatrixSection(Section):
 
 
 def size_bins(ctx: Context) -> list[dict[str, Any]]:
-    """Message-size bins over all functions, for the histogram."""
+    """Message-size bins over all functions, for the histogram: every power of two between the
+    smallest and the largest size seen, empty ones included, so the axis is even."""
+    seen = {lo: (calls, t) for lo, _, calls, t in ctx.summary.sizes}
+    if not seen:
+        return []
+    bits = sorted(lo.bit_length() for lo in seen)  # bin k holds [2^(k-1), 2^k); 0 holds 0 bytes
     out = []
-    for lo, hi, calls, t in ctx.summary.sizes:
-        label = "0 B" if hi == 0 else units.size(lo)
-        out.append({"label": label, "calls": calls, "time": t, "min_bytes": lo, "max_bytes": hi})
+    for k in range(bits[0], bits[-1] + 1):
+        lo = 0 if k == 0 else 1 << (k - 1)
+        calls, t = seen.get(lo, (0, 0.0))
+        out.append({"label": "0 B" if k == 0 else units.size(lo), "calls": calls, "time": t, "min_bytes": lo,
+                    "max_bytes": 0 if k == 0 else (1 << k) - 1})
     return out
 
 
