@@ -28,7 +28,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from overhead import MPI_NAMES, ROOT, BenchError, base_env, log, sha256  # noqa: E402
+from overhead import MPI_NAMES, ROOT, BenchError, base_env, compile_program, log, sha256  # noqa: E402
 
 MODES = ("send", "recv", "isend", "window")
 CG_ITERS = {"send": 2000, "recv": 2000, "isend": 2000, "window": 100}
@@ -36,18 +36,7 @@ LINE_RE = re.compile(r"ns_per_iter=([\d.]+)")
 
 
 def compile_selfloop(mpi: str) -> Path:
-    cc = shutil.which(f"mpicc.{mpi}")
-    if cc is None:
-        raise BenchError(f"mpicc.{mpi} not found")
-    out = ROOT / "build" / "bench" / mpi
-    out.mkdir(parents=True, exist_ok=True)
-    exe = out / "selfloop"
-    cmd = [cc, "-O2", "-g", "-std=c11", "-Wall", "-Wno-stringop-overflow", "-o", str(exe),
-           str(ROOT / "bench" / "selfloop.c")]
-    r = subprocess.run(cmd, capture_output=True, text=True, env=base_env())
-    if r.returncode != 0:
-        raise BenchError(f"compiling selfloop.c failed:\n{r.stderr}")
-    return exe
+    return compile_program(mpi, "selfloop")
 
 
 def run(exe: Path, args: list[str], lib: Path | None, tmp: Path, prefix: list[str] | None = None) -> str:

@@ -129,11 +129,10 @@ extern __thread ml_thread_t *ml_tls __attribute__((tls_model("initial-exec")));
 
 ml_thread_t *ml_thread_attach(void);
 
-/* Start measuring a call: the calling thread's state, or NULL to just call through (not measuring,
- * or already inside a wrapper of this thread, e.g. a Fortran binding calling C MPI_). */
-ML_HOT ml_thread_t *ml_enter(void)
+/* The calling thread's state, marked as inside a wrapper; NULL when it is already inside one
+ * (a Fortran binding calling C MPI_, an MPI calling itself): nested calls are not measured. */
+ML_HOT ml_thread_t *ml_enter_thread(void)
 {
-    if (ML_UNLIKELY(!__atomic_load_n(&ml_g.active, __ATOMIC_RELAXED))) return NULL;
     ml_thread_t *t = ml_tls;
     if (ML_UNLIKELY(t == NULL)) {
         t = ml_thread_attach();
@@ -144,19 +143,20 @@ ML_HOT ml_thread_t *ml_enter(void)
     return t;
 }
 
+/* Start measuring a call: the thread's state, or NULL to just call through. */
+ML_HOT ml_thread_t *ml_enter(void)
+{
+    if (ML_UNLIKELY(!__atomic_load_n(&ml_g.active, __ATOMIC_RELAXED))) return NULL;
+    return ml_enter_thread();
+}
+
 /* Like ml_enter, for the completion wrappers: they keep the request table right even while
  * measurement is off (MPI_Pcontrol(0)), so they run whenever the runtime is ready. */
 ML_HOT ml_thread_t *ml_enter_completion(int *measuring)
 {
     if (ML_UNLIKELY(!__atomic_load_n(&ml_g.ready, __ATOMIC_RELAXED))) return NULL;
-    ml_thread_t *t = ml_tls;
-    if (ML_UNLIKELY(t == NULL)) {
-        t = ml_thread_attach();
-        if (t == NULL) return NULL;
-    }
-    if (ML_UNLIKELY(t->depth != 0)) return NULL;
-    t->depth = 1;
-    *measuring = __atomic_load_n(&ml_g.active, __ATOMIC_RELAXED);
+    ml_thread_t *t = ml_enter_thread();
+    if (t != NULL) *measuring = __atomic_load_n(&ml_g.active, __ATOMIC_RELAXED);
     return t;
 }
 
