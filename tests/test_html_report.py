@@ -108,6 +108,9 @@ def test_lammps_report(tmp_path, browser):
     assert rows == len(profile["functions"])
     assert page.page.locator("#matrix-chart canvas").count() == 1
     assert page.page.locator("[data-chart=hist] canvas").count() == 1
+    shot = tmp_path / "lammps.png"
+    page.page.screenshot(path=str(shot), full_page=True)
+    assert shot.stat().st_size > 50_000  # a page with charts, not a blank one
     page.close()
 
 

@@ -88,8 +88,11 @@ def cmd_report(a: argparse.Namespace) -> int:
     from . import findings, rundir, summary
     from .progress import Steps
     from .report import text
+    from .report.sections import all_sections
 
-    with Steps(quiet=a.quiet) as step:
+    # steps: read, statistics, one per HTML section, one per PNG figure (about five per section)
+    sections = len(all_sections()) if (a.html or a.png) else 0
+    with Steps(2 + (sections if a.html else 0) + (5 * sections if a.png else 0), quiet=a.quiet) as step:
         step("reading the run directory")
         run = rundir.load(a.rundir)
         step("statistics across ranks")
