@@ -1,5 +1,7 @@
-"""The `mpilens` command line. Each subcommand is a function registered in COMMANDS; it gets its
-parsed arguments and returns the exit status, so tests can call main([...]) in-process."""
+"""The `mpilens` command line. Each subcommand is a function registered in COMMANDS with @command;
+it gets its parsed arguments and returns the exit status, so tests can call main([...])
+in-process. The basic commands are here; those of other analyses live in mpilens/commands/, one
+module each, found automatically."""
 
 from __future__ import annotations
 
@@ -145,8 +147,20 @@ def cmd_config(a: argparse.Namespace) -> int:
 
 
 # ------------------------------------------------------------------------------------- main
+def _load_command_modules() -> None:
+    """Import every module of mpilens.commands: each registers its subcommands with @command."""
+    import importlib
+    import pkgutil
+
+    from . import commands
+
+    for mod in pkgutil.iter_modules(commands.__path__):
+        importlib.import_module(f"{commands.__name__}.{mod.name}")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; return the exit status."""
+    _load_command_modules()
     parser = argparse.ArgumentParser(prog="mpilens", description="Insight into the performance of MPI applications.")
     parser.add_argument("--version", action="version", version=f"mpilens {__version__}")
     sub = parser.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
