@@ -19,12 +19,17 @@ GEN_INPUT := runtime/spec/semantics.yaml runtime/spec/config.yaml $(wildcard run
 EXAMPLES_C := $(basename $(notdir $(wildcard examples/c/*.c)))
 EXAMPLES_F := $(basename $(notdir $(wildcard examples/fortran/*.f90)))
 
-.PHONY: all deps runtime examples python test demo bench clean
+.PHONY: all deps runtime examples python test demo bench clean quo
 .DELETE_ON_ERROR:
 # generated sources are kept: they are what the build log and the tests point at
 .SECONDARY:
 
-all: runtime examples python
+all: runtime examples python quo
+
+# quo/ (the libquo-compatible library) adds its own rules and sets QUO_TARGETS
+QUO_TARGETS :=
+-include quo/quo.mk
+quo: $(QUO_TARGETS)
 
 deps:
 	@scripts/install-deps.sh
@@ -72,10 +77,10 @@ examples: $(foreach m,$(MPIS),$(addprefix $(BUILD)/$(m)/examples/,$(EXAMPLES_C) 
 define example_rules
 $(BUILD)/$(1)/examples/%: examples/c/%.c $(BUILD)/lib/libmpilens-annotate.so
 	@mkdir -p $$(dir $$@)
-	mpicc.$(1) -std=c11 -O2 -g -Wall -Wno-stringop-overflow -Iruntime/include -o $$@ $$< $(EX_LINK)
+	mpicc.$(1) -std=c11 -O2 -g -Wall -Wno-stringop-overflow -fopenmp -Iruntime/include -o $$@ $$< $(EX_LINK)
 $(BUILD)/$(1)/examples/%: examples/fortran/%.f90 $(BUILD)/lib/libmpilens-annotate.so
 	@mkdir -p $$(dir $$@)
-	mpifort.$(1) -O2 -g -fallow-argument-mismatch -J $$(dir $$@) -o $$@ $$< $(EX_LINK)
+	mpifort.$(1) -O2 -g -fallow-argument-mismatch -fopenmp -J $$(dir $$@) -o $$@ $$< $(EX_LINK)
 endef
 $(foreach m,$(MPIS),$(eval $(call example_rules,$(m))))
 
