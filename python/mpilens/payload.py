@@ -35,6 +35,11 @@ class Payload:
     # path, fn, calls, ns, min_ns, max_ns, sent, recv
     sizes: list[tuple[int, int, int, int]] = field(default_factory=list)  # fn, bin, calls, ns
     matrix: list[tuple[int, int, int]] = field(default_factory=list)  # dst, messages, bytes
+    counter_names: dict[int, tuple[str, str]] = field(default_factory=dict)  # id -> (name, "sum" | "last")
+    counters: list[tuple[int, int, float, int, int]] = field(default_factory=list)
+    # path, id, value, updates, when_ns
+    intervals: int = 0
+    intervals_dropped: int = 0
 
 
 class _Reader:
@@ -83,6 +88,13 @@ def parse(data: bytes) -> Payload:
     p.sizes = [r.take("=HBQQ") for _ in range(n)]
     (n,) = r.take("=I")
     p.matrix = [r.take("=IQQ") for _ in range(n)]
+    (n,) = r.take("=I")
+    for _ in range(n):
+        cid, kind = r.take("=HB")
+        p.counter_names[cid] = (r.str(), "last" if kind == 1 else "sum")
+    (n,) = r.take("=I")
+    p.counters = [r.take("=IHdQQ") for _ in range(n)]
+    p.intervals, p.intervals_dropped = r.take("=QQ")
     (end,) = r.take("=8s")
     if end != b"MLEND\0\0\0":
         raise PayloadError("missing end marker")

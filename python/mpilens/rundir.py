@@ -102,7 +102,13 @@ def profile_from_payloads(payloads: list[pl.Payload], nranks: int) -> dict[str, 
         f["bytes_sent"][r] += sent
         f["bytes_recv"][r] += recv
 
+    def count(into: dict[str, Any], name: str, kind: str, r: int, value: float) -> None:
+        c = into.setdefault(name, {"kind": kind, "values": per_rank(None)})
+        old = c["values"][r]
+        c["values"][r] = value if old is None or kind == "last" else old + value
+
     functions: dict[str, dict[str, Any]] = {}
+    counters: dict[str, dict[str, Any]] = {}
     sizes: dict[str, dict[int, dict[str, Any]]] = {}
     regions: list[dict[str, Any]] = []  # global regions; index 0 is the root
     root: dict[str, Any] = {"regions": []}
@@ -114,7 +120,8 @@ def profile_from_payloads(payloads: list[pl.Payload], nranks: int) -> dict[str, 
             up = local.get(parent, root)
             node = next((c for c in up["regions"] if c["name"] == name), None)
             if node is None:
-                node = {"name": name, "visits": per_rank(0), "time_s": per_rank(0.0), "functions": {}, "regions": []}
+                node = {"name": name, "visits": per_rank(0), "time_s": per_rank(0.0), "functions": {}, "counters": {},
+                        "regions": []}
                 up["regions"].append(node)
                 regions.append(node)
             node["visits"][r] += visits
@@ -133,6 +140,12 @@ def profile_from_payloads(payloads: list[pl.Payload], nranks: int) -> dict[str, 
             slot["calls"][r] += calls
             slot["time_s"][r] += _seconds(ns)
         matrix += [{"src": r, "dst": d, "messages": m, "bytes": b} for d, m, b in p.matrix]
+        # a "last" counter's value over the whole run is its most recent one, whatever the region
+        for path, cid, value, _, when in sorted(p.counters, key=lambda c: c[4]):
+            name, kind = p.counter_names.get(cid, (f"counter {cid}", "sum"))
+            count(counters, name, kind, r, value)
+            if path != 0 and path in local:
+                count(local[path]["counters"], name, kind, r, value)
     ranks = []
     for r in range(nranks):
         p = by_rank.get(r)
@@ -155,6 +168,7 @@ def profile_from_payloads(payloads: list[pl.Payload], nranks: int) -> dict[str, 
         "functions": dict(sorted(functions.items())),
         "message_sizes": {k: [v[b] for b in sorted(v)] for k, v in sorted(sizes.items())},
         "matrix": matrix,
+        "counters": counters,
         "regions": root["regions"],
         "dropped": dropped,
     }

@@ -61,6 +61,7 @@ class Semantics:
     matrix: bool = False
     request: str | None = None  # nonblocking | persistent
     before: str | None = None
+    sync: bool = False
     handwritten: bool = False
 
     @property
@@ -91,7 +92,8 @@ def load_semantics(path: Path, functions: list[standard.StdFunction]) -> tuple[d
     for name, e in spec["functions"].items():
         if name not in by_name:
             raise SystemExit(f"semantics.yaml: {name} is not a function of the MPI standard")
-        unknown = set(e) - {"class", "send", "recv", "peer", "source", "matrix", "request", "before", "handwritten"}
+        unknown = set(e) - {"class", "send", "recv", "peer", "source", "matrix", "request", "before", "sync",
+                            "handwritten"}
         if unknown:
             raise SystemExit(f"semantics.yaml: {name}: unknown keys {sorted(unknown)}")
         if e["class"] not in CLASSES:
@@ -102,6 +104,7 @@ def load_semantics(path: Path, functions: list[standard.StdFunction]) -> tuple[d
             cls=e["class"], send=e.get("send"), recv=e.get("recv"), peer=e.get("peer"), source=e.get("source"),
             matrix=e.get("matrix", e["class"] == "p2p" and e.get("peer") is not None and e.get("send") is not None),
             request=e.get("request"), before=e.get("before"), handwritten=bool(e.get("handwritten")),
+            sync=bool(e.get("sync")) and e.get("request") is None,
         )
         params = {p.name for p in by_name[name].params}
         for what in ("send", "recv", "before"):
@@ -259,8 +262,12 @@ def c_wrapper(f: standard.StdFunction, proto: cheader.CPrototype, sem: Semantics
         body.append("    if (ml_rc == MPI_SUCCESS) {")
         body += ["        " + line for line in acct]
         body.append("    }")
+        if sem.sync:
+            body.append("    if (ML_UNLIKELY(ml_g.intervals)) ml_interval(comm, ml_t0, ml_t1);")
         body += leave_lines(f.name, sem, f"({null})" if null else None)
     else:
+        if sem.sync:
+            body.append("    if (ML_UNLIKELY(ml_g.intervals)) ml_interval(comm, ml_t0, ml_t1);")
         body.append(f"    ml_leave(ml_t, ML_FN_{f.name}, ml_t0, ml_t1);")
     body += ["    return ml_rc;", "}", ""]
     return "\n".join(body)
@@ -339,7 +346,7 @@ def f_wrapper(f: standard.StdFunction, proto: cheader.CPrototype, sem: Semantics
                 body.append("    int ml_null = 0;")
         body.append("    if (*(const MPI_Fint *)ierror_f == MPI_SUCCESS) {")
         convs = referenced(sem.send, sem.recv, sem.peer, sem.source)
-        if sem.matrix and "comm" not in convs:
+        if (sem.matrix or sem.sync) and "comm" not in convs:
             convs.append("comm")
         for name in convs:
             body.append("        " + fortran_conversion(name, cparams[name], fmap[name], sem))
@@ -353,9 +360,15 @@ def f_wrapper(f: standard.StdFunction, proto: cheader.CPrototype, sem: Semantics
         null = null_transfer(sem)
         if null and sem.request is None:
             body.append(f"        ml_null = {null};")
+        if sem.sync:
+            body.append("        if (ML_UNLIKELY(ml_g.intervals)) ml_interval(comm, ml_t0, ml_t1);")
         body.append("    }")
         body += leave_lines(f.name, sem, "(ml_null)" if null else None)
     else:
+        if sem.sync:
+            body += ["    if (ML_UNLIKELY(ml_g.intervals) && *(const MPI_Fint *)ierror_f == MPI_SUCCESS) {",
+                     "        " + fortran_conversion("comm", cparams["comm"], fmap["comm"], sem),
+                     "        ml_interval(comm, ml_t0, ml_t1);", "    }"]
         body.append(f"    ml_leave(ml_t, ML_FN_{f.name}, ml_t0, ml_t1);")
     body += ["}", f"ML_FORTRAN_NAMES(ml_f_{f.name}, {lower}, {lower.upper()})", ""]
     return "\n".join(body)

@@ -11,8 +11,8 @@
  *
  * Link with -lmpilens-annotate (a library of empty functions, so the program runs unchanged without
  * mpilens); under `mpilens run` the measuring runtime provides the real ones. Regions nest; each
- * thread has its own stack of open regions. Fortran: CALL MPILENS_REGION_BEGIN('solve') and
- * CALL MPILENS_REGION_END('solve'), same library.
+ * thread has its own stack of open regions. Fortran: CALL MPILENS_REGION_BEGIN('solve'),
+ * CALL MPILENS_REGION_END('solve'), CALL MPILENS_COUNTER_ADD('atoms', 1.0D0), same library.
  *
  * Errors: these functions never fail and never abort. A region ended out of order, or ended without
  * a matching begin, is counted in the profile's "dropped.region_mismatches".
@@ -31,6 +31,19 @@ void mpilens_region_begin(const char *name);
 /** \brief Close the innermost open region.
  *  \param[in] name the name it was opened with (checked; NULL skips the check) */
 void mpilens_region_end(const char *name);
+
+/** \brief Add value to the user counter `name` (e.g. the atoms or cells this rank worked on), in
+ *  the current region. The profile reports its sum per rank; `mpilens` relates it to time.
+ *  \param[in] name counter name (at most 64 distinct names per process)
+ *  \param[in] value amount to add */
+void mpilens_counter_add(const char *name, double value);
+
+/** \brief Set the user counter `name` to value; the profile reports the latest value per rank
+ *  (e.g. "efficiency", a rank's GPU or vector efficiency in [0, 1], which scales its time before
+ *  load imbalance is computed).
+ *  \param[in] name counter name
+ *  \param[in] value new value */
+void mpilens_counter_set(const char *name, double value);
 
 #ifdef __cplusplus
 }

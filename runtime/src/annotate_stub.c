@@ -6,6 +6,8 @@
 
 void mpilens_region_begin(const char *name) { (void)name; }
 void mpilens_region_end(const char *name) { (void)name; }
+void mpilens_counter_add(const char *name, double value) { (void)name, (void)value; }
+void mpilens_counter_set(const char *name, double value) { (void)name, (void)value; }
 
 /* Fortran manglings: CALL MPILENS_REGION_BEGIN('name') passes the length as a hidden argument. */
 static void f_region(const char *name, size_t len) { (void)name, (void)len; }
@@ -16,3 +18,12 @@ ALIAS(MPILENS_REGION_BEGIN)
 ALIAS(mpilens_region_end_)
 ALIAS(mpilens_region_end__)
 ALIAS(MPILENS_REGION_END)
+
+static void f_counter(const char *name, const double *value, size_t len) { (void)name, (void)value, (void)len; }
+#define CALIAS(name) void name(const char *, const double *, size_t) __attribute__((alias("f_counter")));
+CALIAS(mpilens_counter_add_)
+CALIAS(mpilens_counter_add__)
+CALIAS(MPILENS_COUNTER_ADD)
+CALIAS(mpilens_counter_set_)
+CALIAS(mpilens_counter_set__)
+CALIAS(MPILENS_COUNTER_SET)

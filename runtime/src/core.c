@@ -107,7 +107,8 @@ ml_thread_t *ml_thread_attach(void)
     const size_t nhist = (size_t)ML_NFUNC * ML_NBINS * sizeof(ml_hbin_t);
     const size_t nmat = (size_t)ml_g.size * sizeof(ml_peer_t);
     const size_t nreg = (size_t)ml_g.max_paths * sizeof(ml_rstat_t);
-    const size_t total = sizeof(ml_thread_t) + 64 + nblk + nhist + nmat + nreg;
+    const size_t nuc = (size_t)ml_g.max_paths * ML_MAX_COUNTERS * sizeof(ml_ucount_t);
+    const size_t total = sizeof(ml_thread_t) + 64 + nblk + nhist + nmat + nreg + nuc;
     char *p = map_zeroed(total);
     if (p == NULL) return NULL;
     ml_thread_t *t = (ml_thread_t *)p;
@@ -119,6 +120,8 @@ ml_thread_t *ml_thread_attach(void)
     t->matrix = (ml_peer_t *)p;
     p += nmat;
     t->rstats = (ml_rstat_t *)p;
+    p += nreg;
+    t->ucounts = (ml_ucount_t *)p;
     t->mapped_bytes = total;
     t->cur_path = 0;
     t->cur = t->blocks;
@@ -255,7 +258,9 @@ void ml_init_after_mpi_init(int thread_level, uint64_t t_begin)
     snprintf(ml_g.partial_tmp_path, sizeof ml_g.partial_tmp_path, "%s.tmp", ml_g.partial_path);
 
     ml_g.max_paths = (uint32_t)ml_g.config.max_regions + 2; /* + the root path and "(overflow)" */
-    if (ml_regions_init(ml_g.max_paths) != 0 || ml_requests_init((size_t)ml_g.config.max_requests) != 0) {
+    ml_g.intervals = ml_g.config.intervals;
+    if (ml_regions_init(ml_g.max_paths) != 0 || ml_requests_init((size_t)ml_g.config.max_requests) != 0 ||
+        (ml_g.intervals && ml_intervals_init((size_t)ml_g.config.max_intervals) != 0)) {
         if (ml_g.rank == 0) fprintf(stderr, "mpilens: out of memory at MPI_Init; running the application without mpilens\n");
         PMPI_Comm_free(&ml_g.comm);
         return;
@@ -337,6 +342,8 @@ void ml_finalize_before_mpi_finalize(void)
     if (!ml_g.ready) return;
     __atomic_store_n(&ml_g.active, 0, __ATOMIC_RELEASE);
     tick_rate = ticks_per_ns();
+    if (ml_g.intervals && ml_intervals_write() != 0)
+        fprintf(stderr, "mpilens: rank %d could not write its intervals file (%s)\n", ml_g.rank, strerror(errno));
     const uint64_t g0 = ml_clock_ns();
     char *all = NULL;
     size_t len = 0;
@@ -364,6 +371,7 @@ static void reset_all(void)
         memset(t->hist, 0, (size_t)ML_NFUNC * ML_NBINS * sizeof(ml_hbin_t));
         memset(t->matrix, 0, (size_t)ml_g.size * sizeof(ml_peer_t));
         memset(t->rstats, 0, (size_t)ml_g.max_paths * sizeof(ml_rstat_t));
+        memset(t->ucounts, 0, (size_t)ml_g.max_paths * ML_MAX_COUNTERS * sizeof(ml_ucount_t));
         t->mpi_ticks = 0;
     }
     ml_g.t_init_end = ml_now();

@@ -72,6 +72,14 @@ typedef struct ml_rstat {
 
 #define ML_MAX_REGION_DEPTH 64
 #define ML_REGION_CACHE 64
+#define ML_MAX_COUNTERS 64 /* distinct user counter names per process */
+
+/* A user counter (mpilens_counter_add/set) in one region path of one thread. */
+typedef struct ml_ucount {
+    double value;
+    uint64_t updates;
+    uint64_t when; /* tick of the last update: "set" counters keep the latest value */
+} ml_ucount_t;
 
 typedef struct ml_thread {
     int depth;           /* > 0 while inside a wrapper: nested MPI calls are not measured */
@@ -81,10 +89,12 @@ typedef struct ml_thread {
     ml_hbin_t *hist;     /* [ML_NFUNC][ML_NBINS] */
     ml_peer_t *matrix;   /* [world size] by destination world rank */
     ml_rstat_t *rstats;  /* [max_paths] */
+    ml_ucount_t *ucounts; /* [max_paths][ML_MAX_COUNTERS] */
     uint64_t mpi_ticks;  /* time in measured MPI calls */
     int region_depth;
     struct { uint32_t path; uint64_t t0; } region_stack[ML_MAX_REGION_DEPTH];
     struct ml_region_cached { uint32_t parent, hash, path; } region_cache[ML_REGION_CACHE];
+    struct ml_counter_cached { uint32_t hash, id; } counter_cache[ML_REGION_CACHE];
     /* scratch of the completion wrappers (grown rarely, never on the common path) */
     size_t scratch_cap;
     MPI_Request *scratch_req;
@@ -112,6 +122,7 @@ typedef struct ml_global {
     int rank, size;
     int thread_level;
     int multiple;       /* MPI_THREAD_MULTIPLE: request slots need atomic claims */
+    int intervals;      /* MPILENS_INTERVALS: record compute intervals between synchronizing collectives */
     uint32_t type_gen;  /* bumped by MPI_Type_free: cached datatype sizes are stale */
     MPI_Comm comm;      /* duplicate of MPI_COMM_WORLD for the tool's own traffic */
     ml_config_t config;
@@ -317,6 +328,19 @@ const char *ml_region_name(uint32_t path);
 uint32_t ml_region_parent(uint32_t path);
 uint32_t ml_region_count(void);
 int ml_regions_init(uint32_t max_paths);
+
+/* ------------------------------------------------------------------------------- user counters */
+enum { ML_COUNTER_SUM = 0, ML_COUNTER_LAST = 1 };
+uint32_t ml_counter_count(void);
+const char *ml_counter_name(uint32_t id);
+int ml_counter_kind(uint32_t id);
+
+/* ------------------------------------------------------------------------------- intervals */
+int ml_intervals_init(size_t capacity);
+void ml_interval(MPI_Comm comm, uint64_t t0, uint64_t t1);
+int ml_intervals_write(void);
+uint64_t ml_intervals_recorded(void);
+uint64_t ml_intervals_dropped(void);
 
 /* ------------------------------------------------------------------------------- output */
 /* A byte sink: a growing heap buffer, or (fd >= 0) a fixed buffer flushed with write(2), which

@@ -13,6 +13,9 @@
  *   u32 n; n x { u32 path, u16 fn, u64 calls, ns, min_ns, max_ns, i64 sent, recv }
  *   u32 n; n x { u16 fn, u8 bin, u64 calls, ns }                               message sizes
  *   u32 n; n x { u32 dst, u64 messages, i64 bytes }                            sends by peer
+ *   u32 n; n x { u16 id, u8 kind, str name }                                   user counters
+ *   u32 n; n x { u32 path, u16 id, f64 value, u64 updates, u64 when_ns }       their values
+ *   u64 intervals_recorded, intervals_dropped
  *   "MLEND\0\0\0"
  *
  * Writing it allocates nothing and calls only write(2), so the signal handler can use it.
@@ -91,8 +94,17 @@ static int fstat_used(const ml_thread_t *threads, uint32_t p, int f)
     return 0;
 }
 
+static int counter_used(const ml_thread_t *threads, uint32_t p, uint32_t id)
+{
+    for (const ml_thread_t *t = threads; t; t = t->next)
+        if (t->ucounts[(size_t)p * ML_MAX_COUNTERS + id].updates) return 1;
+    return 0;
+}
+
 static int path_used(const ml_thread_t *threads, uint32_t p)
 {
+    for (uint32_t id = 0; id < ml_counter_count(); id++)
+        if (counter_used(threads, p, id)) return 1;
     for (const ml_thread_t *t = threads; t; t = t->next) {
         if (t->rstats[p].visits) return 1;
         for (int f = 0; f < ML_NFUNC; f++)
@@ -249,6 +261,40 @@ void ml_payload_write(ml_sink_t *s, int complete, int reason, int signo)
         put_u64(s, m);
         put_u64(s, (uint64_t)bytes);
     }
+    /* user counters: sums add up over threads; "set" counters keep the latest value */
+    const uint32_t ncounters = ml_counter_count();
+    put_u32(s, ncounters);
+    for (uint32_t id = 0; id < ncounters; id++) {
+        put_u16(s, (uint16_t)id);
+        put_u8(s, (uint8_t)ml_counter_kind(id));
+        put_str(s, ml_counter_name(id));
+    }
+    n = 0;
+    for (uint32_t p = 0; p < npaths; p++)
+        for (uint32_t id = 0; id < ncounters; id++) n += counter_used(threads, p, id);
+    put_u32(s, n);
+    for (uint32_t p = 0; p < npaths; p++)
+        for (uint32_t id = 0; id < ncounters; id++) {
+            if (!counter_used(threads, p, id)) continue;
+            ml_ucount_t m = {0, 0, 0};
+            for (ml_thread_t *t = threads; t; t = t->next) {
+                const ml_ucount_t *u = &t->ucounts[(size_t)p * ML_MAX_COUNTERS + id];
+                if (u->updates == 0) continue;
+                if (ml_counter_kind(id) == ML_COUNTER_SUM)
+                    m.value += u->value;
+                else if (u->when >= m.when)
+                    m.value = u->value;
+                m.updates += u->updates;
+                if (u->when > m.when) m.when = u->when;
+            }
+            put_u32(s, p);
+            put_u16(s, (uint16_t)id);
+            ml_sink_put(s, &m.value, 8);
+            put_u64(s, m.updates);
+            put_u64(s, ml_ticks_to_ns(m.when - ml_g.t_init_begin));
+        }
+    put_u64(s, ml_g.intervals ? ml_intervals_recorded() : 0);
+    put_u64(s, ml_g.intervals ? ml_intervals_dropped() : 0);
     ml_sink_put(s, "MLEND\0\0\0", 8);
 
     if (s->fd < 0) {

@@ -51,7 +51,8 @@ typedef struct rankrec {
     uint32_t nthreads;
     const char *host;
     uint16_t hostlen;
-    cursor_t regions, stats, hist, matrix; /* each positioned at its section count */
+    cursor_t regions, stats, hist, matrix, counters; /* each positioned at its section count */
+    uint64_t intervals, intervals_dropped;
 } rankrec_t;
 
 /* Skip a section of n records whose layout is given by a per-record callback. */
@@ -113,6 +114,11 @@ static int parse_payload(cursor_t *c, rankrec_t *ranks, int nranks)
     skip_fixed(&body, 2 + 1 + 2 * 8);
     r->matrix = body;
     skip_fixed(&body, 4 + 2 * 8);
+    r->counters = body;
+    skip_fnames(&body); /* same layout: u16 id, u8 kind, str name */
+    skip_fixed(&body, 4 + 2 + 3 * 8);
+    r->intervals = u64(&body);
+    r->intervals_dropped = u64(&body);
     r->present = !body.bad;
     return body.bad ? -1 : 0;
 }
@@ -138,6 +144,10 @@ typedef struct table {
     series_t *series;
     uint32_t nseries, cap_series;
     uint64_t *hist_calls, *hist_ns; /* [ML_NFUNC][ML_NBINS][nranks], allocated when needed */
+    struct cname { const char *name; uint16_t len; uint8_t kind; } cnames[ML_MAX_COUNTERS];
+    uint32_t ncnames;
+    struct cvalue { uint32_t region, counter; double *value; uint64_t *when; } *cvalues;
+    uint32_t ncvalues, cap_cvalues;
 } table_t;
 
 static uint64_t *per_rank(int nranks) { return calloc((size_t)nranks, sizeof(uint64_t)); }
@@ -183,6 +193,44 @@ static void add(series_t *s, int rank, uint64_t calls, uint64_t ns, uint64_t mn,
     s->recv[rank] += recv;
 }
 
+static uint32_t counter_global(table_t *t, const char *name, uint16_t len, uint8_t kind)
+{
+    for (uint32_t i = 0; i < t->ncnames; i++)
+        if (t->cnames[i].len == len && memcmp(t->cnames[i].name, name, len) == 0) return i;
+    if (t->ncnames == ML_MAX_COUNTERS) return UINT32_MAX;
+    t->cnames[t->ncnames] = (struct cname){name, len, kind};
+    return t->ncnames++;
+}
+
+/* The values of one counter in one region (UINT32_MAX: the whole run), per rank; NaN: unset. */
+static struct cvalue *cvalue_of(table_t *t, uint32_t region, uint32_t counter)
+{
+    for (uint32_t i = 0; i < t->ncvalues; i++)
+        if (t->cvalues[i].region == region && t->cvalues[i].counter == counter) return &t->cvalues[i];
+    if (t->ncvalues == t->cap_cvalues) {
+        t->cap_cvalues = t->cap_cvalues ? 2 * t->cap_cvalues : 16;
+        t->cvalues = realloc(t->cvalues, t->cap_cvalues * sizeof *t->cvalues);
+    }
+    struct cvalue *c = &t->cvalues[t->ncvalues++];
+    c->region = region;
+    c->counter = counter;
+    c->value = malloc((size_t)t->nranks * sizeof(double));
+    c->when = calloc((size_t)t->nranks, sizeof(uint64_t));
+    for (int i = 0; i < t->nranks; i++) c->value[i] = __builtin_nan("");
+    return c;
+}
+
+static void counter_add(table_t *t, uint32_t region, uint32_t counter, int rank, double v, uint64_t when)
+{
+    struct cvalue *c = cvalue_of(t, region, counter);
+    const int unset = c->value[rank] != c->value[rank];
+    if (t->cnames[counter].kind == ML_COUNTER_SUM)
+        c->value[rank] = unset ? v : c->value[rank] + v;
+    else if (unset || when >= c->when[rank])
+        c->value[rank] = v;
+    if (when > c->when[rank]) c->when[rank] = when;
+}
+
 static void merge_rank(table_t *t, int rank, rankrec_t *r)
 {
     /* local region path -> global region */
@@ -208,6 +256,28 @@ static void merge_rank(table_t *t, int rank, rankrec_t *r)
         if (fn >= ML_NFUNC || p > ml_g.max_paths) continue;
         add(series_of(t, UINT32_MAX, fn), rank, calls, ns, mn, mx, sent, recv);
         if (p != 0) add(series_of(t, local[p], fn), rank, calls, ns, mn, mx, sent, recv);
+    }
+    /* user counters: local ids -> global names */
+    c = r->counters;
+    uint32_t gid[ML_MAX_COUNTERS];
+    for (uint32_t k = 0; k < ML_MAX_COUNTERS; k++) gid[k] = UINT32_MAX;
+    for (uint32_t m = u32(&c), i = 0; i < m && !c.bad; i++) {
+        const uint16_t id = u16(&c);
+        const uint8_t kind = u8(&c);
+        uint16_t len;
+        const char *name = str(&c, &len);
+        if (id < ML_MAX_COUNTERS) gid[id] = counter_global(t, name, len, kind);
+    }
+    for (uint32_t m = u32(&c), i = 0; i < m && !c.bad; i++) {
+        const uint32_t p = u32(&c);
+        const uint16_t id = u16(&c);
+        double v;
+        take(&c, &v, 8);
+        u64(&c);
+        const uint64_t when = u64(&c);
+        if (id >= ML_MAX_COUNTERS || gid[id] == UINT32_MAX || p > ml_g.max_paths) continue;
+        counter_add(t, UINT32_MAX, gid[id], rank, v, when);
+        if (p != 0) counter_add(t, local[p], gid[id], rank, v, when);
     }
     free(local);
     c = r->hist;
@@ -253,6 +323,30 @@ static void seconds_array(FILE *f, const uint64_t *ns, int n, const uint64_t *ca
             ml_json_seconds(f, ns[i]);
     }
     fputc(']', f);
+}
+
+static void write_counters(FILE *f, table_t *t, uint32_t region, const char *indent)
+{
+    fputc('{', f);
+    int first = 1;
+    for (uint32_t k = 0; k < t->ncnames; k++) {
+        struct cvalue *c = NULL;
+        for (uint32_t i = 0; i < t->ncvalues && !c; i++)
+            if (t->cvalues[i].region == region && t->cvalues[i].counter == k) c = &t->cvalues[i];
+        if (c == NULL) continue;
+        fprintf(f, "%s\n%s  ", first ? "" : ",", indent);
+        ml_json_strn(f, t->cnames[k].name, t->cnames[k].len);
+        fprintf(f, ": {\"kind\": \"%s\", \"values\": [", t->cnames[k].kind == ML_COUNTER_SUM ? "sum" : "last");
+        for (int r = 0; r < t->nranks; r++)
+            if (c->value[r] != c->value[r])
+                fprintf(f, "%snull", r ? ", " : ""); /* a rank that never touched it */
+            else
+                fprintf(f, "%s%.17g", r ? ", " : "", c->value[r]);
+        fputs("]}", f);
+        first = 0;
+    }
+    if (!first) fprintf(f, "\n%s", indent);
+    fputc('}', f);
 }
 
 static int by_name(const void *a, const void *b)
@@ -311,6 +405,8 @@ static void write_regions(FILE *f, table_t *t, uint32_t parent, const rankrec_t 
         char sub[80];
         snprintf(sub, sizeof sub, "%s   ", indent);
         write_functions(f, t, i, ranks, sub);
+        fprintf(f, ",\n%s   \"counters\": ", indent);
+        write_counters(f, t, i, sub);
         fprintf(f, ",\n%s   \"regions\": ", indent);
         write_regions(f, t, i, ranks, depth + 1);
         fputc('}', f);
@@ -363,7 +459,7 @@ static void write_message_sizes(FILE *f, table_t *t, const rankrec_t *ranks)
 int ml_profile_write(const char *path, const char *payloads, size_t len, int nranks, double gather_s)
 {
     rankrec_t *ranks = calloc((size_t)nranks, sizeof *ranks);
-    table_t t = {nranks, NULL, 1, 16, NULL, 0, 64, NULL, NULL};
+    table_t t = {.nranks = nranks, .nregions = 1, .cap_regions = 16, .cap_series = 64};
     t.regions = calloc(t.cap_regions, sizeof *t.regions);
     t.series = calloc(t.cap_series, sizeof *t.series);
     if (ranks == NULL || t.regions == NULL || t.series == NULL) return -1;
@@ -425,8 +521,18 @@ int ml_profile_write(const char *path, const char *payloads, size_t len, int nra
         }
     }
     fputs(first ? "]" : "\n  ]", f);
+    fputs(",\n  \"counters\": ", f);
+    write_counters(f, &t, UINT32_MAX, "  ");
     fputs(",\n  \"regions\": ", f);
     write_regions(f, &t, 0, ranks, 0);
+    if (ml_g.intervals) {
+        fputs(",\n  \"intervals\": {\"recorded\": [", f);
+        for (int r = 0; r < nranks; r++) fprintf(f, "%s%llu", r ? ", " : "", (unsigned long long)ranks[r].intervals);
+        fputs("], \"dropped\": [", f);
+        for (int r = 0; r < nranks; r++)
+            fprintf(f, "%s%llu", r ? ", " : "", (unsigned long long)ranks[r].intervals_dropped);
+        fputs("], \"files\": \"ranks/intervals-NNNNNN.bin\"}", f);
+    }
     fprintf(f, ",\n  \"dropped\": {\"requests_untracked\": %llu, \"region_paths\": %llu, \"region_mismatches\": %llu, "
                "\"requests_outstanding_at_finalize\": %llu},\n",
             (unsigned long long)dropped_req, (unsigned long long)dropped_reg, (unsigned long long)mismatch,
@@ -439,6 +545,8 @@ int ml_profile_write(const char *path, const char *payloads, size_t len, int nra
         free(t.series[i].max), free(t.series[i].sent), free(t.series[i].recv);
     }
     for (uint32_t i = 1; i < t.nregions; i++) free(t.regions[i].visits), free(t.regions[i].ns);
+    for (uint32_t i = 0; i < t.ncvalues; i++) free(t.cvalues[i].value), free(t.cvalues[i].when);
+    free(t.cvalues);
     free(t.series), free(t.regions), free(t.hist_calls), free(t.hist_ns), free(ranks);
     return rename(tmp, path);
 }

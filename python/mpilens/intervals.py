@@ -1,0 +1,60 @@
+"""Read the compute intervals recorded with MPILENS_INTERVALS (ranks/intervals-NNNNNN.bin): per
+rank, the time between consecutive synchronizing collectives on communicators of all ranks, and
+the time inside each. Format: runtime/src/intervals.c."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .errors import RunDirectoryError
+
+
+@dataclass
+class Intervals:
+    """compute[r, k]: rank r's time before the k-th synchronizing collective; collective[r, k]: its
+    time inside it. Only the intervals every rank recorded are kept (the common prefix)."""
+
+    compute: np.ndarray
+    collective: np.ndarray
+    dropped: int
+
+    @property
+    def maxima(self) -> np.ndarray:
+        """Per-interval maximum of compute over ranks: the length of each bulk-synchronous step."""
+        return self.compute.max(axis=0)
+
+
+def read_file(path: Path) -> tuple[int, np.ndarray, int]:
+    """Return (rank, pairs[k, 2], dropped) of one intervals file."""
+    data = path.read_bytes()
+    if len(data) < 32 or data[:8] != b"MLINTV01":
+        raise RunDirectoryError(f"{path.name} is not an mpilens intervals file")
+    rank, _ = np.frombuffer(data, dtype="<u4", count=2, offset=8)
+    count, dropped = np.frombuffer(data, dtype="<u8", count=2, offset=16)
+    if len(data) < 32 + 16 * int(count):
+        raise RunDirectoryError(f"{path.name} is truncated: {len(data)} bytes for {count} intervals")
+    pairs = np.frombuffer(data, dtype="<f8", count=2 * int(count), offset=32).reshape(-1, 2)
+    return int(rank), pairs, int(dropped)
+
+
+def load(rundir: str | Path) -> Intervals:
+    """Load the intervals of every rank of a run; raise RunDirectoryError when there are none."""
+    files = sorted(Path(rundir, "ranks").glob("intervals-*.bin"))
+    if not files:
+        raise RunDirectoryError(f"{rundir}: no intervals recorded (run with --set MPILENS_INTERVALS=1)")
+    per_rank = {}
+    dropped = 0
+    for f in files:
+        rank, pairs, d = read_file(f)
+        per_rank[rank] = pairs
+        dropped += d
+    ranks = sorted(per_rank)
+    if ranks != list(range(len(ranks))):
+        raise RunDirectoryError(f"{rundir}: intervals files of ranks {ranks} (some ranks missing)")
+    n = min(len(p) for p in per_rank.values())
+    compute = np.stack([per_rank[r][:n, 0] for r in ranks])
+    collective = np.stack([per_rank[r][:n, 1] for r in ranks])
+    return Intervals(compute, collective, dropped)

@@ -1,0 +1,67 @@
+/* Compute intervals of a bulk-synchronous code (MPILENS_INTERVALS): for each synchronizing
+ * collective on a communicator of all ranks, the time since the previous one ended (this rank's
+ * compute between them) and the time inside it. The per-interval maximum over ranks is what the
+ * variability models of `mpilens model variability` fit.
+ *
+ * ranks/intervals-NNNNNN.bin: "MLINTV01" u32 rank, u32 nranks, u64 count, u64 dropped, then count
+ * pairs of f64 (compute seconds, collective seconds), in call order. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "ml.h"
+
+static uint64_t *ticks; /* [capacity][2] */
+static uint64_t capacity, recorded, dropped, last_exit;
+
+int ml_intervals_init(size_t n)
+{
+    void *p = mmap(NULL, n * 2 * sizeof(uint64_t), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
+    if (p == MAP_FAILED) return -1;
+    ticks = p;
+    capacity = n;
+    return 0;
+}
+
+uint64_t ml_intervals_recorded(void) { return recorded < capacity ? recorded : capacity; }
+uint64_t ml_intervals_dropped(void) { return dropped; }
+
+void ml_interval(MPI_Comm comm, uint64_t t0, uint64_t t1)
+{
+    const ml_comm_t *c = ml_comm_get(comm);
+    if (c == NULL || c->is_inter || c->size != ml_g.size) return;
+    const uint64_t begin = last_exit ? last_exit : ml_g.t_init_end;
+    last_exit = t1;
+    const uint64_t i = __atomic_fetch_add(&recorded, 1, __ATOMIC_RELAXED);
+    if (i >= capacity) {
+        dropped++;
+        return;
+    }
+    ticks[2 * i] = t0 > begin ? t0 - begin : 0;
+    ticks[2 * i + 1] = t1 - t0;
+}
+
+int ml_intervals_write(void)
+{
+    char path[4300], tmp[4310];
+    snprintf(path, sizeof path, "%s/ranks/intervals-%06d.bin", ml_g.outdir, ml_g.rank);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (f == NULL) return -1;
+    const uint64_t n = ml_intervals_recorded();
+    const uint32_t head[2] = {(uint32_t)ml_g.rank, (uint32_t)ml_g.size};
+    fwrite("MLINTV01", 1, 8, f);
+    fwrite(head, sizeof head, 1, f);
+    fwrite(&n, 8, 1, f);
+    fwrite(&dropped, 8, 1, f);
+    for (uint64_t i = 0; i < n; i++) {
+        const double pair[2] = {ml_ticks_to_ns(ticks[2 * i]) * 1e-9, ml_ticks_to_ns(ticks[2 * i + 1]) * 1e-9};
+        fwrite(pair, sizeof pair, 1, f);
+    }
+    const int bad = ferror(f);
+    if (fclose(f) != 0 || bad) return -1;
+    return rename(tmp, path);
+}
