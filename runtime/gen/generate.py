@@ -178,7 +178,41 @@ def bytes_code(sem: Semantics, status_expr: str, lang: str) -> tuple[str, str]:
     return one(sem.send), one(sem.recv)
 
 
-def accounting(fn: str, sem: Semantics, lang: str, req_expr: str, status_expr: str) -> list[str]:
+@dataclass
+class Roles:
+    """What the trace record and the communicator hook need from a function's parameters."""
+
+    comm: str | None = None  # the communicator the call works on
+    dst: str | None = None  # destination rank, or root of a rooted collective
+    src: str | None = None  # source rank of a receive
+    stag: str | None = None  # tag of the send part
+    rtag: str | None = None  # tag of the receive part
+    newcomm: str | None = None  # a communicator the call creates (blocking calls only)
+    parent: str | None = None  # the communicator that one derives from
+
+
+def roles(f: standard.StdFunction, sem: Semantics) -> Roles:
+    by_name = {p.name: p for p in f.params}
+    comms_in = [p.name for p in f.params if p.kind == "COMMUNICATOR" and p.direction == "in"]
+    comms_out = [p.name for p in f.params if p.kind == "COMMUNICATOR" and p.direction == "out"]
+    r = Roles()
+    r.comm = comms_in[0] if comms_in else None
+    r.dst = sem.peer or ("root" if "root" in by_name and by_name["root"].kind == "RANK" else None)
+    r.src = sem.source
+    if "sendtag" in by_name:
+        r.stag, r.rtag = "sendtag", "recvtag"
+    elif "tag" in by_name and by_name["tag"].kind == "TAG":
+        if sem.peer:
+            r.stag = "tag"
+        elif sem.source:
+            r.rtag = "tag"
+    has_request = any(p.kind == "REQUEST" for p in f.params)
+    if comms_out and not has_request:
+        r.newcomm, r.parent = comms_out[0], r.comm
+    return r
+
+
+def accounting(fn: str, sem: Semantics, lang: str, req_expr: str, status_expr: str, comm: str | None) -> list[str]:
     """Return the C lines that account a successful call (run after the MPI call returned)."""
     lines: list[str] = []
     sent, recv = bytes_code(sem, status_expr, lang)
@@ -196,7 +230,8 @@ def accounting(fn: str, sem: Semantics, lang: str, req_expr: str, status_expr: s
             recv_v = "ML_BYTES_FROM_STATUS" if sem.recv == "status" else recv
         peer_v = f"ml_world_rank(comm, {sem.peer})" if sem.matrix else "-1"
         peer_v = f"{peer_null}-1 : {peer_v}" if peer_null and sem.matrix else peer_v
-        call = f"ml_req_track(ml_t, {req_expr}, ML_FN_{fn}, {flags}, {sent_v}, {recv_v}, {peer_v});"
+        call = (f"ml_seq = ml_req_track(ml_t, {req_expr}, ML_FN_{fn}, {flags}, {sent_v}, {recv_v}, {peer_v}, "
+                f"{comm or 'MPI_COMM_NULL'});")
         null = null_transfer(sem)
         lines.append(f"if (!({null})) {call}" if null else call)
         return lines
@@ -218,6 +253,32 @@ def accounting(fn: str, sem: Semantics, lang: str, req_expr: str, status_expr: s
     return lines
 
 
+def trace_line(fn: str, sem: Semantics, r: Roles, status_expr: str) -> str:
+    """The C statement that writes the call's trace record (trace mode only)."""
+    data = sem.moves_data and sem.request is None
+    status = status_expr if needs_status(sem) and sem.recv == "status" else "NULL"
+    fields = [f".fn = ML_FN_{fn}", ".t0 = ml_t0", ".t1 = ml_t1",
+              f".comm = {r.comm or 'MPI_COMM_NULL'}",
+              f".dst = {r.dst or 'MPI_PROC_NULL'}", f".src = {r.src or 'MPI_PROC_NULL'}",
+              f".stag = {r.stag or '0'}", f".rtag = {r.rtag or '0'}",
+              f".sent = {'ml_sent' if data else '0'}", f".recv = {'ml_recv' if data else '0'}",
+              f".req = {'ml_seq' if sem.request else '0'}", f".status = {status}"]
+    return ("if (ML_UNLIKELY(ml_t->trace)) { const ml_call_t ml_call = {" + ", ".join(fields) +
+            "}; ml_trace_call(ml_t, &ml_call); }")
+
+
+def after_call(f: standard.StdFunction, sem: Semantics, lang: str, status_expr: str, req_expr: str) -> list[str]:
+    """Lines run after a successful call: accounting, communicator identity, trace record."""
+    r = roles(f, sem)
+    lines = accounting(f.name, sem, lang, req_expr, status_expr, r.comm) if sem.moves_data else []
+    if r.newcomm:
+        lines.append(f"ml_comm_created({r.parent or 'MPI_COMM_NULL'}, *{r.newcomm});")
+    if sem.sync:
+        lines.append("if (ML_UNLIKELY(ml_g.intervals)) ml_interval(comm, ml_t0, ml_t1);")
+    lines.append(trace_line(f.name, sem, r, status_expr))
+    return lines
+
+
 def null_transfer(sem: Semantics) -> str | None:
     """Return the C condition under which the call moves nothing (all peers MPI_PROC_NULL)."""
     ranks = [r for r in (sem.peer, sem.source) if r]
@@ -227,8 +288,8 @@ def null_transfer(sem: Semantics) -> str | None:
 def leave_lines(fn: str, sem: Semantics, null: str | None) -> list[str]:
     """End of a data-moving wrapper: bytes and size bin for a transfer, only timing otherwise."""
     timing = f"ml_leave(ml_t, ML_FN_{fn}, ml_t0, ml_t1);"
-    if sem.request is not None:
-        return ["    " + timing]  # bytes come when the request completes
+    if sem.request is not None or not sem.moves_data:
+        return ["    " + timing]  # no bytes, or they come when the request completes
     transfer = f"ml_leave_bytes(ml_t, ML_FN_{fn}, ml_t0, ml_t1, ml_sent, ml_recv);"
     if null is None:
         return ["    " + transfer]
@@ -254,21 +315,16 @@ def c_wrapper(f: standard.StdFunction, proto: cheader.CPrototype, sem: Semantics
     body += ["    const uint64_t ml_t0 = ml_now();",
              f"    const {ret} ml_rc = PMPI_{f.name[4:]}({args});",
              "    const uint64_t ml_t1 = ml_now();"]
-    if sem.moves_data:
-        acct = accounting(f.name, sem, "c", "*request", "status")
-        null = null_transfer(sem)
-        if sem.request is None:
-            body.append("    int64_t ml_sent = 0, ml_recv = 0;")
-        body.append("    if (ml_rc == MPI_SUCCESS) {")
-        body += ["        " + line for line in acct]
-        body.append("    }")
-        if sem.sync:
-            body.append("    if (ML_UNLIKELY(ml_g.intervals)) ml_interval(comm, ml_t0, ml_t1);")
-        body += leave_lines(f.name, sem, f"({null})" if null else None)
-    else:
-        if sem.sync:
-            body.append("    if (ML_UNLIKELY(ml_g.intervals)) ml_interval(comm, ml_t0, ml_t1);")
-        body.append(f"    ml_leave(ml_t, ML_FN_{f.name}, ml_t0, ml_t1);")
+    if sem.moves_data and sem.request is None:
+        body.append("    int64_t ml_sent = 0, ml_recv = 0;")
+    if sem.request is not None:
+        body.append("    uint64_t ml_seq = 0;")
+    success = "ml_rc == MPI_SUCCESS" if ret == "int" else "1"
+    body.append(f"    if ({success}) {{")
+    body += ["        " + line for line in after_call(f, sem, "c", "status", "*request")]
+    body.append("    }")
+    null = null_transfer(sem) if sem.moves_data else None
+    body += leave_lines(f.name, sem, f"({null})" if null else None)
     body += ["    return ml_rc;", "}", ""]
     return "\n".join(body)
 
@@ -309,6 +365,7 @@ def f_wrapper(f: standard.StdFunction, proto: cheader.CPrototype, sem: Semantics
     lower = f.name.lower()
     cparams = {p.name: cp for p, cp in zip(f.params, proto.params)}
     fmap = {p.name: p for p in fparams}
+    r = roles(f, sem)
 
     def referenced(*exprs: str | None) -> list[str]:
         seen: list[str] = []
@@ -320,6 +377,9 @@ def f_wrapper(f: standard.StdFunction, proto: cheader.CPrototype, sem: Semantics
                     seen.append(ident)
         return seen
 
+    def convert(names: list[str]) -> list[str]:
+        return [fortran_conversion(n, cparams[n], fmap[n], sem) for n in names]
+
     body = [f"typedef void (*{ftype})({', '.join(['void *'] * len(fparams) + ['size_t'] * nstr)});",
             f"static {ftype} ml_freal_{f.name};",
             f"static void ml_f_{f.name}({', '.join(formals)})", "{",
@@ -329,8 +389,7 @@ def f_wrapper(f: standard.StdFunction, proto: cheader.CPrototype, sem: Semantics
             f"    if (ML_UNLIKELY(ml_t == NULL)) {{ ml_real({', '.join(actuals)}); return; }}"]
     if sem.before:
         body.append("    {")
-        for name in referenced(sem.before):
-            body.append("        " + fortran_conversion(name, cparams[name], fmap[name], sem))
+        body += ["        " + line for line in convert(referenced(sem.before))]
         body.append(f"        {sem.before};")
         body.append("    }")
     if needs_status(sem):
@@ -339,37 +398,41 @@ def f_wrapper(f: standard.StdFunction, proto: cheader.CPrototype, sem: Semantics
     body += ["    const uint64_t ml_t0 = ml_now();",
              f"    ml_real({', '.join(actuals)});",
              "    const uint64_t ml_t1 = ml_now();"]
-    if sem.moves_data:
-        if sem.request is None:
-            body.append("    int64_t ml_sent = 0, ml_recv = 0;")
-            if null_transfer(sem):
-                body.append("    int ml_null = 0;")
-        body.append("    if (*(const MPI_Fint *)ierror_f == MPI_SUCCESS) {")
-        convs = referenced(sem.send, sem.recv, sem.peer, sem.source)
-        if (sem.matrix or sem.sync) and "comm" not in convs:
-            convs.append("comm")
-        for name in convs:
-            body.append("        " + fortran_conversion(name, cparams[name], fmap[name], sem))
-        status_expr = "status"
-        if needs_status(sem):
-            body += ["        MPI_Status ml_cstatus;",
-                     "        PMPI_Status_f2c((const MPI_Fint *)status_f, &ml_cstatus);"]
-            status_expr = "&ml_cstatus"
-        req_expr = "PMPI_Request_f2c(*(const MPI_Fint *)request_f)"
-        body += ["        " + line for line in accounting(f.name, sem, "f", req_expr, status_expr)]
-        null = null_transfer(sem)
-        if null and sem.request is None:
-            body.append(f"        ml_null = {null};")
-        if sem.sync:
-            body.append("        if (ML_UNLIKELY(ml_g.intervals)) ml_interval(comm, ml_t0, ml_t1);")
-        body.append("    }")
-        body += leave_lines(f.name, sem, "(ml_null)" if null else None)
+    null = null_transfer(sem) if sem.moves_data else None
+    if sem.moves_data and sem.request is None:
+        body.append("    int64_t ml_sent = 0, ml_recv = 0;")
+    if null and sem.request is None:
+        body.append("    int ml_null = 0;")
+    if sem.request is not None:
+        body.append("    uint64_t ml_seq = 0;")
+    body.append("    if (*(const MPI_Fint *)ierror_f == MPI_SUCCESS) {")
+    # C values of what the accounting needs, always; of what only the trace needs, in trace mode
+    needed = referenced(sem.send, sem.recv, sem.peer, sem.source) if sem.moves_data else []
+    if (sem.matrix or sem.sync or (sem.request and r.comm)) and r.comm and r.comm not in needed:
+        needed.append(r.comm)
+    for n in (r.parent, r.newcomm):
+        if n and n not in needed:
+            needed.append(n)
+    traced = [n for n in (r.comm, r.dst, r.src, r.stag, r.rtag) if n and n not in needed]
+    body += ["        " + line for line in convert(needed)]
+    status_expr = "status"
+    if needs_status(sem):
+        body += ["        MPI_Status ml_cstatus;",
+                 "        PMPI_Status_f2c((const MPI_Fint *)status_f, &ml_cstatus);"]
+        status_expr = "&ml_cstatus"
+    req_expr = "PMPI_Request_f2c(*(const MPI_Fint *)request_f)"
+    lines = after_call(f, sem, "f", status_expr, req_expr)
+    trace = lines.pop()
+    body += ["        " + line for line in lines]
+    if null and sem.request is None:
+        body.append(f"        ml_null = {null};")
+    if traced:
+        body += ["        if (ML_UNLIKELY(ml_t->trace)) {"] + ["            " + line for line in convert(traced)]
+        body += ["            " + trace, "        }"]
     else:
-        if sem.sync:
-            body += ["    if (ML_UNLIKELY(ml_g.intervals) && *(const MPI_Fint *)ierror_f == MPI_SUCCESS) {",
-                     "        " + fortran_conversion("comm", cparams["comm"], fmap["comm"], sem),
-                     "        ml_interval(comm, ml_t0, ml_t1);", "    }"]
-        body.append(f"    ml_leave(ml_t, ML_FN_{f.name}, ml_t0, ml_t1);")
+        body.append("        " + trace)
+    body.append("    }")
+    body += leave_lines(f.name, sem, "(ml_null)" if null else None)
     body += ["}", f"ML_FORTRAN_NAMES(ml_f_{f.name}, {lower}, {lower.upper()})", ""]
     return "\n".join(body)
 

@@ -32,6 +32,20 @@ void mpilens_region_begin(const char *name);
  *  \param[in] name the name it was opened with (checked; NULL skips the check) */
 void mpilens_region_end(const char *name);
 
+/** \brief Open the region `name` of `category`: it is recorded only while the category is enabled
+ *  (all are, unless listed in MPILENS_CATEGORIES_OFF or switched off with
+ *  mpilens_category_enable), so a library can keep annotations that cost almost nothing when off.
+ *  Close it with mpilens_region_end.
+ *  \param[in] category category name (at most 32 per process)
+ *  \param[in] name region name */
+void mpilens_region_begin_in(const char *category, const char *name);
+
+/** \brief Switch a region category on or off (for all threads, from now on).
+ *  \param[in] category category name
+ *  \param[in] enabled non-zero to record its regions
+ *  \return the previous state (1 on, 0 off), or -1 when no more categories fit */
+int mpilens_category_enable(const char *category, int enabled);
+
 /** \brief Add value to the user counter `name` (e.g. the atoms or cells this rank worked on), in
  *  the current region. The profile reports its sum per rank; `mpilens` relates it to time.
  *  \param[in] name counter name (at most 64 distinct names per process)

@@ -7,6 +7,8 @@
 void mpilens_region_begin(const char *name) { (void)name; }
 void mpilens_region_end(const char *name) { (void)name; }
 void mpilens_counter_add(const char *name, double value) { (void)name, (void)value; }
+void mpilens_region_begin_in(const char *category, const char *name) { (void)category, (void)name; }
+int mpilens_category_enable(const char *category, int enabled) { return (void)category, enabled != 0; }
 void mpilens_counter_set(const char *name, double value) { (void)name, (void)value; }
 
 /* Fortran manglings: CALL MPILENS_REGION_BEGIN('name') passes the length as a hidden argument. */

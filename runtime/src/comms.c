@@ -25,6 +25,44 @@ static uint32_t slot_of(uintptr_t k)
     return (uint32_t)(((uint64_t)k * 0x9E3779B97F4A7C15ull) >> 52) & (CAP - 1);
 }
 
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+    h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
+    return h * 0xff51afd7ed558ccdull;
+}
+
+static int by_value(const void *a, const void *b)
+{
+    return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b);
+}
+
+/* The default uid: the world ranks of the group in rank order (same on every member; for an
+ * intercommunicator, both groups sorted, so that both sides agree). */
+static uint64_t group_uid(const ml_comm_t *c, MPI_Comm comm)
+{
+    const int n = c->is_inter ? c->remote_size : c->size;
+    uint64_t h = mix(0x6d70696c656e73ull, (uint64_t)c->is_inter);
+    if (!c->is_inter) {
+        for (int i = 0; i < n; i++) h = mix(h, (uint64_t)(int64_t)c->world[i]);
+        return h;
+    }
+    MPI_Group local, world;
+    PMPI_Comm_group(comm, &local);
+    PMPI_Comm_group(MPI_COMM_WORLD, &world);
+    int *all = malloc((size_t)(c->size + n) * 2 * sizeof(int));
+    if (all == NULL) return h;
+    int *ranks = all + c->size + n;
+    for (int i = 0; i < c->size; i++) ranks[i] = i;
+    PMPI_Group_translate_ranks(local, c->size, ranks, world, all);
+    memcpy(all + c->size, c->world, (size_t)n * sizeof(int));
+    qsort(all, (size_t)(c->size + n), sizeof(int), by_value);
+    for (int i = 0; i < c->size + n; i++) h = mix(h, (uint64_t)(int64_t)all[i]);
+    free(all);
+    PMPI_Group_free(&local);
+    PMPI_Group_free(&world);
+    return h;
+}
+
 static int fill(ml_comm_t *c, MPI_Comm comm)
 {
     PMPI_Comm_size(comm, &c->size);
@@ -51,7 +89,23 @@ static int fill(ml_comm_t *c, MPI_Comm comm)
         if (c->world[i] == MPI_UNDEFINED) c->world[i] = -1;
     PMPI_Group_free(&peers);
     PMPI_Group_free(&world);
+    c->children = 0;
+    c->uid = group_uid(c, comm);
     return 0;
+}
+
+void ml_comm_created(MPI_Comm parent, MPI_Comm newcomm)
+{
+    if (newcomm == MPI_COMM_NULL) return;
+    ml_comm_t *n = (ml_comm_t *)ml_comm_get(newcomm);
+    if (n == NULL || n->is_inter || parent == MPI_COMM_NULL) return;
+    ml_comm_t *p = (ml_comm_t *)ml_comm_get(parent);
+    if (p == NULL) return;
+    /* Every member creates its communicators from the parent in the same (collective) order, so
+     * (parent, how many before it, group) names it alike on all of them, and tells apart
+     * duplicates of the same group. */
+    const uint32_t nth = __atomic_fetch_add(&p->children, 1, __ATOMIC_RELAXED);
+    n->uid = mix(mix(p->uid, nth), n->uid);
 }
 
 const ml_comm_t *ml_comm_get(MPI_Comm comm)

@@ -41,10 +41,12 @@ static inline void ml_settle(ml_thread_t *t, int i, const MPI_Status *s, int rc,
 /* End of a completion wrapper: timing when measuring. */
 static inline void ml_finish(ml_thread_t *t, int fn, uint64_t t0, uint64_t t1, int measuring)
 {
-    if (measuring)
+    if (measuring) {
+        if (ML_UNLIKELY(t->trace)) ml_trace_plain(t, fn, t0, t1);
         ml_leave(t, fn, t0, t1);
-    else
+    } else {
         t->depth = 0;
+    }
 }
 
 #endif

@@ -130,6 +130,7 @@ ml_thread_t *ml_thread_attach(void)
         t->next = head;
     } while (!__atomic_compare_exchange_n(&ml_g.threads, &head, t, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
     ml_tls = t;
+    if (ml_g.tracing) ml_trace_thread(t);
     return t;
 }
 
@@ -259,6 +260,7 @@ void ml_init_after_mpi_init(int thread_level, uint64_t t_begin)
 
     ml_g.max_paths = (uint32_t)ml_g.config.max_regions + 2; /* + the root path and "(overflow)" */
     ml_g.intervals = ml_g.config.intervals;
+    ml_categories_init(ml_g.config.categories_off);
     if (ml_regions_init(ml_g.max_paths) != 0 || ml_requests_init((size_t)ml_g.config.max_requests) != 0 ||
         (ml_g.intervals && ml_intervals_init((size_t)ml_g.config.max_intervals) != 0)) {
         if (ml_g.rank == 0) fprintf(stderr, "mpilens: out of memory at MPI_Init; running the application without mpilens\n");
@@ -278,9 +280,15 @@ void ml_init_after_mpi_init(int thread_level, uint64_t t_begin)
         free(hosts);
     }
 
-    install_exit_paths();
     ml_g.t_init_end = ml_now();
     ml_g.ns_init_end = ml_clock_ns();
+    if ((ml_g.config.mode & ML_MODE_TRACE) && ml_trace_init() != 0) {
+        fprintf(stderr, "mpilens: rank %d cannot write its trace into %s/trace (%s); tracing is off\n", ml_g.rank,
+                ml_g.outdir, strerror(errno));
+    } else if (ml_g.config.mode & ML_MODE_TRACE) {
+        ml_g.tracing = 1;
+    }
+    install_exit_paths();
     calib_tick0 = ml_g.t_init_end;
     calib_ns0 = ml_g.ns_init_end;
     ml_g.enabled = ml_g.config.enabled;
@@ -341,6 +349,7 @@ void ml_finalize_before_mpi_finalize(void)
 {
     if (!ml_g.ready) return;
     __atomic_store_n(&ml_g.active, 0, __ATOMIC_RELEASE);
+    if (ml_g.tracing) ml_trace_finish();
     tick_rate = ticks_per_ns();
     if (ml_g.intervals && ml_intervals_write() != 0)
         fprintf(stderr, "mpilens: rank %d could not write its intervals file (%s)\n", ml_g.rank, strerror(errno));

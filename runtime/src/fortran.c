@@ -197,7 +197,7 @@ static void single(const char *name, int fn, void **cache, MPI_Fint *request, MP
         ((f4_t)*cache)(request, flag, status, ierr);
     else
         ((f3_t)*cache)(request, status, ierr);
-    const uint64_t t1 = ml_now();
+    const uint64_t t1 = t->done_at = ml_now();
     if (*ierr == MPI_SUCCESS && (flag == NULL || *flag)) {
         MPI_Status cs;
         ml_req_done(t, &c, c_status(status, &cs), measuring);
@@ -242,7 +242,7 @@ static void all_fortran(const char *name, int fn, void **cache, MPI_Fint *count,
         ((f5_t)*cache)(count, requests, flag, statuses, ierr);
     else
         ((f4_t)*cache)(count, requests, statuses, ierr);
-    const uint64_t t1 = ml_now();
+    const uint64_t t1 = t->done_at = ml_now();
     if ((*ierr == MPI_SUCCESS || *ierr == MPI_ERR_IN_STATUS) && (flag == NULL || *flag))
         for (int i = 0; i < n; i++) settle_fortran(t, i, statuses, i, *ierr, measuring);
     ml_unclaim_rest(t, n);
@@ -284,7 +284,7 @@ static void any_fortran(const char *name, int fn, void **cache, MPI_Fint *count,
         ((f6_t)*cache)(count, requests, index, flag, status, ierr);
     else
         ((f5_t)*cache)(count, requests, index, status, ierr);
-    const uint64_t t1 = ml_now();
+    const uint64_t t1 = t->done_at = ml_now();
     const int i = *index - 1; /* Fortran indices start at 1 */
     if (*ierr == MPI_SUCCESS && (flag == NULL || *flag) && *index != MPI_UNDEFINED && i >= 0 && i < n) {
         MPI_Status cs;
@@ -323,7 +323,7 @@ static void some_fortran(const char *name, int fn, void **cache, MPI_Fint *incou
     statuses = claim_fortran(t, n, requests, statuses, 0);
     const uint64_t t0 = ml_now();
     ((f6_t)*cache)(incount, requests, outcount, indices, statuses, ierr);
-    const uint64_t t1 = ml_now();
+    const uint64_t t1 = t->done_at = ml_now();
     if ((*ierr == MPI_SUCCESS || *ierr == MPI_ERR_IN_STATUS) && *outcount != MPI_UNDEFINED)
         for (int j = 0; j < *outcount; j++) {
             const int i = indices[j] - 1;
@@ -359,10 +359,16 @@ static void f_start(MPI_Fint *request, MPI_Fint *ierr)
     }
     const uint64_t t0 = ml_now();
     real(request, ierr);
-    const uint64_t t1 = ml_now();
+    const uint64_t t1 = t->done_at = ml_now();
+    uint64_t seq = 0;
     if (*ierr == MPI_SUCCESS) {
         ml_req_t *e = ml_req_find(PMPI_Request_f2c(*request));
-        if (e != NULL) ml_req_start(t, e);
+        if (e != NULL) seq = ml_req_start(t, e);
+    }
+    if (ML_UNLIKELY(t->trace)) {
+        const ml_call_t c = {.fn = ML_FN_MPI_Start, .t0 = t0, .t1 = t1, .comm = MPI_COMM_NULL, .dst = -1, .src = -1,
+                             .req = seq};
+        ml_trace_call(t, &c);
     }
     ml_leave(t, ML_FN_MPI_Start, t0, t1);
 }
@@ -378,11 +384,16 @@ static void f_startall(MPI_Fint *count, MPI_Fint *requests, MPI_Fint *ierr)
     }
     const uint64_t t0 = ml_now();
     real(count, requests, ierr);
-    const uint64_t t1 = ml_now();
+    const uint64_t t1 = t->done_at = ml_now();
     if (*ierr == MPI_SUCCESS)
         for (int i = 0; i < *count; i++) {
             ml_req_t *e = ml_req_find(PMPI_Request_f2c(requests[i]));
-            if (e != NULL) ml_req_start(t, e);
+            const uint64_t seq = e != NULL ? ml_req_start(t, e) : 0;
+            if (ML_UNLIKELY(t->trace) && seq) {
+                const ml_call_t c = {.fn = ML_FN_MPI_Startall, .t0 = t0, .t1 = t1, .comm = MPI_COMM_NULL,
+                                     .dst = -1, .src = -1, .req = seq};
+                ml_trace_call(t, &c);
+            }
         }
     ml_leave(t, ML_FN_MPI_Startall, t0, t1);
 }
@@ -401,7 +412,7 @@ static void f_request_free(MPI_Fint *request, MPI_Fint *ierr)
     ml_req_claim(PMPI_Request_f2c(*request), &c);
     const uint64_t t0 = ml_now();
     real(request, ierr);
-    const uint64_t t1 = ml_now();
+    const uint64_t t1 = t->done_at = ml_now();
     if (*ierr == MPI_SUCCESS)
         ml_req_freed(t, &c, measuring);
     else
@@ -421,8 +432,9 @@ static void f_cancel(MPI_Fint *request, MPI_Fint *ierr)
     ml_req_t *const e = ml_req_find(PMPI_Request_f2c(*request));
     const uint64_t t0 = ml_now();
     real(request, ierr);
-    const uint64_t t1 = ml_now();
+    const uint64_t t1 = t->done_at = ml_now();
     if (*ierr == MPI_SUCCESS && e != NULL) e->flags |= ML_REQ_CANCELLED;
+    if (ML_UNLIKELY(t->trace)) ml_trace_plain(t, ML_FN_MPI_Cancel, t0, t1);
     ml_leave(t, ML_FN_MPI_Cancel, t0, t1);
 }
 ML_FORTRAN_NAMES(f_cancel, mpi_cancel, MPI_CANCEL)

@@ -39,6 +39,7 @@ ML_EXPORT int MPI_Abort(MPI_Comm comm, int errorcode)
     ml_thread_t *const t = ml_enter();
     if (t != NULL) {
         const uint64_t t0 = ml_now();
+        if (ML_UNLIKELY(t->trace)) ml_trace_plain(t, ML_FN_MPI_Abort, t0, t0);
         ml_leave(t, ML_FN_MPI_Abort, t0, t0); /* counted; it does not return */
     }
     ml_abort_dump();
@@ -63,7 +64,7 @@ ML_EXPORT int MPI_Wait(MPI_Request *request, MPI_Status *status)
     if (ml_claim_needs_status(&c) && status == MPI_STATUS_IGNORE) status = &local;
     const uint64_t t0 = ml_now();
     const int rc = PMPI_Wait(request, status);
-    const uint64_t t1 = ml_now();
+    const uint64_t t1 = t->done_at = ml_now();
     if (rc == MPI_SUCCESS)
         ml_req_done(t, &c, status == MPI_STATUS_IGNORE ? NULL : status, measuring);
     else
@@ -83,7 +84,7 @@ ML_EXPORT int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
     if (ml_claim_needs_status(&c) && status == MPI_STATUS_IGNORE) status = &local;
     const uint64_t t0 = ml_now();
     const int rc = PMPI_Test(request, flag, status);
-    const uint64_t t1 = ml_now();
+    const uint64_t t1 = t->done_at = ml_now();
     if (rc == MPI_SUCCESS && *flag)
         ml_req_done(t, &c, status == MPI_STATUS_IGNORE ? NULL : status, measuring);
     else
@@ -102,7 +103,7 @@ static int all(int (*wait)(int, MPI_Request *, MPI_Status *), int (*test)(int, M
     MPI_Status *st = ml_claim_all(t, count, reqs, statuses);
     const uint64_t t0 = ml_now();
     const int rc = wait ? wait(count, reqs, st) : test(count, reqs, flag, st);
-    const uint64_t t1 = ml_now();
+    const uint64_t t1 = t->done_at = ml_now();
     if ((rc == MPI_SUCCESS || rc == MPI_ERR_IN_STATUS) && (wait || *flag))
         for (int i = 0; i < count; i++) ml_settle(t, i, st == MPI_STATUSES_IGNORE ? NULL : &st[i], rc, measuring);
     ml_unclaim_rest(t, count);
@@ -134,7 +135,7 @@ static int any(int (*wait)(int, MPI_Request *, int *, MPI_Status *),
         status = &local;
     const uint64_t t0 = ml_now();
     const int rc = wait ? wait(count, reqs, index, status) : test(count, reqs, index, flag, status);
-    const uint64_t t1 = ml_now();
+    const uint64_t t1 = t->done_at = ml_now();
     if (rc == MPI_SUCCESS && (wait || *flag) && *index != MPI_UNDEFINED && *index >= 0 && *index < count)
         ml_req_done(t, &t->scratch_claim[*index], status == MPI_STATUS_IGNORE ? NULL : status, measuring);
     ml_unclaim_rest(t, count);
@@ -162,7 +163,7 @@ static int some(int (*call)(int, MPI_Request *, int *, int *, MPI_Status *), int
     MPI_Status *st = ml_claim_all(t, incount, reqs, statuses);
     const uint64_t t0 = ml_now();
     const int rc = call(incount, reqs, outcount, indices, st);
-    const uint64_t t1 = ml_now();
+    const uint64_t t1 = t->done_at = ml_now();
     if ((rc == MPI_SUCCESS || rc == MPI_ERR_IN_STATUS) && *outcount != MPI_UNDEFINED)
         for (int j = 0; j < *outcount; j++)
             if (indices[j] >= 0 && indices[j] < incount)
@@ -192,10 +193,16 @@ ML_EXPORT int MPI_Start(MPI_Request *request)
     if (ML_UNLIKELY(t == NULL)) return PMPI_Start(request);
     const uint64_t t0 = ml_now();
     const int rc = PMPI_Start(request);
-    const uint64_t t1 = ml_now();
+    const uint64_t t1 = t->done_at = ml_now();
+    uint64_t seq = 0;
     if (rc == MPI_SUCCESS) {
         ml_req_t *e = ml_req_find(*request);
-        if (e != NULL) ml_req_start(t, e);
+        if (e != NULL) seq = ml_req_start(t, e);
+    }
+    if (ML_UNLIKELY(t->trace)) {
+        const ml_call_t c = {.fn = ML_FN_MPI_Start, .t0 = t0, .t1 = t1, .comm = MPI_COMM_NULL, .dst = -1, .src = -1,
+                             .req = seq};
+        ml_trace_call(t, &c);
     }
     ml_leave(t, ML_FN_MPI_Start, t0, t1);
     return rc;
@@ -207,11 +214,16 @@ ML_EXPORT int MPI_Startall(int count, MPI_Request array_of_requests[])
     if (ML_UNLIKELY(t == NULL)) return PMPI_Startall(count, array_of_requests);
     const uint64_t t0 = ml_now();
     const int rc = PMPI_Startall(count, array_of_requests);
-    const uint64_t t1 = ml_now();
+    const uint64_t t1 = t->done_at = ml_now();
     if (rc == MPI_SUCCESS)
         for (int i = 0; i < count; i++) {
             ml_req_t *e = ml_req_find(array_of_requests[i]);
-            if (e != NULL) ml_req_start(t, e);
+            const uint64_t seq = e != NULL ? ml_req_start(t, e) : 0;
+            if (ML_UNLIKELY(t->trace) && seq) { /* one record per started operation */
+                const ml_call_t c = {.fn = ML_FN_MPI_Startall, .t0 = t0, .t1 = t1, .comm = MPI_COMM_NULL,
+                                     .dst = -1, .src = -1, .req = seq};
+                ml_trace_call(t, &c);
+            }
         }
     ml_leave(t, ML_FN_MPI_Startall, t0, t1);
     return rc;
@@ -226,7 +238,7 @@ ML_EXPORT int MPI_Request_free(MPI_Request *request)
     ml_req_claim(*request, &c);
     const uint64_t t0 = ml_now();
     const int rc = PMPI_Request_free(request);
-    const uint64_t t1 = ml_now();
+    const uint64_t t1 = t->done_at = ml_now();
     if (rc == MPI_SUCCESS)
         ml_req_freed(t, &c, measuring);
     else
@@ -242,8 +254,9 @@ ML_EXPORT int MPI_Cancel(MPI_Request *request)
     ml_req_t *const e = ml_req_find(*request);
     const uint64_t t0 = ml_now();
     const int rc = PMPI_Cancel(request);
-    const uint64_t t1 = ml_now();
+    const uint64_t t1 = t->done_at = ml_now();
     if (rc == MPI_SUCCESS && e != NULL) e->flags |= ML_REQ_CANCELLED;
+    if (ML_UNLIKELY(t->trace)) ml_trace_plain(t, ML_FN_MPI_Cancel, t0, t1);
     ml_leave(t, ML_FN_MPI_Cancel, t0, t1);
     return rc;
 }

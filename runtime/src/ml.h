@@ -102,6 +102,13 @@ typedef struct ml_thread {
     MPI_Status *scratch_status;
     MPI_Fint *scratch_fstatus;
     MPI_Datatype *scratch_types;
+    /* trace mode (runtime/src/trace.c) */
+    int trace;               /* write trace records */
+    uint32_t index;          /* thread number within the process, in order of first MPI use */
+    struct ml_tbuf *tcur;    /* buffer being filled */
+    struct ml_tbuf *tbufs[8];
+    uint64_t done_at;        /* end of the completion call being settled (request completion time) */
+    uint64_t req_seq;        /* requests started by this thread: links a post to its completion */
     /* requests this thread entered minus those it took out (summed over threads at the end) */
     int64_t requests_open;
     /* datatype sizes seen by this thread (see ml_semantics.h) */
@@ -131,6 +138,8 @@ typedef struct ml_global {
     char partial_path[4200 + 32], partial_tmp_path[4200 + 40];
     uint64_t t_init_begin, t_init_end, ns_init_end, tick_init_end;
     uint64_t dropped_regions;
+    uint64_t trace_write_errors;
+    int tracing;        /* trace mode is on for this run */
     uint32_t max_paths;
     ml_thread_t *threads; /* list of all thread states (push only) */
 } ml_global_t;
@@ -215,10 +224,14 @@ typedef struct ml_comm {
     int size, rank, remote_size, is_inter;
     int indeg, outdeg;  /* neighbourhood slots; -1 until asked */
     int *world;         /* world rank of each rank of the peer group (remote group of intercomms) */
+    uint64_t uid;       /* the same on every member: names the communicator in traces */
+    uint32_t children;  /* communicators created from this one so far */
 } ml_comm_t;
 
 const ml_comm_t *ml_comm_get(MPI_Comm comm);
 void ml_comm_forget(MPI_Comm comm);
+/* A call created newcomm from parent (MPI_COMM_NULL: none): give it its uid. */
+void ml_comm_created(MPI_Comm parent, MPI_Comm newcomm);
 void ml_comm_neighbors(MPI_Comm comm, int *indeg, int *outdeg);
 
 /* World rank of `rank` of the peer group of comm, or -1. */
@@ -271,13 +284,17 @@ typedef struct ml_req {
     int32_t peer;       /* destination world rank for the matrix, or -1 */
     int32_t pad;
     int64_t sent, recv; /* bytes, or ML_BYTES_FROM_STATUS */
+    uint64_t seq;       /* number of the operation in its thread's trace (trace mode) */
+    const struct ml_comm *comm; /* trace mode: to give the source of a completed receive as a world rank */
 } ml_req_t;
 
 int ml_requests_init(size_t capacity);
 /* Enter a new operation: the function that started it, flags, its bytes (or ML_BYTES_FROM_STATUS)
- * and destination world rank (-1: none). A full table counts it as dropped. One handle may have
+ * and destination world rank (-1: none); returns its trace sequence number (0 outside trace
+ * mode). A full table counts it as dropped. One handle may have
  * several entries: MPICH hands out one shared handle for all operations that complete at once. */
-void ml_req_track(ml_thread_t *t, MPI_Request req, int fn, unsigned flags, int64_t sent, int64_t recv, int peer);
+uint64_t ml_req_track(ml_thread_t *t, MPI_Request req, int fn, unsigned flags, int64_t sent, int64_t recv, int peer,
+                      MPI_Comm comm);
 /* The first entry of a handle, left in the table (persistent requests, MPI_Cancel). */
 ml_req_t *ml_req_find(MPI_Request req);
 size_t ml_requests_outstanding(void);
@@ -301,7 +318,7 @@ void ml_req_done(ml_thread_t *t, ml_claim_t *c, const MPI_Status *st, int measur
 /* MPI_Request_free: a started send will complete, so its bytes count; a freed receive's size is
  * never known. */
 void ml_req_freed(ml_thread_t *t, ml_claim_t *c, int measuring);
-void ml_req_start(ml_thread_t *t, ml_req_t *e);
+uint64_t ml_req_start(ml_thread_t *t, ml_req_t *e);
 
 static inline int ml_claim_needs_status(const ml_claim_t *c)
 {
@@ -309,6 +326,29 @@ static inline int ml_claim_needs_status(const ml_claim_t *c)
     const ml_req_t *e = c->live ? c->live : &c->copy;
     return e->sent == ML_BYTES_FROM_STATUS || e->recv == ML_BYTES_FROM_STATUS || (e->flags & ML_REQ_CANCELLED);
 }
+
+/* ------------------------------------------------------------------------------- trace */
+/* One MPI call as the generated wrappers describe it to the trace: ranks are in comm (translated
+ * to world ranks by the trace), status gives the actual source and tag of a receive. */
+typedef struct ml_call {
+    int fn;
+    uint64_t t0, t1;
+    MPI_Comm comm;
+    int dst, src, stag, rtag;
+    int64_t sent, recv;
+    uint64_t req;
+    const MPI_Status *status;
+} ml_call_t;
+
+int ml_trace_init(void);
+void ml_trace_thread(ml_thread_t *t);
+void ml_trace_call(ml_thread_t *t, const ml_call_t *c);
+void ml_trace_plain(ml_thread_t *t, int fn, uint64_t t0, uint64_t t1);
+void ml_trace_done(ml_thread_t *t, const ml_req_t *e, const MPI_Status *st, int64_t sent, int64_t recv);
+void ml_trace_region(ml_thread_t *t, int begin, uint32_t path);
+void ml_trace_counter(ml_thread_t *t, uint32_t id, double value);
+void ml_trace_finish(void);
+void ml_trace_emergency(void);
 
 /* ------------------------------------------------------------------------------- lifecycle */
 void ml_init_after_mpi_init(int thread_level, uint64_t t_begin);
@@ -328,6 +368,7 @@ const char *ml_region_name(uint32_t path);
 uint32_t ml_region_parent(uint32_t path);
 uint32_t ml_region_count(void);
 int ml_regions_init(uint32_t max_paths);
+void ml_categories_init(const char *disabled);
 
 /* ------------------------------------------------------------------------------- user counters */
 enum { ML_COUNTER_SUM = 0, ML_COUNTER_LAST = 1 };

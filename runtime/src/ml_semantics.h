@@ -83,7 +83,7 @@ static inline int64_t ml_sumw_f(const int *counts, const MPI_Fint *types, int n)
 
 static inline const ml_comm_t *ml_c(MPI_Comm comm)
 {
-    static const ml_comm_t unknown = {0, 0, -1, 0, 0, 0, 0, NULL};
+    static const ml_comm_t unknown = {.rank = -1};
     const ml_comm_t *c = ml_comm_get(comm);
     return c ? c : &unknown;
 }

@@ -324,4 +324,5 @@ void ml_partial_dump(int reason, int signo)
     ml_payload_write(&s, 0, reason, signo);
     close(s.fd);
     if (!s.failed) rename(ml_g.partial_tmp_path, ml_g.partial_path);
+    if (ml_g.tracing) ml_trace_emergency();
 }

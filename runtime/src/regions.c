@@ -1,6 +1,7 @@
 /* User regions: named, nested code sections (mpilens_region_begin/end). Each distinct nesting
  * path ("solve" inside "step") gets a process-wide id; statistics of MPI calls are kept per path. */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -92,6 +93,8 @@ static void set_current(ml_thread_t *t, uint32_t path)
     t->cur = t->blocks + (size_t)path * ML_NFUNC;
 }
 
+#define ML_PATH_SKIPPED UINT32_MAX /* a region of a disabled category: begin and end do nothing */
+
 void ml_region_begin(ml_thread_t *t, const char *name)
 {
     if (t->region_depth >= ML_MAX_REGION_DEPTH) {
@@ -103,6 +106,17 @@ void ml_region_begin(ml_thread_t *t, const char *name)
     t->region_stack[t->region_depth].t0 = ml_now();
     t->region_depth++;
     set_current(t, path);
+    if (ML_UNLIKELY(t->trace)) ml_trace_region(t, 1, path);
+}
+
+static void region_skip(ml_thread_t *t)
+{
+    if (t->region_depth >= ML_MAX_REGION_DEPTH) {
+        t->region_mismatch++;
+        return;
+    }
+    t->region_stack[t->region_depth].path = ML_PATH_SKIPPED;
+    t->region_depth++;
 }
 
 void ml_region_end(ml_thread_t *t, const char *name)
@@ -112,12 +126,66 @@ void ml_region_end(ml_thread_t *t, const char *name)
         return;
     }
     const uint32_t path = t->region_stack[t->region_depth - 1].path;
+    t->region_depth--;
+    if (path == ML_PATH_SKIPPED) return;
     if (path != ML_PATH_OVERFLOW && name != NULL && strcmp(paths[path].name, name) != 0)
         t->region_mismatch++; /* ended out of order: close the innermost one anyway */
-    t->region_depth--;
     t->rstats[path].visits++;
     t->rstats[path].ticks += ml_now() - t->region_stack[t->region_depth].t0;
-    set_current(t, t->region_depth ? t->region_stack[t->region_depth - 1].path : ML_PATH_ROOT);
+    if (ML_UNLIKELY(t->trace)) ml_trace_region(t, 0, path);
+    /* the enclosing region, skipping those of disabled categories */
+    uint32_t up = ML_PATH_ROOT;
+    for (int d = t->region_depth - 1; d >= 0; d--)
+        if (t->region_stack[d].path != ML_PATH_SKIPPED) {
+            up = t->region_stack[d].path;
+            break;
+        }
+    set_current(t, up);
+}
+
+/* ------------------------------------------------------------------------------- categories */
+/* Regions can belong to a category ("mpi-internal", "io", ...) that is switched on and off at
+ * run time, so a library can keep permanent annotations that cost one lookup when off. */
+#define ML_MAX_CATEGORIES 32
+static struct {
+    char name[64];
+    int enabled;
+} categories[ML_MAX_CATEGORIES];
+static uint32_t ncategories;
+
+static int category_index(const char *category, int create)
+{
+    for (uint32_t i = 0; i < __atomic_load_n(&ncategories, __ATOMIC_ACQUIRE); i++)
+        if (strcmp(categories[i].name, category) == 0) return (int)i;
+    if (!create) return -1;
+    pthread_mutex_lock(&lock);
+    int found = -1;
+    for (uint32_t i = 0; i < ncategories && found < 0; i++)
+        if (strcmp(categories[i].name, category) == 0) found = (int)i;
+    if (found < 0 && ncategories < ML_MAX_CATEGORIES) {
+        found = (int)ncategories;
+        snprintf(categories[found].name, sizeof categories[found].name, "%s", category);
+        categories[found].enabled = 1;
+        __atomic_store_n(&ncategories, ncategories + 1, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&lock);
+    return found;
+}
+
+void ml_categories_init(const char *off)
+{
+    /* MPILENS_CATEGORIES_OFF: comma separated categories that start disabled */
+    char name[64];
+    while (off && *off) {
+        const size_t n = strcspn(off, ",");
+        if (n > 0 && n < sizeof name) {
+            memcpy(name, off, n);
+            name[n] = 0;
+            const int i = category_index(name, 1);
+            if (i >= 0) categories[i].enabled = 0;
+        }
+        off += n + (off[n] == ',');
+    }
 }
 
 /* ------------------------------------------------------------------------------- public API */
@@ -138,6 +206,24 @@ ML_EXPORT void mpilens_region_end(const char *name)
 {
     ml_thread_t *t = annotation_thread();
     if (t != NULL) ml_region_end(t, name);
+}
+
+ML_EXPORT void mpilens_region_begin_in(const char *category, const char *name)
+{
+    ml_thread_t *t = annotation_thread();
+    if (t == NULL || name == NULL) return;
+    const int c = category ? category_index(category, 1) : -1;
+    if (c >= 0 && !__atomic_load_n(&categories[c].enabled, __ATOMIC_RELAXED))
+        region_skip(t);
+    else
+        ml_region_begin(t, name);
+}
+
+ML_EXPORT int mpilens_category_enable(const char *category, int enabled)
+{
+    const int c = category ? category_index(category, 1) : -1;
+    if (c < 0) return -1;
+    return __atomic_exchange_n(&categories[c].enabled, enabled != 0, __ATOMIC_RELAXED);
 }
 
 /* Fortran: CALL MPILENS_REGION_BEGIN('name'), the length comes as a hidden argument. */

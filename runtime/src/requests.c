@@ -92,6 +92,8 @@ static ml_req_t *insert(ml_thread_t *t, uintptr_t k, const ml_req_t *e)
                 s->peer = e->peer;
                 s->sent = e->sent;
                 s->recv = e->recv;
+                s->seq = e->seq;
+                s->comm = e->comm;
                 __atomic_store_n(&s->key, k, __ATOMIC_RELEASE);
                 uint32_t cur = __atomic_load_n(&longest_probe, __ATOMIC_RELAXED);
                 while (d > cur && !__atomic_compare_exchange_n(&longest_probe, &cur, d, 1, __ATOMIC_RELAXED,
@@ -106,18 +108,28 @@ static ml_req_t *insert(ml_thread_t *t, uintptr_t k, const ml_req_t *e)
 
 static void account(ml_thread_t *t, const ml_req_t *e, int64_t sent, int64_t recv);
 
-void ml_req_track(ml_thread_t *t, MPI_Request req, int fn, unsigned flags, int64_t sent, int64_t recv, int peer)
+uint64_t ml_req_track(ml_thread_t *t, MPI_Request req, int fn, unsigned flags, int64_t sent, int64_t recv, int peer,
+                      MPI_Comm comm)
 {
-    if (req == MPI_REQUEST_NULL) return;
+    if (req == MPI_REQUEST_NULL) return 0;
+    /* in traces, thread number and sequence name the operation, to link its start and its end */
+    const uint64_t seq = t->trace ? ((uint64_t)(t->index + 1) << 40) | ++t->req_seq : 0;
     /* nonblocking operations start active; persistent ones wait for MPI_Start */
     const ml_req_t e = {0, (uint16_t)fn, (uint16_t)(flags & ML_REQ_PERSISTENT ? flags : flags | ML_REQ_ACTIVE),
-                        t->cur_path, peer, 0, sent, recv};
+                        t->cur_path, peer, 0, sent, recv, seq,
+                        t->trace && comm != MPI_COMM_NULL ? ml_comm_get(comm) : NULL};
     if (!(flags & ML_REQ_PERSISTENT) && shared_handle(req)) {
         /* complete already, and with no status worth reading */
-        account(t, &e, sent == ML_BYTES_FROM_STATUS ? 0 : sent, recv == ML_BYTES_FROM_STATUS ? 0 : recv);
-        return;
+        const int64_t s = sent == ML_BYTES_FROM_STATUS ? 0 : sent, r = recv == ML_BYTES_FROM_STATUS ? 0 : recv;
+        account(t, &e, s, r);
+        if (t->trace) {
+            t->done_at = ml_now();
+            ml_trace_done(t, &e, NULL, s, r);
+        }
+        return seq;
     }
     if (insert(t, key_of(req), &e) == NULL) t->dropped_requests++;
+    return seq;
 }
 
 ml_req_t *ml_req_find(MPI_Request req)
@@ -173,11 +185,14 @@ void ml_req_unclaim(ml_claim_t *c)
     c->held = 0;
 }
 
-void ml_req_start(ml_thread_t *t, ml_req_t *e)
+uint64_t ml_req_start(ml_thread_t *t, ml_req_t *e)
 {
     e->flags |= ML_REQ_ACTIVE;
     e->flags &= (uint16_t)~ML_REQ_CANCELLED;
     e->path = t->cur_path;
+    /* in traces, the starts and completions of a persistent operation all carry the number its
+     * MPI_*_init record got; the reader pairs them in order */
+    return e->seq;
 }
 
 static void account(ml_thread_t *t, const ml_req_t *e, int64_t sent, int64_t recv)
@@ -207,6 +222,7 @@ void ml_req_done(ml_thread_t *t, ml_claim_t *c, const MPI_Status *st, int measur
     const int64_t sent = e->sent != ML_BYTES_FROM_STATUS ? e->sent : (st ? ml_status_bytes(st) : 0);
     const int64_t recv = e->recv != ML_BYTES_FROM_STATUS ? e->recv : (st ? ml_status_bytes(st) : 0);
     account(t, e, sent, recv);
+    if (t->trace) ml_trace_done(t, e, st, sent, recv);
 }
 
 void ml_req_freed(ml_thread_t *t, ml_claim_t *c, int measuring)

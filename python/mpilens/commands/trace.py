@@ -1,0 +1,66 @@
+"""`mpilens trace`: export a trace (Chrome/Perfetto JSON, Parquet, OTF2) and list its findings."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from ..cli import command
+from ..errors import MpilensError
+
+FORMATS = ("chrome", "parquet", "otf2")
+
+
+def _setup(p: argparse.ArgumentParser) -> None:
+    p.add_argument("rundir", type=Path)
+    p.add_argument("--format", choices=FORMATS, help="export the trace in this format (with -o)")
+    p.add_argument("-o", "--output", type=Path, help="file (chrome: .json, parquet: .parquet) or OTF2 directory")
+    p.add_argument("--json", action="store_true", help="print the summary and findings as one JSON document")
+    p.add_argument("--quiet", action="store_true", help="no progress display")
+
+
+@command("trace", "export a trace (chrome, parquet, otf2) and print its findings", _setup)
+def cmd_trace(a: argparse.Namespace) -> int:
+    from ..progress import Steps
+    from ..trace import export, findings, timeline
+
+    if a.format and not a.output:
+        raise MpilensError("--format needs -o FILE")
+    if a.output and not a.format:
+        raise MpilensError("-o needs --format chrome|parquet|otf2")
+    with Steps(4, quiet=a.quiet) as step:
+        tl = timeline.load(a.rundir, step)
+        step("matching messages")
+        m = tl.messages
+        step("findings")
+        found = findings.find(tl)
+        written = None
+        if a.format:
+            if a.format == "otf2" and a.output.exists():
+                raise MpilensError(f"{a.output} already exists; OTF2 archives are written into a new directory")
+            try:
+                written = getattr(export, a.format)(tl, a.output, step)
+            except OSError as err:
+                raise MpilensError(f"cannot write {a.output}: {err.strerror}") from err
+    summary = {"run": str(a.rundir), "nranks": tl.nranks, "events": int(len(tl.ev)), "messages": int(len(m.send_ev)),
+               "unmatched_sends": m.unmatched_sends, "unmatched_receives": m.unmatched_recvs,
+               "collective_instances": int(tl.collectives.instance.max() + 1) if len(tl.collectives.instance) else 0,
+               "complete": tl.complete, "problems": tl.problems, "export": written,
+               "findings": [f.to_dict() for f in found]}
+    if a.json:
+        json.dump(summary, sys.stdout, indent=2)
+        print()
+        return 0
+    print(f"mpilens trace: {a.rundir}: {summary['events']} events of {tl.nranks} ranks, {summary['messages']} messages "
+          f"matched ({m.unmatched_sends} sends and {m.unmatched_recvs} receives without a partner), "
+          f"{summary['collective_instances']} collective instances")
+    for p in tl.problems:
+        print(f"Note: {p}")
+    if written is not None:
+        print(f"Wrote {a.output} ({a.format}): " + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in written.items()))
+    print("Findings:" if found else "Findings: nothing stands out.")
+    for f in found:
+        print(f"  {f.message}")
+    return 0

@@ -1,0 +1,241 @@
+"""Exports of a timeline: Chrome Trace Event Format (Perfetto, chrome://tracing), Parquet (an
+event table for pandas, DuckDB, Spark) and OTF2 (Vampir, Score-P tools)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from . import reader
+from .timeline import Timeline
+
+Progress = Callable[[str], None] | None
+
+
+def _regions(tl: Timeline) -> list[tuple[int, int, float, float, str]]:
+    """Region visits as (rank, thread, start, end, name), from begin/end records."""
+    ev = tl.ev
+    out, stacks = [], {}
+    for i in np.flatnonzero((ev["kind"] == reader.REGION_BEGIN) | (ev["kind"] == reader.REGION_END)):
+        key = (int(ev["rank"][i]), int(ev["thread"][i]))
+        if ev["kind"][i] == reader.REGION_BEGIN:
+            stacks.setdefault(key, []).append((int(ev["fn"][i]), float(ev["t0"][i])))
+        elif stacks.get(key):
+            path, t0 = stacks[key].pop()
+            out.append((key[0], key[1], t0, float(ev["t0"][i]), tl.region_name(key[0], path)))
+    return out
+
+
+# ------------------------------------------------------------------------------------- Chrome
+class _Records:
+    """Trace Event Format records with their sort key (pid, tid, ts), written in that order."""
+
+    def __init__(self) -> None:
+        self.text: list[str] = []
+        self.pid: list[np.ndarray] = []
+        self.tid: list[np.ndarray] = []
+        self.ts: list[np.ndarray] = []
+
+    def add(self, text: list[str], pid, tid, ts) -> None:
+        n = len(text)
+        self.text += text
+        self.pid.append(np.broadcast_to(np.asarray(pid, dtype=np.int64), n))
+        self.tid.append(np.broadcast_to(np.asarray(tid, dtype=np.int64), n))
+        self.ts.append(np.broadcast_to(np.asarray(ts, dtype=np.float64), n))
+
+    def write(self, out: Path) -> None:
+        order = np.lexsort((np.concatenate(self.ts), np.concatenate(self.tid), np.concatenate(self.pid)))
+        text = self.text
+        with out.open("w") as f:
+            f.write('{"displayTimeUnit":"ns","otherData":{"tool":"mpilens"},"traceEvents":[\n')
+            for a in range(0, len(order), 1 << 16):  # in chunks: no giant string in memory
+                chunk = order[a:a + (1 << 16)]
+                f.write((",\n" if a else "") + ",\n".join([text[i] for i in chunk.tolist()]))
+            f.write("\n]}\n")
+
+
+def chrome(tl: Timeline, out: Path, progress: Progress = None) -> dict[str, int]:
+    """Write the Trace Event Format JSON: one process per rank, one thread per thread, complete
+    events for MPI calls and regions, flow arrows for messages, counter tracks; timestamps in
+    microseconds. Returns counts of what was written."""
+    ev = tl.ev
+    rec = _Records()
+    names = [json.dumps(n) for n in tl.functions]
+    ranks = list(range(tl.nranks))
+    rec.add([f'{{"ph":"M","name":"process_name","pid":{r},"args":{{"name":"rank {r}"}}}}' for r in ranks], ranks, -2, -1.0)
+    rec.add([f'{{"ph":"M","name":"process_sort_index","pid":{r},"args":{{"sort_index":{r}}}}}' for r in ranks], ranks, -1,
+            -1.0)
+    pairs = sorted({(int(a), int(b)) for a, b in zip(ev["rank"], ev["thread"])})
+    rec.add([f'{{"ph":"M","name":"thread_name","pid":{r},"tid":{t},"args":{{"name":"thread {t}"}}}}' for r, t in pairs],
+            [r for r, _ in pairs], [t for _, t in pairs], -1.0)
+    if progress:
+        progress("Chrome trace: MPI calls")
+    calls = np.flatnonzero(ev["kind"] == reader.CALL)
+    c = ev[calls]
+    ts = c["t0"] * 1e6
+    dur = np.maximum(c["t1"] - c["t0"], 0.0) * 1e6
+    text = []
+    for fn, r, th, t, d, sent, recv, dst, src in zip(c["fn"].tolist(), c["rank"].tolist(), c["thread"].tolist(),
+                                                    ts.tolist(), dur.tolist(), c["sent"].tolist(), c["recv"].tolist(),
+                                                    c["dst"].tolist(), c["src"].tolist()):
+        args = (f'"bytes_sent":{sent},' if sent else "") + (f'"bytes_recv":{recv},' if recv else "") + \
+            (f'"dst":{dst},' if dst >= 0 else "") + (f'"src":{src},' if src >= 0 else "")
+        text.append(f'{{"ph":"X","cat":"mpi","name":{names[fn]},"pid":{r},"tid":{th},"ts":{t:.3f},"dur":{d:.3f},'
+                    f'"args":{{{args[:-1]}}}}}')
+    rec.add(text, c["rank"], c["thread"], ts)
+    if progress:
+        progress("Chrome trace: regions and counters")
+    regs = _regions(tl)
+    rec.add([f'{{"ph":"X","cat":"region","name":{json.dumps(n)},"pid":{r},"tid":{th},"ts":{t0 * 1e6:.3f},'
+             f'"dur":{max(t1 - t0, 0) * 1e6:.3f}}}' for r, th, t0, t1, n in regs],
+            [x[0] for x in regs], [x[1] for x in regs], [x[2] * 1e6 for x in regs])
+    cidx = np.flatnonzero(ev["kind"] == reader.COUNTER)
+    values = ev["sent"][cidx].view(np.float64)  # counters keep their value's bits in "sent"
+    rec.add([f'{{"ph":"C","name":{json.dumps(tl.name(int(i)))},"pid":{int(ev["rank"][i])},'
+             f'"ts":{ev["t0"][i] * 1e6:.3f},"args":{{"value":{v!r}}}}}' for i, v in zip(cidx.tolist(), values.tolist())],
+            ev["rank"][cidx], ev["thread"][cidx], ev["t0"][cidx] * 1e6)
+    if progress:
+        progress("Chrome trace: message arrows")
+    m = tl.messages
+    s_ts = ev["t0"][m.send_ev] * 1e6
+    f_ts = m.recv_t * 1e6
+    backwards = int((f_ts < s_ts).sum())
+    f_ts = np.maximum(f_ts, s_ts)  # clocks not aligned well enough: draw the arrow straight down
+    sr, st = ev["rank"][m.send_ev], ev["thread"][m.send_ev]
+    dr, dt = ev["rank"][m.recv_ev], ev["thread"][m.recv_ev]
+    # the arrow leaves the send call and lands at the end of the call that completed the receive
+    rec.add([f'{{"ph":"s","cat":"message","name":"message","id":{k},"pid":{r},"tid":{t},"ts":{x:.3f},'
+             f'"args":{{"bytes":{b},"tag":{g}}}}}'
+             for k, (r, t, x, b, g) in enumerate(zip(sr.tolist(), st.tolist(), s_ts.tolist(), m.bytes.tolist(),
+                                                     m.tag.tolist()))], sr, st, s_ts)
+    rec.add([f'{{"ph":"f","bp":"e","cat":"message","name":"message","id":{k},"pid":{r},"tid":{t},"ts":{x:.3f}}}'
+             for k, (r, t, x) in enumerate(zip(dr.tolist(), dt.tolist(), f_ts.tolist()))], dr, dt, f_ts)
+    if progress:
+        progress(f"Chrome trace: writing {len(rec.text)} records")
+    rec.write(out)
+    return {"events": len(rec.text), "calls": len(calls), "messages": len(m.send_ev), "backwards_arrows": backwards}
+
+
+# ------------------------------------------------------------------------------------- Parquet
+def parquet(tl: Timeline, out: Path, progress: Progress = None) -> dict[str, int]:
+    """Write the event table (one row per event, names resolved) and, next to it, the matched
+    messages (<out stem>.messages.parquet)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    ev = tl.ev
+    # names as dictionary columns: one small table of strings and an index per event
+    kinds = pa.DictionaryArray.from_arrays(
+        pa.array(np.minimum(ev["kind"], 5).astype(np.int8)),
+        pa.array(["", "call", "done", "region_begin", "region_end", "counter"]))
+    labels = list(tl.functions)
+    index = ev["fn"].astype(np.int32)
+    special = np.flatnonzero(ev["kind"] >= reader.REGION_BEGIN)
+    if len(special):
+        extra = {}
+        for i in special.tolist():
+            index[i] = extra.setdefault(tl.name(i), len(labels) + len(extra))
+        labels += list(extra)
+    names = pa.DictionaryArray.from_arrays(pa.array(index), pa.array(labels))
+    table = pa.table({
+        "rank": ev["rank"], "thread": ev["thread"], "kind": kinds, "name": names,
+        "start_s": ev["t0"], "end_s": ev["t1"], "comm": ev["comm"], "dst": ev["dst"], "src": ev["src"],
+        "send_tag": ev["stag"], "recv_tag": ev["rtag"], "bytes_sent": ev["sent"], "bytes_recv": ev["recv"],
+        "request": ev["req"]})
+    if progress:
+        progress("Parquet: events")
+    pq.write_table(table, out)
+    m = tl.messages
+    pq.write_table(pa.table({"src": m.src, "dst": m.dst, "tag": m.tag, "bytes": m.bytes, "send_s": m.send_t,
+                             "recv_posted_s": m.recv_post_t, "recv_done_s": m.recv_t, "send_event": m.send_ev,
+                             "recv_event": m.recv_ev}), out.with_name(out.stem + ".messages.parquet"))
+    return {"events": len(ev), "messages": len(m.send_ev)}
+
+
+# ------------------------------------------------------------------------------------- OTF2
+def otf2(tl: Timeline, out: Path, progress: Progress = None) -> dict[str, int]:
+    """Write an OTF2 archive (out is the archive directory; out/traces.otf2 is its anchor):
+    Enter/Leave for MPI calls and regions, MpiSend/MpiRecv for matched messages, collective
+    begin/end. Ranks in message records are MPI_COMM_WORLD ranks (one communicator definition)."""
+    import otf2 as o
+
+    ev = tl.ev
+    resolution = 1_000_000_000  # ns
+    m = tl.messages
+    sends = {int(s): k for k, s in enumerate(m.send_ev)}
+    recvs = {int(r): k for k, r in enumerate(m.recv_ev)}
+    coll_ids = {i for i, c in enumerate(tl.classes) if c == "collective"}
+    with o.writer.open(str(out), timer_resolution=resolution) as trace:
+        root = trace.definitions.system_tree_node("machine")
+        groups = {r: trace.definitions.location_group(f"rank {r}", system_tree_parent=root) for r in range(tl.nranks)}
+        regions: dict[str, object] = {}
+
+        def region(name: str, paradigm: str) -> object:
+            if name not in regions:
+                regions[name] = trace.definitions.region(
+                    name, paradigm=o.Paradigm.MPI if paradigm == "mpi" else o.Paradigm.USER,
+                    region_role=o.RegionRole.FUNCTION)
+            return regions[name]
+
+        # locations: thread 0 of every rank first, so that rank r is location r of the MPI groups
+        threads = sorted({(int(a), int(b)) for a, b in zip(ev["rank"], ev["thread"])} | {(r, 0) for r in range(tl.nranks)})
+        locations = {key: trace.definitions.location(f"rank {key[0]} thread {key[1]}", group=groups[key[0]],
+                                                     type=o.LocationType.CPU_THREAD) for key in threads}
+        trace.definitions.group("MPI ranks", members=[locations[(r, 0)] for r in range(tl.nranks)],
+                                group_type=o.GroupType.COMM_LOCATIONS, paradigm=o.Paradigm.MPI)
+        world_group = trace.definitions.group("MPI_COMM_WORLD", members=list(range(tl.nranks)),
+                                              group_type=o.GroupType.COMM_GROUP, paradigm=o.Paradigm.MPI)
+        comm = trace.definitions.comm("MPI_COMM_WORLD (world ranks)", group=world_group)
+        ops = {f: getattr(o.CollectiveOp, name[4:].upper(), None) for f, name in enumerate(tl.functions)}
+        reg = _regions(tl)
+        timeline: dict[tuple[int, int], list[tuple[float, int, object]]] = {}
+        for r, th, t0, t1, name in reg:
+            timeline.setdefault((r, th), []).append((t0, 0, ("enter", region(name, "user"))))
+            timeline.setdefault((r, th), []).append((t1, 2, ("leave", region(name, "user"))))
+        if progress:
+            progress("OTF2: events")
+        for i in np.flatnonzero(ev["kind"] == reader.CALL):
+            e = ev[i]
+            key = (int(e["rank"]), int(e["thread"]))
+            reg_mpi = region(tl.functions[e["fn"]], "mpi")
+            lst = timeline.setdefault(key, [])
+            lst.append((float(e["t0"]), 0, ("enter", reg_mpi)))
+            if int(i) in sends:
+                k = sends[int(i)]
+                lst.append((float(e["t0"]), 1, ("send", (int(m.dst[k]), int(m.tag[k]), int(m.bytes[k])))))
+            if int(e["fn"]) in coll_ids and ops.get(int(e["fn"])) is not None:
+                lst.append((float(e["t0"]), 1, ("coll_begin", None)))
+                lst.append((float(e["t1"]), 1, ("coll_end", (ops[int(e["fn"])], max(int(e["dst"]), 0),
+                                                               int(e["sent"]), int(e["recv"])))))
+            if int(i) in recvs:
+                k = recvs[int(i)]
+                lst.append((float(e["t1"]), 1, ("recv", (int(m.src[k]), int(m.tag[k]), int(m.bytes[k])))))
+            lst.append((float(e["t1"]), 2, ("leave", reg_mpi)))
+        for i, k in recvs.items():  # receives completed by a Wait/Test: at the completion time
+            if ev["kind"][i] == reader.DONE:
+                key = (int(ev["rank"][i]), int(ev["thread"][i]))
+                timeline.setdefault(key, []).append((float(ev["t0"][i]), 1, ("recv", (int(m.src[k]), int(m.tag[k]),
+                                                                                        int(m.bytes[k])))))
+        written = 0
+        for (r, th), lst in sorted(timeline.items()):
+            w = trace.event_writer_from_location(locations[(r, th)])
+            lst.sort(key=lambda x: (x[0], x[1]))
+            for t, _, (what, arg) in lst:
+                time = int(max(t, 0.0) * resolution)
+                if what == "enter":
+                    w.enter(time, arg)
+                elif what == "leave":
+                    w.leave(time, arg)
+                elif what == "send":
+                    w.mpi_send(time, arg[0], comm, arg[1], arg[2])
+                elif what == "recv":
+                    w.mpi_recv(time, arg[0], comm, arg[1], arg[2])
+                elif what == "coll_begin":
+                    w.mpi_collective_begin(time)
+                else:
+                    w.mpi_collective_end(time, arg[0], comm, arg[1], arg[2], arg[3])
+                written += 1
+    return {"events": written, "messages": len(m.send_ev)}

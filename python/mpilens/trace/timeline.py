@@ -1,0 +1,337 @@
+"""The events of a whole run on one time axis, in seconds from the first event of any rank (rank
+0's clock, offsets measured at MPI_Init and MPI_Finalize applied), with message arrows and
+collective instances."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from . import reader
+
+COLUMNS = {"rank": np.uint32, "thread": np.uint32, "kind": np.uint16, "fn": np.uint16, "t0": np.float64,
+           "t1": np.float64, "comm": np.uint32, "dst": np.int32, "src": np.int32, "stag": np.int32, "rtag": np.int32,
+           "sent": np.int64, "recv": np.int64, "req": np.uint64}
+
+
+class Events:
+    """The event table, one numpy array per column (fast to filter and sort at 10^7 events):
+    ev["t0"] is a column, ev[indices] a subset, ev[i] one event as a dict."""
+
+    def __init__(self, columns: dict[str, np.ndarray]) -> None:
+        self.columns = columns
+
+    @classmethod
+    def empty(cls) -> "Events":
+        return cls({k: np.empty(0, dtype=t) for k, t in COLUMNS.items()})
+
+    @classmethod
+    def concatenate(cls, parts: list["Events"]) -> "Events":
+        if not parts:
+            return cls.empty()
+        return cls({k: np.concatenate([p.columns[k] for p in parts]) for k in COLUMNS})
+
+    def __len__(self) -> int:
+        return len(self.columns["t0"])
+
+    def __getitem__(self, key):
+        if isinstance(key, str):
+            return self.columns[key]
+        if isinstance(key, (int, np.integer)):
+            return {k: v[key] for k, v in self.columns.items()}
+        return Events({k: v[key] for k, v in self.columns.items()})
+
+SEND_BLOCKING = {"MPI_Send", "MPI_Bsend", "MPI_Ssend", "MPI_Rsend", "MPI_Sendrecv", "MPI_Sendrecv_replace"}
+SEND_NONBLOCKING = {"MPI_Isend", "MPI_Ibsend", "MPI_Issend", "MPI_Irsend", "MPI_Isendrecv", "MPI_Isendrecv_replace"}
+SEND_PERSISTENT = {"MPI_Send_init", "MPI_Bsend_init", "MPI_Ssend_init", "MPI_Rsend_init", "MPI_Psend_init"}
+RECV_BLOCKING = {"MPI_Recv", "MPI_Mrecv", "MPI_Sendrecv", "MPI_Sendrecv_replace"}
+RECV_NONBLOCKING = {"MPI_Irecv", "MPI_Imrecv", "MPI_Isendrecv", "MPI_Isendrecv_replace"}
+RECV_PERSISTENT = {"MPI_Recv_init", "MPI_Precv_init"}
+STARTS = {"MPI_Start", "MPI_Startall"}
+
+
+def _with_large(names: set[str]) -> set[str]:
+    return names | {n + "_c" for n in names}
+
+
+@dataclass
+class Messages:
+    """Point-to-point messages matched send -> receive: indices into Timeline.ev and times."""
+
+    send_ev: np.ndarray  # event where the message leaves (send call, or the start of a persistent send)
+    recv_ev: np.ndarray  # event where it is delivered (receive call, or the completion of a nonblocking one)
+    send_t: np.ndarray  # time the send was started
+    recv_post_t: np.ndarray  # time the receive was posted
+    recv_t: np.ndarray  # time the receive completed
+    src: np.ndarray
+    dst: np.ndarray
+    tag: np.ndarray
+    bytes: np.ndarray
+    unmatched_sends: int = 0
+    unmatched_recvs: int = 0
+
+
+@dataclass
+class Collectives:
+    """Instances of blocking collectives: one row per (instance, participating rank)."""
+
+    instance: np.ndarray  # instance number (same for all participants)
+    ev: np.ndarray  # event index
+    rank: np.ndarray
+    arrive: np.ndarray
+    leave: np.ndarray
+    last_arrival: np.ndarray  # latest arrival of the instance
+    fn: np.ndarray
+
+
+@dataclass
+class Timeline:
+    """All events of a run, sorted by rank, thread, start time."""
+
+    nranks: int
+    functions: list[str]
+    classes: list[str]
+    ev: Events
+    regions: dict[int, list[tuple[int, str]]]  # per rank: path -> (parent, name)
+    counters: dict[int, list[tuple[str, str]]]  # per rank: id -> (name, kind)
+    complete: bool
+    problems: list[str] = field(default_factory=list)
+    _messages: Messages | None = None
+    _collectives: Collectives | None = None
+
+    def fn_ids(self, names: set[str]) -> np.ndarray:
+        return np.array([i for i, n in enumerate(self.functions) if n in names], dtype=np.uint16)
+
+    def name(self, i: int) -> str:
+        """Name of the event at index i (function, region or counter)."""
+        e = self.ev[i]
+        if e["kind"] in (reader.REGION_BEGIN, reader.REGION_END):
+            return self.region_name(int(e["rank"]), int(e["fn"]))
+        if e["kind"] == reader.COUNTER:
+            names = self.counters.get(int(e["rank"]), [])
+            return names[e["fn"]][0] if e["fn"] < len(names) else f"counter {e['fn']}"
+        return self.functions[e["fn"]]
+
+    def region_name(self, rank: int, path: int) -> str:
+        table = self.regions.get(rank, [])
+        return table[path][1] if path < len(table) else f"region {path}"
+
+    @property
+    def messages(self) -> Messages:
+        if self._messages is None:
+            self._messages = match_messages(self)
+        return self._messages
+
+    @property
+    def collectives(self) -> Collectives:
+        if self._collectives is None:
+            self._collectives = collective_instances(self)
+        return self._collectives
+
+
+def load(rundir: str | Path, progress: Callable[[str], None] | None = None) -> Timeline:
+    """Read every rank's trace of a run into one Timeline."""
+    parts, regions, counters, problems = [], {}, {}, []
+    functions: list[str] = []
+    classes: list[str] = []
+    complete = True
+    nranks = 0
+    for rt in reader.read_all(rundir):
+        if progress:
+            progress(f"reading the trace of rank {rt.rank}")
+        functions, classes = rt.functions, rt.head.get("classes", ["other"] * len(rt.functions))
+        nranks = max(nranks, int(rt.head["nranks"]))
+        problems += rt.problems
+        complete &= rt.complete
+        if rt.trailer:
+            regions[rt.rank] = [(p, n) for p, n in rt.trailer.get("regions", [])]
+            counters[rt.rank] = [(n, k) for n, k in rt.trailer.get("counters", [])]
+        else:
+            problems.append(f"rank {rt.rank}: the trace has no trailer (the process was killed): region and counter "
+                            "names are unknown")
+        t0, t1 = rt.to_seconds(rt.events["t0"]), rt.to_seconds(rt.events["t1"])
+        # in time order per thread: records are written when a call ends, and a completion record
+        # before the call that completed it; the data is nearly sorted, which a stable sort likes
+        if len(np.unique(rt.thread)) > 1:
+            order = np.lexsort((t0, rt.thread))
+        else:
+            order = np.argsort(t0, kind="stable")
+        cols = {"rank": np.full(len(order), rt.rank, dtype=np.uint32), "thread": rt.thread[order],
+                "t0": t0[order], "t1": t1[order]}
+        for name in ("kind", "fn", "comm", "dst", "src", "stag", "rtag", "sent", "recv", "req"):
+            cols[name] = np.ascontiguousarray(rt.events[name])[order]
+        del rt
+        parts.append(Events(cols))
+    parts.sort(key=lambda t: int(t["rank"][0]) if len(t) else 0)
+    ev = Events.concatenate(parts)
+    del parts
+    if len(ev):
+        origin = ev["t0"].min()
+        ev["t0"][:] -= origin
+        ev["t1"][:] -= origin
+    if not complete:
+        problems.append("some ranks did not reach MPI_Finalize: the trace ends where they stopped")
+    return Timeline(nranks, functions, classes, ev, regions, counters, complete, problems)
+
+
+# ------------------------------------------------------------------------------------- messages
+def _pair(keys_s: np.ndarray, order_s: np.ndarray, keys_r: np.ndarray, order_r: np.ndarray) -> tuple:
+    """Pair the k-th send with the k-th receive of each key (MPI's non-overtaking order).
+    Returns (send indices, receive indices, unmatched sends, unmatched receives)."""
+    def groups(keys: np.ndarray, order: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        idx = np.lexsort((order, keys))
+        uniq, start, count = np.unique(keys[idx], return_index=True, return_counts=True)
+        return idx, uniq, start, count
+
+    si, su, ss, sc = groups(keys_s, order_s)
+    ri, ru, rs, rc = groups(keys_r, order_r)
+    # the keys of both sides (few: one per communicator, pair of ranks and tag)
+    _, a, b = np.intersect1d(su, ru, assume_unique=True, return_indices=True)
+    n = np.minimum(sc[a], rc[b])
+    total = int(n.sum())
+    # positions 0..n-1 of every common key, laid out one key after the other
+    offset = np.repeat(np.cumsum(n) - n, n)
+    pos = np.arange(total) - offset
+    send = si[np.repeat(ss[a], n) + pos]
+    recv = ri[np.repeat(rs[b], n) + pos]
+    return send, recv, len(keys_s) - total, len(keys_r) - total
+
+
+def _key(comm: np.ndarray, src: np.ndarray, dst: np.ndarray, tag: np.ndarray) -> np.ndarray:
+    """A 64-bit hash of (communicator, source, destination, tag)."""
+    k = comm.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    for v in (src, dst, tag):
+        k = (k ^ v.astype(np.int64).astype(np.uint64)) * np.uint64(0xff51afd7ed558ccd)
+        k ^= k >> np.uint64(29)
+    return k
+
+
+def _op_key(ev: Events, idx: np.ndarray) -> np.ndarray:
+    """Identity of an operation across its records: (rank, request number)."""
+    return (ev["rank"][idx].astype(np.uint64) << np.uint64(48)) | (ev["req"][idx] & np.uint64((1 << 48) - 1))
+
+
+def _nth(keys: np.ndarray, times: np.ndarray) -> np.ndarray:
+    """For each element, how many elements with the same key come before it in time."""
+    if len(keys) == 0:
+        return np.empty(0, dtype=np.int64)
+    order = np.lexsort((times, keys))
+    k = keys[order]
+    start = np.r_[0, np.flatnonzero(k[1:] != k[:-1]) + 1]
+    pos = np.empty(len(k), dtype=np.int64)
+    pos[order] = np.arange(len(k)) - np.repeat(start, np.diff(np.r_[start, len(k)]))
+    return pos
+
+
+def _join(left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """Index into right of the element equal to each element of left, or -1."""
+    out = np.full(len(left), -1, dtype=np.int64)
+    if len(right) == 0 or len(left) == 0:
+        return out
+    ro = np.argsort(right, kind="stable")
+    rs = right[ro]
+    lo = np.argsort(left, kind="stable")  # sorted queries: searchsorted walks memory in order
+    pos = np.minimum(np.searchsorted(rs, left[lo]), len(rs) - 1)
+    hit = rs[pos] == left[lo]
+    out[lo[hit]] = ro[pos[hit]]
+    return out
+
+
+def _combine(key: np.ndarray, nth: np.ndarray) -> np.ndarray:
+    """One 64-bit number for (key, n-th of that key)."""
+    k = (key ^ (nth.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15))) * np.uint64(0xff51afd7ed558ccd)
+    return k ^ (k >> np.uint64(31))
+
+
+def match_messages(tl: Timeline) -> Messages:
+    """Find every point-to-point message: its send and its receive."""
+    ev = tl.ev
+    calls = ev["kind"] == reader.CALL
+    done = np.flatnonzero(ev["kind"] == reader.DONE)
+    fn = ev["fn"]
+
+    def isin(names: set[str]) -> np.ndarray:
+        return np.isin(fn, tl.fn_ids(_with_large(names)))
+
+    # completions, numbered per operation in time order (a persistent operation completes once
+    # per start)
+    done_key = _op_key(ev, done)
+    done_k = _combine(done_key, _nth(done_key, ev["t0"][done]))
+    starts = np.flatnonzero(calls & isin(STARTS) & (ev["req"] > 0))
+    start_key = _op_key(ev, starts)
+
+    # --- sends: where the message leaves, and the record that says where it goes
+    s_block = np.flatnonzero(calls & isin(SEND_BLOCKING) & (ev["dst"] >= 0))
+    s_nb = np.flatnonzero(calls & isin(SEND_NONBLOCKING) & (ev["dst"] >= 0))
+    init = np.flatnonzero(calls & isin(SEND_PERSISTENT) & (ev["dst"] >= 0))
+    at = _join(start_key, _op_key(ev, init))
+    s_pers, s_pers_init = starts[at >= 0], init[at[at >= 0]]
+    s_ev = np.r_[s_block, s_nb, s_pers].astype(np.int64)
+    s_def = np.r_[s_block, s_nb, s_pers_init].astype(np.int64)
+    s_time = ev["t0"][s_ev]
+    s_src = ev["rank"][s_ev].astype(np.int32)
+    s_dst, s_tag, s_comm = ev["dst"][s_def], ev["stag"][s_def], ev["comm"][s_def]
+    # bytes of nonblocking and persistent sends are known at their completion
+    s_bytes = ev["sent"][s_def].copy()
+    nb = np.r_[np.zeros(len(s_block), bool), np.ones(len(s_nb) + len(s_pers), bool)]
+    nb_idx = np.flatnonzero(nb)
+    nb_key = _op_key(ev, s_def[nb_idx])
+    nb_k = _combine(nb_key, _nth(nb_key, s_time[nb_idx]))
+    hit = _join(nb_k, done_k)
+    s_bytes[nb_idx[hit >= 0]] = ev["sent"][done[hit[hit >= 0]]]
+
+    # --- receives: blocking ones are one record; nonblocking ones a post (or a start) and a
+    # completion, which has the actual source and tag
+    r_block = np.flatnonzero(calls & isin(RECV_BLOCKING) & (ev["src"] >= 0))
+    recv_done = done[np.isin(ev["fn"][done], tl.fn_ids(_with_large(RECV_NONBLOCKING | RECV_PERSISTENT)))
+                     & (ev["src"][done] >= 0)]
+    rd_key = _op_key(ev, recv_done)
+    rd_nth = _nth(rd_key, ev["t0"][recv_done])
+    posts = np.flatnonzero(calls & (isin(RECV_NONBLOCKING) | isin(RECV_PERSISTENT)))
+    post = _join(rd_key, _op_key(ev, posts))
+    ok = post >= 0
+    recv_done, rd_key, rd_nth, post = recv_done[ok], rd_key[ok], rd_nth[ok], posts[post[ok]]
+    post_t = ev["t0"][post].copy()
+    st = _join(_combine(rd_key, rd_nth), _combine(start_key, _nth(start_key, ev["t0"][starts])))
+    post_t[st >= 0] = ev["t0"][starts[st[st >= 0]]]  # persistent: its k-th start
+    r_ev = np.r_[r_block, recv_done].astype(np.int64)
+    r_post = np.r_[ev["t0"][r_block], post_t]
+    r_done = np.r_[ev["t1"][r_block], ev["t0"][recv_done]]
+    r_comm = np.r_[ev["comm"][r_block], np.where(ev["comm"][recv_done] > 0, ev["comm"][recv_done], ev["comm"][post])]
+    r_src = np.r_[ev["src"][r_block], ev["src"][recv_done]]
+    r_tag = np.r_[ev["rtag"][r_block], ev["rtag"][recv_done]]
+    r_dst = ev["rank"][r_ev].astype(np.int32)
+    ks = _key(s_comm, s_src, s_dst, s_tag)
+    kr = _key(r_comm.astype(np.uint32), r_src.astype(np.int32), r_dst, r_tag.astype(np.int32))
+    si, ri, us, ur = _pair(ks, s_time, kr, r_post)
+    return Messages(s_ev[si], r_ev[ri], s_time[si], r_post[ri], r_done[ri], s_src[si], s_dst[si], s_tag[si],
+                    s_bytes[si], us, ur)
+
+
+# ------------------------------------------------------------------------------------- collectives
+def collective_instances(tl: Timeline) -> Collectives:
+    """Group blocking collective calls into instances: the k-th call on a communicator of every
+    member is the same instance (MPI requires the same order on all members)."""
+    ev = tl.ev
+    coll_ids = np.array([i for i, (n, c) in enumerate(zip(tl.functions, tl.classes))
+                         if c == "collective" and not n.startswith("MPI_I") and not n.endswith("_init")],
+                        dtype=np.uint16)
+    idx = np.flatnonzero((ev["kind"] == reader.CALL) & np.isin(ev["fn"], coll_ids))
+    if len(idx) == 0:
+        e = np.empty(0)
+        return Collectives(e.astype(np.int64), e.astype(np.int64), e.astype(np.int32), e, e, e, e.astype(np.uint16))
+    order = np.lexsort((ev["t0"][idx], ev["rank"][idx], ev["comm"][idx]))
+    idx = idx[order]
+    comm, rank = ev["comm"][idx], ev["rank"][idx]
+    first = np.r_[True, (comm[1:] != comm[:-1]) | (rank[1:] != rank[:-1])]
+    group_start = np.flatnonzero(first)
+    k = np.arange(len(idx)) - np.repeat(group_start, np.diff(np.r_[group_start, len(idx)]))
+    key = (comm.astype(np.uint64) << np.uint64(32)) | k.astype(np.uint64)
+    uniq, inst = np.unique(key, return_inverse=True)
+    arrive, leave = ev["t0"][idx], ev["t1"][idx]
+    last = np.full(len(uniq), -np.inf)
+    np.maximum.at(last, inst, arrive)
+    return Collectives(inst, idx, rank.astype(np.int32), arrive, leave, last[inst], ev["fn"][idx])

@@ -1,0 +1,498 @@
+/* Trace mode: a record of every MPI call, request completion, region and counter update, in
+ * fixed-size binary events (64 bytes) written to trace/rank-NNNNNN.bin.
+ *
+ * Each thread fills its own buffers (no lock per event); a full buffer is handed to a background
+ * writer thread, which appends it to the rank's file as one block; the thread goes on in another
+ * buffer and waits only when all of its buffers are in the writer's queue (memory stays bounded:
+ * MPILENS_TRACE_BUFFERS x MPILENS_TRACE_BUFFER_KB per thread). At MPI_Finalize, exit or a fatal
+ * signal the buffers are written out directly; a block cut short by a kill is detected by the
+ * reader from its header and skipped.
+ *
+ * File layout (host byte order), a sequence of blocks:
+ *   "MLTH0001" JSON "MLTE0001"        head: rank, size, clock reference, function names
+ *   "MLTB0001" u32 thread, u32 count, u64 block number, u64 tick, u64 ns, then count events
+ *   "MLTM0001" JSON "MLTE0001"        trailer: clock, offsets to rank 0, names of regions/counters
+ * python/mpilens/trace/reader.py reads it. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "ml.h"
+
+enum { TEV_CALL = 1, TEV_DONE = 2, TEV_REGION_BEGIN = 3, TEV_REGION_END = 4, TEV_COUNTER = 5 };
+enum { BUF_FREE = 0, BUF_FILLING = 1, BUF_QUEUED = 2, BUF_WRITING = 3 };
+
+typedef struct ml_tev {
+    uint64_t t0, t1;    /* ticks */
+    uint16_t kind, fn;  /* fn: function id, region path or counter id */
+    uint32_t comm;      /* communicator uid (low bits) */
+    int32_t dst, src;   /* world ranks; -1: none */
+    int32_t stag, rtag;
+    int64_t sent, recv; /* bytes; counters: the value's bits in sent */
+    uint64_t req;       /* operation number (thread << 48 | sequence): links a start to its end */
+} ml_tev_t;
+_Static_assert(sizeof(ml_tev_t) == 64, "trace events are 64 bytes");
+
+typedef struct ml_tbuf {
+    int state;
+    uint32_t thread;
+    uint32_t n;       /* events committed by the filling thread */
+    uint32_t flushed; /* events already written (the writer flushes filling buffers periodically) */
+    int busy;         /* held by whoever writes from this buffer: the writer or a dying process */
+    struct ml_tbuf *next;
+    ml_tev_t ev[];
+} ml_tbuf_t;
+
+static int fd = -1;
+static uint32_t capacity, nbuffers;
+static uint64_t blocks_written;
+static pthread_t writer;
+static int writer_running, stopping;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t queued = PTHREAD_COND_INITIALIZER, freed = PTHREAD_COND_INITIALIZER;
+static ml_tbuf_t *qhead, *qtail;
+static uint32_t threads_seen;
+static int64_t offset_init_ns, offset_end_ns; /* this rank's clock minus rank 0's */
+static uint64_t offset_init_at, offset_end_at;
+static char path[4300];
+
+/* ------------------------------------------------------------------------------- writing */
+/* Write the events of b from `flushed` to `n` as one block. The caller holds b->busy. */
+static void write_block(ml_tbuf_t *b)
+{
+    const uint32_t n = __atomic_load_n(&b->n, __ATOMIC_ACQUIRE);
+    if (n <= b->flushed) return;
+    struct {
+        char magic[8];
+        uint32_t thread, count;
+        uint64_t number, tick, ns;
+    } head;
+    memcpy(head.magic, "MLTB0001", 8);
+    head.thread = b->thread;
+    head.count = n - b->flushed;
+    head.number = __atomic_fetch_add(&blocks_written, 1, __ATOMIC_RELAXED);
+    head.tick = ml_now();
+    head.ns = ml_clock_ns();
+    struct iovec v[2] = {{&head, sizeof head}, {b->ev + b->flushed, (size_t)head.count * sizeof(ml_tev_t)}};
+    /* one writev per block on an O_APPEND file: blocks of several threads never interleave; a
+     * short write (full disk, killed) leaves a block the reader recognizes as cut and skips */
+    if (writev(fd, v, 2) < 0) ml_g.trace_write_errors++;
+    b->flushed = n;
+}
+
+static int try_hold(ml_tbuf_t *b) { return !__atomic_exchange_n(&b->busy, 1, __ATOMIC_ACQUIRE); }
+static void release(ml_tbuf_t *b) { __atomic_store_n(&b->busy, 0, __ATOMIC_RELEASE); }
+
+/* Write what the threads have put in their current buffers so far: a process killed without
+ * warning (SIGKILL) then loses at most one flush period of events. */
+static void flush_filling(void)
+{
+    for (ml_thread_t *t = __atomic_load_n(&ml_g.threads, __ATOMIC_ACQUIRE); t; t = t->next)
+        for (uint32_t i = 0; i < nbuffers && i < 8; i++) {
+            ml_tbuf_t *b = t->tbufs[i];
+            if (b && __atomic_load_n(&b->state, __ATOMIC_ACQUIRE) == BUF_FILLING && try_hold(b)) {
+                write_block(b);
+                release(b);
+            }
+        }
+}
+
+static void *writer_main(void *arg)
+{
+    (void)arg;
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL); /* signals are for the application's threads */
+    const long period_ms = ml_g.config.trace_flush_ms;
+    for (;;) {
+        pthread_mutex_lock(&lock);
+        if (qhead == NULL && !stopping) {
+            struct timespec until;
+            clock_gettime(CLOCK_REALTIME, &until);
+            until.tv_sec += period_ms / 1000;
+            until.tv_nsec += (period_ms % 1000) * 1000000L;
+            if (until.tv_nsec >= 1000000000L) {
+                until.tv_sec++;
+                until.tv_nsec -= 1000000000L;
+            }
+            pthread_cond_timedwait(&queued, &lock, &until);
+        }
+        ml_tbuf_t *b = qhead;
+        if (b != NULL) {
+            qhead = b->next;
+            if (qhead == NULL) qtail = NULL;
+        }
+        const int stop = stopping;
+        pthread_mutex_unlock(&lock);
+        if (b == NULL) {
+            if (stop) break;
+            flush_filling();
+            continue;
+        }
+        int expect = BUF_QUEUED;
+        if (__atomic_compare_exchange_n(&b->state, &expect, BUF_WRITING, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+            while (!try_hold(b)) {} /* a dying process may be writing it: wait for it */
+            write_block(b);
+            b->n = b->flushed = 0;
+            release(b);
+            __atomic_store_n(&b->state, BUF_FREE, __ATOMIC_RELEASE);
+        }
+        pthread_mutex_lock(&lock);
+        pthread_cond_broadcast(&freed);
+        pthread_mutex_unlock(&lock);
+    }
+    return NULL;
+}
+
+static void enqueue(ml_tbuf_t *b)
+{
+    __atomic_store_n(&b->state, BUF_QUEUED, __ATOMIC_RELEASE);
+    pthread_mutex_lock(&lock);
+    b->next = NULL;
+    if (qtail)
+        qtail->next = b;
+    else
+        qhead = b;
+    qtail = b;
+    pthread_cond_signal(&queued);
+    pthread_mutex_unlock(&lock);
+}
+
+/* The thread's buffer is full: queue it and continue in a free one, waiting if there is none. */
+static ml_tbuf_t *swap(ml_thread_t *t)
+{
+    if (t->tcur != NULL) enqueue(t->tcur);
+    t->tcur = NULL;
+    for (;;) {
+        for (uint32_t i = 0; i < nbuffers; i++) {
+            ml_tbuf_t *b = t->tbufs[i];
+            int expect = BUF_FREE;
+            if (b && __atomic_compare_exchange_n(&b->state, &expect, BUF_FILLING, 0, __ATOMIC_ACQ_REL,
+                                                 __ATOMIC_RELAXED)) {
+                t->tcur = b; /* emptied by the writer: n == flushed == 0 */
+                return b;
+            }
+        }
+        pthread_mutex_lock(&lock);
+        pthread_cond_wait(&freed, &lock);
+        pthread_mutex_unlock(&lock);
+    }
+}
+
+static ml_tev_t *slot(ml_thread_t *t)
+{
+    ml_tbuf_t *b = t->tcur;
+    if (ML_UNLIKELY(b == NULL || b->n == capacity)) b = swap(t);
+    return &b->ev[b->n];
+}
+
+/* The event is complete: count it (a writer or a signal handler may copy the buffer any time). */
+static void commit(ml_thread_t *t)
+{
+    __atomic_store_n(&t->tcur->n, t->tcur->n + 1, __ATOMIC_RELEASE);
+}
+
+/* ------------------------------------------------------------------------------- events */
+static uint32_t comm_uid(MPI_Comm comm)
+{
+    if (comm == MPI_COMM_NULL) return 0;
+    const ml_comm_t *c = ml_comm_get(comm);
+    return c ? (uint32_t)c->uid : 0;
+}
+
+static int world(MPI_Comm comm, int rank)
+{
+    if (rank < 0 || comm == MPI_COMM_NULL) return -1; /* MPI_PROC_NULL, MPI_ANY_SOURCE, MPI_ROOT */
+    return ml_world_rank(comm, rank);
+}
+
+void ml_trace_call(ml_thread_t *t, const ml_call_t *c)
+{
+    ml_tev_t *e = slot(t);
+    e->t0 = c->t0;
+    e->t1 = c->t1;
+    e->kind = TEV_CALL;
+    e->fn = (uint16_t)c->fn;
+    e->comm = comm_uid(c->comm);
+    e->dst = world(c->comm, c->dst);
+    e->src = world(c->comm, c->status ? c->status->MPI_SOURCE : c->src);
+    e->stag = c->stag;
+    e->rtag = c->status ? c->status->MPI_TAG : c->rtag;
+    e->sent = c->sent;
+    e->recv = c->recv;
+    e->req = c->req;
+    commit(t);
+}
+
+void ml_trace_plain(ml_thread_t *t, int fn, uint64_t t0, uint64_t t1)
+{
+    const ml_call_t c = {.fn = fn, .t0 = t0, .t1 = t1, .comm = MPI_COMM_NULL, .dst = -1, .src = -1};
+    ml_trace_call(t, &c);
+}
+
+void ml_trace_done(ml_thread_t *t, const ml_req_t *r, const MPI_Status *st, int64_t sent, int64_t recv)
+{
+    ml_tev_t *e = slot(t);
+    e->t0 = e->t1 = t->done_at;
+    e->kind = TEV_DONE;
+    e->fn = r->fn;
+    e->comm = r->comm ? (uint32_t)r->comm->uid : 0;
+    e->dst = r->peer;
+    e->src = -1;
+    if (st != NULL && st->MPI_SOURCE >= 0 && r->comm != NULL && r->comm->world != NULL &&
+        st->MPI_SOURCE < (r->comm->is_inter ? r->comm->remote_size : r->comm->size))
+        e->src = r->comm->world[st->MPI_SOURCE];
+    e->stag = 0;
+    e->rtag = st ? st->MPI_TAG : 0;
+    e->sent = sent;
+    e->recv = recv;
+    e->req = r->seq;
+    commit(t);
+}
+
+void ml_trace_region(ml_thread_t *t, int begin, uint32_t path_id)
+{
+    ml_tev_t *e = slot(t);
+    memset(e, 0, sizeof *e);
+    e->t0 = e->t1 = ml_now();
+    e->kind = begin ? TEV_REGION_BEGIN : TEV_REGION_END;
+    e->fn = (uint16_t)path_id;
+    e->dst = e->src = -1;
+    commit(t);
+}
+
+void ml_trace_counter(ml_thread_t *t, uint32_t id, double value)
+{
+    ml_tev_t *e = slot(t);
+    memset(e, 0, sizeof *e);
+    e->t0 = e->t1 = ml_now();
+    e->kind = TEV_COUNTER;
+    e->fn = (uint16_t)id;
+    e->dst = e->src = -1;
+    memcpy(&e->sent, &value, sizeof value);
+    commit(t);
+}
+
+/* ------------------------------------------------------------------------------- clocks */
+/* This rank's clock (CLOCK_MONOTONIC, ns) minus rank 0's, from the fastest of a few round trips
+ * (half the round trip assumed each way). Collective over the tool's communicator. */
+static int64_t measure_offset(void)
+{
+    const int rounds = 8;
+    int64_t offset = 0;
+    if (ml_g.rank == 0) {
+        for (int r = 1; r < ml_g.size; r++) {
+            uint64_t best_rtt = UINT64_MAX;
+            int64_t best = 0;
+            for (int k = 0; k < rounds; k++) {
+                int64_t remote = 0;
+                const uint64_t a = ml_clock_ns();
+                PMPI_Send(NULL, 0, MPI_BYTE, r, 20, ml_g.comm);
+                PMPI_Recv(&remote, 1, MPI_INT64_T, r, 21, ml_g.comm, MPI_STATUS_IGNORE);
+                const uint64_t b = ml_clock_ns();
+                if (b - a < best_rtt) {
+                    best_rtt = b - a;
+                    best = remote - (int64_t)(a + (b - a) / 2);
+                }
+            }
+            PMPI_Send(&best, 1, MPI_INT64_T, r, 22, ml_g.comm);
+        }
+    } else {
+        for (int k = 0; k < rounds; k++) {
+            PMPI_Recv(NULL, 0, MPI_BYTE, 0, 20, ml_g.comm, MPI_STATUS_IGNORE);
+            const int64_t now = (int64_t)ml_clock_ns();
+            PMPI_Send(&now, 1, MPI_INT64_T, 0, 21, ml_g.comm);
+        }
+        PMPI_Recv(&offset, 1, MPI_INT64_T, 0, 22, ml_g.comm, MPI_STATUS_IGNORE);
+    }
+    return offset;
+}
+
+/* ------------------------------------------------------------------------------- metadata */
+/* JSON with strings and integers only, through the signal-safe sink of payload.c. */
+static void put(ml_sink_t *s, const char *text) { ml_sink_put(s, text, strlen(text)); }
+static void put_int(ml_sink_t *s, int64_t v)
+{
+    char buf[24];
+    int n = 0;
+    uint64_t u = v < 0 ? (uint64_t)(-(v + 1)) + 1 : (uint64_t)v;
+    do {
+        buf[sizeof buf - 1 - n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0) buf[sizeof buf - 1 - n++] = '-';
+    ml_sink_put(s, buf + sizeof buf - n, (size_t)n);
+}
+static void put_string(ml_sink_t *s, const char *text)
+{
+    put(s, "\"");
+    for (; *text; text++) {
+        const unsigned char c = (unsigned char)*text;
+        if (c == '"' || c == '\\') {
+            char e[2] = {'\\', (char)c};
+            ml_sink_put(s, e, 2);
+        } else if (c >= 0x20) {
+            ml_sink_put(s, text, 1);
+        }
+    }
+    put(s, "\"");
+}
+
+/* trailer: 0 head, 1 trailer of a rank that reached MPI_Finalize, 2 trailer of one that did not */
+static void write_json_block(const char *magic, int trailer)
+{
+    static char buffer[1 << 16];
+    ml_sink_t s = {buffer, 0, sizeof buffer, fd, 0};
+    const uint64_t tick = ml_now(), ns = ml_clock_ns();
+    /* the block's length is not known before the JSON is written: mark the end instead */
+    ml_sink_put(&s, magic, 8);
+    put(&s, "{\"rank\": ");
+    put_int(&s, ml_g.rank);
+    put(&s, ", \"nranks\": ");
+    put_int(&s, ml_g.size);
+    put(&s, ", \"mpi\": \"" ML_MPI_FLAVOR "\", \"tick0\": ");
+    put_int(&s, (int64_t)ml_g.t_init_end);
+    put(&s, ", \"ns0\": ");
+    put_int(&s, (int64_t)ml_g.ns_init_end);
+    put(&s, ", \"tick1\": ");
+    put_int(&s, (int64_t)tick);
+    put(&s, ", \"ns1\": ");
+    put_int(&s, (int64_t)ns);
+    put(&s, ", \"offset_ns\": [[");
+    put_int(&s, (int64_t)offset_init_at);
+    put(&s, ", ");
+    put_int(&s, offset_init_ns);
+    put(&s, "]");
+    if (trailer && offset_end_at) {
+        put(&s, ", [");
+        put_int(&s, (int64_t)offset_end_at);
+        put(&s, ", ");
+        put_int(&s, offset_end_ns);
+        put(&s, "]");
+    }
+    put(&s, "], \"functions\": [");
+    for (int f = 0; f < ML_NFUNC; f++) {
+        if (f) put(&s, ", ");
+        put_string(&s, ml_fn_name[f]);
+    }
+    put(&s, "], \"classes\": [");
+    for (int f = 0; f < ML_NFUNC; f++) {
+        if (f) put(&s, ", ");
+        put_string(&s, ml_class_name[ml_fn_class[f]]);
+    }
+    put(&s, "]");
+    if (trailer) {
+        put(&s, ", \"regions\": [");
+        for (uint32_t p = 0; p < ml_region_count(); p++) {
+            put(&s, p ? ", [" : "[");
+            put_int(&s, p == 0 ? -1 : (int64_t)ml_region_parent(p));
+            put(&s, ", ");
+            put_string(&s, ml_region_name(p));
+            put(&s, "]");
+        }
+        put(&s, "], \"counters\": [");
+        for (uint32_t c = 0; c < ml_counter_count(); c++) {
+            put(&s, c ? ", [" : "[");
+            put_string(&s, ml_counter_name(c));
+            put(&s, ml_counter_kind(c) == ML_COUNTER_SUM ? ", \"sum\"]" : ", \"last\"]");
+        }
+        put(&s, "], \"threads\": ");
+        put_int(&s, threads_seen);
+        put(&s, ", \"complete\": ");
+        put(&s, trailer == 1 ? "true" : "false");
+    }
+    put(&s, "}\n");
+    ml_sink_put(&s, "MLTE0001", 8); /* end of the JSON block */
+    ml_sink_flush(&s);
+}
+
+/* ------------------------------------------------------------------------------- lifetime */
+int ml_trace_init(void)
+{
+    capacity = (uint32_t)(ml_g.config.trace_buffer_kb * 1024 / sizeof(ml_tev_t));
+    nbuffers = (uint32_t)ml_g.config.trace_buffers;
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s/trace", ml_g.outdir);
+    if (ml_g.rank == 0 && mkdir(dir, 0777) != 0 && errno != EEXIST) return -1;
+    PMPI_Barrier(ml_g.comm);
+    snprintf(path, sizeof path, "%s/rank-%06d.bin", dir, ml_g.rank);
+    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0666);
+    if (fd < 0) return -1;
+    offset_init_ns = measure_offset();
+    offset_init_at = ml_clock_ns();
+    write_json_block("MLTH0001", 0);
+    if (pthread_create(&writer, NULL, writer_main, NULL) != 0) return -1;
+    writer_running = 1;
+    return 0;
+}
+
+/* Give a thread its buffers, at its first MPI call. */
+void ml_trace_thread(ml_thread_t *t)
+{
+    if (fd < 0) return;
+    t->index = __atomic_fetch_add(&threads_seen, 1, __ATOMIC_RELAXED);
+    const size_t size = sizeof(ml_tbuf_t) + (size_t)capacity * sizeof(ml_tev_t);
+    for (uint32_t i = 0; i < nbuffers && i < 8; i++) {
+        void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) break;
+        t->tbufs[i] = p;
+        t->tbufs[i]->thread = t->index;
+    }
+    if (t->tbufs[0] != NULL) t->trace = 1;
+}
+
+static void flush_all_direct(void)
+{
+    /* write what every buffer of every thread holds and nobody has written yet; a buffer the
+     * writer thread is writing at this moment is left to it */
+    for (ml_thread_t *t = __atomic_load_n(&ml_g.threads, __ATOMIC_ACQUIRE); t; t = t->next)
+        for (uint32_t i = 0; i < nbuffers && i < 8; i++) {
+            ml_tbuf_t *b = t->tbufs[i];
+            if (b && try_hold(b)) {
+                write_block(b);
+                release(b);
+            }
+        }
+}
+
+void ml_trace_finish(void)
+{
+    if (fd < 0) return;
+    offset_end_ns = measure_offset();
+    offset_end_at = ml_clock_ns();
+    for (ml_thread_t *t = __atomic_load_n(&ml_g.threads, __ATOMIC_ACQUIRE); t; t = t->next)
+        if (t->tcur && t->tcur->n) {
+            enqueue(t->tcur);
+            t->tcur = NULL;
+        }
+    if (writer_running) {
+        pthread_mutex_lock(&lock);
+        stopping = 1;
+        pthread_cond_signal(&queued);
+        pthread_mutex_unlock(&lock);
+        pthread_join(writer, NULL);
+        writer_running = 0;
+    }
+    flush_all_direct();
+    write_json_block("MLTM0001", 1);
+    close(fd);
+    fd = -1;
+    for (ml_thread_t *t = __atomic_load_n(&ml_g.threads, __ATOMIC_ACQUIRE); t; t = t->next) t->trace = 0;
+}
+
+/* The process is ending abnormally (signal, exit, MPI_Abort): write what is in memory. */
+void ml_trace_emergency(void)
+{
+    if (fd < 0) return;
+    flush_all_direct();
+    write_json_block("MLTM0001", 2);
+    fd = -1;
+}

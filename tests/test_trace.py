@@ -1,0 +1,254 @@
+"""Trace mode: known timelines give the right findings; every message has exactly one arrow;
+exports are valid; a killed job leaves a readable trace."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import MPILENS, fn, job_env, launcher, run_example
+from mpilens.trace import findings, reader, timeline
+
+TRACE = {"MPILENS_MODE": "profile,trace"}
+LAMMPS_INDENT = Path("/usr/share/lammps/examples/indent")
+
+
+def traced(mpi: str, name: str, np_: int, tmp_path: Path, args: list[str]) -> timeline.Timeline:
+    job = run_example(mpi, name, np_, tmp_path, args, settings=TRACE)
+    tl = timeline.load(job.rundir)
+    assert tl.complete and tl.problems == []
+    return tl
+
+
+WARMUP_TAG = 99  # patterns.c: every pair exchanges once before the patterns (connection setup)
+
+
+def by_kind(found, kind):
+    """Findings of a kind, leaving out the warm-up exchange of patterns.c."""
+    return [f for f in found if f.kind == kind and f.evidence.get("tag") != WARMUP_TAG]
+
+
+@pytest.mark.parametrize("delay_ms", [30])
+def test_late_sender(mpi, tmp_path, delay_ms):
+    tl = traced(mpi, "patterns", 2, tmp_path, ["late_sender", str(delay_ms), "3"])
+    late = by_kind(findings.find(tl), "late_sender")
+    assert len(late) == 3, [f.message for f in late]
+    for f in late:
+        assert (f.evidence["receiver"], f.evidence["sender"], f.bytes) == (0, 1, 4096)
+        assert f.duration_s == pytest.approx(delay_ms * 1e-3, rel=0.10), f.message
+
+
+def test_late_receiver(mpi, tmp_path):
+    delay_ms = 30
+    tl = traced(mpi, "patterns", 2, tmp_path, ["late_receiver", str(delay_ms), "3"])
+    late = by_kind(findings.find(tl), "late_receiver")
+    assert len(late) == 3, [f.message for f in late]
+    for f in late:
+        assert (f.evidence["sender"], f.evidence["receiver"], f.bytes) == (0, 1, 4096)
+        assert f.duration_s == pytest.approx(delay_ms * 1e-3, rel=0.10), f.message
+
+
+def test_late_barrier(mpi, tmp_path):
+    # two ranks on the two cores: a third would share a core with the late one and slow its work
+    delay_ms, np_ = 40, 2
+    tl = traced(mpi, "patterns", np_, tmp_path, ["late_barrier", str(delay_ms), "3"])
+    waits = [f for f in by_kind(findings.find(tl), "collective_wait") if f.evidence["function"] == "MPI_Barrier"]
+    assert len(waits) >= 3, [f.message for f in waits]
+    for f in waits[:3]:
+        assert f.evidence["late_rank"] == np_ - 1 and f.rank != np_ - 1
+        assert f.duration_s == pytest.approx(delay_ms * 1e-3, rel=0.10), f.message
+
+
+def test_balanced_halo_has_no_late_partner(mpi, tmp_path):
+    tl = traced(mpi, "patterns", 2, tmp_path, ["halo", "20", "5"])
+    found = findings.find(tl)
+    assert not [f for f in found if f.kind in ("late_sender", "late_receiver") and f.duration_s > 2e-3], \
+        [f.message for f in found]
+    # two sends per rank and repetition, and the warm-up exchange, all matched
+    assert len(tl.messages.send_ev) == 2 * 2 * 5 + 2
+
+
+def check_chrome(path: Path) -> dict:
+    """Structure of a Trace Event Format file; returns counts per phase."""
+    doc = json.loads(path.read_text())
+    events = doc["traceEvents"]
+    phases: dict[str, int] = {}
+    last_ts: dict[tuple[int, int], float] = {}
+    flows: dict[int, list[str]] = {}
+    for e in events:
+        phases[e["ph"]] = phases.get(e["ph"], 0) + 1
+        assert e["ph"] in ("M", "X", "s", "f", "C"), e
+        assert isinstance(e["pid"], int)
+        if e["ph"] == "M":
+            continue
+        assert e["ts"] >= 0
+        if e["ph"] == "X":
+            assert e["dur"] >= 0 and isinstance(e["tid"], int) and e["name"]
+        if e["ph"] in ("X", "s", "f"):
+            key = (e["pid"], e["tid"])
+            assert e["ts"] >= last_ts.get(key, 0.0), f"timestamps go back on {key}: {e}"
+            last_ts[key] = e["ts"]
+        if e["ph"] in ("s", "f"):
+            flows.setdefault(e["id"], []).append(e["ph"])
+    assert all(v == ["s", "f"] or v == ["f", "s"] for v in flows.values()), "each arrow has one start and one end"
+    starts = {e["id"]: e for e in events if e["ph"] == "s"}
+    for e in events:
+        if e["ph"] == "f":
+            assert e["ts"] >= starts[e["id"]]["ts"], "an arrow points backwards"
+    return phases
+
+
+def test_every_send_has_one_arrow(mpi, tmp_path):
+    n, size, np_ = 6, 2000, 4
+    job = run_example(mpi, "ring", np_, tmp_path, [str(n), str(size)], settings=TRACE)
+    tl = timeline.load(job.rundir)
+    m = tl.messages
+    assert len(m.send_ev) == n * np_ and m.unmatched_sends == 0 and m.unmatched_recvs == 0
+    assert sorted(zip(m.src.tolist(), m.dst.tolist())) == sorted((r, (r + 1) % np_) for r in range(np_) for _ in range(n))
+    assert set(m.bytes.tolist()) == {size}
+    # the profile's point-to-point matrix counts the same messages
+    assert sum(e["messages"] for e in job.profile["matrix"]) == len(m.send_ev)
+    out = tmp_path / "ring.json"
+    p = subprocess.run([str(MPILENS), "trace", str(job.rundir), "--format", "chrome", "-o", str(out), "--quiet"],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    phases = check_chrome(out)
+    assert phases["s"] == phases["f"] == n * np_
+    calls = sum(sum(c for c in f["calls"]) for f in job.profile["functions"].values())
+    assert phases["X"] == calls + 2 * np_  # every MPI call, and the two regions of each rank
+
+
+def test_nonblocking_arrows(mpi, tmp_path):
+    """The stencil's Isend/Irecv/Waitall halo (a 2 x 2 grid, not periodic: 2 neighbours per rank,
+    one message each way per iteration) is matched message by message."""
+    tl = traced(mpi, "stencil", 4, tmp_path, ["32", "12"])
+    m = tl.messages
+    assert len(m.send_ev) == 4 * 2 * 12 and m.unmatched_sends == 0 and m.unmatched_recvs == 0
+    assert (m.recv_t >= m.send_t).all()
+
+
+@pytest.mark.parametrize("phase,per_pair", [("persistent", 6), ("wildcard", None), ("split", None)])
+def test_persistent_wildcard_and_subcommunicator_arrows(mpi, tmp_path, phase, per_pair):
+    """Persistent sends (each MPI_Start is a message), wildcard receives (source and tag from the
+    status), and sends on split communicators (world ranks) are all matched, as many as the
+    profile counts."""
+    job = run_example(mpi, "traffic_p2p", 4, tmp_path, [phase, "6", "100"], settings=TRACE)
+    tl = timeline.load(job.rundir)
+    m = tl.messages
+    assert m.unmatched_sends == 0 and m.unmatched_recvs == 0
+    assert len(m.send_ev) == sum(e["messages"] for e in job.profile["matrix"])
+    if per_pair:
+        assert len(m.send_ev) == 4 * per_pair
+
+
+def test_lammps_trace(tmp_path):
+    """LAMMPS indent on 4 ranks (Open MPI): the Chrome export is valid and its arrows are the
+    profile's point-to-point messages."""
+    work = tmp_path / "indent"
+    shutil.copytree(LAMMPS_INDENT, work)
+    text = (work / "in.indent").read_text().replace("run\t\t30000", "run\t\t3000").replace("run 30000", "run 3000")
+    (work / "in.indent").write_text(text)
+    run = tmp_path / "run"
+    p = subprocess.run([str(MPILENS), "run", "-o", str(run), "--mode", "trace", "--", "mpirun.openmpi",
+                        "--oversubscribe", "-np", "4", "lmp", "-in", "in.indent", "-log", "none"], cwd=work,
+                       env=job_env(), capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr
+    out = tmp_path / "lammps.json"
+    q = subprocess.run([str(MPILENS), "trace", str(run), "--format", "chrome", "-o", str(out), "--json", "--quiet"],
+                       capture_output=True, text=True)
+    assert q.returncode == 0, q.stderr
+    summary = json.loads(q.stdout)
+    profile = json.loads((run / "profile.json").read_text())
+    p2p = sum(e["messages"] for e in profile["matrix"])
+    assert summary["messages"] == p2p and summary["unmatched_sends"] == 0 and summary["unmatched_receives"] == 0
+    phases = check_chrome(out)
+    assert phases["s"] == phases["f"] == p2p
+    assert summary["collective_instances"] > 0
+
+
+def test_exports(tmp_path):
+    job = run_example("mpich", "patterns", 2, tmp_path, ["halo", "1", "4"], settings=TRACE)
+    tl = timeline.load(job.rundir)
+    out = tmp_path / "t.parquet"
+    assert subprocess.run([str(MPILENS), "trace", str(job.rundir), "--format", "parquet", "-o", str(out), "--quiet"],
+                          capture_output=True).returncode == 0
+    import pyarrow.parquet as pq
+
+    t = pq.read_table(out)
+    assert t.num_rows == len(tl.ev)
+    assert set(t.column("name").to_pylist()) >= {"MPI_Isend", "MPI_Irecv", "MPI_Waitall", "MPI_Barrier"}
+    assert pq.read_table(tmp_path / "t.messages.parquet").num_rows == 2 * 2 * 4 + 2  # with the warm-up
+    archive = tmp_path / "otf2"
+    q = subprocess.run([str(MPILENS), "trace", str(job.rundir), "--format", "otf2", "-o", str(archive), "--quiet"],
+                       capture_output=True, text=True)
+    assert q.returncode == 0, q.stderr
+    import otf2
+
+    sends = recvs = enters = 0
+    with otf2.reader.open(str(archive / "traces.otf2")) as trace:
+        assert len(list(trace.definitions.location_groups)) == 2
+        for _, event in trace.events:
+            sends += isinstance(event, otf2.events.MpiSend)
+            recvs += isinstance(event, otf2.events.MpiRecv)
+            enters += isinstance(event, otf2.events.Enter)
+    assert sends == recvs == 2 * 2 * 4 + 2
+    calls = sum(sum(f["calls"]) for f in job.profile["functions"].values())
+    assert enters == calls
+
+
+def test_killed_job_leaves_a_readable_trace(mpi, tmp_path):
+    from test_bad_input import children, kill_env, read_until
+
+    out = tmp_path / "run"
+    cmd = [str(MPILENS), "run", "-o", str(out), "--mode", "trace", "--", *launcher(mpi, 2),
+           str(Path(__file__).parents[1] / "build" / mpi / "examples" / "sleeper"), "-n", "100000", "-s", "10"]
+    proc = subprocess.Popen(cmd, env=kill_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        read_until(proc, r"^step 5$", timeout=120)
+        os.kill(children(proc.pid)[0], signal.SIGTERM)
+        proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    files = sorted((out / "trace").glob("rank-*.bin"))
+    assert files
+    tl = timeline.load(out)
+    assert not tl.complete
+    r0 = tl.ev[tl.ev["rank"] == 0]
+    allreduce = tl.functions.index("MPI_Allreduce")
+    assert (r0["fn"] == allreduce).sum() >= 6
+    assert (np.diff(r0["t0"]) >= 0).all()
+
+
+def test_torn_block_is_skipped(tmp_path):
+    job = run_example("openmpi", "ring", 2, tmp_path, ["50", "100"], settings=TRACE)
+    f = job.rundir / "trace" / "rank-000000.bin"
+    whole = reader.read_rank(f)
+    data = f.read_bytes()
+    # cut inside the first event block: the head stays, the block is dropped, no exception
+    cut = data.index(b"MLTB0001") + 40 + 64 * 3 + 10
+    f.write_bytes(data[:cut])
+    torn = reader.read_rank(f)
+    assert len(torn.events) < len(whole.events)
+    assert any("cut short" in p for p in torn.problems)
+    assert torn.trailer is None
+
+
+@pytest.mark.parametrize("name,args", [("threads", ["10", "2048"]), ("ftraffic", [])])
+def test_threads_and_fortran_are_traced(mpi, tmp_path, name, args):
+    """Four threads per rank sending at once (MPI_THREAD_MULTIPLE), and Fortran calls: every
+    message the profile counts has its arrow."""
+    job = run_example(mpi, name, 2 if name == "threads" else 4, tmp_path, args, settings=TRACE)
+    tl = timeline.load(job.rundir)
+    m = tl.messages
+    assert m.unmatched_sends == 0 and m.unmatched_recvs == 0
+    assert len(m.send_ev) == sum(e["messages"] for e in job.profile["matrix"])
+    if name == "threads":
+        assert len(set(tl.ev["thread"].tolist())) >= 4
