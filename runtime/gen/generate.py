@@ -253,8 +253,11 @@ def accounting(fn: str, sem: Semantics, lang: str, req_expr: str, status_expr: s
     return lines
 
 
+ENTER_HOOK = "    if (ML_UNLIKELY(ml_t->observe & ML_OBS_AT_ENTER)) ml_observe_enter(ml_t, ML_FN_{fn});"
+
+
 def trace_line(fn: str, sem: Semantics, r: Roles, status_expr: str) -> str:
-    """The C statement that writes the call's trace record (trace mode only)."""
+    """The C statement that shows the call to the observing modes (trace and the others)."""
     data = sem.moves_data and sem.request is None
     status = status_expr if needs_status(sem) and sem.recv == "status" else "NULL"
     fields = [f".fn = ML_FN_{fn}", ".t0 = ml_t0", ".t1 = ml_t1",
@@ -263,8 +266,8 @@ def trace_line(fn: str, sem: Semantics, r: Roles, status_expr: str) -> str:
               f".stag = {r.stag or '0'}", f".rtag = {r.rtag or '0'}",
               f".sent = {'ml_sent' if data else '0'}", f".recv = {'ml_recv' if data else '0'}",
               f".req = {'ml_seq' if sem.request else '0'}", f".status = {status}"]
-    return ("if (ML_UNLIKELY(ml_t->trace)) { const ml_call_t ml_call = {" + ", ".join(fields) +
-            "}; ml_trace_call(ml_t, &ml_call); }")
+    return ("if (ML_UNLIKELY(ml_t->observe)) { const ml_call_t ml_call = {" + ", ".join(fields) +
+            "}; ml_observe_call(ml_t, &ml_call); }")
 
 
 def after_call(f: standard.StdFunction, sem: Semantics, lang: str, status_expr: str, req_expr: str) -> list[str]:
@@ -312,6 +315,7 @@ def c_wrapper(f: standard.StdFunction, proto: cheader.CPrototype, sem: Semantics
         body.append(f"    {sem.before};")
     if needs_status(sem):
         body += ["    MPI_Status ml_status;", "    if (status == MPI_STATUS_IGNORE) status = &ml_status;"]
+    body.append(ENTER_HOOK.format(fn=f.name))
     body += ["    const uint64_t ml_t0 = ml_now();",
              f"    const {ret} ml_rc = PMPI_{f.name[4:]}({args});",
              "    const uint64_t ml_t1 = ml_now();"]
@@ -395,6 +399,7 @@ def f_wrapper(f: standard.StdFunction, proto: cheader.CPrototype, sem: Semantics
     if needs_status(sem):
         body += ["    MPI_Fint ml_fstatus[ML_F_STATUS_MAX];",
                  "    if (ml_f_status_ignore(status_f)) status_f = ml_fstatus;"]
+    body.append(ENTER_HOOK.format(fn=f.name))
     body += ["    const uint64_t ml_t0 = ml_now();",
              f"    ml_real({', '.join(actuals)});",
              "    const uint64_t ml_t1 = ml_now();"]
@@ -427,7 +432,7 @@ def f_wrapper(f: standard.StdFunction, proto: cheader.CPrototype, sem: Semantics
     if null and sem.request is None:
         body.append(f"        ml_null = {null};")
     if traced:
-        body += ["        if (ML_UNLIKELY(ml_t->trace)) {"] + ["            " + line for line in convert(traced)]
+        body += ["        if (ML_UNLIKELY(ml_t->observe)) {"] + ["            " + line for line in convert(traced)]
         body += ["            " + trace, "        }"]
     else:
         body.append("        " + trace)

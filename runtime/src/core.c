@@ -130,6 +130,7 @@ ml_thread_t *ml_thread_attach(void)
         t->next = head;
     } while (!__atomic_compare_exchange_n(&ml_g.threads, &head, t, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
     ml_tls = t;
+    t->observe = ml_g.observers;
     if (ml_g.tracing) ml_trace_thread(t);
     return t;
 }
@@ -287,7 +288,9 @@ void ml_init_after_mpi_init(int thread_level, uint64_t t_begin)
                 ml_g.outdir, strerror(errno));
     } else if (ml_g.config.mode & ML_MODE_TRACE) {
         ml_g.tracing = 1;
+        ml_g.observers |= ML_OBS_TRACE;
     }
+    ml_observers_start();
     install_exit_paths();
     calib_tick0 = ml_g.t_init_end;
     calib_ns0 = ml_g.ns_init_end;

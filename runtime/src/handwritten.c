@@ -62,6 +62,7 @@ ML_EXPORT int MPI_Wait(MPI_Request *request, MPI_Status *status)
     ml_req_claim(*request, &c);
     MPI_Status local;
     if (ml_claim_needs_status(&c) && status == MPI_STATUS_IGNORE) status = &local;
+    if (measuring && ML_UNLIKELY(t->observe & ML_OBS_AT_ENTER)) ml_observe_enter(t, ML_FN_MPI_Wait);
     const uint64_t t0 = ml_now();
     const int rc = PMPI_Wait(request, status);
     const uint64_t t1 = t->done_at = ml_now();
@@ -82,6 +83,7 @@ ML_EXPORT int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
     ml_req_claim(*request, &c);
     MPI_Status local;
     if (ml_claim_needs_status(&c) && status == MPI_STATUS_IGNORE) status = &local;
+    if (measuring && ML_UNLIKELY(t->observe & ML_OBS_AT_ENTER)) ml_observe_enter(t, ML_FN_MPI_Test);
     const uint64_t t0 = ml_now();
     const int rc = PMPI_Test(request, flag, status);
     const uint64_t t1 = t->done_at = ml_now();
@@ -101,6 +103,7 @@ static int all(int (*wait)(int, MPI_Request *, MPI_Status *), int (*test)(int, M
     ml_thread_t *const t = ml_enter_completion(&measuring);
     if (ML_UNLIKELY(t == NULL)) return wait ? wait(count, reqs, statuses) : test(count, reqs, flag, statuses);
     MPI_Status *st = ml_claim_all(t, count, reqs, statuses);
+    if (measuring && ML_UNLIKELY(t->observe & ML_OBS_AT_ENTER)) ml_observe_enter(t, fn);
     const uint64_t t0 = ml_now();
     const int rc = wait ? wait(count, reqs, st) : test(count, reqs, flag, st);
     const uint64_t t1 = t->done_at = ml_now();
@@ -133,6 +136,7 @@ static int any(int (*wait)(int, MPI_Request *, int *, MPI_Status *),
     MPI_Status local;
     if (ml_claim_all(t, count, reqs, MPI_STATUSES_IGNORE) != MPI_STATUSES_IGNORE && status == MPI_STATUS_IGNORE)
         status = &local;
+    if (measuring && ML_UNLIKELY(t->observe & ML_OBS_AT_ENTER)) ml_observe_enter(t, fn);
     const uint64_t t0 = ml_now();
     const int rc = wait ? wait(count, reqs, index, status) : test(count, reqs, index, flag, status);
     const uint64_t t1 = t->done_at = ml_now();
@@ -161,6 +165,7 @@ static int some(int (*call)(int, MPI_Request *, int *, int *, MPI_Status *), int
     ml_thread_t *const t = ml_enter_completion(&measuring);
     if (ML_UNLIKELY(t == NULL)) return call(incount, reqs, outcount, indices, statuses);
     MPI_Status *st = ml_claim_all(t, incount, reqs, statuses);
+    if (measuring && ML_UNLIKELY(t->observe & ML_OBS_AT_ENTER)) ml_observe_enter(t, fn);
     const uint64_t t0 = ml_now();
     const int rc = call(incount, reqs, outcount, indices, st);
     const uint64_t t1 = t->done_at = ml_now();
@@ -191,6 +196,7 @@ ML_EXPORT int MPI_Start(MPI_Request *request)
 {
     ml_thread_t *const t = ml_enter();
     if (ML_UNLIKELY(t == NULL)) return PMPI_Start(request);
+    if (ML_UNLIKELY(t->observe & ML_OBS_AT_ENTER)) ml_observe_enter(t, ML_FN_MPI_Start);
     const uint64_t t0 = ml_now();
     const int rc = PMPI_Start(request);
     const uint64_t t1 = t->done_at = ml_now();
@@ -199,10 +205,10 @@ ML_EXPORT int MPI_Start(MPI_Request *request)
         ml_req_t *e = ml_req_find(*request);
         if (e != NULL) seq = ml_req_start(t, e);
     }
-    if (ML_UNLIKELY(t->trace)) {
+    if (ML_UNLIKELY(t->observe)) {
         const ml_call_t c = {.fn = ML_FN_MPI_Start, .t0 = t0, .t1 = t1, .comm = MPI_COMM_NULL, .dst = -1, .src = -1,
                              .req = seq};
-        ml_trace_call(t, &c);
+        ml_observe_call(t, &c);
     }
     ml_leave(t, ML_FN_MPI_Start, t0, t1);
     return rc;
@@ -212,6 +218,7 @@ ML_EXPORT int MPI_Startall(int count, MPI_Request array_of_requests[])
 {
     ml_thread_t *const t = ml_enter();
     if (ML_UNLIKELY(t == NULL)) return PMPI_Startall(count, array_of_requests);
+    if (ML_UNLIKELY(t->observe & ML_OBS_AT_ENTER)) ml_observe_enter(t, ML_FN_MPI_Startall);
     const uint64_t t0 = ml_now();
     const int rc = PMPI_Startall(count, array_of_requests);
     const uint64_t t1 = t->done_at = ml_now();
@@ -219,10 +226,10 @@ ML_EXPORT int MPI_Startall(int count, MPI_Request array_of_requests[])
         for (int i = 0; i < count; i++) {
             ml_req_t *e = ml_req_find(array_of_requests[i]);
             const uint64_t seq = e != NULL ? ml_req_start(t, e) : 0;
-            if (ML_UNLIKELY(t->trace) && seq) { /* one record per started operation */
+            if (ML_UNLIKELY(t->observe) && seq) { /* one record per started operation */
                 const ml_call_t c = {.fn = ML_FN_MPI_Startall, .t0 = t0, .t1 = t1, .comm = MPI_COMM_NULL,
                                      .dst = -1, .src = -1, .req = seq};
-                ml_trace_call(t, &c);
+                ml_observe_call(t, &c);
             }
         }
     ml_leave(t, ML_FN_MPI_Startall, t0, t1);
@@ -236,6 +243,7 @@ ML_EXPORT int MPI_Request_free(MPI_Request *request)
     if (ML_UNLIKELY(t == NULL)) return PMPI_Request_free(request);
     ml_claim_t c;
     ml_req_claim(*request, &c);
+    if (measuring && ML_UNLIKELY(t->observe & ML_OBS_AT_ENTER)) ml_observe_enter(t, ML_FN_MPI_Request_free);
     const uint64_t t0 = ml_now();
     const int rc = PMPI_Request_free(request);
     const uint64_t t1 = t->done_at = ml_now();
@@ -252,6 +260,7 @@ ML_EXPORT int MPI_Cancel(MPI_Request *request)
     ml_thread_t *const t = ml_enter();
     if (ML_UNLIKELY(t == NULL)) return PMPI_Cancel(request);
     ml_req_t *const e = ml_req_find(*request);
+    if (ML_UNLIKELY(t->observe & ML_OBS_AT_ENTER)) ml_observe_enter(t, ML_FN_MPI_Cancel);
     const uint64_t t0 = ml_now();
     const int rc = PMPI_Cancel(request);
     const uint64_t t1 = t->done_at = ml_now();

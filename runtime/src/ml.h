@@ -25,6 +25,14 @@
 /* The hot path: GCC does not inline these on its own into hundreds of wrappers of one file. */
 #define ML_HOT static inline __attribute__((always_inline))
 
+/* Modes that observe calls besides the profile (see "observers" below). */
+#define ML_OBS_TRACE 0x1u
+#define ML_OBS_COUNTERS 0x2u
+#define ML_OBS_MEMORY 0x4u
+#define ML_OBS_PAPI 0x8u
+#define ML_OBS_MPIT 0x10u
+#define ML_OBS_AT_ENTER (ML_OBS_COUNTERS | ML_OBS_MEMORY | ML_OBS_PAPI)
+
 /* ------------------------------------------------------------------------------- time */
 /* Ticks are TSC cycles (or ns with the clock fallback); converted to seconds once, at the end. */
 extern int ml_clock_is_tsc;
@@ -102,6 +110,8 @@ typedef struct ml_thread {
     MPI_Status *scratch_status;
     MPI_Fint *scratch_fstatus;
     MPI_Datatype *scratch_types;
+    /* who is shown each MPI call besides the profile: ML_OBS_* bits (runtime/src/observe.c) */
+    uint32_t observe;
     /* trace mode (runtime/src/trace.c) */
     int trace;               /* write trace records */
     uint32_t index;          /* thread number within the process, in order of first MPI use */
@@ -140,6 +150,7 @@ typedef struct ml_global {
     uint64_t dropped_regions;
     uint64_t trace_write_errors;
     int tracing;        /* trace mode is on for this run */
+    uint32_t observers; /* ML_OBS_* bits of the modes on in this run, copied into each thread */
     uint32_t max_paths;
     ml_thread_t *threads; /* list of all thread states (push only) */
 } ml_global_t;
@@ -193,12 +204,17 @@ ML_HOT int ml_size_bin(int64_t bytes)
     return bytes <= 0 ? 0 : 64 - __builtin_clzll((unsigned long long)bytes);
 }
 
+/* After every measured call, successful or not, for the modes that watch call boundaries
+ * (ML_OBS_AT_ENTER; see the observers section below). */
+void ml_observe_leave(struct ml_thread *t, int fn);
+
 /* End a measured call that moves no bytes (or whose bytes come at request completion). */
 ML_HOT void ml_leave(ml_thread_t *t, int fn, uint64_t t0, uint64_t t1)
 {
     const uint64_t d = t1 - t0;
     ml_count(&t->cur[fn], d);
     t->mpi_ticks += d;
+    if (ML_UNLIKELY(t->observe & ML_OBS_AT_ENTER)) ml_observe_leave(t, fn);
     t->depth = 0;
 }
 
@@ -214,6 +230,7 @@ ML_HOT void ml_leave_bytes(ml_thread_t *t, int fn, uint64_t t0, uint64_t t1, int
     h->calls++;
     h->ticks += d;
     t->mpi_ticks += d;
+    if (ML_UNLIKELY(t->observe & ML_OBS_AT_ENTER)) ml_observe_leave(t, fn);
     t->depth = 0;
 }
 
@@ -339,6 +356,17 @@ typedef struct ml_call {
     uint64_t req;
     const MPI_Status *status;
 } ml_call_t;
+
+/* ------------------------------------------------------------------------------- observers
+ * Modes beyond the profile see the calls through two hooks the generated wrappers call only when
+ * the thread's `observe` bits are set (one predictable branch otherwise):
+ *   ml_observe_enter(t, fn)  before the MPI call (bits in ML_OBS_AT_ENTER only)
+ *   ml_observe_call(t, c)    after a successful call, with its peers, tags and bytes
+ * runtime/src/observe.c dispatches them to each mode. */
+void ml_observe_enter(ml_thread_t *t, int fn);
+void ml_observe_call(ml_thread_t *t, const ml_call_t *c);
+/* Called once at the end of MPI_Init, when every mode has decided whether it is on. */
+void ml_observers_start(void);
 
 int ml_trace_init(void);
 void ml_trace_thread(ml_thread_t *t);

@@ -1,0 +1,29 @@
+/* Observers: the modes that see MPI calls besides the profile (trace; counters, memory, PAPI
+ * and MPI_T sampling as they are built). The generated wrappers call these functions only when
+ * the calling thread's `observe` bits are set, so a profile-only run pays one predictable branch.
+ * Each mode adds its line to each dispatcher below and its bit in ml_observers_start. */
+#include "ml.h"
+
+void ml_observers_start(void)
+{
+    /* threads that attached before the modes decided (the one that called MPI_Init) */
+    for (ml_thread_t *t = __atomic_load_n(&ml_g.threads, __ATOMIC_ACQUIRE); t != NULL; t = t->next)
+        t->observe = ml_g.observers;
+}
+
+void ml_observe_enter(ml_thread_t *t, int fn)
+{
+    (void)t;
+    (void)fn;
+}
+
+void ml_observe_leave(ml_thread_t *t, int fn)
+{
+    (void)t;
+    (void)fn;
+}
+
+void ml_observe_call(ml_thread_t *t, const ml_call_t *c)
+{
+    if (t->trace) ml_trace_call(t, c);
+}
