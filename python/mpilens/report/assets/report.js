@@ -220,7 +220,66 @@ const ML = (() => {
     });
   }
 
-  const charts = { bars, heat, hist };
+  /* Timeline: {end, rows, bars: [[row, t0, t1, class, fn]], arrows: [[row0, t0, row1, t1, bytes]],
+     classes, colors, functions}. Drag to zoom into a time window, double-click to zoom out. */
+  function timeline(el, d) {
+    const rowH = 18, left = 90, top = 4, axis = 22;
+    const width = Math.max(400, el.clientWidth || 900), height = top + rowH * d.rows.length + axis;
+    const [c, g] = canvasFor(el, width, height);
+    let t0 = 0, t1 = d.end || 1, dragFrom = null;
+    const x = t => left + (t - t0) / (t1 - t0) * (width - left - 8);
+    function draw(sel) {
+      g.clearRect(0, 0, width, height);
+      g.font = "11px sans-serif";
+      g.fillStyle = "#555";
+      d.rows.forEach((name, i) => g.fillText(name, 4, top + i * rowH + 13));
+      for (const [row, a, b, cls] of d.bars) {
+        if (b < t0 || a > t1) continue;
+        g.fillStyle = d.colors[cls];
+        const xa = Math.max(x(a), left);
+        g.fillRect(xa, top + row * rowH + 2, Math.max(x(b) - xa, 0.6), rowH - 4);
+      }
+      g.strokeStyle = "rgba(30,30,30,0.45)";
+      g.lineWidth = 0.8;
+      for (const [r0, a, r1, b] of d.arrows) {
+        if (b < t0 || a > t1) continue;
+        const xa = x(a), xb = x(b), ya = top + r0 * rowH + rowH / 2, yb = top + r1 * rowH + rowH / 2;
+        g.beginPath(); g.moveTo(xa, ya); g.lineTo(xb, yb); g.stroke();
+        const ang = Math.atan2(yb - ya, xb - xa);
+        g.beginPath(); g.moveTo(xb, yb);
+        g.lineTo(xb - 5 * Math.cos(ang - 0.4), yb - 5 * Math.sin(ang - 0.4));
+        g.lineTo(xb - 5 * Math.cos(ang + 0.4), yb - 5 * Math.sin(ang + 0.4));
+        g.fillStyle = "rgba(30,30,30,0.6)"; g.fill();
+      }
+      g.fillStyle = "#555";
+      for (let k = 0; k <= 5; k++) {
+        const t = t0 + (t1 - t0) * k / 5;
+        g.fillText(fmt.s(t), Math.min(x(t), width - 50), height - 6);
+      }
+      if (sel) { g.fillStyle = "rgba(72,120,168,0.15)"; g.fillRect(Math.min(sel[0], sel[1]), 0, Math.abs(sel[1] - sel[0]), height - axis); }
+    }
+    draw();
+    const tAt = px => t0 + (px - left) / (width - left - 8) * (t1 - t0);
+    c.addEventListener("mousedown", ev => { dragFrom = ev.offsetX; });
+    c.addEventListener("mouseup", ev => {
+      if (dragFrom !== null && Math.abs(ev.offsetX - dragFrom) > 4) {
+        const a = tAt(Math.min(dragFrom, ev.offsetX)), b = tAt(Math.max(dragFrom, ev.offsetX));
+        t0 = Math.max(a, 0); t1 = b;
+      }
+      dragFrom = null; draw();
+    });
+    c.addEventListener("dblclick", () => { t0 = 0; t1 = d.end || 1; draw(); });
+    c.addEventListener("mousemove", ev => {
+      if (dragFrom !== null) return draw([dragFrom, ev.offsetX]);
+      const row = Math.floor((ev.offsetY - top) / rowH), t = tAt(ev.offsetX), tol = 3 * (t1 - t0) / width;
+      const hit = d.bars.find(b => b[0] === row && b[1] - tol <= t && t <= b[2] + tol);
+      if (!hit) return hideTip();
+      showTip(ev, `<b>${d.functions[hit[4]]}</b> (${d.rows[row]})<br>at ${fmt.s(hit[1])}, ${fmt.s(hit[2] - hit[1])}`);
+    });
+    c.addEventListener("mouseleave", hideTip);
+  }
+
+  const charts = { bars, heat, hist, timeline };
   function render() {
     document.querySelectorAll("[data-chart]").forEach(el => charts[el.dataset.chart](el, data[el.dataset.key]));
     document.querySelectorAll("table.ml-sortable").forEach(sortable);

@@ -27,6 +27,7 @@ class Context:
     summary: Summary
     findings: list[Finding]
     data: dict[str, Any] = field(default_factory=dict)  # JSON handed to the page's charts
+    cache: dict[str, Any] = field(default_factory=dict)  # what sections compute once and share
 
 
 @dataclass

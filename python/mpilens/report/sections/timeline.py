@@ -1,0 +1,116 @@
+"""Report section of trace mode: a timeline of the run (MPI calls per rank, message arrows) and
+the findings of the timeline (late senders and receivers, waits at collectives, irregular
+durations, gaps)."""
+
+from __future__ import annotations
+
+from html import escape
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ... import units
+from . import Context, Figure, Section, section
+
+MAX_BARS = 40_000  # calls drawn; shorter ones are merged away first
+MAX_ARROWS = 1_500
+CLASS_COLORS = {"p2p": "#5b8db8", "collective": "#c8553d", "completion": "#e3a33b", "rma": "#8e6bb8",
+                "io": "#5aa469", "probe": "#9aa0a6", "setup": "#b9bec4", "other": "#b9bec4"}
+
+
+def timeline_of(ctx: Context):
+    """The run's Timeline, loaded once per report (None without a trace)."""
+    if "timeline" not in ctx.cache:
+        from ...trace import timeline
+
+        ctx.cache["timeline"] = timeline.load(ctx.run.path) if Path(ctx.run.path, "trace").is_dir() else None
+    return ctx.cache["timeline"]
+
+
+def findings_of(ctx: Context) -> list:
+    if "trace_findings" not in ctx.cache:
+        from ...trace import findings
+
+        tl = timeline_of(ctx)
+        ctx.cache["trace_findings"] = findings.find(tl) if tl is not None else []
+    return ctx.cache["trace_findings"]
+
+
+def chart_data(tl: Any) -> dict[str, Any]:
+    """Bars (rank row, start, end, class, function) and arrows for the canvas timeline."""
+    from ...trace import reader
+
+    ev = tl.ev
+    calls = np.flatnonzero(ev["kind"] == reader.CALL)
+    end = float(ev["t1"].max()) if len(ev) else 0.0
+    dur = ev["t1"][calls] - ev["t0"][calls]
+    if len(calls) > MAX_BARS:  # keep the longest calls: the short ones would be below a pixel
+        calls = calls[np.argsort(-dur)[:MAX_BARS]]
+    classes = sorted(set(tl.classes))
+    cls_index = np.array([classes.index(c) for c in tl.classes], dtype=np.int32)
+    used_fn = sorted(set(ev["fn"][calls].tolist()))
+    fn_index = {f: i for i, f in enumerate(used_fn)}
+    rows = sorted({(int(r), int(t)) for r, t in zip(ev["rank"][calls], ev["thread"][calls])})
+    row_of = {rt: i for i, rt in enumerate(rows)}
+    bars = [[row_of[(int(r), int(t))], round(float(a), 9), round(float(b), 9), int(cls_index[f]), fn_index[int(f)]]
+            for r, t, a, b, f in zip(ev["rank"][calls], ev["thread"][calls], ev["t0"][calls], ev["t1"][calls],
+                                     ev["fn"][calls])]
+    m = tl.messages
+    pick = np.arange(len(m.send_ev))
+    if len(pick) > MAX_ARROWS:
+        pick = np.linspace(0, len(pick) - 1, MAX_ARROWS).astype(np.int64)
+    arrows = [[row_of.get((int(ev["rank"][m.send_ev[k]]), int(ev["thread"][m.send_ev[k]])), 0),
+               round(float(m.send_t[k]), 9),
+               row_of.get((int(ev["rank"][m.recv_ev[k]]), int(ev["thread"][m.recv_ev[k]])), 0),
+               round(float(max(m.recv_t[k], m.send_t[k])), 9), int(m.bytes[k])] for k in pick]
+    return {"end": end, "rows": [f"rank {r}" + (f" t{t}" if t else "") for r, t in rows], "bars": bars,
+            "arrows": arrows, "classes": classes, "colors": [CLASS_COLORS.get(c, "#999") for c in classes],
+            "functions": [tl.functions[f] for f in used_fn], "sampled_arrows": len(m.send_ev) > MAX_ARROWS}
+
+
+@section
+class TimelineSection(Section):
+    id, title, order = "timeline", "Timeline", 25
+
+    def html(self, ctx: Context) -> str | None:
+        tl = timeline_of(ctx)
+        if tl is None:
+            return None
+        ctx.data["timeline"] = chart_data(tl)
+        m = tl.messages
+        legend = "".join(f'<span><i style="background:{CLASS_COLORS.get(c, "#999")}"></i>{escape(c)}</span>'
+                         for c in sorted(set(tl.classes)) if c in ("p2p", "collective", "completion", "rma", "io"))
+        rows = "".join(
+            f'<tr><td class="l">{escape(f.kind.replace("_", " "))}</td><td>{f.rank}</td>'
+            f'<td data-v="{f.time_s}">{units.seconds(f.time_s)}</td><td data-v="{f.duration_s}">{units.seconds(f.duration_s)}</td>'
+            f'<td>{units.size(f.bytes) if f.bytes is not None else ""}</td><td class="l">{escape(f.message)}</td></tr>'
+            for f in findings_of(ctx))
+        table = ('<table class="ml-sortable" id="trace-findings"><thead><tr><th>Kind</th><th>Rank</th><th>When</th>'
+                 f'<th>Duration</th><th>Size</th><th>What</th></tr></thead><tbody>{rows}</tbody></table>'
+                 if rows else "<p>No late partner, collective wait, irregular duration or gap stands out.</p>")
+        note = " (a sample of the arrows is drawn)" if ctx.data["timeline"]["sampled_arrows"] else ""
+        return (f'<div class="legend">{legend}<span>&rarr; messages{note}</span></div>'
+                '<div data-chart="timeline" data-key="timeline" id="timeline-chart"></div>'
+                f'<p class="note">{len(tl.ev):,} events, {len(m.send_ev):,} messages matched send to receive '
+                f"({m.unmatched_sends} sends and {m.unmatched_recvs} receives without a partner). Drag to zoom, "
+                "double-click to zoom out, hover for details. Export for Perfetto: <code>mpilens trace RUNDIR "
+                "--format chrome -o trace.json</code>.</p>" + table)
+
+    def figures(self, ctx: Context) -> list[Figure]:
+        tl = timeline_of(ctx)
+        if tl is None:
+            return []
+        data = chart_data(tl)
+
+        def draw(fig: Any) -> None:
+            ax = fig.add_subplot()
+            for row, a, b, cls, _ in data["bars"]:
+                ax.barh(row, max(b - a, data["end"] / 5000), left=a, height=0.7, color=data["colors"][cls])
+            for r0, t0, r1, t1, _ in data["arrows"][:300]:
+                ax.annotate("", xy=(t1, r1), xytext=(t0, r0), arrowprops={"arrowstyle": "->", "lw": 0.5, "alpha": 0.5})
+            ax.set_yticks(range(len(data["rows"])), data["rows"])
+            ax.invert_yaxis()
+            ax.set_xlabel("seconds")
+            ax.set_title("Timeline")
+        return [Figure("timeline", draw)]
