@@ -38,7 +38,7 @@ deps:
 $(VENV)/.ready: python/pyproject.toml python/constraints.txt
 	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip -c python/constraints.txt
-	$(VENV)/bin/pip install -q -c python/constraints.txt -e 'python[dev]'
+	$(VENV)/bin/pip install -q -c python/constraints.txt -e 'python[dev,hatchet]'
 	@touch $@
 
 python: $(VENV)/.ready python/mpilens/_build.py
