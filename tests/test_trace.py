@@ -45,6 +45,25 @@ def test_late_sender(mpi, tmp_path, delay_ms):
         assert f.duration_s == pytest.approx(delay_ms * 1e-3, rel=0.10), f.message
 
 
+def test_report_names_the_late_sender(tmp_path):
+    """`mpilens report` of a traced run lists the timeline's findings, in text and in --json."""
+    job = run_example("openmpi", "patterns", 2, tmp_path, ["late_sender", "30", "2"], settings=TRACE)
+    text = subprocess.run([str(MPILENS), "report", str(job.rundir), "--quiet"], capture_output=True, text=True,
+                          timeout=120)
+    assert text.returncode == 0, text.stderr
+    section = text.stdout.split("@ Timeline findings (trace)")[1]
+    assert section.count("[late_sender] Late sender: rank 0 waited") >= 2, section
+    doc = json.loads(subprocess.run([str(MPILENS), "report", str(job.rundir), "--json", "--quiet"],
+                                    capture_output=True, text=True, timeout=120, check=True).stdout)
+    late = [f for f in doc["timeline_findings"] if f["kind"] == "late_sender" and f.get("tag") != WARMUP_TAG]
+    assert len(late) == 2 and all(f["rank"] == 0 and f["bytes"] == 4096 for f in late), late
+    assert all(f["duration_s"] == pytest.approx(0.030, rel=0.10) for f in late)
+    plain = run_example("openmpi", "ring", 2, tmp_path / "plain", ["3", "100"])
+    doc = json.loads(subprocess.run([str(MPILENS), "report", str(plain.rundir), "--json", "--quiet"],
+                                    capture_output=True, text=True, timeout=120, check=True).stdout)
+    assert doc["timeline_findings"] is None  # no trace: not measured, not "nothing found"
+
+
 def test_late_receiver(mpi, tmp_path):
     delay_ms = 30
     tl = traced(mpi, "patterns", 2, tmp_path, ["late_receiver", str(delay_ms), "3"])

@@ -94,12 +94,20 @@ def cmd_report(a: argparse.Namespace) -> int:
 
     # steps: read, statistics, one per HTML section, one per PNG figure (about five per section)
     sections = len(all_sections()) if (a.html or a.png) else 0
-    with Steps(2 + (sections if a.html else 0) + (5 * sections if a.png else 0), quiet=a.quiet) as step:
+    traced = (a.rundir / "trace").is_dir()
+    with Steps(2 + traced + (sections if a.html else 0) + (5 * sections if a.png else 0), quiet=a.quiet) as step:
         step("reading the run directory")
         run = rundir.load(a.rundir)
         step("statistics across ranks")
         s = summary.summarize(run.profile)
         found = findings.find(run, s)
+        timeline_found = None  # None: the run has no trace; [] nothing stands out in it
+        if traced:
+            from .trace import findings as trace_findings
+            from .trace import timeline
+
+            step("matching the trace")
+            timeline_found = trace_findings.find(timeline.load(run.path))
         if a.html:
             from .report import html
 
@@ -116,10 +124,10 @@ def cmd_report(a: argparse.Namespace) -> int:
             except OSError as err:
                 raise MpilensError(f"cannot write figures into {a.png}: {err.strerror}") from err
     if a.json:
-        json.dump(text.as_json(run, s, found), sys.stdout, indent=2)
+        json.dump(text.as_json(run, s, found, timeline_found), sys.stdout, indent=2)
         print()
     else:
-        sys.stdout.write(text.render(run, s, found))
+        sys.stdout.write(text.render(run, s, found, timeline_found))
     if a.html:
         print(f"mpilens: HTML report {a.html}", file=sys.stderr)
     return 0

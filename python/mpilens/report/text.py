@@ -35,7 +35,7 @@ def _mpi(run: Run) -> str:
     return lib.splitlines()[0].strip() if lib else (run.profile.get("tool") or {}).get("mpi", "n/a")
 
 
-def render(run: Run, s: Summary, findings: list[Finding]) -> str:
+def render(run: Run, s: Summary, findings: list[Finding], timeline_findings: list[Any] | None = None) -> str:
     """Return the text report."""
     out: list[str] = []
     hosts = {r.host for r in s.ranks if r.host}
@@ -113,10 +113,16 @@ def render(run: Run, s: Summary, findings: list[Finding]) -> str:
         out.append("Nothing stands out.")
     for f in findings:
         out.append(f"[{f.severity}] {f.message}")
+    if timeline_findings is not None:  # trace mode: what the timeline shows, worst first per kind
+        out += ["", "@ Timeline findings (trace)"]
+        if not timeline_findings:
+            out.append("Nothing stands out in the timeline.")
+        for f in timeline_findings:
+            out.append(f"[{f.kind}] {f.message}")
     return "\n".join(out) + "\n"
 
 
-def as_json(run: Run, s: Summary, findings: list[Finding]) -> dict[str, Any]:
+def as_json(run: Run, s: Summary, findings: list[Finding], timeline_findings: list[Any] | None = None) -> dict[str, Any]:
     """Return the machine-readable report: summary figures and findings."""
     def sp(x: Any) -> Any:
         return None if x is None else {"total": x.total, "mean": x.mean, "min": x.min, "max": x.max,
@@ -135,4 +141,6 @@ def as_json(run: Run, s: Summary, findings: list[Finding]) -> dict[str, Any]:
                        "bytes_sent": f.sent.total, "bytes_recv": f.recv.total, "share_of_mpi": f.share_of_mpi,
                        "imbalance": f.time.imbalance} for f in s.functions],
         "findings": [f.to_dict() for f in findings],
+        # null without a trace, a list (maybe empty) with one
+        "timeline_findings": None if timeline_findings is None else [f.to_dict() for f in timeline_findings],
     }
