@@ -144,6 +144,22 @@ def test_every_send_has_one_arrow(mpi, tmp_path):
     assert phases["X"] == calls + 2 * np_  # every MPI call, and the two regions of each rank
 
 
+def test_small_buffers_lose_nothing(mpi, tmp_path):
+    """With the smallest buffers (2 x 64 KiB = 2,048 events per thread) the application waits for
+    the writer instead of dropping events: 2 ranks x 6,000 messages (about 6 buffer hand-overs a
+    rank), every send still matched to its receive."""
+    n, np_ = 6000, 2
+    settings = {**TRACE, "MPILENS_TRACE_BUFFER_KB": "64", "MPILENS_TRACE_BUFFERS": "2"}
+    job = run_example(mpi, "ring", np_, tmp_path, [str(n), "8"], settings=settings)
+    tl = timeline.load(job.rundir)
+    assert tl.complete and tl.problems == []
+    m = tl.messages
+    assert len(m.send_ev) == n * np_ and m.unmatched_sends == 0 and m.unmatched_recvs == 0
+    calls = sum(sum(c for c in f["calls"]) for f in job.profile["functions"].values())
+    assert int((tl.ev["kind"] == 1).sum()) == calls  # one call record (TEV_CALL) per MPI call
+    assert all(int((tl.ev["rank"] == r).sum()) > 3 * 2048 for r in range(np_))  # both buffers refilled
+
+
 def test_nonblocking_arrows(mpi, tmp_path):
     """The stencil's Isend/Irecv/Waitall halo (a 2 x 2 grid, not periodic: 2 neighbours per rank,
     one message each way per iteration) is matched message by message."""

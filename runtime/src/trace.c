@@ -166,6 +166,13 @@ static void enqueue(ml_tbuf_t *b)
     pthread_mutex_unlock(&lock);
 }
 
+static int any_free(const ml_thread_t *t)
+{
+    for (uint32_t i = 0; i < nbuffers; i++)
+        if (t->tbufs[i] && __atomic_load_n(&t->tbufs[i]->state, __ATOMIC_ACQUIRE) == BUF_FREE) return 1;
+    return 0;
+}
+
 /* The thread's buffer is full: queue it and continue in a free one, waiting if there is none. */
 static ml_tbuf_t *swap(ml_thread_t *t)
 {
@@ -181,8 +188,11 @@ static ml_tbuf_t *swap(ml_thread_t *t)
                 return b;
             }
         }
+        /* Check again under the lock before sleeping: the writer frees a buffer, then takes the
+         * lock to broadcast, so a buffer freed after the loop above is either seen here or wakes
+         * us up (no lost wake-up). */
         pthread_mutex_lock(&lock);
-        pthread_cond_wait(&freed, &lock);
+        while (!any_free(t)) pthread_cond_wait(&freed, &lock);
         pthread_mutex_unlock(&lock);
     }
 }
