@@ -13,7 +13,10 @@ For each MPI it compiles bench/selfloop.c into build/bench/<mpi>/selfloop and
 - with --callgrind (valgrind needed): instructions per loop iteration with and without the tool,
   and the runtime's own functions (self instructions per call), from callgrind.
 
-Usage: .venv/bin/python bench/hotpath.py [--reps N] [--mpi openmpi,mpich] [--callgrind] [--lib-dir DIR]
+--mode trace measures the runs with mpilens in trace mode (each call also writes a 64-byte record).
+
+Usage: .venv/bin/python bench/hotpath.py [--reps N] [--mpi openmpi,mpich] [--mode profile|trace] [--callgrind]
+       [--lib-dir DIR]
 """
 from __future__ import annotations
 
@@ -39,10 +42,12 @@ def compile_selfloop(mpi: str) -> Path:
     return compile_program(mpi, "selfloop")
 
 
-def run(exe: Path, args: list[str], lib: Path | None, tmp: Path, prefix: list[str] | None = None) -> str:
+def run(exe: Path, args: list[str], lib: Path | None, tmp: Path, prefix: list[str] | None = None,
+        tool_mode: str = "profile") -> str:
     env = base_env()
     if lib is not None:
         env["LD_PRELOAD"] = str(lib)
+        env["MPILENS_MODE"] = tool_mode
         env["MPILENS_OUTPUT"] = tempfile.mkdtemp(dir=tmp) + "/run"
     r = subprocess.run([*(prefix or []), str(exe), *args], capture_output=True, text=True, env=env, timeout=600,
                        cwd=tmp)
@@ -53,13 +58,13 @@ def run(exe: Path, args: list[str], lib: Path | None, tmp: Path, prefix: list[st
     return r.stdout
 
 
-def timing(exe: Path, lib: Path, tmp: Path, reps: int) -> dict[str, tuple[float, float, float]]:
+def timing(exe: Path, lib: Path, tmp: Path, reps: int, tool_mode: str = "profile") -> dict[str, tuple[float, float, float]]:
     plain: dict[str, list[float]] = collections.defaultdict(list)
     tool: dict[str, list[float]] = collections.defaultdict(list)
     for rep in range(reps):
         for mode in MODES:
             for with_tool in ((True, False) if rep % 2 else (False, True)):
-                out = run(exe, [mode], lib if with_tool else None, tmp)
+                out = run(exe, [mode], lib if with_tool else None, tmp, tool_mode=tool_mode)
                 m = LINE_RE.search(out)
                 if m is None:
                     raise BenchError(f"unexpected output of selfloop {mode}: {out}")
@@ -145,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--reps", type=int, default=9, help="interleaved plain/tool pairs per loop (default 9)")
     p.add_argument("--mpi", default="openmpi,mpich")
     p.add_argument("--callgrind", action="store_true", help="also count instructions with valgrind")
+    p.add_argument("--mode", choices=("profile", "trace"), default="profile", help="MPILENS_MODE of the runs with mpilens")
     p.add_argument("--lib-dir", type=Path, default=ROOT / "build" / "lib",
                    help="where libmpilens-<mpi>.so is (default build/lib)")
     args = p.parse_args(argv)
@@ -164,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
                 if line.startswith("pieces "):
                     label, val = line[len("pieces "):].rsplit(None, 2)[0], line.rsplit(None, 2)[1]
                     print(f"- {label.strip()}: {float(val):.1f} ns")
-            t = timing(exe, lib, tmp, args.reps)
+            t = timing(exe, lib, tmp, args.reps, args.mode)
             print("\n| loop (one rank, 8 B to self) | without (ns/iter) | with (ns/iter) | added (median of pairs) |")
             print("|---|---:|---:|---:|")
             for mode in MODES:
