@@ -223,7 +223,7 @@ const ML = (() => {
   /* Timeline: {end, rows, bars: [[row, t0, t1, class, fn]], arrows: [[row0, t0, row1, t1, bytes]],
      classes, colors, functions}. Drag to zoom into a time window, double-click to zoom out. */
   function timeline(el, d) {
-    const rowH = 18, left = 90, top = 4, axis = 22;
+    const rowH = Math.max(18, Math.min(40, Math.floor(320 / Math.max(d.rows.length, 1)))), left = 90, top = 4, axis = 22;
     const width = Math.max(400, el.clientWidth || 900), height = top + rowH * d.rows.length + axis;
     const [c, g] = canvasFor(el, width, height);
     let t0 = 0, t1 = d.end || 1, dragFrom = null;
@@ -232,7 +232,7 @@ const ML = (() => {
       g.clearRect(0, 0, width, height);
       g.font = "11px sans-serif";
       g.fillStyle = "#555";
-      d.rows.forEach((name, i) => g.fillText(name, 4, top + i * rowH + 13));
+      d.rows.forEach((name, i) => g.fillText(name, 4, top + i * rowH + rowH / 2 + 4));
       for (const [row, a, b, cls] of d.bars) {
         if (b < t0 || a > t1) continue;
         g.fillStyle = d.colors[cls];

@@ -84,10 +84,10 @@ class TimelineSection(Section):
         rows = "".join(
             f'<tr><td class="l">{escape(f.kind.replace("_", " "))}</td><td>{f.rank}</td>'
             f'<td data-v="{f.time_s}">{units.seconds(f.time_s)}</td><td data-v="{f.duration_s}">{units.seconds(f.duration_s)}</td>'
-            f'<td>{units.size(f.bytes) if f.bytes is not None else ""}</td><td class="l">{escape(f.message)}</td></tr>'
+            f'<td>{units.size(f.bytes) if f.bytes is not None else ""}</td><td class="l wrap">{escape(f.message)}</td></tr>'
             for f in findings_of(ctx))
         table = ('<table class="ml-sortable" id="trace-findings"><thead><tr><th>Kind</th><th>Rank</th><th>When</th>'
-                 f'<th>Duration</th><th>Size</th><th>What</th></tr></thead><tbody>{rows}</tbody></table>'
+                 f'<th>Duration</th><th>Size</th><th class="l">What</th></tr></thead><tbody>{rows}</tbody></table>'
                  if rows else "<p>No late partner, collective wait, irregular duration or gap stands out.</p>")
         note = " (a sample of the arrows is drawn)" if ctx.data["timeline"]["sampled_arrows"] else ""
         return (f'<div class="legend">{legend}<span>&rarr; messages{note}</span></div>'
