@@ -209,10 +209,12 @@ def test_alltoall_vs_pairwise(tmp_path):
     assert fns["MPI_Alltoall"]["verdict"] == "only in A" and fns["MPI_Alltoall"]["calls_a"] == steps
     mpi_fns = [f["name"] for f in doc["whole"][1]["children"]]
     assert doc["whole"][1]["name"] == "MPI time" and mpi_fns[0] == "MPI_Sendrecv"
-    # unchanged regions: intervals include 1. At 99 %: at 95 % a node that did not change falls
-    # outside its interval 5 % of the time by construction, and this checks two of them
+    # the unchanged region without MPI: its interval includes 1. At 99 %: at 95 % a node that did
+    # not change falls outside its interval 5 % of the time by construction. (`check`, one
+    # MPI_Allreduce, is not asserted: on a loaded 2-core machine MPICH's polling ranks leave the
+    # variants' synchronization skew in different places, and that is real, not noise.)
     doc99 = json.loads(mpilens("compare", *a_dirs, "--vs", *b_dirs, "--json", "--confidence", "0.99").stdout)
-    for name in ("compute", "check"):
+    for name in ("compute",):
         r = next(x for x in doc99["regions"] if x["name"] == name)
         assert r["ci"][0] <= 1.0 <= r["ci"][1], (name, r["ratio"], r["ci"])
         assert not r["significant"]

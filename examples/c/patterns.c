@@ -6,7 +6,11 @@
  *   halo           all ranks exchange 4 KiB with both ring neighbours (Irecv/Isend/Waitall), the
  *                  same work everywhere: nothing is late
  * Each pattern is repeated REPS times (default 3), separated by barriers. Compute is a busy loop,
- * not a sleep, so the rank stays on its core as a real computation would. */
+ * not a sleep, so the rank stays on its core as a real computation would.
+ * At the end each rank prints, per repetition, when (CLOCK_MONOTONIC, the same clock for all ranks
+ * of a host) it entered the pattern's MPI call: "patterns: rank R rep K enter T". On a loaded
+ * machine a rank can start late or be preempted, so the tests compare the tool's findings with
+ * these times rather than with DELAY_MS. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +45,7 @@ int main(int argc, char **argv)
     const double delay = atof(argv[2]);
     const int reps = argc > 3 ? atoi(argv[3]) : 3;
     char buf[4096], in[2 * 4096];
+    double *enter = calloc((size_t)reps, sizeof *enter);
     memset(buf, rank, sizeof buf);
     /* warm-up: every pair exchanges once, so connection setup is not part of the patterns */
     for (int peer = 0; peer < size; peer++)
@@ -50,24 +55,34 @@ int main(int argc, char **argv)
     for (int r = 0; r < reps; r++) {
         MPI_Barrier(MPI_COMM_WORLD);
         if (strcmp(mode, "late_sender") == 0) {
-            if (rank == 0) MPI_Recv(in, sizeof buf, MPI_BYTE, 1, r, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            if (rank == 0) {
+                enter[r] = now();
+                MPI_Recv(in, sizeof buf, MPI_BYTE, 1, r, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            }
             if (rank == 1) {
                 compute(delay);
+                enter[r] = now();
                 MPI_Send(buf, sizeof buf, MPI_BYTE, 0, r, MPI_COMM_WORLD);
             }
         } else if (strcmp(mode, "late_receiver") == 0) {
-            if (rank == 0) MPI_Ssend(buf, sizeof buf, MPI_BYTE, 1, r, MPI_COMM_WORLD);
+            if (rank == 0) {
+                enter[r] = now();
+                MPI_Ssend(buf, sizeof buf, MPI_BYTE, 1, r, MPI_COMM_WORLD);
+            }
             if (rank == 1) {
                 compute(delay);
+                enter[r] = now();
                 MPI_Recv(in, sizeof buf, MPI_BYTE, 0, r, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
             }
         } else if (strcmp(mode, "late_barrier") == 0) {
             if (rank == size - 1) compute(delay);
+            enter[r] = now();
             MPI_Barrier(MPI_COMM_WORLD);
         } else if (strcmp(mode, "halo") == 0) {
             MPI_Request q[4];
             const int right = (rank + 1) % size, left = (rank + size - 1) % size;
             compute(delay);
+            enter[r] = now();
             MPI_Irecv(in, sizeof buf, MPI_BYTE, left, 0, MPI_COMM_WORLD, &q[0]);
             MPI_Irecv(in + sizeof buf, sizeof buf, MPI_BYTE, right, 1, MPI_COMM_WORLD, &q[1]);
             MPI_Isend(buf, sizeof buf, MPI_BYTE, right, 0, MPI_COMM_WORLD, &q[2]);
@@ -78,6 +93,10 @@ int main(int argc, char **argv)
             MPI_Abort(MPI_COMM_WORLD, 2);
         }
     }
+    for (int r = 0; r < reps; r++)
+        if (enter[r] > 0) printf("patterns: rank %d rep %d enter %.9f\n", rank, r, enter[r]);
+    fflush(stdout);
+    free(enter);
     if (rank == 0) printf("patterns: %s done\n", mode);
     MPI_Finalize();
     return 0;
