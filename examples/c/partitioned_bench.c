@@ -239,7 +239,7 @@ static void run_pingpong(long max_size, double iters_scale)
             }
         }
         const double bw = (double)size * WINDOW * bw_iters / (MPI_Wtime() - t0);
-        if (rank == 0) printf("%ld,%.3f,%.2f\n", size, latency * 1e6, bw / 1e6);
+        if (rank == 0) printf("%ld,%.6g,%.6g\n", size, latency * 1e6, bw / 1e6);
         fflush(stdout);
     }
     free(sbuf);

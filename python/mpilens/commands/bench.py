@@ -97,7 +97,7 @@ def cmd_bench(a: argparse.Namespace) -> int:
     text = "".join(f"{c}\n" for c in comments) + f"# mpilens bench pingpong: {' '.join(cmd)}, median of " \
         f"{a.repeat} run{'s' if a.repeat != 1 else ''}\n" \
         "size_bytes,latency_us,bandwidth_MBps\n" + "".join(
-            f"{r['size_bytes']},{r['latency_us']:.3f},{r['bandwidth_MBps']:.2f}\n" for r in table)
+            f"{r['size_bytes']},{r['latency_us']:.6g},{r['bandwidth_MBps']:.6g}\n" for r in table)
     if a.output:
         try:
             a.output.write_text(text)
