@@ -37,7 +37,7 @@ $(BUILD)/$(1)/lib/libquo.so: $(BUILD)/lib/libquo-$(1).so
 
 $(BUILD)/lib/libquo-usequo-$(1).so: $(QUO_DIR)/fortran/quo.f90 $(BUILD)/lib/libquo-$(1).so
 	@mkdir -p $(BUILD)/$(1)/quo/mod
-	mpifort.$(1) -O2 -g -fPIC -Wall -shared -J $(BUILD)/$(1)/quo/mod -o $$@ $$< -L$(BUILD)/lib -lquo-$(1)
+	mpifort.$(1) -O2 -g -fPIC -Wall -shared -J $(BUILD)/$(1)/quo/mod -o $$@ $$< -L$(BUILD)/lib -Wl,-rpath,$(QUO_ABS_BUILD)/lib -lquo-$(1)
 
 $(BUILD)/$(1)/lib/pkgconfig/libquo.pc $(BUILD)/lib/pkgconfig/libquo-$(1).pc: $(QUO_DIR)/quo.mk VERSION
 	@mkdir -p $$(dir $$@)

@@ -19,122 +19,119 @@ module quo
     ! create flags
     integer(c_int), parameter :: QUO_CREATE_NO_FLAGS = 0, QUO_CREATE_NO_MT = 1
 
-    private :: c_version, c_create, c_create_with_flags, c_free, c_nobjs_by_type, &
-        c_nobjs_in_type_by_type, c_cpuset_in_type, c_qids_in_type, c_nqids, c_bind_push, &
-        c_bind_pop, c_barrier, c_auto_distrib, c_get_mpi_comm_by_type, c_ptr_free, c_nnumanodes, &
-        c_nsockets, c_ncores, c_npus, c_nnodes, c_id, c_bound
 
+    ! C entry points, named as in libquo's module (quo_<name>_c)
     interface
-        integer(c_int) function c_version(version, subversion) bind(c, name='QUO_version')
+        integer(c_int) function quo_version_c(version, subversion) bind(c, name='QUO_version')
             import :: c_int
             integer(c_int), intent(out) :: version, subversion
         end function
-        integer(c_int) function c_create(q, comm) bind(c, name='QUO_create_f2c')
+        integer(c_int) function quo_create_c(q, comm) bind(c, name='QUO_create_f2c')
             import :: c_ptr, c_int
             type(c_ptr), intent(out) :: q
             integer(c_int), value :: comm
         end function
-        integer(c_int) function c_create_with_flags(q, comm, flags) bind(c, name='QUO_create_with_flags_f2c')
+        integer(c_int) function quo_create_with_flags_c(q, comm, flags) bind(c, name='QUO_create_with_flags_f2c')
             import :: c_ptr, c_int
             type(c_ptr), intent(out) :: q
             integer(c_int), value :: comm, flags
         end function
-        integer(c_int) function c_free(q) bind(c, name='QUO_free')
+        integer(c_int) function quo_free_c(q) bind(c, name='QUO_free')
             import :: c_ptr, c_int
             type(c_ptr), value :: q
         end function
-        integer(c_int) function c_nobjs_by_type(q, target_type, n) bind(c, name='QUO_nobjs_by_type')
+        integer(c_int) function quo_nobjs_by_type_c(q, target_type, n) bind(c, name='QUO_nobjs_by_type')
             import :: c_ptr, c_int
             type(c_ptr), value :: q
             integer(c_int), value :: target_type
             integer(c_int), intent(out) :: n
         end function
-        integer(c_int) function c_nobjs_in_type_by_type(q, in_type, in_index, obj_type, n) &
+        integer(c_int) function quo_nobjs_in_type_by_type_c(q, in_type, in_index, obj_type, n) &
                 bind(c, name='QUO_nobjs_in_type_by_type')
             import :: c_ptr, c_int
             type(c_ptr), value :: q
             integer(c_int), value :: in_type, in_index, obj_type
             integer(c_int), intent(out) :: n
         end function
-        integer(c_int) function c_cpuset_in_type(q, obj_type, in_index, r) bind(c, name='QUO_cpuset_in_type')
+        integer(c_int) function quo_cpuset_in_type_c(q, obj_type, in_index, r) bind(c, name='QUO_cpuset_in_type')
             import :: c_ptr, c_int
             type(c_ptr), value :: q
             integer(c_int), value :: obj_type, in_index
             integer(c_int), intent(out) :: r
         end function
-        integer(c_int) function c_qids_in_type(q, obj_type, in_index, n, qids) bind(c, name='QUO_qids_in_type')
+        integer(c_int) function quo_qids_in_type_c(q, obj_type, in_index, n, qids) bind(c, name='QUO_qids_in_type')
             import :: c_ptr, c_int
             type(c_ptr), value :: q
             integer(c_int), value :: obj_type, in_index
             integer(c_int), intent(out) :: n
             type(c_ptr), intent(out) :: qids
         end function
-        integer(c_int) function c_nqids(q, n) bind(c, name='QUO_nqids')
+        integer(c_int) function quo_nqids_c(q, n) bind(c, name='QUO_nqids')
             import :: c_ptr, c_int
             type(c_ptr), value :: q
             integer(c_int), intent(out) :: n
         end function
-        integer(c_int) function c_bind_push(q, policy, obj_type, obj_index) bind(c, name='QUO_bind_push')
+        integer(c_int) function quo_bind_push_c(q, policy, obj_type, obj_index) bind(c, name='QUO_bind_push')
             import :: c_ptr, c_int
             type(c_ptr), value :: q
             integer(c_int), value :: policy, obj_type, obj_index
         end function
-        integer(c_int) function c_bind_pop(q) bind(c, name='QUO_bind_pop')
+        integer(c_int) function quo_bind_pop_c(q) bind(c, name='QUO_bind_pop')
             import :: c_ptr, c_int
             type(c_ptr), value :: q
         end function
-        integer(c_int) function c_barrier(q) bind(c, name='QUO_barrier')
+        integer(c_int) function quo_barrier_c(q) bind(c, name='QUO_barrier')
             import :: c_ptr, c_int
             type(c_ptr), value :: q
         end function
-        integer(c_int) function c_auto_distrib(q, obj_type, max_qids, selected) bind(c, name='QUO_auto_distrib')
+        integer(c_int) function quo_auto_distrib_c(q, obj_type, max_qids, selected) bind(c, name='QUO_auto_distrib')
             import :: c_ptr, c_int
             type(c_ptr), value :: q
             integer(c_int), value :: obj_type, max_qids
             integer(c_int), intent(out) :: selected
         end function
-        integer(c_int) function c_get_mpi_comm_by_type(q, target_type, comm) &
+        integer(c_int) function quo_get_mpi_comm_by_type_c(q, target_type, comm) &
                 bind(c, name='QUO_get_mpi_comm_by_type_f2c')
             import :: c_ptr, c_int
             type(c_ptr), value :: q
             integer(c_int), value :: target_type
             integer(c_int), intent(out) :: comm
         end function
-        integer(c_int) function c_ptr_free(p) bind(c, name='QUO_ptr_free')
+        integer(c_int) function quo_ptr_free_c(p) bind(c, name='QUO_ptr_free')
             import :: c_ptr, c_int
             type(c_ptr), value :: p
         end function
-        integer(c_int) function c_nnumanodes(q, n) bind(c, name='QUO_nnumanodes')
+        integer(c_int) function quo_nnumanodes_c(q, n) bind(c, name='QUO_nnumanodes')
             import :: c_ptr, c_int
             type(c_ptr), value :: q
             integer(c_int), intent(out) :: n
         end function
-        integer(c_int) function c_nsockets(q, n) bind(c, name='QUO_nsockets')
+        integer(c_int) function quo_nsockets_c(q, n) bind(c, name='QUO_nsockets')
             import :: c_ptr, c_int
             type(c_ptr), value :: q
             integer(c_int), intent(out) :: n
         end function
-        integer(c_int) function c_ncores(q, n) bind(c, name='QUO_ncores')
+        integer(c_int) function quo_ncores_c(q, n) bind(c, name='QUO_ncores')
             import :: c_ptr, c_int
             type(c_ptr), value :: q
             integer(c_int), intent(out) :: n
         end function
-        integer(c_int) function c_npus(q, n) bind(c, name='QUO_npus')
+        integer(c_int) function quo_npus_c(q, n) bind(c, name='QUO_npus')
             import :: c_ptr, c_int
             type(c_ptr), value :: q
             integer(c_int), intent(out) :: n
         end function
-        integer(c_int) function c_nnodes(q, n) bind(c, name='QUO_nnodes')
+        integer(c_int) function quo_nnodes_c(q, n) bind(c, name='QUO_nnodes')
             import :: c_ptr, c_int
             type(c_ptr), value :: q
             integer(c_int), intent(out) :: n
         end function
-        integer(c_int) function c_id(q, n) bind(c, name='QUO_id')
+        integer(c_int) function quo_id_c(q, n) bind(c, name='QUO_id')
             import :: c_ptr, c_int
             type(c_ptr), value :: q
             integer(c_int), intent(out) :: n
         end function
-        integer(c_int) function c_bound(q, n) bind(c, name='QUO_bound')
+        integer(c_int) function quo_bound_c(q, n) bind(c, name='QUO_bound')
             import :: c_ptr, c_int
             type(c_ptr), value :: q
             integer(c_int), intent(out) :: n
@@ -145,14 +142,14 @@ contains
 
     subroutine quo_version(version, subversion, ierr)
         integer(c_int), intent(out) :: version, subversion, ierr
-        ierr = c_version(version, subversion)
+        ierr = quo_version_c(version, subversion)
     end subroutine
 
     subroutine quo_create(q, comm, ierr)
         type(c_ptr), intent(out) :: q
         integer, intent(in) :: comm
         integer(c_int), intent(out) :: ierr
-        ierr = c_create(q, int(comm, c_int))
+        ierr = quo_create_c(q, int(comm, c_int))
     end subroutine
 
     subroutine quo_create_with_flags(q, comm, flags, ierr)
@@ -160,27 +157,27 @@ contains
         integer, intent(in) :: comm
         integer(c_int), intent(in) :: flags
         integer(c_int), intent(out) :: ierr
-        ierr = c_create_with_flags(q, int(comm, c_int), flags)
+        ierr = quo_create_with_flags_c(q, int(comm, c_int), flags)
     end subroutine
 
     subroutine quo_free(q, ierr)
         type(c_ptr), value :: q
         integer(c_int), intent(out) :: ierr
-        ierr = c_free(q)
+        ierr = quo_free_c(q)
     end subroutine
 
     subroutine quo_nobjs_by_type(q, target_type, out_nobjs, ierr)
         type(c_ptr), value :: q
         integer(c_int), value :: target_type
         integer(c_int), intent(out) :: out_nobjs, ierr
-        ierr = c_nobjs_by_type(q, target_type, out_nobjs)
+        ierr = quo_nobjs_by_type_c(q, target_type, out_nobjs)
     end subroutine
 
     subroutine quo_nobjs_in_type_by_type(q, in_type, type_index, obj_type, oresult, ierr)
         type(c_ptr), value :: q
         integer(c_int), value :: in_type, type_index, obj_type
         integer(c_int), intent(out) :: oresult, ierr
-        ierr = c_nobjs_in_type_by_type(q, in_type, type_index, obj_type, oresult)
+        ierr = quo_nobjs_in_type_by_type_c(q, in_type, type_index, obj_type, oresult)
     end subroutine
 
     subroutine quo_cpuset_in_type(q, obj_type, type_index, oresult, ierr)
@@ -190,7 +187,7 @@ contains
         integer(c_int), intent(out) :: ierr
         integer(c_int) :: r
         r = 0
-        ierr = c_cpuset_in_type(q, obj_type, type_index, r)
+        ierr = quo_cpuset_in_type_c(q, obj_type, type_index, r)
         oresult = r == 1
     end subroutine
 
@@ -204,56 +201,56 @@ contains
         type(c_ptr) :: p
         integer(c_int) :: n, rc
         n = 0
-        ierr = c_qids_in_type(q, obj_type, type_index, n, p)
+        ierr = quo_qids_in_type_c(q, obj_type, type_index, n, p)
         if (ierr /= QUO_SUCCESS) n = 0
         allocate(qids(n))
         if (n > 0) then
             call c_f_pointer(p, view, [n])
             qids = view
-            rc = c_ptr_free(p)
+            rc = quo_ptr_free_c(p)
         end if
     end subroutine
 
     subroutine quo_nnumanodes(q, n, ierr)
         type(c_ptr), value :: q
         integer(c_int), intent(out) :: n, ierr
-        ierr = c_nnumanodes(q, n)
+        ierr = quo_nnumanodes_c(q, n)
     end subroutine
 
     subroutine quo_nsockets(q, n, ierr)
         type(c_ptr), value :: q
         integer(c_int), intent(out) :: n, ierr
-        ierr = c_nsockets(q, n)
+        ierr = quo_nsockets_c(q, n)
     end subroutine
 
     subroutine quo_ncores(q, n, ierr)
         type(c_ptr), value :: q
         integer(c_int), intent(out) :: n, ierr
-        ierr = c_ncores(q, n)
+        ierr = quo_ncores_c(q, n)
     end subroutine
 
     subroutine quo_npus(q, n, ierr)
         type(c_ptr), value :: q
         integer(c_int), intent(out) :: n, ierr
-        ierr = c_npus(q, n)
+        ierr = quo_npus_c(q, n)
     end subroutine
 
     subroutine quo_nnodes(q, n, ierr)
         type(c_ptr), value :: q
         integer(c_int), intent(out) :: n, ierr
-        ierr = c_nnodes(q, n)
+        ierr = quo_nnodes_c(q, n)
     end subroutine
 
     subroutine quo_nqids(q, n, ierr)
         type(c_ptr), value :: q
         integer(c_int), intent(out) :: n, ierr
-        ierr = c_nqids(q, n)
+        ierr = quo_nqids_c(q, n)
     end subroutine
 
     subroutine quo_id(q, n, ierr)
         type(c_ptr), value :: q
         integer(c_int), intent(out) :: n, ierr
-        ierr = c_id(q, n)
+        ierr = quo_id_c(q, n)
     end subroutine
 
     subroutine quo_bound(q, bound, ierr)
@@ -262,7 +259,7 @@ contains
         integer(c_int), intent(out) :: ierr
         integer(c_int) :: b
         b = 0
-        ierr = c_bound(q, b)
+        ierr = quo_bound_c(q, b)
         bound = b == 1
     end subroutine
 
@@ -270,19 +267,19 @@ contains
         type(c_ptr), value :: q
         integer(c_int), value :: policy, obj_type, obj_index
         integer(c_int), intent(out) :: ierr
-        ierr = c_bind_push(q, policy, obj_type, obj_index)
+        ierr = quo_bind_push_c(q, policy, obj_type, obj_index)
     end subroutine
 
     subroutine quo_bind_pop(q, ierr)
         type(c_ptr), value :: q
         integer(c_int), intent(out) :: ierr
-        ierr = c_bind_pop(q)
+        ierr = quo_bind_pop_c(q)
     end subroutine
 
     subroutine quo_barrier(q, ierr)
         type(c_ptr), value :: q
         integer(c_int), intent(out) :: ierr
-        ierr = c_barrier(q)
+        ierr = quo_barrier_c(q)
     end subroutine
 
     subroutine quo_auto_distrib(q, distrib_over_this, max_qids_per_res_type, oselected, ierr)
@@ -292,7 +289,7 @@ contains
         integer(c_int), intent(out) :: ierr
         integer(c_int) :: s
         s = 0
-        ierr = c_auto_distrib(q, distrib_over_this, max_qids_per_res_type, s)
+        ierr = quo_auto_distrib_c(q, distrib_over_this, max_qids_per_res_type, s)
         oselected = s == 1
     end subroutine
 
@@ -302,7 +299,7 @@ contains
         integer, intent(out) :: comm
         integer(c_int), intent(out) :: ierr
         integer(c_int) :: c
-        ierr = c_get_mpi_comm_by_type(q, target_type, c)
+        ierr = quo_get_mpi_comm_by_type_c(q, target_type, c)
         comm = int(c)
     end subroutine
 
