@@ -5,8 +5,9 @@
  *   quo-probe stack                    push/pop nesting, both policies, stack limits
  *   quo-probe distrib TYPE MAX BINDS   bind each qid as BINDS says (comma list, one per qid: a core
  *                                      index or "-" for unbound), then QUO_auto_distrib(TYPE, MAX)
- *   quo-probe quiesce SECONDS          qid 0 computes for SECONDS, the others wait in QUO_barrier;
- *                                      each waiter reports the CPU time its wait consumed
+ *   quo-probe quiesce SECONDS quo|mpi  qid 0 computes for SECONDS, the others wait in QUO_barrier
+ *                                      (quo) or MPI_Barrier (mpi); qid 0 reports how often it saw a
+ *                                      waiter running, each rank the CPU time its wait consumed
  *   quo-probe nomt                     counts of a QUO_CREATE_NO_MT context
  *
  * It checks nothing itself (apart from reporting return codes), and exits 0 unless QUO_create fails.
@@ -22,6 +23,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "quo.h"
 
@@ -176,18 +178,52 @@ static double cpu_seconds(void)
     return u.ru_utime.tv_sec + u.ru_stime.tv_sec + 1e-6 * (u.ru_utime.tv_usec + u.ru_stime.tv_usec);
 }
 
-static void quiesce(QUO_context q, double seconds)
+/* State letter of a process' main thread from /proc/<pid>/stat: R running or runnable, S sleeping */
+static char state_of(int pid)
 {
-    MPI_Barrier(MPI_COMM_WORLD);
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return '?';
+    const size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    const char *close = strrchr(buf, ')');
+    return close && close[1] && close[2] ? close[2] : '?';
+}
+
+/* qid 0 computes while the others wait in QUO_barrier ("quo") or MPI_Barrier ("mpi"); halfway,
+ * qid 0 samples the waiters' scheduler states: a process sleeping in the kernel is never R */
+static void quiesce(QUO_context q, double seconds, const char *how)
+{
+    const int use_quo = strcmp(how, "mpi") != 0;
+    int nqids = 0, me = getpid();
+    QUO_nqids(q, &nqids);
+    MPI_Comm node;
+    QUO_get_mpi_comm_by_type(q, QUO_OBJ_MACHINE, &node);
+    int *pids = malloc(sizeof(int) * (size_t)nqids);
+    MPI_Allgather(&me, 1, MPI_INT, pids, 1, MPI_INT, node);
+    MPI_Barrier(node);
     const double t0 = MPI_Wtime(), c0 = cpu_seconds();
     if (qid == 0) {
         volatile double x = 0;
+        int samples = 0, running = 0;
+        while (MPI_Wtime() - t0 < seconds / 2) x += 1e-9;
+        for (int k = 0; k < 20; k++) {
+            const double s = MPI_Wtime();
+            for (int p = 1; p < nqids; p++, samples++) running += state_of(pids[p]) == 'R';
+            while (MPI_Wtime() - s < 0.01) x += 1e-9;
+        }
         while (MPI_Wtime() - t0 < seconds) x += 1e-9;
+        say("peer_samples", "%d", samples);
+        say("peer_running_samples", "%d", running);
     }
-    say("rc_barrier", "%d", QUO_barrier(q));
+    say("rc_barrier", "%d", use_quo ? QUO_barrier(q) : (MPI_Barrier(node) == MPI_SUCCESS ? 0 : -1));
     const double wall = MPI_Wtime() - t0, cpu = cpu_seconds() - c0;
     say("wait_wall_s", "%.4f", wall);
     say("wait_cpu_s", "%.4f", cpu);
+    free(pids);
+    MPI_Comm_free(&node);
 }
 
 int main(int argc, char **argv)
@@ -207,7 +243,7 @@ int main(int argc, char **argv)
     if (strcmp(what, "queries") == 0) queries(q);
     else if (strcmp(what, "stack") == 0) stack(q);
     else if (strcmp(what, "distrib") == 0 && argc > 4) distrib(q, argv[2], atoi(argv[3]), argv[4]);
-    else if (strcmp(what, "quiesce") == 0 && argc > 2) quiesce(q, atof(argv[2]));
+    else if (strcmp(what, "quiesce") == 0 && argc > 3) quiesce(q, atof(argv[2]), argv[3]);
     else if (strcmp(what, "nomt") == 0) {
         int n = 0;
         QUO_ncores(q, &n), say("ncores", "%d", n);
