@@ -14,6 +14,7 @@ process publishes its binding to the others, which is what the third-party queri
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -23,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BUILD, ROOT, TIMEOUT, job_env, launcher, mpirun
+from conftest import BUILD, MPILENS, ROOT, TIMEOUT, job_env, launcher, mpirun
 
 TWO_BY_TWO = "pack:2 numa:2 core:4 pu:1"
 FOUR_SOCKET = "pack:4 core:2 pu:1"
@@ -227,6 +228,25 @@ def test_quo_calls_are_mpilens_regions(mpi, tmp_path):
     assert regions["QUO_get_mpi_comm_by_type"]["functions"]["MPI_Comm_dup"]["calls"] == [1, 1]
     # the quiescence barrier is not an MPI barrier
     assert "MPI_Barrier" not in regions["QUO_barrier"]["functions"]
+
+
+def test_quo_calls_are_trace_spans(mpi, tmp_path):
+    """Traced, the same calls are spans on each rank's timeline (Chrome export)."""
+    job = mpirun(mpi, 2, [str(quo_bin(mpi, "quo-demo"))], tmp_path, settings={"MPILENS_MODE": "profile,trace"})
+    out = tmp_path / "quo.json"
+    p = subprocess.run([str(MPILENS), "trace", str(job.rundir), "--format", "chrome", "-o", str(out), "--quiet"],
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(out.read_text())
+    events = doc["traceEvents"] if isinstance(doc, dict) else doc
+    spans: dict[tuple[str, int], int] = defaultdict(int)
+    for e in events:
+        if e.get("ph") == "X" and e.get("cat") == "region" and e["name"].startswith("QUO_"):
+            assert e["dur"] >= 0
+            spans[(e["name"], e["pid"])] += 1
+    assert dict(spans) == {
+        (n, r): 1 for n in ("QUO_create", "QUO_get_mpi_comm_by_type", "QUO_auto_distrib", "QUO_barrier", "QUO_free")
+        for r in (0, 1)} | {("QUO_bind_push", 0): 1, ("QUO_qids_in_type", 0): 1, ("QUO_bind_pop", 0): 1}
 
 
 def test_coupled_example_same_result_in_every_mode(tmp_path):
