@@ -75,6 +75,18 @@ def test_topology_unit_program():
     assert m and int(m.group(1)) >= 60, p.stdout
 
 
+def test_exported_symbols_are_the_header_api(mpi):
+    """The library exports exactly the functions quo.h declares, plus the Fortran shims; no helper
+    leaks (hidden visibility) and no declared function is missing."""
+    declared = set(re.findall(r"^int (QUO_\w+)\(", (ROOT / "quo" / "include" / "quo.h").read_text(), re.M))
+    assert len(declared) == 23
+    nm = subprocess.run(["nm", "-D", "--defined-only", str(BUILD / "lib" / f"libquo-{mpi}.so")], capture_output=True,
+                        text=True, check=True).stdout
+    exported = {line.split()[-1] for line in nm.splitlines() if line.split()[-2] in ("T", "W")}
+    shims = {"QUO_create_f2c", "QUO_create_with_flags_f2c", "QUO_get_mpi_comm_by_type_f2c"}
+    assert exported == declared | shims
+
+
 def test_queries_on_two_by_two(mpi):
     np = 4
     out = probe(mpi, np, ["queries"], TWO_BY_TWO)
