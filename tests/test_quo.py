@@ -30,7 +30,7 @@ TWO_BY_TWO = "pack:2 numa:2 core:4 pu:1"
 FOUR_SOCKET = "pack:4 core:2 pu:1"
 SMT = "pack:1 core:2 pu:2"
 
-QUO_SUCCESS, QUO_ERR_OOR, QUO_ERR_INVLD_ARG, QUO_ERR_CALL_BEFORE_INIT = 0, 4, 5, 6
+QUO_SUCCESS, QUO_ERR_OOR, QUO_ERR_INVLD_ARG, QUO_ERR_CALL_BEFORE_INIT, QUO_ERR_MPI = 0, 4, 5, 6, 8
 QUO_ERR_NOT_SUPPORTED, QUO_ERR_POP = 9, 10
 
 
@@ -104,6 +104,8 @@ def test_queries_on_two_by_two(mpi):
             "rc_pop_initial": str(QUO_ERR_POP), "rc_version_null": str(QUO_ERR_INVLD_ARG),
             "machine_comm_size": "4", "rc_socket_comm": str(QUO_ERR_NOT_SUPPORTED),
             "rc_free": "0",
+            "rc_create_before_init": str(QUO_ERR_MPI), "rc_create_comm_null": str(QUO_ERR_INVLD_ARG),
+            "rc_free_null": "0",
         }, qid
 
 

@@ -139,43 +139,57 @@ static void read_binding(const struct QUO_t *q, int qid, hwloc_bitmap_t out)
 
 /* --------------------------------------------------------------------------- creation */
 /* Discover the topology on node rank 0 only and ship it to the others as XML: at scale the node's
- * ranks would otherwise all walk sysfs at once. */
+ * ranks would otherwise all walk sysfs at once. Node rank 0 always reaches the broadcasts, even when
+ * discovery failed, so that nobody waits for it forever. */
 static int load_topology(struct QUO_t *q, QUO_create_flags_t flags)
 {
     const char *me = "QUO_create";
-    int info[2] = {0, 0}; /* XML length, this_system */
+    int info[3] = {0, 0, 1}; /* XML length, this_system, discovery succeeded */
     char *xml = NULL;
     if (q->qid == 0) {
-        if (hwloc_topology_init(&q->topo) != 0) return fail(QUO_ERR_TOPO, me, "hwloc_topology_init failed");
-        if (hwloc_topology_load(q->topo) != 0) return fail(QUO_ERR_TOPO, me, "hwloc_topology_load failed");
-        info[1] = hwloc_topology_is_thissystem(q->topo);
-        int len = 0;
-        if (q->nqids > 1 && hwloc_topology_export_xmlbuffer(q->topo, &xml, &len, 0) == 0) info[0] = len;
+        if (hwloc_topology_init(&q->topo) != 0) {
+            q->topo = NULL;
+            info[2] = 0;
+            fail(QUO_ERR_TOPO, me, "hwloc_topology_init failed");
+        } else if (hwloc_topology_load(q->topo) != 0) {
+            info[2] = 0;
+            fail(QUO_ERR_TOPO, me, "hwloc_topology_load failed");
+        } else {
+            info[1] = hwloc_topology_is_thissystem(q->topo);
+            int len = 0;
+            if (q->nqids > 1 && hwloc_topology_export_xmlbuffer(q->topo, &xml, &len, 0) == 0) info[0] = len;
+        }
     }
-    if (MPI_Bcast(info, 2, MPI_INT, 0, q->node_comm) != MPI_SUCCESS) return fail(QUO_ERR_MPI, me, "MPI_Bcast failed");
+    if (MPI_Bcast(info, 3, MPI_INT, 0, q->node_comm) != MPI_SUCCESS) return fail(QUO_ERR_MPI, me, "MPI_Bcast failed");
+    if (!info[2]) return QUO_ERR_TOPO; /* node rank 0 said why */
     q->this_system = info[1];
+    int rc = 0;
     if (q->nqids > 1) {
         if (q->qid != 0 && info[0] > 0 && (xml = malloc((size_t)info[0])) == NULL) info[0] = 0;
-        /* everyone agrees on whether the XML comes, even if a receiver could not allocate it */
+        /* everyone agrees on whether the XML comes, even if a receiver could not allocate it; without
+         * it, each process discovers the machine itself */
         int ok = info[0] > 0, all_ok = 0;
-        if (MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, q->node_comm) != MPI_SUCCESS)
-            return fail(QUO_ERR_MPI, me, "MPI_Allreduce failed");
-        if (all_ok && MPI_Bcast(xml, info[0], MPI_CHAR, 0, q->node_comm) != MPI_SUCCESS)
-            return fail(QUO_ERR_MPI, me, "MPI_Bcast failed");
-        if (q->qid != 0) {
-            if (hwloc_topology_init(&q->topo) != 0) return fail(QUO_ERR_TOPO, me, "hwloc_topology_init failed");
-            int rc = 0;
-            if (all_ok) {
+        if (MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, q->node_comm) != MPI_SUCCESS ||
+            (all_ok && MPI_Bcast(xml, info[0], MPI_CHAR, 0, q->node_comm) != MPI_SUCCESS)) {
+            rc = fail(QUO_ERR_MPI, me, "sharing the topology failed");
+        } else if (q->qid != 0) {
+            if (hwloc_topology_init(&q->topo) != 0) {
+                q->topo = NULL;
+                rc = -1;
+            } else if (all_ok) {
                 rc = hwloc_topology_set_xmlbuffer(q->topo, xml, info[0]);
                 /* XML loses "this is the machine I run on", which binding needs */
                 if (rc == 0 && q->this_system) rc = hwloc_topology_set_flags(q->topo, HWLOC_TOPOLOGY_FLAG_IS_THISSYSTEM);
             }
-            if (rc != 0 || hwloc_topology_load(q->topo) != 0)
-                return fail(QUO_ERR_TOPO, me, "loading the node's topology failed");
-            free(xml);
-        } else {
-            hwloc_free_xmlbuffer(q->topo, xml);
+            if (rc == 0 && hwloc_topology_load(q->topo) != 0) rc = -1;
+            if (rc != 0) rc = fail(QUO_ERR_TOPO, me, "loading the node's topology failed");
         }
+        if (q->qid == 0) {
+            if (xml) hwloc_free_xmlbuffer(q->topo, xml);
+        } else {
+            free(xml);
+        }
+        if (rc != QUO_SUCCESS) return rc;
     }
     if (flags & QUO_CREATE_NO_MT) {
         /* keep the first PU of every core: software "no hyper-threading" */
@@ -184,11 +198,21 @@ static int load_topology(struct QUO_t *q, QUO_create_flags_t flags)
         for (hwloc_obj_t c = hwloc_get_next_obj_by_type(q->topo, HWLOC_OBJ_CORE, NULL); c;
              c = hwloc_get_next_obj_by_type(q->topo, HWLOC_OBJ_CORE, c))
             hwloc_bitmap_set(firsts, (unsigned)hwloc_bitmap_first(c->cpuset));
-        const int rc = hwloc_bitmap_iszero(firsts) ? 0 : hwloc_topology_restrict(q->topo, firsts, 0);
+        rc = hwloc_bitmap_iszero(firsts) ? 0 : hwloc_topology_restrict(q->topo, firsts, 0);
         hwloc_bitmap_free(firsts);
         if (rc != 0) return fail(QUO_ERR_TOPO, me, "hwloc_topology_restrict failed");
     }
     return QUO_SUCCESS;
+}
+
+/* Node-wide agreement on a step's outcome: a process that failed alone must not leave its peers
+ * waiting in the next collective. Returns rc, or QUO_ERR when only a peer failed (it said why). */
+static int agree(struct QUO_t *q, int rc)
+{
+    int ok = rc == QUO_SUCCESS, all_ok = 0;
+    if (MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, q->node_comm) != MPI_SUCCESS)
+        return fail(QUO_ERR_MPI, "QUO_create", "MPI_Allreduce failed");
+    return rc != QUO_SUCCESS ? rc : all_ok ? QUO_SUCCESS : QUO_ERR;
 }
 
 /* The binding the process starts with: the kernel's, on this machine; the whole node otherwise. */
@@ -196,8 +220,8 @@ static int initial_binding(struct QUO_t *q)
 {
     q->widest = hwloc_bitmap_dup(hwloc_topology_get_topology_cpuset(q->topo));
     q->stack[0] = hwloc_bitmap_dup(q->widest);
+    q->depth = 1; /* destroy() frees stack[0] even when this fails */
     if (q->widest == NULL || q->stack[0] == NULL) return fail(QUO_ERR_OOR, "QUO_create", "out of memory");
-    q->depth = 1;
     if (q->this_system && hwloc_get_cpubind(q->topo, q->stack[0], HWLOC_CPUBIND_PROCESS) == 0) {
         hwloc_bitmap_and(q->stack[0], q->stack[0], q->widest);
         if (hwloc_bitmap_iszero(q->stack[0])) hwloc_bitmap_copy(q->stack[0], q->widest);
@@ -304,11 +328,16 @@ static int create(QUO_context *out, MPI_Comm comm, QUO_create_flags_t flags)
     MPI_Finalized(&finalized);
     if (!initialized || finalized) return fail(QUO_ERR_MPI, me, "MPI is not initialized (call after MPI_Init)");
 
+    if (comm == MPI_COMM_NULL) return fail(QUO_ERR_INVLD_ARG, me, "MPI_COMM_NULL");
+
     struct QUO_t *q = calloc(1, sizeof *q);
     if (q == NULL) return fail(QUO_ERR_OOR, me, "out of memory");
     q->comm = q->node_comm = MPI_COMM_NULL;
     int rc = QUO_ERR_MPI, rank = 0, leader = 0;
-    if (MPI_Comm_dup(comm, &q->comm) != MPI_SUCCESS || MPI_Comm_rank(q->comm, &rank) != MPI_SUCCESS ||
+    /* MPI errors on QUO's own communicators come back as codes (QUO_ERR_MPI), never as an abort; the
+     * node communicator inherits the handler */
+    if (MPI_Comm_dup(comm, &q->comm) != MPI_SUCCESS ||
+        MPI_Comm_set_errhandler(q->comm, MPI_ERRORS_RETURN) != MPI_SUCCESS || MPI_Comm_rank(q->comm, &rank) != MPI_SUCCESS ||
         MPI_Comm_split_type(q->comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &q->node_comm) != MPI_SUCCESS ||
         MPI_Comm_rank(q->node_comm, &q->qid) != MPI_SUCCESS || MPI_Comm_size(q->node_comm, &q->nqids) != MPI_SUCCESS) {
         fail(rc, me, "building the node communicator failed");
@@ -319,9 +348,8 @@ static int create(QUO_context *out, MPI_Comm comm, QUO_create_flags_t flags)
         fail(rc, me, "counting nodes failed");
         goto error;
     }
-    if ((rc = load_topology(q, flags)) != QUO_SUCCESS || (rc = initial_binding(q)) != QUO_SUCCESS ||
-        (rc = attach_segment(q)) != QUO_SUCCESS)
-        goto error;
+    if ((rc = load_topology(q, flags)) == QUO_SUCCESS) rc = initial_binding(q);
+    if ((rc = agree(q, rc)) != QUO_SUCCESS || (rc = attach_segment(q)) != QUO_SUCCESS) goto error;
     *out = q;
     return QUO_SUCCESS;
 error:

@@ -229,6 +229,8 @@ static void quiesce(QUO_context q, double seconds, const char *how)
 int main(int argc, char **argv)
 {
     int provided = 0;
+    QUO_context early = NULL;
+    const int rc_before_init = QUO_create(&early, MPI_COMM_WORLD);
     MPI_Init_thread(&argc, &argv, MPI_THREAD_SINGLE, &provided);
     const char *what = argc > 1 ? argv[1] : "queries";
     QUO_context q = NULL;
@@ -240,7 +242,13 @@ int main(int argc, char **argv)
         return 1;
     }
     QUO_id(q, &qid);
-    if (strcmp(what, "queries") == 0) queries(q);
+    if (strcmp(what, "queries") == 0) {
+        say("rc_create_before_init", "%d%s", rc_before_init, early ? " (context made)" : "");
+        QUO_context other = NULL;
+        say("rc_create_comm_null", "%d", QUO_create(&other, MPI_COMM_NULL));
+        say("rc_free_null", "%d", QUO_free(NULL));
+        queries(q);
+    }
     else if (strcmp(what, "stack") == 0) stack(q);
     else if (strcmp(what, "distrib") == 0 && argc > 4) distrib(q, argv[2], atoi(argv[3]), argv[4]);
     else if (strcmp(what, "quiesce") == 0 && argc > 3) quiesce(q, atof(argv[2]), argv[3]);
