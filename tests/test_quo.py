@@ -34,6 +34,13 @@ QUO_SUCCESS, QUO_ERR_OOR, QUO_ERR_INVLD_ARG, QUO_ERR_CALL_BEFORE_INIT, QUO_ERR_M
 QUO_ERR_NOT_SUPPORTED, QUO_ERR_POP = 9, 10
 
 
+@pytest.fixture(autouse=True)
+def _built():
+    """Every test here needs quo built and hwloc's tools."""
+    if not (BUILD / "quo" / "test-topo").exists() or shutil.which("hwloc-calc") is None:
+        pytest.fail("quo is not built (run `make`) or hwloc-calc is missing (`make deps`)")
+
+
 def quo_bin(mpi: str, name: str) -> Path:
     exe = BUILD / mpi / "quo" / name
     if not exe.exists():
@@ -278,9 +285,3 @@ def test_coupled_example_same_result_in_every_mode(tmp_path):
     for mode in ("quo", "mpibarrier"):
         assert runs[mode]["workers"] == "1" and runs[mode]["threads"] == "2"
         assert float(runs[mode]["checksum"]) == pytest.approx(float(runs["static"]["checksum"]), rel=1e-9)
-
-
-@pytest.fixture(autouse=True)
-def _built():
-    if not (BUILD / "quo" / "test-topo").exists() or shutil.which("hwloc-calc") is None:
-        pytest.fail("quo is not built (run `make`) or hwloc-calc is missing (`make deps`)")
