@@ -24,8 +24,9 @@
  * none aborts the program. Functions that take a context return QUO_ERR_CALL_BEFORE_INIT when it is
  * NULL, QUO_ERR_INVLD_ARG for a NULL output pointer, an unknown object type or an object index out of
  * range. System, MPI and topology failures (QUO_ERR_SYS, QUO_ERR_MPI, QUO_ERR_TOPO, QUO_ERR_OOR) also
- * print one line naming the cause on stderr; misuse (QUO_ERR_INVLD_ARG, QUO_ERR_POP) prints only
- * when the environment sets QUO_VERBOSE=1. Each function lists its other special returns.
+ * print one line naming the cause on stderr; misuse and expected outcomes (QUO_ERR_INVLD_ARG,
+ * QUO_ERR_CALL_BEFORE_INIT, QUO_ERR_POP, QUO_ERR_NOT_FOUND, QUO_ERR_NOT_SUPPORTED) print only when the
+ * environment sets QUO_VERBOSE=1. Each function lists its other special returns.
  *
  * Under `mpilens run`, every QUO call below except the trivial queries appears as a region of
  * category "quo" named after the function (QUO_bind_push, QUO_barrier, ...).
