@@ -71,13 +71,13 @@ def latencies(nps: list[int]) -> list[dict]:
 def coupled(repeats: int, iterations: int, elements: int, work: int) -> list[dict]:
     rows = []
     for mpi in MPIS:
-        for _ in range(repeats):
+        for repeat in range(repeats):
             for mode, np in (("static", 1), ("quo", 2), ("mpibarrier", 2)):
                 out = run(mpi, np, [str(BUILD / mpi / "quo" / "coupled"), mode, str(iterations), str(elements),
                                     str(work)], OMP_NUM_THREADS="2")
                 line = next(x for x in out.splitlines() if x.startswith("coupled "))
                 kv = dict(w.split("=", 1) for w in line.split()[1:])
-                rows.append({"mpi": mpi, **{k: (v if k == "mode" else float(v)) for k, v in kv.items()}})
+                rows.append({"mpi": mpi, "repeat": repeat, **{k: (v if k == "mode" else float(v)) for k, v in kv.items()}})
     return rows
 
 
@@ -88,10 +88,10 @@ def footprint(nps: list[int], repeats: int) -> list[dict]:
             for _ in range(repeats):
                 for prog in ("mem-trivial", "mem-quo"):
                     out = run(mpi, np, [str(BUILD / mpi / "quo" / prog)])
-                    for m in re.finditer(r"program=(\w+) rank=(\d+) rss_kb=(-?\d+) pss_kb=(-?\d+) private_kb=(-?\d+)", out):
+                    for m in re.finditer(r"program=(\w+) rank=(\d+) rss_kb=(-?\d+) pss_kb=(-?\d+) anon_kb=(-?\d+)", out):
                         rows.append({"mpi": mpi, "np": np, "program": m.group(1), "rank": int(m.group(2)),
                                      "rss_kb": int(m.group(3)), "pss_kb": int(m.group(4)),
-                                     "private_kb": int(m.group(5))})
+                                     "anon_kb": int(m.group(5))})
     return rows
 
 
@@ -136,23 +136,33 @@ def write_markdown(data: dict) -> str:
     lines += ["## 2. Coupled example: static under-subscription vs QUO reconfiguration", "",
               f"`quo/examples/coupled.c`, {p['iterations']} iterations of phase A (MPI everywhere, one thread per "
               f"rank) then phase B (OpenMP), {p['elements']} elements, {p['work']} transcendental evaluations per "
-              f"element and phase; {p['repeats']} runs per mode, median of the per-iteration medians, seconds per "
-              "iteration. Static: 1 rank x 2 threads (phase A leaves a core idle). QUO: 2 ranks; in phase B "
+              f"element and phase; {p['repeats']} runs per mode, the three modes back to back in each round; "
+              "times are medians of the per-iteration medians, seconds per iteration; the speedup is the median "
+              "over rounds of static total / mode total within a round. Static: 1 rank x 2 threads (phase A leaves a core idle). QUO: 2 ranks; in phase B "
               "QUO_auto_distrib picks one rank per socket, the other sends it its block and sleeps in QUO_barrier "
               "while the worker widens its binding (QUO_bind_push OBJ socket) and runs 2 threads.", "",
-              "| MPI | mode | phase A | phase B | remap | total | speedup vs static |", "|---|---|---|---|---|---|---|"]
+              "| MPI | mode | phase A | phase B | remap | total | speedup vs static (paired) |", "|---|---|---|---|---|---|---|"]
     summary: dict = {}
+
+    def paired(m: str, mode: str, key: str) -> float:
+        """Median over repeats of static / mode for key: each pair ran back to back, so a change in the
+        machine's other load between repeats cancels out."""
+        by = {(r["mode"], r["repeat"]): r[key] for r in c if r["mpi"] == m}
+        return med([by[("static", k)] / by[(mode, k)] for (md, k) in by if md == mode and ("static", k) in by])
+
     for m in MPIS:
-        base = None
         for mode in ("static", "quo", "mpibarrier"):
             rs = [r for r in c if r["mpi"] == m and r["mode"] == mode]
             if not rs:
                 continue
             s = {k: med([r[k] for r in rs]) for k in ("phaseA_s", "phaseB_s", "remap_s", "total_s", "wait_cpu_s")}
+            if "repeat" in rs[0]:
+                s["speedup"] = paired(m, mode, "total_s")
+                s["phaseB_ratio"] = 1 / paired(m, mode, "phaseB_s")
+                s["wait_share"] = med([r["wait_cpu_s"] / r["phaseB_s"] for r in rs])
             summary[(m, mode)] = s
-            base = base or s["total_s"]
             lines.append(f"| {m} | {mode} | {s['phaseA_s']:.3f} | {s['phaseB_s']:.3f} | {s['remap_s']:.4f} | "
-                         f"{s['total_s']:.3f} | {base / s['total_s']:.2f}x |")
+                         f"{s['total_s']:.3f} | {s.get('speedup', float('nan')):.2f}x |")
     lines += ["", "Model (seed 001, Eq. 3.1) for two equal phases with t_max = 2 threads on n = 2 cores: "
               "static reaches 2/(t_max + 1) = 67 % of ideal, so QUO's ideal speedup over static is 1.5x "
               "before remapping costs. Here phase A does not halve as it would on an idle machine (the other "
@@ -162,9 +172,11 @@ def write_markdown(data: dict) -> str:
     lines += ["## 3. Quiescence: QUO_barrier vs MPI_Barrier (seed 001, Table 5.1)", "",
               "Phase B time of the one 2-thread worker, from the coupled runs above. Alone: the static run "
               "(no other rank on the node). With a waiting rank in QUO_barrier (sleeps in a process-shared "
-              "pthread barrier) or in MPI_Barrier (polls). Overhead = T / T_alone - 1. Waiting CPU: CPU "
-              "seconds (user + system, getrusage) the waiting rank consumed per iteration, and as a share of "
-              "the phase B wall time.", "",
+              "pthread barrier) or in MPI_Barrier (polls). Overhead = T / T_alone - 1, median over rounds of "
+              "the ratio within a round (the runs of a round are back to back). Waiting CPU: CPU seconds (user "
+              "+ system, getrusage) the waiting rank consumed per iteration (median), and its median share of "
+              "the phase B wall time. On this machine other jobs compete for the same 2 cores, so the "
+              "overheads carry their noise; the waiting CPU does not depend on it.", "",
               "| MPI | waiting in | phase B (s) | overhead vs alone | waiting rank CPU (s) | CPU / phase B |",
               "|---|---|---|---|---|---|"]
     for m in MPIS:
@@ -175,8 +187,8 @@ def write_markdown(data: dict) -> str:
         for mode, label in (("quo", "QUO_barrier"), ("mpibarrier", "MPI_Barrier")):
             s = summary.get((m, mode))
             if s:
-                lines.append(f"| {m} | {label} | {s['phaseB_s']:.3f} | {100 * (s['phaseB_s'] / alone['phaseB_s'] - 1):+.1f} % | "
-                             f"{s['wait_cpu_s']:.3f} | {100 * s['wait_cpu_s'] / s['phaseB_s']:.0f} % |")
+                lines.append(f"| {m} | {label} | {s['phaseB_s']:.3f} | {100 * (s['phaseB_ratio'] - 1):+.1f} % | "
+                             f"{s['wait_cpu_s']:.3f} | {100 * s['wait_share']:.0f} % |")
     lines += ["", "The seed reports +8.24 % (QUO_barrier) against +115.63 % (MPI_Barrier) on its machines.", ""]
 
     f = data["footprint"]
@@ -184,14 +196,15 @@ def write_markdown(data: dict) -> str:
               "Sampled from /proc/self/smaps_rollup by every rank after MPI_Init (and, in mem-quo, after "
               "QUO_create, QUO_npus, QUO_auto_distrib, a push/pop and QUO_barrier), while all ranks are alive: "
               "mem-quo minus mem-trivial (the same MPI program without libquo), median over ranks and "
-              f"{p['mem_repeats']} runs, MB per process (1 MB = 1024 kB). Private = Private_Clean + "
-              "Private_Dirty, the pages only this process maps: QUO's heap (topology, bind stack), the "
-              "relocated data of libquo and libhwloc, and what MPI allocated for QUO's communicators. "
-              "Rss adds the shared code pages counted whole. Pss, the seed's measure, splits shared pages by "
-              "the number of processes mapping them, and on this shared machine other people's jobs map the "
-              "same MPI libraries, so its difference swings with their activity (it is listed, but the "
-              "private difference is the figure to quote).",
-              "", "| MPI | np | trivial private | QUO private | QUO - trivial private | QUO - trivial Rss | QUO - trivial Pss |",
+              f"{p['mem_repeats']} runs, MB per process (1 MB = 1024 kB). Anonymous: memory that belongs to no "
+              "file (heap, copied-on-write data of the libraries): QUO's topology, bind stack and context, "
+              "libquo's and libhwloc's writable data, and what MPI allocated for QUO's communicators; it does "
+              "not depend on other processes. Rss adds the code pages of libquo and libhwloc counted whole. "
+              "Pss, the seed's measure, splits shared pages by the number of processes mapping them; other "
+              "people's jobs on this machine map the same MPI libraries, so its difference swings with their "
+              "activity (listed, but the anonymous difference is the figure to quote). The shared segment (one "
+              "page here) is shmem, in neither Anonymous nor the private figures.",
+              "", "| MPI | np | trivial anonymous | QUO anonymous | QUO - trivial anonymous | QUO - trivial Rss | QUO - trivial Pss |",
               "|---|---|---|---|---|---|---|"]
     for m in MPIS:
         for n in sorted({r["np"] for r in f}):
@@ -199,9 +212,9 @@ def write_markdown(data: dict) -> str:
             q = [r for r in f if r["mpi"] == m and r["np"] == n and r["program"] == "quo"]
             if not t or not q:
                 continue
-            d = {k: (med([r[k] for r in t]), med([r[k] for r in q])) for k in ("private_kb", "rss_kb", "pss_kb")}
-            lines.append(f"| {m} | {n} | {d['private_kb'][0] / 1024:.2f} | {d['private_kb'][1] / 1024:.2f} | "
-                         f"{(d['private_kb'][1] - d['private_kb'][0]) / 1024:.2f} | "
+            d = {k: (med([r[k] for r in t]), med([r[k] for r in q])) for k in ("anon_kb", "rss_kb", "pss_kb")}
+            lines.append(f"| {m} | {n} | {d['anon_kb'][0] / 1024:.2f} | {d['anon_kb'][1] / 1024:.2f} | "
+                         f"{(d['anon_kb'][1] - d['anon_kb'][0]) / 1024:.2f} | "
                          f"{(d['rss_kb'][1] - d['rss_kb'][0]) / 1024:.2f} | {(d['pss_kb'][1] - d['pss_kb'][0]) / 1024:.2f} |")
     lines += ["", "The seed measured 0.59-2.20 MB per process (about 1.4 MB on average) with memnesia (PSS). "
               "mpilens' own `--mode memory` is not used here yet: that mode is being built elsewhere; once it "
@@ -217,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", choices=["latencies", "coupled", "footprint"],
                     help="rerun one section, keep the others from results-quo.json")
     a = ap.parse_args(argv)
-    params = dict(repeats=1 if a.quick else 5, iterations=3 if a.quick else 7, elements=40000, work=200,
+    params = dict(repeats=1 if a.quick else 7, iterations=3 if a.quick else 7, elements=40000, work=200,
                   mem_repeats=1 if a.quick else 3)
     data = {"when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "host": platform.node(),
             "cpus": os.cpu_count(), "load": f"{os.getloadavg()[0]:.1f}", "params": params}

@@ -250,10 +250,11 @@ static int attach_segment(struct QUO_t *q)
         return fail(QUO_ERR_MPI, me, "MPI_Bcast failed");
     q->shm_size = sizeof(quo_shm_header_t) + (size_t)q->nqids * ((size_t)nwords + 1) * sizeof(unsigned long);
 
-    int ok = 1;
+    int ok = 1, created = 0;
     char why[128] = "";
     if (q->qid == 0) {
         const int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
+        created = fd >= 0;
         if (fd < 0 || ftruncate(fd, (off_t)q->shm_size) != 0) {
             ok = 0;
             snprintf(why, sizeof why, "creating shared memory %s: %s", name, strerror(errno));
@@ -300,7 +301,7 @@ static int attach_segment(struct QUO_t *q)
         if (MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, q->node_comm) != MPI_SUCCESS)
             return fail(QUO_ERR_MPI, me, "MPI_Allreduce failed");
     }
-    if (q->qid == 0 && ok) shm_unlink(name);
+    if (created) shm_unlink(name); /* whatever happened: the name must not outlive the job */
     if (!ok) return fail(QUO_ERR_SYS, me, "%s", why);
     if (!all_ok) return QUO_ERR_SYS; /* a peer failed and said why */
     return QUO_SUCCESS;
