@@ -152,6 +152,7 @@ typedef struct ml_global {
     uint64_t trace_write_errors;
     int tracing;        /* trace mode is on for this run */
     int mpit;           /* mpit mode: pvars are read at region boundaries (runtime/src/mpit.c) */
+    int mpit_comms;     /* communicator names matter to MPI_T (MPILENS_COMM_CVARS, bound pvars) */
     uint32_t observers; /* ML_OBS_* bits of the modes on in this run, copied into each thread */
     uint32_t max_paths;
     ml_thread_t *threads; /* list of all thread states (push only) */
@@ -387,7 +388,8 @@ void ml_trace_emergency(void);
 void ml_mpit_before_init(void);      /* before PMPI_Init: check and set cvars (may clear config_ok) */
 void ml_mpit_after_init(void);       /* after PMPI_Init: read back what was set (before meta.json) */
 void ml_mpit_start(void);            /* mpit mode: pvar session and sampler thread */
-void ml_mpit_comm_named(MPI_Comm comm); /* observer of MPI_Comm_set_name (ML_OBS_MPIT) */
+void ml_mpit_comm_named(MPI_Comm comm); /* after MPI_Comm_set_name, when ml_g.mpit_comms */
+#define ml_comm_named(comm) (ML_UNLIKELY(ml_g.mpit_comms) ? ml_mpit_comm_named(comm) : (void)0)
 void ml_mpit_comm_freed(MPI_Comm comm); /* before MPI_Comm_free: drop handles bound to comm */
 void ml_mpit_region(int begin, const char *name);
 void ml_mpit_finish(void);           /* before the profile is gathered at MPI_Finalize */

@@ -3,9 +3,9 @@
  * variables are read at MPI_Init, at region boundaries, every MPILENS_MPIT_PERIOD_MS (a
  * background thread) and at MPI_Finalize, into mpit/rank-NNNNNN.jsonl.
  *
- * Nothing here runs per MPI call: the only hook on calls is the observer of MPI_Comm_set_name,
- * and it is installed only when a communicator can need it (MPILENS_COMM_CVARS, or mpit mode
- * with communicator-bound pvars). */
+ * Nothing here runs per MPI call: the only hooks are in the wrappers of MPI_Comm_set_name (after:
+ * in semantics.yaml) and MPI_Comm_free, and they act only when a communicator can need them
+ * (MPILENS_COMM_CVARS, or mpit mode with communicator-bound pvars: ml_g.mpit_comms). */
 #include <errno.h>
 #include <pthread.h>
 #include <regex.h>
@@ -323,7 +323,7 @@ void ml_mpit_start(void)
         start_session();
         ml_g.mpit = out != NULL && npvars > 0;
     }
-    if (comm_reqs > 0 || comm_bound_matched > 0) ml_g.observers |= ML_OBS_MPIT;
+    ml_g.mpit_comms = comm_reqs > 0 || comm_bound_matched > 0;
 }
 
 /* ------------------------------------------------------------------------------- communicators */

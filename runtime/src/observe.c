@@ -26,5 +26,4 @@ void ml_observe_leave(ml_thread_t *t, int fn)
 void ml_observe_call(ml_thread_t *t, const ml_call_t *c)
 {
     if (t->trace) ml_trace_call(t, c);
-    if ((t->observe & ML_OBS_MPIT) && c->fn == ML_FN_MPI_Comm_set_name) ml_mpit_comm_named(c->comm);
 }
