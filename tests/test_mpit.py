@@ -77,6 +77,9 @@ def test_cvars_set_globally_and_per_communicator_are_read_back(mpi, tmp_path):
         assert got[("btl", None)]["new"] == "self,vader"
     text = mpilens("mpit", "show", str(job.rundir)).stdout
     assert f"{name}: {old} -> {new} (at MPI_Init)" in text
+    report = mpilens("report", str(job.rundir)).stdout
+    assert f"MPI_T cvar: {name} {old} -> {new}" in report
+    assert f"MPI_T cvar: {cname} {cold} -> {cnew} when communicator 'solver' was named" in report
 
 
 BAD = [
