@@ -150,6 +150,9 @@ def test_pvars_absent_on_this_mpich_are_reported_absent(tmp_path):
     assert doc["pvars"] == {"recorded": True, "exposed": 0, "absent": True, "series": [], "skipped": []}
     text = mpilens("mpit", "show", str(job.rundir)).stdout
     assert "absent: this MPI exposes no MPI_T performance variables" in text
+    html = tmp_path / "r.html"
+    mpilens("report", str(job.rundir), "--html", str(html), "--quiet")
+    assert "Absent: this MPI exposes no MPI_T performance variables (not zero: not measured)" in html.read_text()
     rec = json.loads(mpilens("mpit", "recommend", str(job.rundir), "--json", "--rule", "unexpected").stdout)
     assert rec["recommendations"][0]["status"] == "not evaluated"
     assert "absent, not zero" in rec["recommendations"][0]["evidence"][0]
@@ -210,3 +213,22 @@ def test_html_report_has_the_mpit_section(tmp_path):
     page = html.read_text()
     assert "MPI_T: control and performance variables" in page and "btl_vader_eager_limit" in page
     assert "pml_ob1_unexpected_msgq_length" in page and "<polyline" in page
+
+
+def test_truncated_series_file_is_named_and_the_rest_is_read(tmp_path):
+    from mpilens import mpit
+
+    run = tmp_path / "run"
+    (run / "mpit").mkdir(parents=True)
+    (run / "meta.json").write_text(json.dumps({"mpi": {"flavor": "openmpi", "library": "Open MPI v4.1.4"},
+                                               "cvars_set": []}))
+    lines = ['{"schema": "mpilens.mpit/1", "rank": 0, "pvars_total": 3, "regex": "", "period_ms": 100, "session": true}',
+             '{"var": 0, "name": "x", "class": "level", "datatype": "MPI_INT", "bind": "none", "continuous": true, "count": 1}',
+             '{"t": 0.0, "why": "init", "v": [1]}', '{"t": 0.1, "why": "tick", "v": [5]}', '{"t": 0.2, "why": "ti']
+    (run / "mpit" / "rank-000000.jsonl").write_text("\n".join(lines))
+    m = mpit.load(run)
+    assert m.series[0].v == [1, 5]
+    assert any("mpit/rank-000000.jsonl line 5 is damaged" in p for p in m.problems)
+    assert any("no end record" in p for p in m.problems)
+    p = mpilens("mpit", str(tmp_path / "missing"), check=False)
+    assert p.returncode == 2 and p.stderr.startswith("mpilens: ") and "is not a directory" in p.stderr
