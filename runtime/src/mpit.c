@@ -33,6 +33,7 @@ static struct comm_event {
     int bound;
 } events[MAX_COMM_EVENTS];
 static int nevents;
+static pthread_mutex_t events_lock = PTHREAD_MUTEX_INITIALIZER; /* threads may name communicators at once */
 
 /* ------------------------------------------------------------------------------- pvars */
 typedef struct pvar {
@@ -264,6 +265,7 @@ static void *sampler_main(void *arg)
         if (__atomic_load_n(&sampler_stop, __ATOMIC_ACQUIRE)) break;
         pthread_mutex_lock(&lock);
         sample("tick", NULL);
+        fflush(out); /* a killed rank keeps its series up to the last tick */
         pthread_mutex_unlock(&lock);
     }
     return NULL;
@@ -332,6 +334,7 @@ void ml_mpit_comm_named(MPI_Comm comm)
     char cname[MPI_MAX_OBJECT_NAME] = {0};
     int len = 0;
     if (PMPI_Comm_get_name(comm, cname, &len) != MPI_SUCCESS || strcmp(cname, "mpilens") == 0) return;
+    pthread_mutex_lock(&events_lock);
     for (int i = 0; i < nreqs; i++) {
         mlt_req_t *r = &reqs[i];
         if (r->comm[0] == 0 || strcmp(r->comm, cname) != 0 || nevents >= MAX_COMM_EVENTS) continue;
@@ -356,6 +359,7 @@ void ml_mpit_comm_named(MPI_Comm comm)
             fprintf(stderr, "mpilens: MPILENS_COMM_CVARS: %s on %s: %s\n", r->name, cname, e->error);
         }
     }
+    pthread_mutex_unlock(&events_lock);
     if (session_ok && comm_bound_matched > 0) {
         pthread_mutex_lock(&lock);
         add_pvars_for(comm, cname);

@@ -263,7 +263,10 @@ def cmd_tune(a: argparse.Namespace) -> int:
         print()
         return 0
     print(f"mpilens tune: rule {a.rule}: {rec.setting} {rec.current} -> {value}, {a.reps} runs each (interleaved)")
-    print(f"  current: mean {sum(base) / len(base):.4f} s  " + " ".join(f"{x:.4f}" for x in base))
-    print(f"  tuned:   mean {sum(tuned) / len(tuned):.4f} s  " + " ".join(f"{x:.4f}" for x in tuned))
+    import statistics
+
+    for label, xs in (("current", base), ("tuned:  ", tuned)):
+        print(f"  {label}: mean {statistics.fmean(xs):.4f} s, median {statistics.median(xs):.4f} s  "
+              + " ".join(f"{x:.4f}" for x in xs))
     print(f"  speedup {point:.3f}x, 95 % confidence interval [{lo:.3f}, {hi:.3f}] (bootstrap): {verdict}")
     return 0
