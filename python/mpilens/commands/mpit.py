@@ -265,8 +265,8 @@ def cmd_tune(a: argparse.Namespace) -> int:
     print(f"mpilens tune: rule {a.rule}: {rec.setting} {rec.current} -> {value}, {a.reps} runs each (interleaved)")
     import statistics
 
-    for label, xs in (("current", base), ("tuned:  ", tuned)):
-        print(f"  {label}: mean {statistics.fmean(xs):.4f} s, median {statistics.median(xs):.4f} s  "
+    for label, xs in (("current:", base), ("tuned:", tuned)):
+        print(f"  {label:8} mean {statistics.fmean(xs):.4f} s, median {statistics.median(xs):.4f} s  "
               + " ".join(f"{x:.4f}" for x in xs))
     print(f"  speedup {point:.3f}x, 95 % confidence interval [{lo:.3f}, {hi:.3f}] (bootstrap): {verdict}")
     return 0
