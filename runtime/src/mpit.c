@@ -126,11 +126,6 @@ static void read_back(void)
     }
 }
 
-static int numeric_pvar(MPI_Datatype t)
-{
-    return mlt_numeric_size(t) > 0;
-}
-
 /* Allocate a handle for pvar index i (bound to comm when it is communicator-bound). */
 static void add_pvar(int i, const char *name, int cls, MPI_Datatype type, int bind, int continuous, MPI_Comm comm,
                      const char *commname)
@@ -195,7 +190,7 @@ static void add_pvars_for(MPI_Comm comm, const char *commname)
             MPI_SUCCESS)
             continue;
         if (have_pattern && regexec(&pattern, name, 0, NULL, 0) != 0) continue;
-        if (!numeric_pvar(dt)) continue;
+        if (mlt_numeric_size(dt) == 0) continue; /* mpilens records numbers only */
 #if defined(OPEN_MPI)
         /* Open MPI 4.1 keeps the mtl (pml cm) pvars registered when pml cm is not in use, and
          * allocating a handle for mtl_psm2_* then crashes in psm2_mq_get_stats: read them only when
@@ -239,16 +234,10 @@ static void sample(const char *why, const char *region)
         }
         if (p->count == 1) {
             fprintf(out, "%.17g", mlt_as_double(p->type, buf, 0));
-        } else {
-            double sum = 0;
+        } else { /* one value per element (per peer for Open MPI's ob1 queue lengths) */
             fputc('[', out);
-            for (int k = 0; k < p->count; k++) {
-                const double v = mlt_as_double(p->type, buf, k);
-                sum += v;
-                fprintf(out, "%s%.17g", k ? "," : "", v);
-            }
+            for (int k = 0; k < p->count; k++) fprintf(out, "%s%.17g", k ? "," : "", mlt_as_double(p->type, buf, k));
             fputc(']', out);
-            (void)sum;
         }
     }
     fputs("]}\n", out);
@@ -464,7 +453,7 @@ void ml_mpit_meta_json(FILE *f)
         fprintf(f, ", \"scope\": \"%s\", \"when\": \"MPI_Comm_set_name\", \"via\": \"MPI_T_cvar_write\"",
                 mlt_scope_name(r->scope));
         if (e == NULL) {
-            fputs(", \"old\": null, \"new\": null, \"note\": \"rank 0 never named a communicator so\"", f);
+            fputs(", \"old\": null, \"new\": null, \"note\": \"rank 0 named no communicator so (other ranks may have)\"", f);
         } else {
             fputs(", \"old\": ", f);
             ml_json_str(f, e->old);
