@@ -232,3 +232,18 @@ def test_truncated_series_file_is_named_and_the_rest_is_read(tmp_path):
     assert any("no end record" in p for p in m.problems)
     p = mpilens("mpit", str(tmp_path / "missing"), check=False)
     assert p.returncode == 2 and p.stderr.startswith("mpilens: ") and "is not a directory" in p.stderr
+
+
+def test_mpit_mode_with_thread_multiple_regions_in_every_thread(tmp_path):
+    # four threads per rank open regions (pvar reads at each boundary) while the sampler thread reads
+    job = mpirun("openmpi", 2, [str(example("openmpi", "threads")), "20", "70000"], tmp_path,
+                 settings={"MPILENS_MODE": "mpit", "MPILENS_MPIT_PERIOD_MS": "1"})
+    if "not provided" in job.stdout:
+        pytest.skip(job.stdout.strip())
+    assert job.profile["complete"]
+    from mpilens import mpit
+
+    m = mpit.load(job.rundir)
+    assert not m.problems
+    regions = [r for s in m.series if s.rank == 0 for r in s.region if r == "exchange"]
+    assert len(regions) >= 8 * len({(s.name, s.comm) for s in m.series if s.rank == 0})  # 4 threads x begin/end
