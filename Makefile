@@ -13,7 +13,7 @@ CFLAGS := -std=c11 -D_GNU_SOURCE -O2 -g -fPIC -fvisibility=hidden -Wall -Wextra 
           -DML_VERSION='"$(VERSION)"'
 RUNTIME_SRC := $(wildcard runtime/src/*.c)
 RUNTIME_HDR := $(wildcard runtime/src/*.h) runtime/include/mpilens.h
-LIB_SRC := $(filter-out runtime/src/check.c runtime/src/annotate_stub.c,$(RUNTIME_SRC))
+LIB_SRC := $(filter-out runtime/src/check.c runtime/src/annotate_stub.c runtime/src/mpit_list.c,$(RUNTIME_SRC))
 GEN_INPUT := runtime/spec/semantics.yaml runtime/spec/config.yaml $(wildcard runtime/gen/*.py)
 
 EXAMPLES_C := $(basename $(notdir $(wildcard examples/c/*.c)))
@@ -48,7 +48,7 @@ python/mpilens/_build.py: VERSION Makefile
 	  'BUILD_DIR = "$(abspath $(BUILD))"' 'VERSION = "$(VERSION)"' > $@
 
 # ---------------------------------------------------------------- runtime, one per MPI
-runtime: $(foreach m,$(MPIS),$(BUILD)/lib/libmpilens-$(m).so $(BUILD)/$(m)/bin/mpilens-check) \
+runtime: $(foreach m,$(MPIS),$(BUILD)/lib/libmpilens-$(m).so $(BUILD)/$(m)/bin/mpilens-check $(BUILD)/$(m)/bin/mpilens-mpit) \
          $(BUILD)/lib/libmpilens-annotate.so
 
 $(BUILD)/%/gen/wrappers_c.c: $(GEN_INPUT) $(VENV)/.ready
@@ -61,9 +61,15 @@ $(BUILD)/lib/libmpilens-%.so: $(BUILD)/%/gen/wrappers_c.c $(LIB_SRC) $(RUNTIME_H
 	  $(LIB_SRC) $(BUILD)/$*/gen/wrappers_c.c $(BUILD)/$*/gen/wrappers_f.c \
 	  $(BUILD)/$*/gen/ml_functions.c $(BUILD)/$*/gen/ml_config_table.c -ldl -lpthread
 
-$(BUILD)/%/bin/mpilens-check: runtime/src/check.c runtime/src/config.c $(BUILD)/%/gen/wrappers_c.c
+$(BUILD)/%/bin/mpilens-check: runtime/src/check.c runtime/src/config.c runtime/src/mpit_common.c runtime/src/mpit_common.h $(BUILD)/%/gen/wrappers_c.c
 	@mkdir -p $(dir $@)
-	mpicc.$* $(CFLAGS) -I$(BUILD)/$*/gen -o $@ runtime/src/check.c runtime/src/config.c $(BUILD)/$*/gen/ml_config_table.c
+	mpicc.$* $(CFLAGS) -Iruntime/src -I$(BUILD)/$*/gen -o $@ runtime/src/check.c runtime/src/config.c runtime/src/mpit_common.c \
+	  $(BUILD)/$*/gen/ml_config_table.c
+
+# mpilens-mpit: lists the MPI_T variables of one MPI as JSON (`mpilens mpit list`)
+$(BUILD)/%/bin/mpilens-mpit: runtime/src/mpit_list.c runtime/src/mpit_common.c runtime/src/mpit_common.h
+	@mkdir -p $(dir $@)
+	mpicc.$* $(CFLAGS) -Iruntime/src -o $@ runtime/src/mpit_list.c runtime/src/mpit_common.c
 
 $(BUILD)/lib/libmpilens-annotate.so: runtime/src/annotate_stub.c runtime/include/mpilens.h
 	@mkdir -p $(dir $@)

@@ -146,6 +146,7 @@ const ml_comm_t *ml_comm_get(MPI_Comm comm)
 void ml_comm_forget(MPI_Comm comm)
 {
     if (comm == MPI_COMM_NULL) return;
+    if (ML_UNLIKELY(ml_g.mpit_comms)) ml_mpit_comm_freed(comm);
     const uintptr_t k = key_of(comm);
     pthread_mutex_lock(&lock);
     uint32_t i = slot_of(k);

@@ -269,6 +269,8 @@ void ml_init_after_mpi_init(int thread_level, uint64_t t_begin)
         return;
     }
 
+    ml_mpit_after_init(); /* cvars read back, for meta.json */
+
     /* hosts, for meta.json */
     char host[MPI_MAX_PROCESSOR_NAME] = {0};
     int hlen = 0;
@@ -290,6 +292,7 @@ void ml_init_after_mpi_init(int thread_level, uint64_t t_begin)
         ml_g.tracing = 1;
         ml_g.observers |= ML_OBS_TRACE;
     }
+    ml_mpit_start();
     ml_observers_start();
     install_exit_paths();
     calib_tick0 = ml_g.t_init_end;
@@ -353,6 +356,7 @@ void ml_finalize_before_mpi_finalize(void)
     if (!ml_g.ready) return;
     __atomic_store_n(&ml_g.active, 0, __ATOMIC_RELEASE);
     if (ml_g.tracing) ml_trace_finish();
+    ml_mpit_finish();
     tick_rate = ticks_per_ns();
     if (ml_g.intervals && ml_intervals_write() != 0)
         fprintf(stderr, "mpilens: rank %d could not write its intervals file (%s)\n", ml_g.rank, strerror(errno));

@@ -11,6 +11,7 @@
 ML_EXPORT int MPI_Init(int *argc, char ***argv)
 {
     const uint64_t t0 = ml_now();
+    ml_mpit_before_init();
     const int rc = PMPI_Init(argc, argv);
     if (rc == MPI_SUCCESS) {
         int provided = MPI_THREAD_SINGLE;
@@ -23,6 +24,7 @@ ML_EXPORT int MPI_Init(int *argc, char ***argv)
 ML_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {
     const uint64_t t0 = ml_now();
+    ml_mpit_before_init();
     const int rc = PMPI_Init_thread(argc, argv, required, provided);
     if (rc == MPI_SUCCESS) ml_init_after_mpi_init(*provided, t0);
     return rc;

@@ -114,7 +114,9 @@ static int write_meta(int finished)
         fprintf(f, "%s\n    \"%s\": ", i ? "," : "", ml_settings[i].name);
         ml_json_str(f, v ? v : ml_settings[i].default_value);
     }
-    fprintf(f, "\n  },\n  \"timer\": \"%s\",\n  \"cvars_set\": [],\n", ml_clock_is_tsc ? "tsc" : "clock_monotonic");
+    fprintf(f, "\n  },\n  \"timer\": \"%s\",\n  \"cvars_set\": [", ml_clock_is_tsc ? "tsc" : "clock_monotonic");
+    ml_mpit_meta_json(f);
+    fputs("],\n", f);
     fprintf(f, "  \"started\": \"%s\",\n  \"started_unix_s\": %lld,\n", started, started_unix);
     if (finished) {
         char when[32];

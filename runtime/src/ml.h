@@ -11,6 +11,7 @@
 #include <mpi.h>
 #include <stdint.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <time.h>
 #if defined(__x86_64__) || defined(__i386__)
 #include <x86intrin.h>
@@ -150,6 +151,8 @@ typedef struct ml_global {
     uint64_t dropped_regions;
     uint64_t trace_write_errors;
     int tracing;        /* trace mode is on for this run */
+    int mpit;           /* mpit mode: pvars are read at region boundaries (runtime/src/mpit.c) */
+    int mpit_comms;     /* communicator names matter to MPI_T (MPILENS_COMM_CVARS, bound pvars) */
     uint32_t observers; /* ML_OBS_* bits of the modes on in this run, copied into each thread */
     uint32_t max_paths;
     ml_thread_t *threads; /* list of all thread states (push only) */
@@ -377,6 +380,20 @@ void ml_trace_region(ml_thread_t *t, int begin, uint32_t path);
 void ml_trace_counter(ml_thread_t *t, uint32_t id, double value);
 void ml_trace_finish(void);
 void ml_trace_emergency(void);
+
+/* ------------------------------------------------------------------------------- MPI_T
+ * runtime/src/mpit.c: cvars set at MPI_Init (MPILENS_CVARS) and when a communicator is named
+ * (MPILENS_COMM_CVARS); the mpit mode's pvar session (mpit/rank-NNNNNN.jsonl). The MPI_T helpers
+ * it shares with the small tools are in mpit_common.h. None of these runs per MPI call. */
+void ml_mpit_before_init(void);      /* before PMPI_Init: check and set cvars (may clear config_ok) */
+void ml_mpit_after_init(void);       /* after PMPI_Init: read back what was set (before meta.json) */
+void ml_mpit_start(void);            /* mpit mode: pvar session and sampler thread */
+void ml_mpit_comm_named(MPI_Comm comm); /* after MPI_Comm_set_name, when ml_g.mpit_comms */
+#define ml_comm_named(comm) (ML_UNLIKELY(ml_g.mpit_comms) ? ml_mpit_comm_named(comm) : (void)0)
+void ml_mpit_comm_freed(MPI_Comm comm); /* before MPI_Comm_free: drop handles bound to comm */
+void ml_mpit_region(int begin, const char *name);
+void ml_mpit_finish(void);           /* before the profile is gathered at MPI_Finalize */
+void ml_mpit_meta_json(FILE *f);     /* the items of meta.json "cvars_set" */
 
 /* ------------------------------------------------------------------------------- lifecycle */
 void ml_init_after_mpi_init(int thread_level, uint64_t t_begin);

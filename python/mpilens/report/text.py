@@ -47,6 +47,10 @@ def render(run: Run, s: Summary, findings: list[Finding], timeline_findings: lis
     if s.wall and s.mpi:
         out.append(f"Wall time : {units.seconds(s.wall.max)} (slowest rank), MPI time {units.percent(s.mpi.total / s.wall.total)}"
                    f" of the total")
+    for c in (run.meta or {}).get("cvars_set") or []:  # MPI_T cvars mpilens set (see `mpilens mpit`)
+        where = f" when communicator {c['communicator']!r} was named" if c.get("communicator") else ""
+        new = c.get("new") if c.get("new") is not None else "not applied"
+        out.append(f"MPI_T cvar: {c.get('name')} {c.get('old')} -> {new}{where}")
     for p in run.problems:
         out.append(f"Note      : {p}")
 
@@ -143,4 +147,5 @@ def as_json(run: Run, s: Summary, findings: list[Finding], timeline_findings: li
         "findings": [f.to_dict() for f in findings],
         # null without a trace, a list (maybe empty) with one
         "timeline_findings": None if timeline_findings is None else [f.to_dict() for f in timeline_findings],
+        "cvars_set": (run.meta or {}).get("cvars_set") or [],
     }

@@ -1,0 +1,534 @@
+"""MPI_T in the analysis: the variables an MPI exposes (`mpilens mpit list`), what a run set and
+recorded (meta.json "cvars_set", mpit/rank-NNNNNN.jsonl), and recommendation rules.
+
+Rules
+-----
+A rule is a function ``rule(ctx: RuleContext) -> RuleResult`` registered with ``@rule(name, title)``.
+It looks at the run (profile, pvar series, the MPI in use) and returns a RuleResult whose status is
+``fired`` (with one or more Recommendation), ``quiet`` (evaluated, nothing to recommend) or
+``not evaluated`` (the data it needs is absent from this run or this MPI); every result carries
+its evidence, so a user can see why a rule fired or did not. A Recommendation names the exact
+setting for the MPI in use (an MPI_T cvar / MCA parameter / environment variable and a value) and
+how to apply it (MPILENS_CVARS, OMPI_MCA_*, mpirun --mca).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from .build_info import MPI_FLAVORS, build_dir
+from .errors import LaunchError, RunDirectoryError
+
+# ------------------------------------------------------------------------------------- listing
+def list_program(mpi: str) -> Path:
+    """The variable lister built for an MPI flavor."""
+    exe = build_dir() / mpi / "bin" / "mpilens-mpit"
+    if not exe.exists():
+        raise LaunchError(f"{exe} is missing; run `make`")
+    return exe
+
+
+def tool_env() -> dict[str, str]:
+    """Environment to run a small MPI program as a singleton (no MPILENS_*, root allowed)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MPILENS_") and k != "LD_PRELOAD"}
+    env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
+    env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+    return env
+
+
+_LIST_CACHE: dict[tuple[str, bool], dict[str, Any]] = {}
+
+
+def list_variables(mpi: str, init: bool = True) -> dict[str, Any]:
+    """Every cvar and pvar of an MPI as its MPI_T describes them. With init, after MPI_Init in a
+    singleton process (the variables of the components in use); without, before MPI_Init (Open MPI
+    then lists the parameters of all its components)."""
+    if mpi not in MPI_FLAVORS:
+        raise LaunchError(f"--mpi {mpi}: not one of {', '.join(MPI_FLAVORS)}")
+    key = (mpi, init)
+    if key in _LIST_CACHE:
+        return _LIST_CACHE[key]
+    argv = [str(list_program(mpi))] + ([] if init else ["--no-init"])
+    try:
+        out = subprocess.run(argv, env=tool_env(), capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise LaunchError(f"cannot run {argv[0]}: {err}") from err
+    if out.returncode != 0:
+        raise LaunchError(f"{argv[0]} failed (exit {out.returncode}): {out.stderr.strip()[-300:]}")
+    try:
+        doc = json.loads(out.stdout)
+    except json.JSONDecodeError as err:
+        raise LaunchError(f"{argv[0]} printed no valid JSON ({err.msg})") from err
+    _LIST_CACHE[key] = doc
+    return doc
+
+
+def merged_variables(mpi: str) -> dict[str, Any]:
+    """The variables known before and after MPI_Init, by name (Open MPI closes unused components
+    in MPI_Init, MPICH registers everything at once). Each variable says when it is known."""
+    before = list_variables(mpi, init=False)
+    after = list_variables(mpi, init=True)
+    out: dict[str, Any] = {"library": after["library"], "cvars": [], "pvars": []}
+    for kind in ("cvars", "pvars"):
+        seen: dict[str, dict[str, Any]] = {}
+        for v in after[kind]:
+            seen.setdefault(v["name"] + "|" + v.get("class", ""), dict(v, after_init=True))
+        for v in before[kind]:
+            k = v["name"] + "|" + v.get("class", "")
+            if k not in seen:
+                seen[k] = dict(v, after_init=False)
+        out[kind] = sorted(seen.values(), key=lambda v: v["name"])
+    return out
+
+
+def short_library(lib: str) -> str:
+    """"Open MPI v4.1.4" or "MPICH 4.0.2 (ch4:ucx)" from an MPI library version string."""
+    m = re.search(r"MPICH Version:\s*(\S+)", lib)
+    if m:
+        dev = re.search(r"Device:\s*(\S+)", lib)
+        return f"MPICH {m.group(1)}" + (f" ({dev.group(1)})" if dev else "")
+    return lib.split(",")[0].strip().splitlines()[0] if lib.strip() else "unknown MPI"
+
+
+# ------------------------------------------------------------------------------------- a run
+@dataclass
+class Series:
+    """One pvar handle of one rank: its samples (value: number, or per-element list)."""
+
+    rank: int
+    name: str
+    cls: str
+    bind: str
+    comm: str | None
+    count: int
+    t: list[float] = field(default_factory=list)
+    why: list[str] = field(default_factory=list)
+    region: list[str | None] = field(default_factory=list)
+    v: list[Any] = field(default_factory=list)
+
+    def totals(self) -> list[float | None]:
+        """Each sample as one number (the sum over elements for per-peer arrays)."""
+        return [None if x is None else float(sum(x) if isinstance(x, list) else x) for x in self.v]
+
+    def maxima(self) -> list[float | None]:
+        return [None if x is None else float(max(x) if isinstance(x, list) and x else x if not isinstance(x, list) else 0)
+                for x in self.v]
+
+
+@dataclass
+class MpitRun:
+    """What a run directory holds about MPI_T."""
+
+    path: Path
+    mpi: str | None                 # openmpi | mpich (from meta.json)
+    library: str
+    cvars_set: list[dict[str, Any]]
+    recorded: bool                  # mpit mode was on (mpit/ exists)
+    pvars_total: int | None         # pvars the MPI exposed (rank 0)
+    regex: str
+    series: list[Series]
+    skipped: list[dict[str, str]]
+    problems: list[str]
+
+    def names(self) -> list[str]:
+        return sorted({s.name for s in self.series})
+
+    def by_name(self, name: str) -> list[Series]:
+        return [s for s in self.series if s.name == name]
+
+    def has(self, name: str) -> bool:
+        return any(s.name == name and any(v is not None for v in s.v) for s in self.series)
+
+
+def load(path: str | Path, meta: dict[str, Any] | None = None) -> MpitRun:
+    """Read meta.json's cvars and the mpit/ series of a run directory."""
+    path = Path(path)
+    problems: list[str] = []
+    if meta is None:
+        try:
+            meta = json.loads((path / "meta.json").read_text())
+        except FileNotFoundError:
+            raise RunDirectoryError(f"{path}/meta.json is missing: {path} is not an mpilens run directory") from None
+        except (OSError, json.JSONDecodeError) as err:
+            raise RunDirectoryError(f"{path}/meta.json cannot be read: {err}") from None
+    mpi = (meta.get("mpi") or {}).get("flavor")
+    series: list[Series] = []
+    skipped: list[dict[str, str]] = []
+    pvars_total: int | None = None
+    regex = ""
+    mdir = path / "mpit"
+    for f in sorted(mdir.glob("rank-*.jsonl")) if mdir.is_dir() else []:
+        handles: dict[int, Series] = {}
+        rank = int(re.sub(r"\D", "", f.stem) or 0)
+        ended = False
+        for lineno, line in enumerate(f.read_text(errors="replace").splitlines(), 1):
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                problems.append(f"mpit/{f.name} line {lineno} is damaged (the rank may have been killed); "
+                                "later samples of this rank are ignored")
+                break
+            if "schema" in rec:
+                rank = rec.get("rank", rank)
+                if rank == 0 or pvars_total is None:
+                    pvars_total = rec.get("pvars_total")
+                    regex = rec.get("regex", "")
+            elif "var" in rec:
+                s = Series(rank, rec["name"], rec["class"], rec["bind"], rec.get("comm"), rec["count"])
+                handles[rec["var"]] = s
+                series.append(s)
+            elif "skipped" in rec:
+                if rank == 0:
+                    skipped.append({"name": rec["skipped"], "reason": rec.get("reason", "")})
+            elif "t" in rec:
+                vals = rec.get("v", [])
+                for k, s in handles.items():
+                    if k < len(vals):
+                        s.t.append(rec["t"])
+                        s.why.append(rec.get("why", ""))
+                        s.region.append(rec.get("region"))
+                        s.v.append(vals[k])
+            elif rec.get("end"):
+                ended = True
+        if not ended:
+            problems.append(f"mpit/{f.name} has no end record (rank {rank} did not reach MPI_Finalize)")
+    return MpitRun(path=path, mpi=mpi, library=(meta.get("mpi") or {}).get("library", ""),
+                   cvars_set=list(meta.get("cvars_set") or []), recorded=mdir.is_dir(), pvars_total=pvars_total,
+                   regex=regex, series=series, skipped=skipped, problems=problems)
+
+
+def group_skipped(skipped: list[dict[str, str]]) -> dict[str, list[str]]:
+    """Skipped pvars by reason."""
+    out: dict[str, list[str]] = {}
+    for s in skipped:
+        out.setdefault(s["reason"], []).append(s["name"])
+    return out
+
+
+def series_summary(m: MpitRun) -> list[dict[str, Any]]:
+    """One row per variable (and communicator): ranks, samples, first/last/max over ranks."""
+    rows: dict[tuple[str, str | None], dict[str, Any]] = {}
+    for s in m.series:
+        key = (s.name, s.comm)
+        r = rows.setdefault(key, {"name": s.name, "class": s.cls, "bind": s.bind, "communicator": s.comm,
+                                  "ranks": 0, "samples": 0, "max": None, "last_sum": 0.0, "readable": False})
+        vals = [v for v in s.totals() if v is not None]
+        r["ranks"] += 1
+        r["samples"] += len(vals)
+        if vals:
+            r["readable"] = True
+            peak = max(v for v in s.maxima() if v is not None)
+            r["max"] = peak if r["max"] is None else max(r["max"], peak)
+            r["last_sum"] += vals[-1]
+    return list(rows.values())
+
+
+# ------------------------------------------------------------------------------------- rules
+@dataclass
+class Recommendation:
+    """A setting to try, for the MPI in use, and why."""
+
+    rule: str
+    message: str
+    setting: str | None            # cvar / MCA parameter / environment variable
+    value: str | None
+    current: str | None
+    apply: list[str]               # ways to apply it, e.g. "MPILENS_CVARS=btl_vader_eager_limit=262144"
+    evidence: list[str]
+
+
+@dataclass
+class RuleResult:
+    rule: str
+    title: str
+    status: str                    # fired | quiet | not evaluated
+    evidence: list[str]
+    recommendations: list[Recommendation] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class RuleContext:
+    """What a rule sees: the run's profile and metadata, its MPI_T data and the MPI in use."""
+
+    path: Path
+    meta: dict[str, Any]
+    profile: dict[str, Any]
+    mpit: MpitRun
+    mpi: str | None
+    device: str                    # MPICH device (ch4:ucx, ch3:nemesis, ...) or ""
+    single_host: bool
+    cvar_default: Callable[[str], str | None]
+
+
+RULES: dict[str, tuple[str, Callable[[RuleContext], RuleResult]]] = {}
+
+
+def rule(name: str, title: str):
+    """Register a recommendation rule."""
+    def register(fn: Callable[[RuleContext], RuleResult]) -> Callable[[RuleContext], RuleResult]:
+        RULES[name] = (title, fn)
+        return fn
+    return register
+
+
+SEND_FUNCS = ("MPI_Send", "MPI_Isend", "MPI_Ssend", "MPI_Issend", "MPI_Rsend", "MPI_Irsend", "MPI_Bsend",
+              "MPI_Ibsend", "MPI_Sendrecv", "MPI_Sendrecv_replace", "MPI_Send_init", "MPI_Start", "MPI_Startall")
+WAIT_FUNCS = ("MPI_Wait", "MPI_Waitall", "MPI_Waitany", "MPI_Waitsome", "MPI_Recv", "MPI_Send", "MPI_Sendrecv",
+              "MPI_Sendrecv_replace", "MPI_Ssend", "MPI_Probe", "MPI_Mprobe")
+
+
+def _mean(xs: list[float]) -> float:
+    return sum(xs) / len(xs) if xs else 0.0
+
+
+def _fmt_size(n: float) -> str:
+    for unit, k in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= k:
+            return f"{n / k:.4g} {unit}"
+    return f"{int(n)} B"
+
+
+def current_value(ctx: RuleContext, name: str) -> str | None:
+    """The value a cvar had in the run: set by mpilens, given on the command line with --mca, or
+    the MPI's default."""
+    for c in ctx.mpit.cvars_set:
+        if c.get("name") == name and not c.get("communicator") and c.get("new") is not None:
+            return str(c["new"])
+    cmd = ctx.meta.get("command") or []
+    for i, a in enumerate(cmd[:-2]):
+        if a in ("--mca", "-mca") and cmd[i + 1] == name:
+            return cmd[i + 2]
+    for i, a in enumerate(cmd[:-1]):
+        if a == "-x" and cmd[i + 1].startswith(f"OMPI_MCA_{name}="):
+            return cmd[i + 1].split("=", 1)[1]
+    return ctx.cvar_default(name)
+
+
+def eager_setting(ctx: RuleContext) -> tuple[str, str, list[str]]:
+    """(cvar, how it is named for the user, notes) of the eager/rendezvous switch of the MPI in use."""
+    if ctx.mpi == "openmpi":
+        if ctx.single_host:
+            return "btl_vader_eager_limit", "Open MPI shared-memory BTL (vader) eager limit", []
+        return "btl_tcp_eager_limit", "Open MPI TCP BTL eager limit", [
+            "on-node messages follow btl_vader_eager_limit; with pml ucx, UCX_RNDV_THRESH decides instead"]
+    if "ch3" in ctx.device:
+        return "MPIR_CVAR_CH3_EAGER_MAX_MSG_SIZE", "MPICH CH3 eager limit", []
+    if ctx.single_host or not ctx.device:
+        return ("MPIR_CVAR_CH4_SHM_POSIX_IQUEUE_CELL_SIZE", "MPICH CH4 shared-memory cell size (larger messages "
+                "go through the rendezvous protocol)", [])
+    return ("MPIR_CVAR_CH4_SHM_POSIX_IQUEUE_CELL_SIZE", "MPICH CH4 shared-memory cell size",
+            ["between nodes the ch4:ucx netmod follows UCX_RNDV_THRESH (a UCX environment variable)"])
+
+
+def _apply_lines(ctx: RuleContext, name: str, value: str) -> list[str]:
+    lines = [f"mpilens run --set MPILENS_CVARS={name}={value} -- ..."]
+    if ctx.mpi == "openmpi":
+        lines += [f"export OMPI_MCA_{name}={value}", f"mpirun --mca {name} {value} ..."]
+    elif name.startswith("MPIR_CVAR_"):
+        lines += [f"export {name}={value}", f"mpiexec -genv {name} {value} ..."]
+    return lines
+
+
+@rule("eager", "Eager limit vs the measured point-to-point sizes")
+def rule_eager(ctx: RuleContext) -> RuleResult:
+    title = RULES["eager"][0]
+    sizes = ctx.profile.get("message_sizes") or {}
+    funcs = ctx.profile.get("functions") or {}
+    name, what, notes = eager_setting(ctx)
+    cur = current_value(ctx, name)
+    try:
+        limit = int(cur) if cur is not None else None
+    except ValueError:
+        limit = None
+    if limit is None or limit <= 0:
+        return RuleResult("eager", title, "not evaluated",
+                          [f"the value of {name} in this run is not known ({cur!r})"])
+    bins: list[tuple[int, int, int]] = []  # (min, max, calls over ranks)
+    for fn in SEND_FUNCS:
+        for b in sizes.get(fn, []):
+            bins.append((int(b["min_bytes"]), int(b["max_bytes"]), int(sum(b["calls"]))))
+    total = sum(c for _, _, c in bins)
+    if total == 0:
+        return RuleResult("eager", title, "not evaluated", ["the run sent no point-to-point messages"])
+    above = [(lo, hi, c) for lo, hi, c in bins if lo > limit]
+    n_above = sum(c for _, _, c in above)
+    wall = float(ctx.profile.get("wall_time_s") or 0.0)
+    nr = int(ctx.profile.get("nranks") or 1)
+    wait = sum(_mean([float(x) for x in funcs[f]["time_s"]]) for f in WAIT_FUNCS if f in funcs)
+    share = wait / wall if wall > 0 else 0.0
+    evidence = [f"{name} = {limit} bytes ({what})",
+                f"{n_above} of {total} point-to-point messages ({100.0 * n_above / total:.0f} %) are larger "
+                "(rendezvous-sized)",
+                f"time in waits and blocking point-to-point calls: {wait:.4g} s per rank, {100 * share:.0f} % "
+                f"of the {wall:.4g} s run ({nr} ranks)"] + notes
+    if n_above == 0:
+        return RuleResult("eager", title, "quiet", evidence + ["every message is sent eagerly already"])
+    # the smallest power of two that covers 95 % of the rendezvous-sized messages
+    above.sort()
+    acc, target = 0, 0
+    for lo, hi, c in above:
+        acc += c
+        target = hi + 1
+        if acc >= 0.95 * n_above:
+            break
+    if n_above < 0.25 * total or share < 0.10:
+        why = "few messages are rendezvous-sized" if n_above < 0.25 * total else "little time is spent waiting"
+        return RuleResult("eager", title, "quiet", evidence + [f"not recommended: {why}"])
+    if target > 4 << 20:
+        return RuleResult("eager", title, "quiet", evidence + [
+            f"the rendezvous-sized messages reach {_fmt_size(target)}: too large to send eagerly"])
+    value = str(target)
+    if ctx.mpi == "mpich" and name == "MPIR_CVAR_CH4_SHM_POSIX_IQUEUE_CELL_SIZE":
+        value = str(target + 4096)  # the cell also holds the message header
+    msg = (f"{100.0 * n_above / total:.0f} % of the point-to-point messages are larger than {name}={limit} and "
+           f"{100 * share:.0f} % of the time is spent waiting: try {name}={value} so that they are sent eagerly "
+           "(more memory per peer; measure with `mpilens tune --rule eager`)")
+    rec = Recommendation("eager", msg, name, value, str(limit), _apply_lines(ctx, name, value), evidence)
+    return RuleResult("eager", title, "fired", evidence, [rec])
+
+
+COLL_ALGO = {  # function -> (Open MPI coll_tuned parameter, MPICH cvar)
+    "MPI_Allreduce": ("coll_tuned_allreduce_algorithm", "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM"),
+    "MPI_Bcast": ("coll_tuned_bcast_algorithm", "MPIR_CVAR_BCAST_INTRA_ALGORITHM"),
+    "MPI_Reduce": ("coll_tuned_reduce_algorithm", "MPIR_CVAR_REDUCE_INTRA_ALGORITHM"),
+    "MPI_Allgather": ("coll_tuned_allgather_algorithm", "MPIR_CVAR_ALLGATHER_INTRA_ALGORITHM"),
+    "MPI_Alltoall": ("coll_tuned_alltoall_algorithm", "MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM"),
+    "MPI_Barrier": ("coll_tuned_barrier_algorithm", "MPIR_CVAR_BARRIER_INTRA_ALGORITHM"),
+}
+
+
+@rule("collective-wait", "Collective wait dominance")
+def rule_collective(ctx: RuleContext) -> RuleResult:
+    title = RULES["collective-wait"][0]
+    funcs = ctx.profile.get("functions") or {}
+    wall = float(ctx.profile.get("wall_time_s") or 0.0)
+    colls = {f: d for f, d in funcs.items() if d.get("class") == "collective"}
+    if not colls or wall <= 0:
+        return RuleResult("collective-wait", title, "not evaluated", ["the run made no collective calls"])
+    per = sorted(((_mean([float(x) for x in d["time_s"]]), f) for f, d in colls.items()), reverse=True)
+    t, fn = per[0]
+    d = colls[fn]
+    times = [float(x) for x in d["time_s"]]
+    spread = (max(times) - min(times)) / max(times) if max(times) > 0 else 0.0
+    evidence = [f"{fn} takes {t:.4g} s per rank ({100 * t / wall:.0f} % of the run); the fastest rank spends "
+                f"{min(times):.4g} s in it, the slowest {max(times):.4g} s"]
+    if t / wall < 0.25:
+        return RuleResult("collective-wait", title, "quiet", evidence + ["collectives take less than 25 % of the run"])
+    recs = []
+    if spread > 0.5:
+        recs.append(Recommendation(
+            "collective-wait", f"{fn} dominates the run, and most of it is waiting for late ranks (the ranks' times "
+            f"in it differ by {100 * spread:.0f} %): balance the work before {fn}; no MPI setting removes that wait",
+            None, None, None, [], evidence))
+    else:
+        names = COLL_ALGO.get(fn)
+        if names:
+            name = names[0] if ctx.mpi == "openmpi" else names[1]
+            extra = ["coll_tuned_use_dynamic_rules=1 must be set too (MCA)"] if ctx.mpi == "openmpi" else []
+            recs.append(Recommendation(
+                "collective-wait", f"{fn} dominates the run with balanced ranks: compare its algorithms with "
+                f"{name} (see `mpilens mpit list --match {name}` for the choices)" + (
+                    "; Open MPI reads it only with coll_tuned_use_dynamic_rules=1" if ctx.mpi == "openmpi" else ""),
+                name, None, current_value(ctx, name), _apply_lines(ctx, name, "N"), evidence + extra))
+    return RuleResult("collective-wait", title, "fired" if recs else "quiet", evidence, recs)
+
+
+UNEXPECTED_PVARS = ("pml_ob1_unexpected_msgq_length", "unexpected_recvq_length")
+
+
+@rule("unexpected", "Unexpected-message flood")
+def rule_unexpected(ctx: RuleContext) -> RuleResult:
+    title = RULES["unexpected"][0]
+    counters = ctx.profile.get("counters") or {}
+    have = [p for p in UNEXPECTED_PVARS if ctx.mpit.has(p)]
+    if not have:
+        why = ("the run was not recorded with --mode mpit" if not ctx.mpit.recorded else
+               f"this MPI exposes none of {', '.join(UNEXPECTED_PVARS)} (absent, not zero)")
+        if "unexpected" in json.dumps(counters).lower():
+            why += "; the counters of the run do not say either"
+        return RuleResult("unexpected", title, "not evaluated", [why])
+    name = have[0]
+    peak = max((v for s in ctx.mpit.by_name(name) for v in s.totals() if v is not None), default=0.0)
+    evidence = [f"{name}: at most {peak:.0f} messages waited in an unexpected queue (any rank, any communicator)"]
+    if peak < 64:
+        return RuleResult("unexpected", title, "quiet", evidence)
+    eager, _, _ = eager_setting(ctx)
+    msg = (f"up to {peak:.0f} messages arrived before their receives were posted: post the receives earlier "
+           f"(MPI_Irecv before the matching sends); a smaller {eager} bounds the memory they hold")
+    rec = Recommendation("unexpected", msg, eager, None, current_value(ctx, eager), [], evidence)
+    return RuleResult("unexpected", title, "fired", evidence, [rec])
+
+
+POOL_PVARS = (("mv2_vbuf_max_use", "mv2_vbuf_allocated", "MPIR_CVAR_VBUF_POOL_SIZE"),)
+
+
+@rule("pool", "Queue and pool over-provisioning")
+def rule_pool(ctx: RuleContext) -> RuleResult:
+    title = RULES["pool"][0]
+    for used, allocated, cvar in POOL_PVARS:
+        if ctx.mpit.has(used) and ctx.mpit.has(allocated):
+            u = max(v for s in ctx.mpit.by_name(used) for v in s.totals() if v is not None)
+            a = max(v for s in ctx.mpit.by_name(allocated) for v in s.totals() if v is not None)
+            evidence = [f"{used} peaked at {u:.0f} of {a:.0f} allocated ({allocated})"]
+            if a > 0 and u < 0.5 * a:
+                value = str(max(1, int(u * 1.25)))
+                return RuleResult("pool", title, "fired", evidence, [Recommendation(
+                    "pool", f"at most {u:.0f} of {a:.0f} pool buffers were used: try {cvar}={value}", cvar, value,
+                    current_value(ctx, cvar), _apply_lines(ctx, cvar, value), evidence)])
+            return RuleResult("pool", title, "quiet", evidence)
+    names = ", ".join(f"{u}/{a}" for u, a, _ in POOL_PVARS)
+    return RuleResult("pool", title, "not evaluated", [
+        f"this MPI exposes no pool-usage pvars ({names} in MVAPICH2); Open MPI 4.1 and MPICH 4.0 have none"
+        if ctx.mpit.recorded else "the run was not recorded with --mode mpit"])
+
+
+def context(path: str | Path) -> RuleContext:
+    """Everything the rules need of a run directory."""
+    from . import rundir
+
+    run = rundir.load(path)
+    meta = run.meta or {}
+    m = load(run.path, meta)
+    lib = (meta.get("mpi") or {}).get("library", "")
+    dev = re.search(r"Device:\s*(\S+)", lib)
+    hosts = meta.get("hosts") or []
+    defaults: dict[str, str | None] = {}
+
+    def default(name: str) -> str | None:
+        if name not in defaults:
+            defaults[name] = None
+            if m.mpi in MPI_FLAVORS:
+                try:
+                    for init in (True, False):
+                        for c in list_variables(m.mpi, init)["cvars"]:
+                            if c["name"] == name and c.get("value") is not None:
+                                defaults[name] = c["value"]
+                                break
+                        if defaults[name] is not None:
+                            break
+                except LaunchError:
+                    pass
+        return defaults[name]
+
+    return RuleContext(path=run.path, meta=meta, profile=run.profile, mpit=m, mpi=m.mpi,
+                       device=dev.group(1) if dev else "", single_host=len(hosts) <= 1, cvar_default=default)
+
+
+def recommend(path: str | Path, rules: list[str] | None = None) -> list[RuleResult]:
+    """Run the rules (all, or those named) on a run directory."""
+    ctx = context(path)
+    out = []
+    for name, (title, fn) in RULES.items():
+        if rules and name not in rules:
+            continue
+        out.append(fn(ctx))
+    return out

@@ -1,0 +1,474 @@
+/* MPI_T in the runtime: control variables set at MPI_Init (MPILENS_CVARS) and when a
+ * communicator is named (MPILENS_COMM_CVARS), and, in mpit mode, a pvar session per rank whose
+ * variables are read at MPI_Init, at region boundaries, every MPILENS_MPIT_PERIOD_MS (a
+ * background thread) and at MPI_Finalize, into mpit/rank-NNNNNN.jsonl.
+ *
+ * Nothing here runs per MPI call: the only hooks are in the wrappers of MPI_Comm_set_name (after:
+ * in semantics.yaml) and MPI_Comm_free, and they act only when a communicator can need them
+ * (MPILENS_COMM_CVARS, or mpit mode with communicator-bound pvars: ml_g.mpit_comms). */
+#include <errno.h>
+#include <pthread.h>
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "json.h"
+#include "ml.h"
+#include "mpit_common.h"
+
+#define MAX_REQS 64
+#define MAX_PVARS 512
+#define MAX_COMM_EVENTS 64
+
+static mlt_req_t reqs[MAX_REQS];
+static int nreqs;
+static int wanted; /* MPI_T is needed in this run */
+
+/* communicator cvars applied on this rank (rank 0's go into meta.json) */
+static struct comm_event {
+    char comm[128], name[256], old[512], now[512], error[256];
+    int bound;
+} events[MAX_COMM_EVENTS];
+static int nevents;
+static pthread_mutex_t events_lock = PTHREAD_MUTEX_INITIALIZER; /* threads may name communicators at once */
+
+/* ------------------------------------------------------------------------------- pvars */
+typedef struct pvar {
+    int index, cls, bind, continuous, count;
+    MPI_Datatype type;
+    MPI_T_pvar_handle handle;
+    MPI_Comm comm;        /* bound communicator, MPI_COMM_NULL if none */
+    char commname[128];
+    char name[256];
+    int live;             /* handle allocated and not freed */
+} pvar_t;
+
+static pvar_t pvars[MAX_PVARS];
+static int npvars, pvars_total, pvars_matched, comm_bound_matched;
+static MPI_T_pvar_session session;
+static int session_ok;
+static regex_t pattern;
+static int have_pattern;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static FILE *out;
+static uint64_t samples, read_errors;
+static pthread_t sampler;
+static int sampler_running;
+static volatile int sampler_stop;
+static char *buf;   /* scratch for one read */
+static size_t bufsize;
+
+int ml_mpit_wanted(void)
+{
+    return wanted;
+}
+
+void ml_mpit_before_init(void)
+{
+    if (!ml_g.config_ok) return;
+    const char *cv = ml_g.config.cvars, *cc = ml_g.config.comm_cvars;
+    wanted = (cv && cv[0]) || (cc && cc[0]) || (ml_g.config.mode & ML_MODE_MPIT);
+    if (!wanted) return;
+    if (mlt_init() != 0) {
+        snprintf(ml_g.config_error, sizeof ml_g.config_error, "MPI_T_init_thread failed: cannot use MPI_T");
+        ml_g.config_ok = 0;
+        return;
+    }
+    if (mlt_parse_requests(cv, cc, reqs, MAX_REQS, &nreqs, ml_g.config_error, sizeof ml_g.config_error) != 0) {
+        ml_g.config_ok = 0; /* nothing was written: the application runs as it would without mpilens */
+        return;
+    }
+    if (ml_g.config.mpit_pvars && ml_g.config.mpit_pvars[0]) {
+        const int rc = regcomp(&pattern, ml_g.config.mpit_pvars, REG_EXTENDED | REG_NOSUB);
+        if (rc != 0) {
+            char why[128];
+            regerror(rc, &pattern, why, sizeof why);
+            snprintf(ml_g.config_error, sizeof ml_g.config_error, "MPILENS_MPIT_PVARS=%s: not a regular expression (%s)",
+                     ml_g.config.mpit_pvars, why);
+            ml_g.config_ok = 0;
+            return;
+        }
+        have_pattern = 1;
+    }
+#if defined(OPEN_MPI)
+    /* Open MPI registers its parameters again in MPI_Init and takes their values from the
+     * environment then; MPI_T must be closed for that registration to happen afresh. */
+    for (int i = 0; i < nreqs; i++)
+        if (reqs[i].comm[0] == 0) {
+            char env[300];
+            snprintf(env, sizeof env, "OMPI_MCA_%s", reqs[i].name);
+            setenv(env, reqs[i].value, 1);
+        }
+    mlt_finalize();
+#else
+    for (int i = 0; i < nreqs; i++) {
+        if (reqs[i].comm[0] != 0) continue;
+        char why[256];
+        if (mlt_cvar_write(reqs[i].index, NULL, reqs[i].value, 0, why, sizeof why) != 0) {
+            snprintf(ml_g.config_error, sizeof ml_g.config_error, "MPILENS_CVARS: %s %s", reqs[i].name, why);
+            ml_g.config_ok = 0;
+            return;
+        }
+    }
+#endif
+}
+
+/* After MPI_Init: read back what was set (MPI_T names may have new indices now). */
+static void read_back(void)
+{
+    for (int i = 0; i < nreqs; i++) {
+        if (reqs[i].comm[0] != 0) continue;
+        const int index = mlt_cvar_find(reqs[i].name);
+        reqs[i].applied = index >= 0 && mlt_cvar_read(index, NULL, reqs[i].now, sizeof reqs[i].now) == 0;
+    }
+}
+
+/* Allocate a handle for pvar index i (bound to comm when it is communicator-bound). */
+static void add_pvar(int i, const char *name, int cls, MPI_Datatype type, int bind, int continuous, MPI_Comm comm,
+                     const char *commname)
+{
+    if (npvars >= MAX_PVARS) return;
+    pvar_t *p = &pvars[npvars];
+    memset(p, 0, sizeof *p);
+    p->index = i;
+    p->cls = cls;
+    p->type = type;
+    p->bind = bind;
+    p->continuous = continuous;
+    p->comm = comm;
+    snprintf(p->name, sizeof p->name, "%s", name);
+    snprintf(p->commname, sizeof p->commname, "%s", commname);
+    MPI_Comm c = comm;
+    if (MPI_T_pvar_handle_alloc(session, i, bind == MPI_T_BIND_MPI_COMM ? (void *)&c : NULL, &p->handle, &p->count) !=
+            MPI_SUCCESS ||
+        p->count <= 0)
+        return;
+    if (!continuous && MPI_T_pvar_start(session, p->handle) != MPI_SUCCESS) {
+        MPI_T_pvar_handle_free(session, &p->handle);
+        return;
+    }
+    const size_t need = (size_t)p->count * 8;
+    if (need > bufsize) {
+        char *grow = realloc(buf, need);
+        if (grow == NULL) {
+            MPI_T_pvar_handle_free(session, &p->handle);
+            return;
+        }
+        buf = grow;
+        bufsize = need;
+    }
+    p->live = 1;
+    npvars++;
+    /* the variable list of the file: one line per handle, before its first value */
+    if (out != NULL) {
+        fprintf(out, "{\"var\": %d, \"name\": ", npvars - 1);
+        ml_json_str(out, name);
+        fprintf(out, ", \"class\": \"%s\", \"datatype\": \"%s\", \"bind\": \"%s\", \"continuous\": %s, \"count\": %d",
+                mlt_class_name(cls), mlt_type_name(type), mlt_bind_name(bind), continuous ? "true" : "false", p->count);
+        if (bind == MPI_T_BIND_MPI_COMM) {
+            fputs(", \"comm\": ", out);
+            ml_json_str(out, commname);
+        }
+        fputs("}\n", out);
+    }
+}
+
+/* Handles for the matching pvars bound to comm (MPI_COMM_NULL: those bound to no object). */
+static void add_pvars_for(MPI_Comm comm, const char *commname)
+{
+    int n = 0;
+    MPI_T_pvar_get_num(&n);
+    for (int i = 0; i < n; i++) {
+        char name[256], desc[8];
+        int nlen = sizeof name, dlen = sizeof desc, verb, cls, bind, ro, cont, atomic;
+        MPI_Datatype dt;
+        MPI_T_enum et;
+        if (MPI_T_pvar_get_info(i, name, &nlen, &verb, &cls, &dt, &et, desc, &dlen, &bind, &ro, &cont, &atomic) !=
+            MPI_SUCCESS)
+            continue;
+        if (have_pattern && regexec(&pattern, name, 0, NULL, 0) != 0) continue;
+        if (mlt_numeric_size(dt) == 0) continue; /* mpilens records numbers only */
+#if defined(OPEN_MPI)
+        /* Open MPI 4.1 keeps the mtl (pml cm) pvars registered when pml cm is not in use, and
+         * allocating a handle for mtl_psm2_* then crashes in psm2_mq_get_stats: read them only when
+         * pml cm was selected (its parameters stay registered after MPI_Init only then). */
+        if (strncmp(name, "mtl_", 4) == 0 && mlt_cvar_find("pml_cm_free_list_num") < 0) {
+            if (comm == MPI_COMM_NULL && out != NULL) {
+                fputs("{\"skipped\": ", out);
+                ml_json_str(out, name);
+                fputs(", \"reason\": \"its component (an mtl of pml cm) is not in use\"}\n", out);
+            }
+            continue;
+        }
+#endif
+        if (comm == MPI_COMM_NULL) {
+            pvars_matched++;
+            if (bind == MPI_T_BIND_MPI_COMM) comm_bound_matched++;
+            if (bind == MPI_T_BIND_NO_OBJECT) add_pvar(i, name, cls, dt, bind, cont, MPI_COMM_NULL, "");
+        } else if (bind == MPI_T_BIND_MPI_COMM) {
+            add_pvar(i, name, cls, dt, bind, cont, comm, commname);
+        }
+    }
+}
+
+static void sample(const char *why, const char *region)
+{
+    if (out == NULL) return;
+    const double t = (double)(ml_clock_ns() - ml_g.ns_init_end) * 1e-9;
+    fprintf(out, "{\"t\": %.6f, \"why\": \"%s\"", t, why);
+    if (region != NULL) {
+        fputs(", \"region\": ", out);
+        ml_json_str(out, region);
+    }
+    fputs(", \"v\": [", out);
+    for (int i = 0; i < npvars; i++) {
+        pvar_t *p = &pvars[i];
+        fputs(i ? ", " : "", out);
+        if (!p->live || MPI_T_pvar_read(session, p->handle, buf) != MPI_SUCCESS) {
+            if (p->live) read_errors++;
+            fputs("null", out);
+            continue;
+        }
+        if (p->count == 1) {
+            fprintf(out, "%.17g", mlt_as_double(p->type, buf, 0));
+        } else { /* one value per element (per peer for Open MPI's ob1 queue lengths) */
+            fputc('[', out);
+            for (int k = 0; k < p->count; k++) fprintf(out, "%s%.17g", k ? "," : "", mlt_as_double(p->type, buf, k));
+            fputc(']', out);
+        }
+    }
+    fputs("]}\n", out);
+    samples++;
+}
+
+static void *sampler_main(void *arg)
+{
+    (void)arg;
+    const long ms = ml_g.config.mpit_period_ms;
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (!__atomic_load_n(&sampler_stop, __ATOMIC_ACQUIRE)) {
+        nanosleep(&ts, NULL);
+        if (__atomic_load_n(&sampler_stop, __ATOMIC_ACQUIRE)) break;
+        pthread_mutex_lock(&lock);
+        sample("tick", NULL);
+        fflush(out); /* a killed rank keeps its series up to the last tick */
+        pthread_mutex_unlock(&lock);
+    }
+    return NULL;
+}
+
+static void start_session(void)
+{
+    char dir[4200], path[4300];
+    snprintf(dir, sizeof dir, "%s/mpit", ml_g.outdir);
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+        fprintf(stderr, "mpilens: rank %d cannot create %s (%s); no pvar series\n", ml_g.rank, dir, strerror(errno));
+        return;
+    }
+    snprintf(path, sizeof path, "%s/rank-%06d.jsonl", dir, ml_g.rank);
+    out = fopen(path, "w");
+    if (out == NULL) {
+        fprintf(stderr, "mpilens: rank %d cannot write %s (%s); no pvar series\n", ml_g.rank, path, strerror(errno));
+        return;
+    }
+    MPI_T_pvar_get_num(&pvars_total);
+    session_ok = MPI_T_pvar_session_create(&session) == MPI_SUCCESS;
+    fprintf(out, "{\"schema\": \"mpilens.mpit/1\", \"rank\": %d, \"pvars_total\": %d, \"regex\": ", ml_g.rank,
+            pvars_total);
+    ml_json_str(out, ml_g.config.mpit_pvars ? ml_g.config.mpit_pvars : "");
+    fprintf(out, ", \"period_ms\": %ld, \"session\": %s}\n", ml_g.config.mpit_period_ms, session_ok ? "true" : "false");
+    if (!session_ok) return;
+    add_pvars_for(MPI_COMM_NULL, "");
+    add_pvars_for(MPI_COMM_WORLD, "MPI_COMM_WORLD");
+    if (ml_g.rank == 0) {
+        if (pvars_total == 0)
+            fprintf(stderr, "mpilens: this MPI exposes no MPI_T performance variables; the mpit series are absent\n");
+        else if (pvars_matched == 0)
+            fprintf(stderr, "mpilens: MPILENS_MPIT_PVARS=%s matches none of the %d performance variables of this MPI; "
+                            "no pvar series are recorded\n", ml_g.config.mpit_pvars, pvars_total);
+    }
+    sample("init", NULL);
+    fflush(out);
+    if (npvars > 0) {
+        sampler_stop = 0;
+        sampler_running = pthread_create(&sampler, NULL, sampler_main, NULL) == 0;
+    }
+}
+
+void ml_mpit_after_init(void)
+{
+    if (!wanted) return;
+    if (mlt_init() != 0) return;
+    read_back();
+}
+
+void ml_mpit_start(void)
+{
+    if (!wanted) return;
+    int comm_reqs = 0;
+    for (int i = 0; i < nreqs; i++) comm_reqs += reqs[i].comm[0] != 0;
+    if (ml_g.config.mode & ML_MODE_MPIT) {
+        start_session();
+        ml_g.mpit = out != NULL && npvars > 0;
+    }
+    ml_g.mpit_comms = comm_reqs > 0 || comm_bound_matched > 0;
+}
+
+/* ------------------------------------------------------------------------------- communicators */
+void ml_mpit_comm_named(MPI_Comm comm)
+{
+    char cname[MPI_MAX_OBJECT_NAME] = {0};
+    int len = 0;
+    if (PMPI_Comm_get_name(comm, cname, &len) != MPI_SUCCESS || strcmp(cname, "mpilens") == 0) return;
+    pthread_mutex_lock(&events_lock);
+    for (int i = 0; i < nreqs; i++) {
+        mlt_req_t *r = &reqs[i];
+        if (r->comm[0] == 0 || strcmp(r->comm, cname) != 0 || nevents >= MAX_COMM_EVENTS) continue;
+        struct comm_event *e = &events[nevents++];
+        memset(e, 0, sizeof *e);
+        snprintf(e->comm, sizeof e->comm, "%s", cname);
+        snprintf(e->name, sizeof e->name, "%s", r->name);
+        const int index = mlt_cvar_find(r->name);
+        mlt_cvar_info_t info;
+        if (index < 0 || mlt_cvar_info(index, &info) != 0) {
+            snprintf(e->error, sizeof e->error, "not registered after MPI_Init (its component is not in use)");
+            continue;
+        }
+        MPI_Comm c = comm;
+        void *obj = info.bind == MPI_T_BIND_MPI_COMM ? (void *)&c : NULL;
+        e->bound = obj != NULL;
+        mlt_cvar_read(index, obj, e->old, sizeof e->old);
+        if (mlt_cvar_write(index, obj, r->value, 0, e->error, sizeof e->error) == 0) {
+            e->error[0] = 0;
+            mlt_cvar_read(index, obj, e->now, sizeof e->now);
+        } else if (ml_g.rank == 0) {
+            fprintf(stderr, "mpilens: MPILENS_COMM_CVARS: %s on %s: %s\n", r->name, cname, e->error);
+        }
+    }
+    pthread_mutex_unlock(&events_lock);
+    if (session_ok && comm_bound_matched > 0) {
+        pthread_mutex_lock(&lock);
+        add_pvars_for(comm, cname);
+        pthread_mutex_unlock(&lock);
+    }
+}
+
+void ml_mpit_comm_freed(MPI_Comm comm)
+{
+    if (!session_ok || comm == MPI_COMM_NULL) return;
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < npvars; i++)
+        if (pvars[i].live && pvars[i].comm == comm) {
+            if (!pvars[i].continuous) MPI_T_pvar_stop(session, pvars[i].handle);
+            MPI_T_pvar_handle_free(session, &pvars[i].handle);
+            pvars[i].live = 0;
+        }
+    pthread_mutex_unlock(&lock);
+}
+
+/* ------------------------------------------------------------------------------- regions */
+void ml_mpit_region(int begin, const char *name)
+{
+    if (out == NULL || npvars == 0) return;
+    pthread_mutex_lock(&lock);
+    sample(begin ? "begin" : "end", name);
+    pthread_mutex_unlock(&lock);
+}
+
+/* ------------------------------------------------------------------------------- finalize */
+void ml_mpit_finish(void)
+{
+    if (sampler_running) {
+        __atomic_store_n(&sampler_stop, 1, __ATOMIC_RELEASE);
+        pthread_join(sampler, NULL);
+        sampler_running = 0;
+    }
+    pthread_mutex_lock(&lock);
+    if (out != NULL) {
+        sample("final", NULL);
+        fprintf(out, "{\"end\": true, \"samples\": %llu, \"read_errors\": %llu, \"handles\": %d}\n",
+                (unsigned long long)samples, (unsigned long long)read_errors, npvars);
+        fclose(out);
+        out = NULL;
+    }
+    if (session_ok) {
+        for (int i = 0; i < npvars; i++)
+            if (pvars[i].live) {
+                if (!pvars[i].continuous) MPI_T_pvar_stop(session, pvars[i].handle);
+                MPI_T_pvar_handle_free(session, &pvars[i].handle);
+                pvars[i].live = 0;
+            }
+        MPI_T_pvar_session_free(&session);
+        session_ok = 0;
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+/* ------------------------------------------------------------------------------- meta.json */
+void ml_mpit_meta_json(FILE *f)
+{
+    int first = 1;
+    for (int i = 0; i < nreqs; i++) {
+        const mlt_req_t *r = &reqs[i];
+        if (r->comm[0] != 0) continue;
+        fputs(first ? "\n    {\"name\": " : ",\n    {\"name\": ", f);
+        first = 0;
+        ml_json_str(f, r->name);
+        fputs(", \"requested\": ", f);
+        ml_json_str(f, r->value);
+        fputs(", \"old\": ", f);
+        ml_json_str(f, r->old);
+        fputs(", \"new\": ", f);
+        if (r->applied)
+            ml_json_str(f, r->now);
+        else
+            fputs("null", f);
+        fprintf(f, ", \"scope\": \"%s\", \"when\": \"MPI_Init\", \"via\": ", mlt_scope_name(r->scope));
+        if (r->via_env) {
+            char env[300];
+            snprintf(env, sizeof env, "environment OMPI_MCA_%s", r->name);
+            ml_json_str(f, env);
+        } else {
+            fputs("\"MPI_T_cvar_write\"", f);
+        }
+        if (!r->applied) fputs(", \"note\": \"not registered after MPI_Init (its component is not in use)\"", f);
+        fputc('}', f);
+    }
+    for (int i = 0; i < nreqs; i++) {
+        const mlt_req_t *r = &reqs[i];
+        if (r->comm[0] == 0) continue;
+        const struct comm_event *e = NULL;
+        for (int k = 0; k < nevents && e == NULL; k++)
+            if (strcmp(events[k].comm, r->comm) == 0 && strcmp(events[k].name, r->name) == 0) e = &events[k];
+        fputs(first ? "\n    {\"name\": " : ",\n    {\"name\": ", f);
+        first = 0;
+        ml_json_str(f, r->name);
+        fputs(", \"requested\": ", f);
+        ml_json_str(f, r->value);
+        fputs(", \"communicator\": ", f);
+        ml_json_str(f, r->comm);
+        fprintf(f, ", \"scope\": \"%s\", \"when\": \"MPI_Comm_set_name\", \"via\": \"MPI_T_cvar_write\"",
+                mlt_scope_name(r->scope));
+        if (e == NULL) {
+            fputs(", \"old\": null, \"new\": null, \"note\": \"rank 0 named no communicator so (other ranks may have)\"", f);
+        } else {
+            fputs(", \"old\": ", f);
+            ml_json_str(f, e->old);
+            fputs(", \"new\": ", f);
+            if (e->error[0] == 0)
+                ml_json_str(f, e->now);
+            else
+                fputs("null", f);
+            fprintf(f, ", \"bound_to_communicator\": %s", e->bound ? "true" : "false");
+            if (e->error[0] != 0) {
+                fputs(", \"error\": ", f);
+                ml_json_str(f, e->error);
+            }
+        }
+        fputc('}', f);
+    }
+    if (!first) fputs("\n  ", f);
+}
