@@ -1,6 +1,7 @@
 /* Alltoall (memnesia's workload): MPI_Alltoall over MPI_COMM_WORLD in a loop, the per-process
  * message size alternating between 2 KiB and 4 MiB, the buffers allocated before and freed after
  * every iteration. Usage: mem_alltoall [iterations (default 40)] */
+#include <malloc.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +9,10 @@
 
 int main(int argc, char **argv)
 {
+    /* A fixed mmap threshold: glibc would otherwise raise it after the first free of a 4 MiB block
+     * and keep the freed memory in the heap, and the allocate/free cycle would not show in the
+     * process's residency at all. */
+    mallopt(M_MMAP_THRESHOLD, 1 << 20);
     MPI_Init(&argc, &argv);
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);

@@ -226,8 +226,12 @@ def _functions(path: Path) -> list[str]:
         return []
 
 
-def read_rank(file: Path, names: list[str], local: int) -> RankMemory:
+def read_rank(file: Path, names: list[str], local: int, method: str | None = None) -> RankMemory:
     """Read one rank's file into its timeline.
+
+    Args:
+        method: "fast" reads an smaps run as the fast method would have seen it (its samples carry
+            the allocation counters too): both estimates of one execution. None: the run's method.
 
     Raises:
         RunDirectoryError: the file is not a memory file of mpilens.
@@ -242,7 +246,10 @@ def read_rank(file: Path, names: list[str], local: int) -> RankMemory:
         problems.append(f"{file.name}: {len(body) % RECORD.itemsize} bytes of a torn last record ignored")
         body = body[:len(body) - len(body) % RECORD.itemsize]
     rec = np.frombuffer(body, RECORD)
-    method = METHODS[int(h["method"])] if int(h["method"]) < len(METHODS) else "fast"
+    if method is None:
+        method = METHODS[int(h["method"])] if int(h["method"]) < len(METHODS) else "fast"
+    elif method not in METHODS or (method == "smaps" and int(h["method"]) != METHODS.index("smaps")):
+        raise ValueError(f"method must be 'fast', or 'smaps' for a run made with it; got {method!r}")
     name = (lambda f: names[f] if f < len(names) and names[f] else f"fn{f}")
 
     # points of the timeline, and what each adds to MPI's part
@@ -329,8 +336,12 @@ def read_rank(file: Path, names: list[str], local: int) -> RankMemory:
                       functions=funcs, marks=marks, ended=ended, problems=problems)
 
 
-def load(path: str | Path) -> MemoryRun:
+def load(path: str | Path, method: str | None = None) -> MemoryRun:
     """Read the memory files of a run directory.
+
+    Args:
+        method: None for the run's own method; "fast" to read an smaps run with the fast method's
+            estimate (see read_rank).
 
     Raises:
         RunDirectoryError: the run has no memory data (not run with --mode memory) or none is readable.
@@ -349,7 +360,7 @@ def load(path: str | Path) -> MemoryRun:
     ranks, problems = [], []
     for f in files:
         try:
-            r = read_rank(f, names, local.get(int(f.stem.split("-")[1]), nranks))
+            r = read_rank(f, names, local.get(int(f.stem.split("-")[1]), nranks), method)
         except (RunDirectoryError, OSError, ValueError) as err:
             problems.append(str(err))
             continue
