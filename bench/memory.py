@@ -60,7 +60,7 @@ def run(cmd: list[str], timeout: float = 600) -> str:
 def msgrate(mpi: str, exe: Path, arm: str, tmp: Path, n: list[int], batches: int = 9) -> tuple[float, float | None]:
     """One run of one arm: (messages/s, tool memory per rank in bytes or None)."""
     scale = "0.01" if arm == "smaps" else "1"
-    argv = launcher(mpi, 2) + [str(exe), str(batches), scale]
+    argv = overhead.launcher(mpi, "core") + [str(exe), str(batches), scale]  # one rank per core
     if arm == "plain":
         out = run(argv)
         tool = None

@@ -186,7 +186,7 @@ def test_peaks_and_functions_exact(tmp_path):
         name = b"phase".ljust(32, b"\0")
         mark = struct.unpack("<4q", name)
         write_rank(mem, rank, [
-            (2, 0, 0, 0, 1 * MiB, 2 * MiB, 0, 0, 0, 0),                              # before MPI_Init
+            (2, 0, 0, 0, 1 * MiB, 2 * MiB, 0, 0, 0, 1 * MiB),                        # before MPI_Init
             (3, 0, 0, 1_000_000, 5 * MiB, 8 * MiB, 1 * MiB, 0, 2 * MiB, 1 * MiB),    # after: +4 MiB PSS
             (6, 0, 1, 2_000_000, 6 * MiB, 9 * MiB, *mark),                            # region "phase" begins
             (1, 0, 1, 2_000_000, 6 * MiB, 9 * MiB, 1 * MiB, 0, 2 * MiB, 1 * MiB),
@@ -202,6 +202,7 @@ def test_peaks_and_functions_exact(tmp_path):
     run = memory.load(tmp_path)
     r0, r1 = run.ranks
     # tool (1 MiB) left out of PSS; MPI = 4 MiB of MPI_Init + heap growth + shared growth / 2 ranks
+    # (a killed process: no MPI_Finalize samples)
     assert r0.init_pss == 4 * MiB
     assert r0.peak("mpi") == 4 * MiB + 10 * MiB + 2 * MiB and r1.peak("mpi") == 4 * MiB + 20 * MiB + 2 * MiB
     assert r0.peak("pss") == 5 * MiB + 10 * MiB + 2 * MiB

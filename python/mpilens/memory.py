@@ -40,7 +40,7 @@ HEADER = np.dtype([("magic", "S8"), ("rank", "<u4"), ("nranks", "<u4"), ("method
 RECORD = np.dtype([("kind", "<u2"), ("fn", "<u2"), ("aux", "<u4"), ("t", "<u8"), ("pss", "<i8"), ("rss", "<i8"),
                    ("a", "<i8"), ("b", "<i8"), ("c", "<i8"), ("d", "<i8")])
 MAGIC = b"MLMEM01\n"
-SAMPLE, INIT_BEGIN, INIT_END, FINAL, CALL, MARK, FUNC, END = range(1, 9)
+SAMPLE, INIT_BEGIN, INIT_END, FINAL, CALL, MARK, FUNC, END, FINI_BEGIN = range(1, 10)
 MARK_BEGIN, MARK_END, MARK_PCONTROL = 1, 2, 3
 METHODS = ("fast", "smaps")
 END_REASONS = {0: "MPI_Finalize", 1: "exit without MPI_Finalize", 2: "signal", 3: "MPI_Abort"}
@@ -254,13 +254,19 @@ def read_rank(file: Path, names: list[str], local: int, method: str | None = Non
 
     # points of the timeline, and what each adds to MPI's part
     kinds = rec["kind"]
-    samp = rec[np.isin(kinds, (SAMPLE, INIT_BEGIN, INIT_END, FINAL)) & (rec["pss"] >= 0)]
+    samp = rec[np.isin(kinds, (SAMPLE, INIT_BEGIN, INIT_END, FINAL, FINI_BEGIN)) & (rec["pss"] >= 0)]
     ib = rec[kinds == INIT_BEGIN]
     ie = rec[kinds == INIT_END]
+    fb = samp[samp["kind"] == FINI_BEGIN]
+    fe = samp[samp["kind"] == FINAL]
     init_pss = init_rss = 0
-    if len(ib) and len(ie):
-        init_pss = int(ie[0]["pss"] - ib[0]["pss"])
-        init_rss = int(ie[0]["rss"] - ib[0]["rss"])
+    if len(ib) and len(ie):  # the tool's own growth (its state is set up inside MPI_Init) left out
+        init_pss = int((ie[0]["pss"] - ie[0]["d"]) - (ib[0]["pss"] - ib[0]["d"]))
+        init_rss = int((ie[0]["rss"] - ie[0]["d"]) - (ib[0]["rss"] - ib[0]["d"]))
+    fini = None
+    if len(fb) and len(fe):  # MPI_Finalize, like MPI_Init, by residency: the loader unmaps components
+        fini = (float((fe[0]["pss"] - fe[0]["d"]) - (fb[0]["pss"] - fb[0]["d"])),
+                float((fe[0]["rss"] - fe[0]["d"]) - (fb[0]["rss"] - fb[0]["d"])))
     elif len(rec):
         problems.append(f"{file.name}: no MPI_Init samples; MPI's part starts at 0")
     t_ie = int(ie[0]["t"]) if len(ie) else 0
@@ -280,6 +286,11 @@ def read_rank(file: Path, names: list[str], local: int, method: str | None = Non
         growth = since_init("a") + since_init("b") + since_init("c") * share
         level = np.where(after, init_pss + growth, 0.0)
         level_rss = np.where(after, init_rss + growth, 0.0)
+        if fini is not None:
+            i_fb = int(np.flatnonzero(samp["kind"] == FINI_BEGIN)[0])
+            last = samp["kind"] == FINAL
+            level[last] = level[i_fb] + fini[0]
+            level_rss[last] = level_rss[i_fb] + fini[1]
         order_t = np.concatenate(ts)
         o = np.argsort(order_t, kind="stable")
         t = order_t[o]
@@ -287,9 +298,10 @@ def read_rank(file: Path, names: list[str], local: int, method: str | None = Non
         p, q, tl = pss[0][o], rss[0][o], tool[0][o]
     else:
         calls = rec[(kinds == CALL) & (rec["pss"] >= 0) & (rec["a"] >= 0)]
-        inc = [np.where(samp["kind"] == INIT_END, float(init_pss), 0.0),
+        f_pss, f_rss = fini if fini is not None else (0.0, 0.0)
+        inc = [np.where(samp["kind"] == INIT_END, float(init_pss), np.where(samp["kind"] == FINAL, f_pss, 0.0)),
                np.zeros(len(calls)), (calls["pss"] - calls["a"]).astype(np.float64)]
-        inc_rss = [np.where(samp["kind"] == INIT_END, float(init_rss), 0.0),
+        inc_rss = [np.where(samp["kind"] == INIT_END, float(init_rss), np.where(samp["kind"] == FINAL, f_rss, 0.0)),
                    np.zeros(len(calls)), (calls["rss"] - calls["b"]).astype(np.float64)]
         ts += [calls["c"].astype(np.float64), calls["t"].astype(np.float64)]
         pss += [calls["a"].astype(np.float64), calls["pss"].astype(np.float64)]
@@ -312,10 +324,13 @@ def read_rank(file: Path, names: list[str], local: int, method: str | None = Non
         funcs[name(int(f["fn"]))] = {"allocated": int(f["a"]), "freed": int(f["b"]), "allocations": int(f["t"]),
                                      "frees": int(f["c"]), "shared": int(f["d"]), "shm": int(f["aux"]),
                                      "pss_grown": int(f["pss"]), "pss_shrunk": int(f["rss"])}
-    if len(ie):  # MPI_Init's part is its residency change, in both methods
-        f = funcs.setdefault(name(int(ie[0]["fn"])), {"allocated": 0, "freed": 0, "allocations": 0, "frees": 0,
-                                                       "shared": 0, "shm": 0, "pss_grown": 0, "pss_shrunk": 0})
-        f["pss_grown" if init_pss >= 0 else "pss_shrunk"] += abs(init_pss)
+    # MPI_Init's and MPI_Finalize's parts are their residency changes, in both methods
+    for rec0, delta in ((ie, init_pss), (fe, int(fini[0]) if fini is not None else None)):
+        if len(rec0) and delta is not None:
+            f = funcs.setdefault(name(int(rec0[0]["fn"])), {"allocated": 0, "freed": 0, "allocations": 0,
+                                                             "frees": 0, "shared": 0, "shm": 0, "pss_grown": 0,
+                                                             "pss_shrunk": 0})
+            f["pss_grown" if delta >= 0 else "pss_shrunk"] += abs(delta)
     marks = []
     for m in rec[kinds == MARK]:
         what = {MARK_BEGIN: "begin", MARK_END: "end", MARK_PCONTROL: "pcontrol"}.get(int(m["aux"]), "?")

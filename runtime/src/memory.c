@@ -432,8 +432,36 @@ ML_EXPORT int shmdt(const void *addr)
 }
 
 /* ------------------------------------------------------------------------------- the tool's own */
+/* The tool's large blocks are mappings of their own (registered as the tool's, so the sampler
+ * measures their residency: a large zeroed table costs only the pages touched); its small blocks
+ * come from the heap and are counted by size. */
+#define ML_SYS_BIG ((size_t)64 << 10)
+
+static size_t tool_map_len(const void *p)
+{
+    size_t len = 0;
+    lock_maps();
+    for (int i = 0; i < nmaps; i++)
+        if (maps[i].owner == 3 && maps[i].addr == (uintptr_t)p) {
+            len = maps[i].len;
+            break;
+        }
+    unlock_maps();
+    return len;
+}
+
+static void *sys_big(size_t n)
+{
+    if (ML_UNLIKELY(real.mmap == NULL)) resolve();
+    void *p = real.mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return NULL;
+    map_insert(p, n, 3, 0);
+    return p;
+}
+
 void *ml_sys_malloc(size_t n)
 {
+    if (n >= ML_SYS_BIG) return sys_big(n);
     if (ML_UNLIKELY(real.malloc == NULL)) resolve();
     void *p = real.malloc(n);
     if (p != NULL) __atomic_fetch_add(&heap_tool, (int64_t)real.usable(p), __ATOMIC_RELAXED);
@@ -442,27 +470,44 @@ void *ml_sys_malloc(size_t n)
 
 void *ml_sys_calloc(size_t m, size_t n)
 {
+    if (n != 0 && m > SIZE_MAX / n) return NULL;
+    if (m * n >= ML_SYS_BIG) return sys_big(m * n); /* fresh anonymous pages are zero */
     if (ML_UNLIKELY(real.calloc == NULL)) resolve();
     void *p = real.calloc(m, n);
     if (p != NULL) __atomic_fetch_add(&heap_tool, (int64_t)real.usable(p), __ATOMIC_RELAXED);
     return p;
 }
 
-void *ml_sys_realloc(void *p, size_t n)
-{
-    if (ML_UNLIKELY(real.realloc == NULL)) resolve();
-    const int64_t before = p != NULL ? (int64_t)real.usable(p) : 0;
-    void *q = real.realloc(p, n);
-    if (q != NULL) __atomic_fetch_add(&heap_tool, (int64_t)real.usable(q) - before, __ATOMIC_RELAXED);
-    return q;
-}
-
 void ml_sys_free(void *p)
 {
     if (p == NULL || in_boot(p)) return;
+    const size_t big = tool_map_len(p);
+    if (big != 0) {
+        ml_sys_munmap(p, big);
+        return;
+    }
     if (ML_UNLIKELY(real.free == NULL)) resolve();
     __atomic_fetch_sub(&heap_tool, (int64_t)real.usable(p), __ATOMIC_RELAXED);
     real.free(p);
+}
+
+void *ml_sys_realloc(void *p, size_t n)
+{
+    if (p == NULL) return ml_sys_malloc(n);
+    const size_t big = tool_map_len(p);
+    if (big == 0 && n < ML_SYS_BIG) {
+        if (ML_UNLIKELY(real.realloc == NULL)) resolve();
+        const int64_t before = (int64_t)real.usable(p);
+        void *q = real.realloc(p, n);
+        if (q != NULL) __atomic_fetch_add(&heap_tool, (int64_t)real.usable(q) - before, __ATOMIC_RELAXED);
+        return q;
+    }
+    void *q = ml_sys_malloc(n);
+    if (q == NULL) return NULL;
+    const size_t old = big != 0 ? big : real.usable(p);
+    memcpy(q, p, old < n ? old : n);
+    ml_sys_free(p);
+    return q;
 }
 
 void *ml_sys_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
@@ -750,6 +795,7 @@ void ml_memory_init_begin(int fn)
         real.free(abs); /* allocated before counting began */
     }
     __atomic_store_n(&ml_mem_counting, 1, __ATOMIC_RELEASE);
+    refresh_tool_pss(); /* the library's own pages are resident already */
     sample(ML_MEM_INIT_BEGIN, fn, 0);
     ml_mem_fn = fn + 1;
 }
@@ -847,7 +893,11 @@ static void write_trailer(int reason)
 /* MPI_Finalize: what the tool does before the MPI call is charged to MPI_Finalize. */
 void ml_memory_finalize_begin(void)
 {
-    if (out_fd >= 0) ml_mem_fn = ML_FN_MPI_Finalize + 1;
+    if (out_fd < 0) return;
+    /* like MPI_Init, MPI_Finalize is measured by residency: the loader unmaps what it mapped */
+    refresh_tool_pss();
+    sample(ML_MEM_FINI_BEGIN, ML_FN_MPI_Finalize, 0);
+    ml_mem_fn = ML_FN_MPI_Finalize + 1;
 }
 
 /* After MPI_Finalize returned: the last sample, the table of functions, and the end. */
@@ -860,6 +910,7 @@ void ml_memory_finish(void)
         pthread_join(timer, NULL);
         timer_running = 0;
     }
+    refresh_tool_pss();
     sample(ML_MEM_FINAL, ML_FN_MPI_Finalize, 0);
     pthread_mutex_lock(&out_lock);
     write_trailer(ML_END_FINALIZE);

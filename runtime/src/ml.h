@@ -427,6 +427,7 @@ enum {
     ML_MEM_MARK = 6,       /* region begin (aux 1) / end (aux 2) / MPI_Pcontrol (aux 3, fn = level) */
     ML_MEM_FUNC = 7,       /* trailer: what one MPI function allocated and freed */
     ML_MEM_END = 8,        /* trailer: aux = how the process ended (ML_END_*) */
+    ML_MEM_FINI_BEGIN = 9, /* a SAMPLE before MPI_Finalize (ML_MEM_FINAL is the one after) */
 };
 enum { ML_MEM_MARK_BEGIN = 1, ML_MEM_MARK_END = 2, ML_MEM_MARK_PCONTROL = 3 };
 
