@@ -66,7 +66,7 @@ def msgrate(mpi: str, exe: Path, arm: str, tmp: Path, n: list[int], batches: int
         tool = None
     else:
         n[0] += 1
-        d = tmp / f"r{n[0]}"
+        d = tmp / f"{mpi}-r{n[0]}"
         mode = "profile" if arm == "profile" else "memory"
         cmd = [str(MPILENS), "run", "-o", str(d), "--mode", mode]
         if arm in ("fast", "smaps"):
@@ -117,7 +117,7 @@ def part_agree(mpi: str, reps: int, tmp: Path) -> list[dict]:
             for _ in range(reps):
                 for method in ("fast", "smaps"):
                     k[0] += 1
-                    d = tmp / f"a{k[0]}"
+                    d = tmp / f"{mpi}-a{k[0]}"
                     run([str(MPILENS), "run", "-o", str(d), "--mode", "memory", "--set",
                          f"MPILENS_MEMORY_METHOD={method}", "--"] + launcher(mpi, np_) + [str(exe), *args])
                     p = memory.load(d).peak("mpi")

@@ -593,7 +593,9 @@ static int smaps_walk(int64_t *pss, int64_t *rss, int64_t *tool)
 }
 
 /* PSS and RSS of the whole process now: smaps_rollup when the kernel has it (one pass over the
- * page tables, no per-mapping text), else the full smaps. */
+ * page tables, no per-mapping text), else the full smaps. A pass over the page tables is not
+ * cheap: ~1-5 ms for an MPI process here. */
+static int64_t rollup_pss_anon = -1;
 static int read_residency(int64_t *pss, int64_t *rss)
 {
     if (!have_rollup) return smaps_walk(pss, rss, NULL);
@@ -609,10 +611,72 @@ static int read_residency(int64_t *pss, int64_t *rss)
         hit = 0;
         const int64_t w = kb_field(line, "Rss:", 4, &hit);
         if (hit) r = w;
+        hit = 0;
+        const int64_t an = kb_field(line, "Pss_Anon:", 9, &hit);
+        if (hit) rollup_pss_anon = an;
     }
     *pss = p;
     *rss = r;
     return p >= 0 ? 0 : -1;
+}
+
+/* The timer's residency: exact (smaps_rollup) every MPILENS_MEMORY_ROLLUP_MS, and in between
+ * carried forward with /proc/self/statm, which reads the kernel's counters (microseconds): the
+ * change of anonymous resident memory is the change of its PSS (private pages), and the change of
+ * file and shmem resident memory counts with the PSS/RSS ratio of the last exact sample. */
+static int method; /* ML_MEMORY_METHOD_* */
+static int statm_fd = -1;
+static struct { int64_t pss, rss, anon, shared; double ratio; uint64_t at; int valid; } anchor;
+
+static int read_statm(int64_t *resident, int64_t *shared)
+{
+    char buf[256];
+    const ssize_t n = pread(statm_fd, buf, sizeof buf - 1, 0);
+    if (n <= 0) return -1;
+    buf[n] = 0;
+    char *end;
+    strtoll(buf, &end, 10); /* size */
+    const long long res = strtoll(end, &end, 10), shr = strtoll(end, &end, 10);
+    const int64_t page = (int64_t)sysconf(_SC_PAGESIZE);
+    *resident = res * page;
+    *shared = shr * page;
+    return 0;
+}
+
+/* Exact residency, and a new anchor for the estimates. */
+static int residency_exact(int64_t *pss, int64_t *rss)
+{
+    rollup_pss_anon = -1;
+    if (read_residency(pss, rss) != 0) return -1;
+    int64_t res, shr;
+    if (statm_fd >= 0 && read_statm(&res, &shr) == 0) {
+        anchor.pss = *pss;
+        anchor.rss = *rss;
+        anchor.anon = res - shr;
+        anchor.shared = shr;
+        /* PSS of the file and shmem pages per resident byte of them */
+        const int64_t pss_nonanon = rollup_pss_anon >= 0 ? *pss - rollup_pss_anon : -1;
+        anchor.ratio = pss_nonanon >= 0 && shr > 0 ? (double)pss_nonanon / (double)shr : 1.0;
+        anchor.at = ml_clock_ns();
+        anchor.valid = 1;
+    }
+    return 0;
+}
+
+/* Residency for the timer and the marks: *exact says whether it was measured or carried forward. */
+static int residency_sampled(int64_t *pss, int64_t *rss, int *exact)
+{
+    const uint64_t every = (uint64_t)ml_g.config.memory_rollup_ms * 1000000u;
+    int64_t res, shr;
+    if (!anchor.valid || method == ML_MEMORY_METHOD_SMAPS || ml_clock_ns() - anchor.at >= every ||
+        read_statm(&res, &shr) != 0) {
+        *exact = 1;
+        return residency_exact(pss, rss);
+    }
+    *exact = 0;
+    *pss = anchor.pss + ((res - shr) - anchor.anon) + (int64_t)((double)(shr - anchor.shared) * anchor.ratio);
+    *rss = anchor.rss + (res - anchor.anon - anchor.shared);
+    return 0;
 }
 
 /* ------------------------------------------------------------------------------- records */
@@ -623,7 +687,6 @@ static size_t outn;
 static uint64_t records_written, write_errors;
 static ml_mem_rec_t early[4]; /* records made before the file is open (MPI_Init) */
 static int nearly;
-static int method; /* ML_MEMORY_METHOD_* */
 static int64_t tool_pss;
 static uint64_t tool_pss_at;
 static pthread_t timer;
@@ -705,7 +768,10 @@ static void sample(int kind, int fn, uint32_t aux)
     r.fn = (uint16_t)fn;
     r.aux = aux;
     pthread_mutex_lock(&sample_lock);
-    if (read_residency(&r.pss, &r.rss) != 0) r.pss = r.rss = -1;
+    int exact = 1;
+    const int rc = kind == ML_MEM_SAMPLE ? residency_sampled(&r.pss, &r.rss, &exact) : residency_exact(&r.pss, &r.rss);
+    if (rc != 0) r.pss = r.rss = -1;
+    if (!exact) r.aux |= ML_MEM_ESTIMATED;
     r.t_ns = since_init();
     r.mpi_heap = __atomic_load_n(&heap_mpi, __ATOMIC_RELAXED);
     mpi_mapped_resident(&r.mpi_mapped, &r.mpi_shared);
@@ -788,6 +854,7 @@ void ml_memory_init_begin(int fn)
     method = ml_g.config.memory_method;
     rollup_fd = open("/proc/self/smaps_rollup", O_RDONLY | O_CLOEXEC);
     have_rollup = rollup_fd >= 0;
+    statm_fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
     Dl_info info;
     if (dladdr((void *)&ml_memory_init_begin, &info) != 0 && info.dli_fname != NULL) {
         char *abs = realpath(info.dli_fname, NULL);
@@ -939,7 +1006,7 @@ void ml_memory_mark(int what, const char *name, int level)
     r.aux = (uint32_t)what;
     r.fn = (uint16_t)level;
     r.t_ns = since_init();
-    if (read_residency(&r.pss, &r.rss) != 0) r.pss = r.rss = -1;
+    r.pss = r.rss = -1; /* the sample that follows has the residency */
     if (name != NULL) strncpy(r.name, name, sizeof r.name - 1);
     emit(&r);
     sample(ML_MEM_SAMPLE, 0, (uint32_t)what);

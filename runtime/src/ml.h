@@ -430,6 +430,7 @@ enum {
     ML_MEM_FINI_BEGIN = 9, /* a SAMPLE before MPI_Finalize (ML_MEM_FINAL is the one after) */
 };
 enum { ML_MEM_MARK_BEGIN = 1, ML_MEM_MARK_END = 2, ML_MEM_MARK_PCONTROL = 3 };
+#define ML_MEM_ESTIMATED 0x100u /* SAMPLE aux: residency carried forward from statm, not measured */
 
 typedef struct ml_mem_rec {
     uint16_t kind, fn;
