@@ -37,8 +37,8 @@ def cmd_memory(a: argparse.Namespace) -> int:
         return 0
     r0 = run.ranks[0]
     where = "smaps_rollup" if r0.rollup else "smaps"
-    how = ("allocations inside MPI calls, residency sampled every "
-           f"{r0.period_ms} ms ({where})" if run.method == "fast" else f"{where} before and after every MPI call")
+    how = (f"allocations inside MPI calls, residency sampled every {r0.period_ms} ms, PSS from {where} "
+           "carried forward with statm" if run.method == "fast" else f"{where} before and after every MPI call")
     print(f"mpilens memory: {a.rundir}: {len(run.ranks)} of {run.nranks} ranks, method {run.method} ({how})")
     for p in run.problems:
         print(f"Note: {p}")
