@@ -126,7 +126,8 @@ def test_trivial(mpi, np_, tmp_path):
     assert len(run.ranks) == np_ and not run.problems, run.problems
     for r in run.ranks:
         assert 0.5 * MiB < r.init_pss < 64 * MiB, r.init_pss
-        assert r.peak("mpi") == pytest.approx(r.init_pss, rel=0.05)
+        # after MPI_Init only the shared segments grow, as the other ranks touch them (1/k each)
+        assert r.init_pss <= r.peak("mpi") < r.init_pss + 1 * MiB, (r.peak("mpi"), r.init_pss)
         assert r.peak("tool") > 0
     assert run.function("MPI_Init")["pss_grown"] == sum(r.init_pss for r in run.ranks)
 

@@ -15,8 +15,8 @@
  * Records (64 bytes, see ml_mem_rec_t) go through one small buffer to memory/rank-NNNNNN.bin;
  * the timer thread flushes it every period, so the tool's memory stays bounded and a killed
  * process keeps its samples up to the last period. The tool's own memory is counted apart: its
- * mappings (registered by ml_sys_mmap, and the library's own file) are measured in smaps from time
- * to time, and its heap blocks (ml_sys_malloc) by size.
+ * mappings (registered by ml_sys_mmap) are measured with mincore at every sample, its file and
+ * static data in smaps at MPI_Init and MPI_Finalize, and its small heap blocks by size.
  *
  * Interposition costs one predictable branch when memory mode is off. The real functions are
  * found with dlsym(RTLD_NEXT); while dlsym itself allocates, a static bootstrap arena serves it.
@@ -567,8 +567,6 @@ static int smaps_walk(int64_t *pss, int64_t *rss, int64_t *tool)
                     mine = (uintptr_t)maps >= a && (uintptr_t)maps < b;
                     const char *path = strchr(line, '/');
                     if (!mine && path != NULL && self_path[0] && strcmp(path, self_path) == 0) mine = 1;
-                    for (int i = 0; !mine && i < nmaps; i++)
-                        if (maps[i].owner == 3 && a >= maps[i].addr && a < maps[i].addr + maps[i].len) mine = 1;
                 }
             } else {
                 int hit = 0;
@@ -687,8 +685,7 @@ static size_t outn;
 static uint64_t records_written, write_errors;
 static ml_mem_rec_t early[4]; /* records made before the file is open (MPI_Init) */
 static int nearly;
-static int64_t tool_pss;
-static uint64_t tool_pss_at;
+static int64_t tool_pss; /* PSS of the library's file and static data: measured at MPI_Init and MPI_Finalize */
 static pthread_t timer;
 static int timer_running, timer_stop;
 static uint64_t init_ns; /* CLOCK_MONOTONIC at MPI_Init entry: time origin of this rank's records */
@@ -734,12 +731,12 @@ static uint64_t since_init(void)
 static ml_map_t snap[ML_MAX_MAPS];
 static unsigned char vec[1 << 16];
 
-static void mpi_mapped_resident(int64_t *priv, int64_t *shared)
+static void mapped_resident(int owner, int64_t *priv, int64_t *shared)
 {
     int n = 0;
     lock_maps();
     for (int i = 0; i < nmaps; i++)
-        if (maps[i].owner == 1) snap[n++] = maps[i];
+        if (maps[i].owner == owner) snap[n++] = maps[i];
     unlock_maps();
     const size_t page = (size_t)sysconf(_SC_PAGESIZE);
     int64_t p = 0, s = 0;
@@ -774,8 +771,10 @@ static void sample(int kind, int fn, uint32_t aux)
     if (!exact) r.aux |= ML_MEM_ESTIMATED;
     r.t_ns = since_init();
     r.mpi_heap = __atomic_load_n(&heap_mpi, __ATOMIC_RELAXED);
-    mpi_mapped_resident(&r.mpi_mapped, &r.mpi_shared);
-    r.tool = tool_pss + __atomic_load_n(&heap_tool, __ATOMIC_RELAXED);
+    mapped_resident(1, &r.mpi_mapped, &r.mpi_shared);
+    int64_t tool_priv = 0, tool_shared = 0;
+    mapped_resident(3, &tool_priv, &tool_shared); /* the tool's own mappings: private, PSS = resident */
+    r.tool = tool_pss + tool_priv + tool_shared + __atomic_load_n(&heap_tool, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&sample_lock);
     emit(&r);
 }
@@ -786,7 +785,6 @@ static void refresh_tool_pss(void)
     pthread_mutex_lock(&sample_lock); /* smaps_walk's buffer */
     if (smaps_walk(NULL, NULL, &t) == 0) tool_pss = t;
     pthread_mutex_unlock(&sample_lock);
-    tool_pss_at = ml_clock_ns();
 }
 
 /* ------------------------------------------------------------------------------- call hooks */
@@ -834,7 +832,6 @@ static void *timer_main(void *arg)
         const struct timespec ts = {(time_t)(next / 1000000000u), (long)(next % 1000000000u)};
         clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
         if (__atomic_load_n(&timer_stop, __ATOMIC_ACQUIRE)) break;
-        if (ml_clock_ns() - tool_pss_at > 1000000000u) refresh_tool_pss();
         sample(ML_MEM_SAMPLE, 0, 0);
         pthread_mutex_lock(&out_lock);
         flush_locked();
