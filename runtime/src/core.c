@@ -293,6 +293,9 @@ void ml_init_after_mpi_init(int thread_level, uint64_t t_begin)
         ml_g.observers |= ML_OBS_TRACE;
     }
     ml_mpit_start();
+    if ((ml_g.config.mode & ML_MODE_MEMORY) && ml_memory_init() != 0)
+        fprintf(stderr, "mpilens: rank %d cannot write its memory samples into %s/memory (%s); memory mode is off\n",
+                ml_g.rank, ml_g.outdir, strerror(errno));
     ml_observers_start();
     install_exit_paths();
     calib_tick0 = ml_g.t_init_end;

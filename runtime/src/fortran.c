@@ -100,6 +100,7 @@ typedef void (*f6_t)(void *, void *, void *, void *, void *, void *);
 static void f_init(MPI_Fint *ierr)
 {
     REAL("mpi_init", f1_t);
+    ml_memory_init_begin(ML_FN_MPI_Init);
     const uint64_t t0 = ml_now();
     real(ierr);
     if (*ierr == MPI_SUCCESS) {
@@ -107,23 +108,28 @@ static void f_init(MPI_Fint *ierr)
         PMPI_Query_thread(&provided);
         ml_init_after_mpi_init(provided, t0);
     }
+    ml_memory_init_end(ML_FN_MPI_Init);
 }
 ML_FORTRAN_NAMES(f_init, mpi_init, MPI_INIT)
 
 static void f_init_thread(MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierr)
 {
     REAL("mpi_init_thread", f3_t);
+    ml_memory_init_begin(ML_FN_MPI_Init_thread);
     const uint64_t t0 = ml_now();
     real(required, provided, ierr);
     if (*ierr == MPI_SUCCESS) ml_init_after_mpi_init(*provided, t0);
+    ml_memory_init_end(ML_FN_MPI_Init_thread);
 }
 ML_FORTRAN_NAMES(f_init_thread, mpi_init_thread, MPI_INIT_THREAD)
 
 static void f_finalize(MPI_Fint *ierr)
 {
     REAL("mpi_finalize", f1_t);
+    ml_memory_finalize_begin();
     ml_finalize_before_mpi_finalize();
     real(ierr);
+    ml_memory_finish();
 }
 ML_FORTRAN_NAMES(f_finalize, mpi_finalize, MPI_FINALIZE)
 

@@ -10,6 +10,7 @@
 /* ------------------------------------------------------------------------------- lifetime */
 ML_EXPORT int MPI_Init(int *argc, char ***argv)
 {
+    ml_memory_init_begin(ML_FN_MPI_Init);
     const uint64_t t0 = ml_now();
     ml_mpit_before_init();
     const int rc = PMPI_Init(argc, argv);
@@ -18,22 +19,28 @@ ML_EXPORT int MPI_Init(int *argc, char ***argv)
         PMPI_Query_thread(&provided);
         ml_init_after_mpi_init(provided, t0);
     }
+    ml_memory_init_end(ML_FN_MPI_Init);
     return rc;
 }
 
 ML_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {
+    ml_memory_init_begin(ML_FN_MPI_Init_thread);
     const uint64_t t0 = ml_now();
     ml_mpit_before_init();
     const int rc = PMPI_Init_thread(argc, argv, required, provided);
     if (rc == MPI_SUCCESS) ml_init_after_mpi_init(*provided, t0);
+    ml_memory_init_end(ML_FN_MPI_Init_thread);
     return rc;
 }
 
 ML_EXPORT int MPI_Finalize(void)
 {
+    ml_memory_finalize_begin();
     ml_finalize_before_mpi_finalize();
-    return PMPI_Finalize();
+    const int rc = PMPI_Finalize();
+    ml_memory_finish();
+    return rc;
 }
 
 ML_EXPORT int MPI_Abort(MPI_Comm comm, int errorcode)
@@ -50,6 +57,7 @@ ML_EXPORT int MPI_Abort(MPI_Comm comm, int errorcode)
 
 ML_EXPORT int MPI_Pcontrol(const int level, ...)
 {
+    ml_memory_mark(ML_MEM_MARK_PCONTROL, NULL, level);
     ml_pcontrol(level);
     return PMPI_Pcontrol(level);
 }

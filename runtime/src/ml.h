@@ -395,6 +395,93 @@ void ml_mpit_region(int begin, const char *name);
 void ml_mpit_finish(void);           /* before the profile is gathered at MPI_Finalize */
 void ml_mpit_meta_json(FILE *f);     /* the items of meta.json "cvars_set" */
 
+/* ------------------------------------------------------------------------------- memory mode
+ * runtime/src/memory.c interposes the allocation and mapping calls of the process (malloc family,
+ * mmap/munmap/mremap, shm_open, shmat/shmdt). While memory mode is off each costs one predictable
+ * branch. The tool's own allocations must not be charged to anyone: every runtime file includes
+ * this header, and the macros below send its calls to ml_sys_* (the real functions, counted as the
+ * tool's). memory.c itself defines ML_MEMORY_C and sees the plain names. */
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/types.h>
+
+void *ml_sys_malloc(size_t n);
+void *ml_sys_calloc(size_t m, size_t n);
+void *ml_sys_realloc(void *p, size_t n);
+void ml_sys_free(void *p);
+void *ml_sys_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off);
+int ml_sys_munmap(void *addr, size_t len);
+#ifndef ML_MEMORY_C
+#define malloc(n) ml_sys_malloc(n)
+#define calloc(m, n) ml_sys_calloc(m, n)
+#define realloc(p, n) ml_sys_realloc(p, n)
+#define free(p) ml_sys_free(p)
+#define mmap(a, l, p, f, d, o) ml_sys_mmap(a, l, p, f, d, o)
+#define munmap(a, l) ml_sys_munmap(a, l)
+#endif
+
+/* File memory/rank-NNNNNN.bin: one header, then 64-byte records (python/mpilens/memory.py). */
+typedef struct ml_mem_header {
+    char magic[8];            /* "MLMEM01\n" */
+    uint32_t rank, nranks;
+    uint32_t method;          /* ML_MEMORY_METHOD_FAST / _SMAPS */
+    uint32_t period_ms;
+    uint32_t record_size;     /* 64 */
+    uint32_t pid;
+    uint32_t rollup;          /* residency read from smaps_rollup (1) or the full smaps (0) */
+    uint32_t page_size;
+    uint64_t init_ns;         /* CLOCK_MONOTONIC at MPI_Init entry: t = 0 of the records */
+    uint64_t pad[2];
+} ml_mem_header_t;
+
+enum {
+    ML_MEM_SAMPLE = 1,     /* residency + allocation counters (timer; aux: mark that caused it) */
+    ML_MEM_INIT_BEGIN = 2, /* the same, before MPI_Init */
+    ML_MEM_INIT_END = 3,   /* the same, after MPI_Init */
+    ML_MEM_FINAL = 4,      /* the same, after MPI_Finalize */
+    ML_MEM_CALL = 5,       /* smaps method: residency before and after one MPI call */
+    ML_MEM_MARK = 6,       /* region begin (aux 1) / end (aux 2) / MPI_Pcontrol (aux 3, fn = level) */
+    ML_MEM_FUNC = 7,       /* trailer: what one MPI function allocated and freed */
+    ML_MEM_END = 8,        /* trailer: aux = how the process ended (ML_END_*) */
+    ML_MEM_FINI_BEGIN = 9, /* a SAMPLE before MPI_Finalize (ML_MEM_FINAL is the one after) */
+};
+enum { ML_MEM_MARK_BEGIN = 1, ML_MEM_MARK_END = 2, ML_MEM_MARK_PCONTROL = 3 };
+#define ML_MEM_ESTIMATED 0x100u /* SAMPLE aux: residency carried forward from statm, not measured */
+
+typedef struct ml_mem_rec {
+    uint16_t kind, fn;
+    uint32_t aux;
+    uint64_t t_ns;           /* since MPI_Init entry (FUNC: allocations counted) */
+    int64_t pss, rss;        /* bytes; -1 when unreadable (FUNC: PSS grown / shrunk in calls) */
+    union {
+        /* SAMPLE kinds: net bytes of MPI's heap blocks, resident bytes of MPI's private and shared
+         * mappings, the tool's own memory */
+        struct { int64_t mpi_heap, mpi_mapped, mpi_shared, tool; };
+        struct { int64_t pss_before, rss_before; uint64_t t_before; int64_t pad_; };  /* CALL */
+        struct { int64_t alloc, freed; uint64_t nfree; int64_t shared; };  /* FUNC */
+        char name[32];                                                      /* MARK */
+    };
+} ml_mem_rec_t;
+
+/* Per MPI function, what was allocated and freed while inside it (both methods), and the PSS
+ * changes measured inside it (smaps method). */
+typedef struct ml_mem_fstat {
+    int64_t alloc, freed, shared;
+    uint64_t nalloc, nfree, nshm;
+    int64_t pss_grown, pss_shrunk;
+} ml_mem_fstat_t;
+
+extern int ml_mem_counting;
+void ml_memory_init_begin(int fn);
+int ml_memory_init(void);
+void ml_memory_init_end(int fn);
+void ml_memory_enter(int fn);
+void ml_memory_leave(int fn);
+void ml_memory_finalize_begin(void);
+void ml_memory_finish(void);
+void ml_memory_emergency(int reason);
+void ml_memory_mark(int what, const char *name, int level);
+
 /* ------------------------------------------------------------------------------- lifecycle */
 void ml_init_after_mpi_init(int thread_level, uint64_t t_begin);
 void ml_finalize_before_mpi_finalize(void);

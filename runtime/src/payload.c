@@ -325,4 +325,5 @@ void ml_partial_dump(int reason, int signo)
     close(s.fd);
     if (!s.failed) rename(ml_g.partial_tmp_path, ml_g.partial_path);
     if (ml_g.tracing) ml_trace_emergency();
+    ml_memory_emergency(reason);
 }

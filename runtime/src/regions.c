@@ -108,6 +108,7 @@ void ml_region_begin(ml_thread_t *t, const char *name)
     set_current(t, path);
     if (ML_UNLIKELY(t->trace)) ml_trace_region(t, 1, path);
     if (ML_UNLIKELY(ml_g.mpit)) ml_mpit_region(1, name);
+    if (ML_UNLIKELY(t->observe & ML_OBS_MEMORY)) ml_memory_mark(ML_MEM_MARK_BEGIN, name, 0);
 }
 
 static void region_skip(ml_thread_t *t)
@@ -135,6 +136,7 @@ void ml_region_end(ml_thread_t *t, const char *name)
     t->rstats[path].ticks += ml_now() - t->region_stack[t->region_depth].t0;
     if (ML_UNLIKELY(t->trace)) ml_trace_region(t, 0, path);
     if (ML_UNLIKELY(ml_g.mpit)) ml_mpit_region(0, paths[path].name);
+    if (ML_UNLIKELY(t->observe & ML_OBS_MEMORY)) ml_memory_mark(ML_MEM_MARK_END, name, 0);
     /* the enclosing region, skipping those of disabled categories */
     uint32_t up = ML_PATH_ROOT;
     for (int d = t->region_depth - 1; d >= 0; d--)

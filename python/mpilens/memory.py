@@ -1,0 +1,397 @@
+"""Memory mode: read memory/rank-NNNNNN.bin and tell MPI's memory from the application's.
+
+The runtime (runtime/src/memory.c) writes, per rank, a 64-byte header and 64-byte records:
+residency samples (PSS, RSS, with the allocation counters of the moment), the residency before and
+after each MPI call (smaps method), region and MPI_Pcontrol marks, and at the end a table of what
+each MPI function allocated and freed. This module turns them into per-rank timelines
+
+    total(t) = PSS(t) - tool(t)        the process without the tool's own memory
+    mpi(t)   = MPI's part (below)
+    app(t)   = total(t) - mpi(t)       the application's part
+
+with mpi(t), as in memnesia, starting with the residency change inside MPI_Init (the loader maps
+the MPI library's components itself, no interposer sees them), and then:
+  fast   + the net bytes of heap blocks allocated inside MPI calls since MPI_Init, and the change of
+           the resident bytes of the mappings MPI made (mincore); shared mappings count for 1/k,
+           k being the number of ranks on the host
+  smaps  + the running sum of the PSS changes measured inside every MPI call
+
+and derives what `mpilens memory` and the HTML report show: per-rank and aggregate timelines, the
+peak table (mean and standard deviation over ranks, PSS and RSS), MPI memory by function and the
+change of memory within each region or MPI_Pcontrol extent.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .errors import RunDirectoryError
+
+HEADER = np.dtype([("magic", "S8"), ("rank", "<u4"), ("nranks", "<u4"), ("method", "<u4"), ("period_ms", "<u4"),
+                   ("record_size", "<u4"), ("pid", "<u4"), ("rollup", "<u4"), ("page_size", "<u4"),
+                   ("init_ns", "<u8"), ("pad", "<u8", 2)])
+RECORD = np.dtype([("kind", "<u2"), ("fn", "<u2"), ("aux", "<u4"), ("t", "<u8"), ("pss", "<i8"), ("rss", "<i8"),
+                   ("a", "<i8"), ("b", "<i8"), ("c", "<i8"), ("d", "<i8")])
+MAGIC = b"MLMEM01\n"
+SAMPLE, INIT_BEGIN, INIT_END, FINAL, CALL, MARK, FUNC, END, FINI_BEGIN = range(1, 10)
+MARK_BEGIN, MARK_END, MARK_PCONTROL = 1, 2, 3
+METHODS = ("fast", "smaps")
+END_REASONS = {0: "MPI_Finalize", 1: "exit without MPI_Finalize", 2: "signal", 3: "MPI_Abort"}
+MAX_POINTS = 2000  # points per timeline in JSON documents and charts
+
+
+@dataclass
+class RankMemory:
+    """The memory timeline of one rank (bytes; times in seconds since its MPI_Init)."""
+
+    rank: int
+    method: str
+    period_ms: int
+    rollup: bool
+    t: np.ndarray
+    pss: np.ndarray      # the process, tool excluded
+    rss: np.ndarray
+    mpi: np.ndarray      # MPI's part of pss
+    mpi_rss: np.ndarray  # MPI's part with RSS changes (smaps) or the same allocation counts (fast)
+    tool: np.ndarray
+    init_pss: int        # residency change inside MPI_Init
+    functions: dict[str, dict[str, int]]
+    marks: list[dict[str, Any]]
+    ended: str | None    # how the process ended, None when the file has no end record
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def app(self) -> np.ndarray:
+        """The application's part: the process minus MPI."""
+        return self.pss - self.mpi
+
+    def peak(self, series: str) -> float | None:
+        """Highest value of a series (pss, rss, mpi, mpi_rss, app, tool), None without samples."""
+        v = getattr(self, series)
+        return float(v.max()) if len(v) else None
+
+    def at(self, series: str, t: float) -> float | None:
+        """Value of a series at the first point at or after time t (the sample a mark takes)."""
+        v = getattr(self, series)
+        i = int(np.searchsorted(self.t, t, side="left"))
+        if not len(v):
+            return None
+        return float(v[min(i, len(v) - 1)])
+
+
+@dataclass
+class MemoryRun:
+    """The memory of every rank of a run."""
+
+    path: Path
+    nranks: int
+    method: str
+    ranks: list[RankMemory]
+    local: dict[int, int]  # ranks on the host of each rank
+    problems: list[str]
+
+    # ------------------------------------------------------------------ analyses
+    def peaks(self) -> list[dict[str, Any]]:
+        """Per-process peaks, mean and standard deviation over ranks (memnesia's Tables 4.4/4.5)."""
+        rows = []
+        for label, series in (("MPI (PSS)", "mpi"), ("MPI (RSS)", "mpi_rss"), ("application (PSS)", "app"),
+                              ("total (PSS)", "pss"), ("total (RSS)", "rss"), ("tool (PSS)", "tool")):
+            vals = [p for r in self.ranks if (p := r.peak(series)) is not None]
+            rows.append({"metric": label, "series": series, "ranks": len(vals),
+                         "mean": float(np.mean(vals)) if vals else None,
+                         "std": float(np.std(vals, ddof=1)) if len(vals) > 1 else (0.0 if vals else None),
+                         "min": float(min(vals)) if vals else None, "max": float(max(vals)) if vals else None})
+        return rows
+
+    def peak(self, series: str) -> dict[str, Any]:
+        """One row of peaks() by series name."""
+        return next(r for r in self.peaks() if r["series"] == series)
+
+    def by_function(self) -> list[dict[str, Any]]:
+        """What each MPI function allocated and freed, summed over ranks, largest net first."""
+        total: dict[str, Counter] = {}
+        for r in self.ranks:
+            for name, v in r.functions.items():
+                total.setdefault(name, Counter()).update(v)
+        rows = []
+        for name, c in total.items():
+            rows.append({"function": name, "allocated": int(c["allocated"]), "freed": int(c["freed"]),
+                         "net": int(c["allocated"] - c["freed"]), "allocations": int(c["allocations"]),
+                         "frees": int(c["frees"]), "shared": int(c["shared"]), "shm_segments": int(c["shm"]),
+                         "pss_grown": int(c["pss_grown"]), "pss_shrunk": int(c["pss_shrunk"]),
+                         "pss_net": int(c["pss_grown"] - c["pss_shrunk"])})
+        key = "pss_net" if self.method == "smaps" else "net"
+        rows.sort(key=lambda r: (-r[key], -r["allocated"], r["function"]))
+        return rows
+
+    def function(self, name: str) -> dict[str, Any] | None:
+        """The row of by_function() of one MPI function, or None."""
+        return next((r for r in self.by_function() if r["function"] == name), None)
+
+    def aggregate(self, points: int = 400) -> dict[str, np.ndarray]:
+        """The memory of the job over time: every rank's value at its last point before t, summed."""
+        ends = [float(r.t[-1]) for r in self.ranks if len(r.t)]
+        grid = np.linspace(0.0, max(ends) if ends else 0.0, points)
+        out = {"t": grid}
+        for series in ("pss", "mpi", "app", "rss"):
+            acc = np.zeros(points)
+            for r in self.ranks:
+                if not len(r.t):
+                    continue
+                v = getattr(r, series)
+                i = np.searchsorted(r.t, grid, side="right") - 1
+                acc += np.where(i >= 0, v[np.clip(i, 0, len(v) - 1)], 0.0)
+            out[series] = acc
+        return out
+
+    def extents(self) -> list[dict[str, Any]]:
+        """Memory change within each region (and between MPI_Pcontrol marks), mean over ranks."""
+        spans: dict[tuple[str, str], list[tuple[float, float, float, float]]] = {}
+        for r in self.ranks:
+            stack: list[dict[str, Any]] = []
+            pc: dict[str, Any] | None = None
+            for m in r.marks:
+                if m["what"] == "begin":
+                    stack.append(m)
+                elif m["what"] == "end" and stack:
+                    b = stack.pop()
+                    spans.setdefault(("region", b["name"]), []).append(self._span(r, b["t"], m["t"]))
+                elif m["what"] == "pcontrol":
+                    if pc is not None:
+                        spans.setdefault(("pcontrol", f"level {pc['level']}"), []).append(self._span(r, pc["t"], m["t"]))
+                    pc = m
+        rows = []
+        for (kind, name), vals in spans.items():
+            a = np.array(vals)
+            rows.append({"kind": kind, "name": name, "instances": len(vals), "duration_s": float(a[:, 0].mean()),
+                         "total_change": float(a[:, 1].mean()), "mpi_change": float(a[:, 2].mean()),
+                         "app_change": float(a[:, 1].mean() - a[:, 2].mean()), "mpi_peak": float(a[:, 3].mean())})
+        return rows
+
+    @staticmethod
+    def _span(r: RankMemory, t0: float, t1: float) -> tuple[float, float, float, float]:
+        sel = (r.t >= t0) & (r.t <= t1 + 1e-9)
+        peak = float(r.mpi[sel].max()) if sel.any() else (r.at("mpi", t0) or 0.0)
+        return (t1 - t0, (r.at("pss", t1) or 0.0) - (r.at("pss", t0) or 0.0),
+                (r.at("mpi", t1) or 0.0) - (r.at("mpi", t0) or 0.0), peak)
+
+    def to_dict(self, points: int = MAX_POINTS) -> dict[str, Any]:
+        """A JSON-ready document of everything `mpilens memory` shows."""
+        agg = self.aggregate()
+        return {"schema": "mpilens.memory/1", "run": str(self.path), "nranks": self.nranks, "method": self.method,
+                "ranks_read": len(self.ranks), "problems": self.problems, "peaks": self.peaks(),
+                "functions": self.by_function(), "extents": self.extents(),
+                "aggregate": {k: [round(float(x), 6 if k == "t" else 0) for x in v] for k, v in agg.items()},
+                "ranks": [{"rank": r.rank, "ended": r.ended, "samples": int(len(r.t)), "init_mpi": r.init_pss,
+                           "peak_mpi": r.peak("mpi"), "peak_app": r.peak("app"), "peak_pss": r.peak("pss"),
+                           "peak_rss": r.peak("rss"), "tool": r.peak("tool"), "problems": r.problems,
+                           "timeline": thin(r, points)} for r in self.ranks]}
+
+
+def thin(r: RankMemory, points: int) -> dict[str, list[float]]:
+    """Timeline of a rank with at most `points` points, keeping each bucket's highest MPI value."""
+    n = len(r.t)
+    idx = np.arange(n)
+    if n > points:
+        edges = np.linspace(0, n, points + 1).astype(np.int64)
+        idx = np.array([a + int(np.argmax(r.mpi[a:b])) for a, b in zip(edges[:-1], edges[1:]) if b > a])
+    return {"t": [round(float(x), 6) for x in r.t[idx]], "pss": [float(x) for x in r.pss[idx]],
+            "mpi": [float(x) for x in r.mpi[idx]], "app": [float(x) for x in r.app[idx]]}
+
+
+# ---------------------------------------------------------------------- reading
+def _local_counts(path: Path, nranks: int) -> dict[int, int]:
+    """Ranks on the host of each rank, from meta.json (all on one host when unknown)."""
+    try:
+        meta = json.loads((path / "meta.json").read_text())
+        hosts = meta["rank_host"]
+        per = Counter(hosts)
+        return {r: per[h] for r, h in enumerate(hosts)}
+    except (OSError, ValueError, KeyError, TypeError):
+        return {r: nranks for r in range(nranks)}
+
+
+def _functions(path: Path) -> list[str]:
+    f = path / "memory" / "functions.txt"
+    try:
+        return f.read_text().split("\n")
+    except OSError:
+        return []
+
+
+def read_rank(file: Path, names: list[str], local: int, method: str | None = None) -> RankMemory:
+    """Read one rank's file into its timeline.
+
+    Args:
+        method: "fast" reads an smaps run as the fast method would have seen it (its samples carry
+            the allocation counters too): both estimates of one execution. None: the run's method.
+
+    Raises:
+        RunDirectoryError: the file is not a memory file of mpilens.
+    """
+    raw = file.read_bytes()
+    if len(raw) < HEADER.itemsize or raw[:8] != MAGIC:
+        raise RunDirectoryError(f"{file}: not an mpilens memory file (bad or missing header)")
+    h = np.frombuffer(raw[:HEADER.itemsize], HEADER)[0]
+    problems = []
+    body = raw[HEADER.itemsize:]
+    if len(body) % RECORD.itemsize:
+        problems.append(f"{file.name}: {len(body) % RECORD.itemsize} bytes of a torn last record ignored")
+        body = body[:len(body) - len(body) % RECORD.itemsize]
+    rec = np.frombuffer(body, RECORD)
+    if method is None:
+        method = METHODS[int(h["method"])] if int(h["method"]) < len(METHODS) else "fast"
+    elif method not in METHODS or (method == "smaps" and int(h["method"]) != METHODS.index("smaps")):
+        raise ValueError(f"method must be 'fast', or 'smaps' for a run made with it; got {method!r}")
+    name = (lambda f: names[f] if f < len(names) and names[f] else f"fn{f}")
+
+    # points of the timeline, and what each adds to MPI's part
+    kinds = rec["kind"]
+    samp = rec[np.isin(kinds, (SAMPLE, INIT_BEGIN, INIT_END, FINAL, FINI_BEGIN)) & (rec["pss"] >= 0)]
+    ib = rec[kinds == INIT_BEGIN]
+    ie = rec[kinds == INIT_END]
+    fb = samp[samp["kind"] == FINI_BEGIN]
+    fe = samp[samp["kind"] == FINAL]
+    init_pss = init_rss = 0
+    if len(ib) and len(ie):  # the tool's own growth (its state is set up inside MPI_Init) left out
+        init_pss = int((ie[0]["pss"] - ie[0]["d"]) - (ib[0]["pss"] - ib[0]["d"]))
+        init_rss = int((ie[0]["rss"] - ie[0]["d"]) - (ib[0]["rss"] - ib[0]["d"]))
+    fini = None
+    if len(fb) and len(fe):  # MPI_Finalize, like MPI_Init, by residency: the loader unmaps components
+        fini = (float((fe[0]["pss"] - fe[0]["d"]) - (fb[0]["pss"] - fb[0]["d"])),
+                float((fe[0]["rss"] - fe[0]["d"]) - (fb[0]["rss"] - fb[0]["d"])))
+    elif len(rec):
+        problems.append(f"{file.name}: no MPI_Init samples; MPI's part starts at 0")
+    t_ie = int(ie[0]["t"]) if len(ie) else 0
+    share = 1.0 / max(local, 1)
+
+    ts = [samp["t"].astype(np.float64)]
+    pss = [samp["pss"].astype(np.float64)]
+    rss = [samp["rss"].astype(np.float64)]
+    tool = [samp["d"].astype(np.float64)]
+    if method == "fast":
+        base = ie[0] if len(ie) else None
+        after = samp["t"] >= t_ie
+
+        def since_init(col: str) -> np.ndarray:
+            return samp[col] - (float(base[col]) if base is not None else 0.0)
+
+        growth = since_init("a") + since_init("b") + since_init("c") * share
+        level = np.where(after, init_pss + growth, 0.0)
+        level_rss = np.where(after, init_rss + growth, 0.0)
+        if fini is not None:
+            i_fb = int(np.flatnonzero(samp["kind"] == FINI_BEGIN)[0])
+            last = samp["kind"] == FINAL
+            level[last] = level[i_fb] + fini[0]
+            level_rss[last] = level_rss[i_fb] + fini[1]
+        order_t = np.concatenate(ts)
+        o = np.argsort(order_t, kind="stable")
+        t = order_t[o]
+        mpi, mpi_rss = level[o], level_rss[o]
+        p, q, tl = pss[0][o], rss[0][o], tool[0][o]
+    else:
+        calls = rec[(kinds == CALL) & (rec["pss"] >= 0) & (rec["a"] >= 0)]
+        f_pss, f_rss = fini if fini is not None else (0.0, 0.0)
+        inc = [np.where(samp["kind"] == INIT_END, float(init_pss), np.where(samp["kind"] == FINAL, f_pss, 0.0)),
+               np.zeros(len(calls)), (calls["pss"] - calls["a"]).astype(np.float64)]
+        inc_rss = [np.where(samp["kind"] == INIT_END, float(init_rss), np.where(samp["kind"] == FINAL, f_rss, 0.0)),
+                   np.zeros(len(calls)), (calls["rss"] - calls["b"]).astype(np.float64)]
+        ts += [calls["c"].astype(np.float64), calls["t"].astype(np.float64)]
+        pss += [calls["a"].astype(np.float64), calls["pss"].astype(np.float64)]
+        rss += [calls["b"].astype(np.float64), calls["rss"].astype(np.float64)]
+        tool += [np.full(len(calls), np.nan), np.full(len(calls), np.nan)]
+        t = np.concatenate(ts)
+        o = np.argsort(t, kind="stable")
+        t = t[o]
+        mpi = np.cumsum(np.concatenate(inc)[o])
+        mpi_rss = np.cumsum(np.concatenate(inc_rss)[o])
+        p, q, tl = np.concatenate(pss)[o], np.concatenate(rss)[o], np.concatenate(tool)[o]
+        # the tool's memory is sampled by the timer: carry the last value to the call points
+        idx = np.where(~np.isnan(tl), np.arange(len(tl)), 0)
+        np.maximum.accumulate(idx, out=idx)
+        tl = np.where(np.isnan(tl[idx]), 0.0, tl[idx])
+    tl = np.maximum(tl, 0.0)
+
+    funcs: dict[str, dict[str, int]] = {}
+    for f in rec[kinds == FUNC]:
+        funcs[name(int(f["fn"]))] = {"allocated": int(f["a"]), "freed": int(f["b"]), "allocations": int(f["t"]),
+                                     "frees": int(f["c"]), "shared": int(f["d"]), "shm": int(f["aux"]),
+                                     "pss_grown": int(f["pss"]), "pss_shrunk": int(f["rss"])}
+    # MPI_Init's and MPI_Finalize's parts are their residency changes, in both methods
+    for rec0, delta in ((ie, init_pss), (fe, int(fini[0]) if fini is not None else None)):
+        if len(rec0) and delta is not None:
+            f = funcs.setdefault(name(int(rec0[0]["fn"])), {"allocated": 0, "freed": 0, "allocations": 0,
+                                                             "frees": 0, "shared": 0, "shm": 0, "pss_grown": 0,
+                                                             "pss_shrunk": 0})
+            f["pss_grown" if delta >= 0 else "pss_shrunk"] += abs(delta)
+    marks = []
+    for m in rec[kinds == MARK]:
+        what = {MARK_BEGIN: "begin", MARK_END: "end", MARK_PCONTROL: "pcontrol"}.get(int(m["aux"]), "?")
+        label = m.tobytes()[32:64].split(b"\0", 1)[0].decode("utf-8", "replace")
+        marks.append({"t": float(m["t"]) * 1e-9, "what": what, "name": label, "level": int(m["fn"])})
+    marks.sort(key=lambda m: m["t"])
+    ends = rec[kinds == END]
+    ended = END_REASONS.get(int(ends[-1]["aux"]), "unknown") if len(ends) else None
+    if ended is None:
+        problems.append(f"{file.name}: no end record (the process was killed); samples up to "
+                        f"{float(t[-1]) * 1e-9 if len(t) else 0:.3f} s are used")
+    elif ended != "MPI_Finalize":
+        problems.append(f"{file.name}: the process ended by {ended}")
+    if len(ends) and int(ends[-1]["pss"]) > 0:
+        problems.append(f"{file.name}: {int(ends[-1]['pss'])} mappings were not tracked (table full)")
+    return RankMemory(rank=int(h["rank"]), method=method, period_ms=int(h["period_ms"]), rollup=bool(h["rollup"]),
+                      t=t * 1e-9, pss=p - tl, rss=q - tl, mpi=mpi, mpi_rss=mpi_rss, tool=tl, init_pss=init_pss,
+                      functions=funcs, marks=marks, ended=ended, problems=problems)
+
+
+def load(path: str | Path, method: str | None = None) -> MemoryRun:
+    """Read the memory files of a run directory.
+
+    Args:
+        method: None for the run's own method; "fast" to read an smaps run with the fast method's
+            estimate (see read_rank).
+
+    Raises:
+        RunDirectoryError: the run has no memory data (not run with --mode memory) or none is readable.
+    """
+    path = Path(path)
+    folder = path / "memory"
+    files = sorted(folder.glob("rank-*.bin"))
+    if not folder.is_dir() or not files:
+        raise RunDirectoryError(f"{path}: no memory data (memory/rank-*.bin); run with `mpilens run --mode memory`")
+    try:
+        nranks = int(json.loads((path / "meta.json").read_text())["nranks"])
+    except (OSError, ValueError, KeyError, TypeError):
+        nranks = len(files)
+    local = _local_counts(path, nranks)
+    names = _functions(path)
+    ranks, problems = [], []
+    for f in files:
+        try:
+            r = read_rank(f, names, local.get(int(f.stem.split("-")[1]), nranks), method)
+        except (RunDirectoryError, OSError, ValueError) as err:
+            problems.append(str(err))
+            continue
+        ranks.append(r)
+        problems += r.problems
+    if not ranks:
+        raise RunDirectoryError(f"{folder}: no readable memory file ({'; '.join(problems)})")
+    ranks.sort(key=lambda r: r.rank)
+    missing = sorted(set(range(nranks)) - {r.rank for r in ranks})
+    if missing:
+        problems.append(f"no memory file of rank(s) {', '.join(map(str, missing))}")
+    methods = {r.method for r in ranks}
+    return MemoryRun(path=path, nranks=nranks, method=methods.pop() if len(methods) == 1 else "mixed", ranks=ranks,
+                     local=local, problems=problems)
+
+
+def fmt_mib(b: float | None) -> str:
+    """Bytes as MiB with one decimal ("-" when missing)."""
+    return "-" if b is None or (isinstance(b, float) and math.isnan(b)) else f"{b / 2**20:.1f}"
