@@ -12,7 +12,7 @@
  * 4 in page faults. The pages are mapped with transparent huge pages off, so each is a fault.
  * MODE "work" or "slow" (2 ranks or more) runs only the imbalance kernel instead, in region
  * "work": rank 1 runs 2 * ITERS iterations, the others ITERS ("work": more work on rank 1), or
- * every rank runs ITERS iterations but rank 1 shares its CPU with a spinning thread ("slow": the
+ * every rank runs ITERS iterations but rank 1 shares its CPU with two spinning threads ("slow": the
  * same work, done slower). Rank 0 prints "papi_kernel: done". */
 #define _GNU_SOURCE
 #include <mpi.h>
@@ -62,6 +62,7 @@ static void halves(const char *region, void (*kernel)(long), long n)
     mpilens_region_end(region);
 }
 
+#define HOGS 2 /* spinning threads beside rank 1 in "slow" mode: it gets a third of its CPU */
 static volatile int hog_stop;
 
 static void *hog(void *arg)
@@ -96,22 +97,23 @@ int main(int argc, char **argv)
         halves("touch_large", touch, 4 * pages);
     } else {
         const int slow = strcmp(mode, "slow") == 0;
-        pthread_t th;
+        pthread_t th[HOGS];
         const long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
         if (slow) {
-            /* each rank on its own CPU; rank 1 shares its CPU with a spinning thread */
+            /* each rank on its own CPU; rank 1 shares its CPU with the spinning threads */
             pin(pthread_self(), (int)(rank % ncpu));
-            if (rank == 1) {
-                pthread_create(&th, NULL, hog, NULL);
-                pin(th, (int)(rank % ncpu));
-            }
+            if (rank == 1)
+                for (int i = 0; i < HOGS; i++) {
+                    pthread_create(&th[i], NULL, hog, NULL);
+                    pin(th[i], (int)(rank % ncpu));
+                }
         }
         MPI_Barrier(MPI_COMM_WORLD);
         halves("work", loop, rank == 1 && !slow ? 2 * iters : iters);
         MPI_Barrier(MPI_COMM_WORLD);
         if (slow && rank == 1) {
             hog_stop = 1;
-            pthread_join(th, NULL);
+            for (int i = 0; i < HOGS; i++) pthread_join(th[i], NULL);
         }
     }
     if (rank == 0) printf("papi_kernel: done\n");
