@@ -60,9 +60,10 @@ int main(int argc, char **argv)
 
     long long values[N];
     PAPI_stop(es, values);
-    printf("sde %d", rank);
-    for (int i = 0; i < N; i++) printf(" %s=%lld", names[i], values[i]);
-    printf("\n");
+    char line[1024];
+    int len = snprintf(line, sizeof line, "sde %d", rank);
+    for (int i = 0; i < N; i++) len += snprintf(line + len, sizeof line - (size_t)len, " %s=%lld", names[i], values[i]);
+    printf("%s\n", line); /* one write per rank: the launcher does not mix the ranks' lines */
     fflush(stdout);
     free(buf);
     free(rbuf);

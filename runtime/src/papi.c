@@ -11,6 +11,12 @@
  *            region path), after it (the delta is MPI time of that function) and at region
  *            boundaries (compute of the region being left);
  *   regions  only at region boundaries and at MPI_Finalize (region totals, compute and MPI).
+ * With calls, MPILENS_PAPI_MIN_US = N > 0 bounds the cost: a compute stretch shorter than N us is
+ * not read at the MPI call that ends it, and such a call is not read at its end unless it lasted
+ * N us itself; the counts not read go to the next stretch that is (compute of the current
+ * region path, or the MPI function whose long call ends it). Region boundaries are always read,
+ * so per-region totals stay exact; only the split of compute and MPI inside a region blurs, by at
+ * most N us per stretch. At most about one read per N us of run time.
  * A read is one PAPI_read (a read(2) of the perf_event file descriptors where the kernel gives
  * no user-space counter access); its measured cost is written with the counts.
  *
@@ -94,6 +100,7 @@ static int load_papi(char *why, size_t n)
 static struct {
     int on;        /* counting in this run */
     int per_call;  /* MPILENS_PAPI_READ=calls */
+    uint64_t min_ticks; /* MPILENS_PAPI_MIN_US in ticks (0: read at every call) */
     int multiplex;
     int n;
     char names[ML_PAPI_MAX_EVENTS][128];
@@ -184,7 +191,9 @@ static void choose_events(const char *requested)
 /* ------------------------------------------------------------------------------- per thread */
 struct ml_papi_thread {
     int es;                 /* this thread's event set, or ML_PAPI_NULL when it could not start */
-    int in_mpi;
+    int in_mpi;             /* read at the start of the current MPI call */
+    uint64_t enter_tick;    /* start of the current MPI call */
+    uint64_t unread;        /* MPI calls not read on their own (MPILENS_PAPI_MIN_US) */
     uint64_t last_tick;     /* time of the last read */
     long long last[ML_PAPI_MAX_EVENTS];
     long long *compute;     /* [max_paths][n]: between MPI calls (all of it in regions mode) */
@@ -268,6 +277,12 @@ void ml_papi_enter(ml_thread_t *t, int fn)
 {
     struct ml_papi_thread *p = papi_of(t);
     if (p == NULL) return;
+    const uint64_t now = ml_now();
+    p->enter_tick = now;
+    if (now - p->last_tick < ev.min_ticks) { /* a short stretch: read later */
+        p->in_mpi = 0;
+        return;
+    }
     end_compute(t, p);
     p->in_mpi = 1;
 }
@@ -275,7 +290,11 @@ void ml_papi_enter(ml_thread_t *t, int fn)
 void ml_papi_leave(ml_thread_t *t, int fn)
 {
     struct ml_papi_thread *p = papi_of(t);
-    if (p == NULL || !p->in_mpi) return;
+    if (p == NULL) return;
+    if (!p->in_mpi && ml_now() - p->enter_tick < ev.min_ticks) { /* a short call after a short stretch */
+        p->unread++;
+        return;
+    }
     long long d[ML_PAPI_MAX_EVENTS] = {0};
     read_into(p, d);
     long long *f = p->mpi_fn + (size_t)fn * (size_t)ev.n, *r = p->mpi_path + (size_t)t->cur_path * (size_t)ev.n;
@@ -422,6 +441,15 @@ int ml_papi_init(void)
     char why[512] = "";
     ev.per_call = ml_g.config.papi_read == ML_PAPI_READ_CALLS;
     ev.multiplex = ml_g.config.papi_multiplex;
+    if (ml_g.config.papi_min_us > 0) {
+        /* ticks per microsecond, measured over 1 ms (the run's calibration comes only at the end) */
+        const uint64_t t0 = ml_now(), n0 = ml_clock_ns();
+        uint64_t n1;
+        while ((n1 = ml_clock_ns()) - n0 < 1000000u) {
+        }
+        const double per_us = (double)(ml_now() - t0) / ((double)(n1 - n0) / 1000.0);
+        ev.min_ticks = (uint64_t)(per_us * (double)ml_g.config.papi_min_us);
+    }
     if (sde_lib != NULL) sde_register();
     else ml_log(1, "PAPI: libsde.so.1 not found; the mpilens counters are not published as PAPI events");
     const char *requested = ml_g.config.papi_events ? ml_g.config.papi_events : "";
@@ -506,12 +534,13 @@ void ml_papi_finish(void)
     }
     long long *mpi_path = compute + paths * n, *mpi_fn = mpi_path + paths * n;
     uint64_t *phases = ticks + paths, *fn_ticks = phases + paths;
-    uint64_t reads = 0, read_ticks = 0;
+    uint64_t reads = 0, read_ticks = 0, unread = 0;
     int threads = 0;
     for (struct ml_papi_thread *p = all_threads; p; p = p->next) {
         if (p->es == ML_PAPI_NULL) continue;
         threads++;
         reads += p->reads;
+        unread += p->unread;
         read_ticks += p->read_ticks;
         for (size_t i = 0; i < paths * n; i++) {
             compute[i] += p->compute[i];
@@ -533,8 +562,10 @@ void ml_papi_finish(void)
     ml_json_str(f, ev.refused);
     fputs(",\n\"off_reason\": ", f);
     ml_json_str(f, ev.off_reason);
-    fprintf(f, ",\n\"read\": \"%s\",\n\"multiplex\": %s,\n\"threads\": %d,\n\"reads\": %llu,\n\"read_cost_ns\": %.1f,\n",
-            ev.per_call ? "calls" : "regions", ev.multiplex ? "true" : "false", threads, (unsigned long long)reads,
+    fprintf(f, ",\n\"read\": \"%s\",\n\"min_us\": %ld,\n\"multiplex\": %s,\n\"threads\": %d,\n\"reads\": %llu,\n"
+               "\"unread_calls\": %llu,\n\"read_cost_ns\": %.1f,\n",
+            ev.per_call ? "calls" : "regions", (long)ml_g.config.papi_min_us, ev.multiplex ? "true" : "false", threads,
+            (unsigned long long)reads, (unsigned long long)unread,
             reads ? (double)ml_ticks_to_ns(read_ticks) / (double)reads : 0.0);
     fputs("\"regions\": [", f);
     int first = 1;
