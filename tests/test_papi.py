@@ -146,6 +146,23 @@ def test_read_at_region_boundaries_only(tmp_path):
         assert large / small == pytest.approx(4.0, rel=0.05)
 
 
+def test_short_stretches_left_unread_keep_region_totals(tmp_path):
+    """MPILENS_PAPI_MIN_US=100000: the short stretches and calls are not read on their own (fewer
+    reads), yet each region's total (compute + MPI) of page faults is still right."""
+    job = run_example("openmpi", "papi_kernel", 2, tmp_path, ["1000", str(PAGES)],
+                      settings={**SOFT, "MPILENS_PAPI_MIN_US": "100000"})
+    run = papi.load(job.rundir)
+    assert run.min_us == 100000
+    for rank in range(2):
+        r = run.ranks[rank]
+        assert r is not None and r.unread_calls >= 4  # the Allreduce of each region at least
+        assert r.reads <= 12
+        total = {p: run.value(reg.compute, "perf::PAGE-FAULTS") + run.value(reg.mpi, "perf::PAGE-FAULTS")
+                 for p, reg in r.regions.items()}
+        assert PAGES <= total["touch_small"] <= PAGES * 1.05
+        assert total["touch_large"] / total["touch_small"] == pytest.approx(4.0, rel=0.05)
+
+
 def _sde_lines(stdout: str) -> dict[int, dict[str, int]]:
     out = {}
     for line in stdout.splitlines():

@@ -53,6 +53,7 @@ class RankCounts:
     reads: int
     read_cost_ns: float
     threads: int
+    unread_calls: int  # MPI calls not read on their own (MPILENS_PAPI_MIN_US)
     regions: dict[str, Region]
     functions: dict[str, dict[str, Any]]
 
@@ -98,6 +99,7 @@ class PapiRun:
     nranks: int
     events: list[str]
     read: str
+    min_us: int
     multiplex: bool
     refused: str
     off_reason: str
@@ -248,9 +250,11 @@ def load(rundir: Path) -> PapiRun:
             path = x["path"] or ROOT_NAME
             regions[path] = Region(path, float(x["compute_s"]), int(x["phases"]), list(x["compute"]), list(x["mpi"]))
         ranks.append(RankCounts(r, list(d.get("events", [])), d.get("read", "calls"), int(d.get("reads", 0)),
-                                float(d.get("read_cost_ns", 0.0)), int(d.get("threads", 0)), regions,
+                                float(d.get("read_cost_ns", 0.0)), int(d.get("threads", 0)),
+                                int(d.get("unread_calls", 0)), regions,
                                 dict(d.get("functions", {}))))
-    return PapiRun(rundir, nranks, events, first.get("read", "calls"), bool(first.get("multiplex")),
+    return PapiRun(rundir, nranks, events, first.get("read", "calls"), int(first.get("min_us", 0)),
+                   bool(first.get("multiplex")),
                    first.get("refused", ""), first.get("off_reason", ""), ranks, problems)
 
 
@@ -264,7 +268,8 @@ def summary(run: PapiRun) -> dict[str, Any]:
         c = r.compute()
         per_rank.append({"rank": r.rank, "compute_s": r.compute_s, "compute": dict(zip(run.events, c)),
                          "mpi": dict(zip(run.events, r.mpi())), "derived": run.derived(c, r.compute_s),
-                         "reads": r.reads, "read_cost_ns": r.read_cost_ns, "threads": r.threads})
+                         "reads": r.reads, "unread_calls": r.unread_calls, "read_cost_ns": r.read_cost_ns,
+                         "threads": r.threads})
     regions = []
     judged = run.judged_regions()
     for p in run.region_paths():
@@ -283,7 +288,7 @@ def summary(run: PapiRun) -> dict[str, Any]:
             e = functions.setdefault(name, {"time_s": 0.0, "counts": [0] * len(run.events)})
             e["time_s"] += float(f["time_s"])
             e["counts"] = [a + b for a, b in zip(e["counts"], f["counts"])]
-    return {"run": str(run.path), "nranks": run.nranks, "events": run.events, "read": run.read,
+    return {"run": str(run.path), "nranks": run.nranks, "events": run.events, "read": run.read, "min_us": run.min_us,
             "multiplex": run.multiplex, "refused": run.refused or None, "off_reason": run.off_reason or None,
             "work_event": run.work_event(), "ranks": per_rank, "regions": regions,
             "functions": {k: {"time_s": v["time_s"], "counts": dict(zip(run.events, v["counts"]))}

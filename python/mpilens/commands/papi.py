@@ -44,6 +44,7 @@ def cmd_papi(a: argparse.Namespace) -> int:
     ev = run.events
     print(f"mpilens papi: {a.rundir}: {run.nranks} ranks, events: {', '.join(ev) if ev else 'none'}"
           f" (read at {'MPI calls and region boundaries' if run.read == 'calls' else 'region boundaries only'}"
+          f"{f', not for stretches under {run.min_us} us' if run.read == 'calls' and run.min_us else ''}"
           f"{', multiplexed' if run.multiplex else ''})")
     if run.refused:
         print(f"Not available here, left out: {run.refused}")
