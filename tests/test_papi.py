@@ -36,9 +36,9 @@ def _region(run: papi.PapiRun, rank: int, path: str) -> papi.Region:
 
 def test_software_events_attributed_per_region_and_phase(mpi, tmp_path):
     """Page faults of touch_large are 4x those of touch_small on each rank (5 %), the CPU time of
-    loop_large 4x that of loop_small (20 %: other jobs on the machine), and each region has its two
+    loop_large 4x that of loop_small (25 %: other jobs on the machine), and each region has its two
     compute phases; `mpilens papi --json` and the HTML report show the same run."""
-    job = run_example(mpi, "papi_kernel", 2, tmp_path, ["4000000", str(PAGES)], settings=SOFT)
+    job = run_example(mpi, "papi_kernel", 2, tmp_path, ["8000000", str(PAGES)], settings=SOFT)
     run = papi.load(job.rundir)
     if run.refused:
         pytest.skip(f"software events refused by PAPI here: {run.refused}")
@@ -51,7 +51,7 @@ def test_software_events_attributed_per_region_and_phase(mpi, tmp_path):
         assert pf_large / pf_small == pytest.approx(4.0, rel=0.05), (rank, pf_small, pf_large)
         ls, ll = _region(run, rank, "loop_small"), _region(run, rank, "loop_large")
         t_small, t_large = run.value(ls.compute, "perf::TASK-CLOCK"), run.value(ll.compute, "perf::TASK-CLOCK")
-        assert t_large / t_small == pytest.approx(4.0, rel=0.20), (rank, t_small, t_large)
+        assert t_large / t_small == pytest.approx(4.0, rel=0.25), (rank, t_small, t_large)
         for path in ("loop_small", "loop_large", "touch_small", "touch_large"):
             assert _region(run, rank, path).phases == 2
         assert "MPI_Allreduce" in run.ranks[rank].functions
@@ -210,3 +210,11 @@ def test_runtime_does_not_link_papi():
         needed = subprocess.run(["objdump", "-p", str(lib)], capture_output=True, text=True, check=True).stdout
         assert "libpapi" not in needed and "libsde" not in needed
     assert example("openmpi", "papi_sde").exists()
+
+
+def test_papi_command_on_a_run_without_papi(tmp_path):
+    """`mpilens papi` on a run made without --mode papi: one line saying so, exit status 2."""
+    p = subprocess.run([str(MPILENS), "papi", str(tmp_path)], capture_output=True, text=True)
+    assert p.returncode == 2
+    assert "no papi/ folder" in p.stderr and "--mode papi" in p.stderr
+    assert "Traceback" not in p.stderr
