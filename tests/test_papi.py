@@ -218,3 +218,14 @@ def test_papi_command_on_a_run_without_papi(tmp_path):
     assert p.returncode == 2
     assert "no papi/ folder" in p.stderr and "--mode papi" in p.stderr
     assert "Traceback" not in p.stderr
+
+
+def test_multiplex_where_possible_else_one_message(tmp_path):
+    """MPILENS_PAPI_MULTIPLEX=1: multiplexed where PAPI can (its CPU component needs hardware
+    counters); otherwise one message and the events are counted without it."""
+    job = run_example("openmpi", "papi_kernel", 2, tmp_path, ["1000", "4"],
+                      settings={**SOFT, "MPILENS_PAPI_MULTIPLEX": "1"})
+    run = papi.load(job.rundir)
+    assert run.events == ["perf::TASK-CLOCK", "perf::PAGE-FAULTS"]
+    msgs = [line for line in job.stderr.splitlines() if "multiplexing is not available" in line]
+    assert (run.multiplex and not msgs) or (not run.multiplex and len(msgs) == 1), job.stderr

@@ -112,12 +112,13 @@ static struct {
 static int new_eventset(int *es)
 {
     *es = ML_PAPI_NULL;
-    if (P.create_eventset(es) != ML_PAPI_OK) return -1;
+    int rc = P.create_eventset(es);
+    if (rc != ML_PAPI_OK) return rc;
     if (ev.multiplex) {
         /* multiplexing needs the event set bound to a component first (the CPU one, 0) */
-        if (P.assign_eventset_component(*es, 0) != ML_PAPI_OK || P.set_multiplex(*es) != ML_PAPI_OK) {
+        if ((rc = P.assign_eventset_component(*es, 0)) != ML_PAPI_OK || (rc = P.set_multiplex(*es)) != ML_PAPI_OK) {
             P.destroy_eventset(es);
-            return -1;
+            return rc;
         }
     }
     return 0;
@@ -457,7 +458,20 @@ int ml_papi_init(void)
     if (load_papi(why, sizeof why) != 0) {
         snprintf(ev.off_reason, sizeof ev.off_reason, "%s", why);
     } else {
-        if (ev.multiplex && P.multiplex_init() != ML_PAPI_OK) ev.multiplex = 0;
+        if (ev.multiplex) {
+            /* PAPI 7 multiplexes through its CPU component; without hardware counters it refuses
+             * (no PAPI_TOT_CYC): say so and count without multiplexing */
+            int probe, rc = P.multiplex_init();
+            if (rc == ML_PAPI_OK) rc = new_eventset(&probe);
+            if (rc == ML_PAPI_OK) {
+                P.destroy_eventset(&probe);
+            } else {
+                ev.multiplex = 0;
+                if (ml_g.rank == 0)
+                    fprintf(stderr, "mpilens: PAPI multiplexing is not available here (%s); counting without it\n",
+                            P.strerror(rc));
+            }
+        }
         choose_events(requested);
     }
     if (ev.refused[0] && ml_g.rank == 0)
