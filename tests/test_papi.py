@@ -229,3 +229,16 @@ def test_multiplex_where_possible_else_one_message(tmp_path):
     assert run.events == ["perf::TASK-CLOCK", "perf::PAGE-FAULTS"]
     msgs = [line for line in job.stderr.splitlines() if "multiplexing is not available" in line]
     assert (run.multiplex and not msgs) or (not run.multiplex and len(msgs) == 1), job.stderr
+
+
+def test_each_thread_counts_with_its_own_event_set(tmp_path):
+    """MPI_THREAD_MULTIPLE: the main thread and the 4 threads of examples/c/threads.c each start
+    their own event set; their counts are summed in the rank's file."""
+    job = run_example("mpich", "threads", 2, tmp_path, settings={**SOFT, "MPILENS_PAPI_MIN_US": "0"})
+    if "not provided" in job.stdout:
+        pytest.skip(job.stdout.strip())
+    run = papi.load(job.rundir)
+    for r in run.ranks:
+        assert r is not None and r.threads == 5
+        assert r.reads >= 2 * 4 * 10  # every MPI call of the threads is read at entry and exit
+        assert r.mpi()[0] > 0 and "MPI_Send" in r.functions
