@@ -77,13 +77,15 @@ $(BUILD)/lib/libmpilens-annotate.so: runtime/src/annotate_stub.c runtime/include
 
 # ---------------------------------------------------------------- examples, one build per MPI
 EX_LINK = -L$(abspath $(BUILD)/lib) -Wl,-rpath,$(abspath $(BUILD)/lib) -lmpilens-annotate -lpthread -lm
+# libraries only one example needs: EX_LIBS_<example>
+EX_LIBS_papi_sde := -lpapi
 
 examples: $(foreach m,$(MPIS),$(addprefix $(BUILD)/$(m)/examples/,$(EXAMPLES_C) $(EXAMPLES_F)))
 
 define example_rules
 $(BUILD)/$(1)/examples/%: examples/c/%.c $(BUILD)/lib/libmpilens-annotate.so
 	@mkdir -p $$(dir $$@)
-	mpicc.$(1) -std=c11 -O2 -g -Wall -Wno-stringop-overflow -fopenmp -Iruntime/include -o $$@ $$< $(EX_LINK)
+	mpicc.$(1) -std=c11 -O2 -g -Wall -Wno-stringop-overflow -fopenmp -Iruntime/include -o $$@ $$< $(EX_LINK) $$(EX_LIBS_$$*)
 $(BUILD)/$(1)/examples/%: examples/fortran/%.f90 $(BUILD)/lib/libmpilens-annotate.so
 	@mkdir -p $$(dir $$@)
 	mpifort.$(1) -O2 -g -fallow-argument-mismatch -fopenmp -J $$(dir $$@) -o $$@ $$< $(EX_LINK)

@@ -14,8 +14,11 @@ For each MPI it compiles bench/selfloop.c into build/bench/<mpi>/selfloop and
   and the runtime's own functions (self instructions per call), from callgrind.
 
 --mode trace measures the runs with mpilens in trace mode (each call also writes a 64-byte record).
+--mode papi: papi mode with the default events, read before and after every MPI call
+(MPILENS_PAPI_READ=calls); --mode papi-regions: read at region boundaries only (the loops have none).
 
-Usage: .venv/bin/python bench/hotpath.py [--reps N] [--mpi openmpi,mpich] [--mode profile|trace] [--callgrind]
+Usage: .venv/bin/python bench/hotpath.py [--reps N] [--mpi openmpi,mpich] [--mode profile|trace|papi|papi-regions]
+       [--set MPILENS_K=V ...] [--iters-div N] [--callgrind]
        [--lib-dir DIR]
 """
 from __future__ import annotations
@@ -35,6 +38,7 @@ from overhead import MPI_NAMES, ROOT, BenchError, base_env, compile_program, log
 
 MODES = ("send", "recv", "isend", "window")
 CG_ITERS = {"send": 2000, "recv": 2000, "isend": 2000, "window": 100}
+ITERS = {"send": 200000, "recv": 200000, "isend": 200000, "window": 3000}  # selfloop's defaults
 LINE_RE = re.compile(r"ns_per_iter=([\d.]+)")
 
 
@@ -42,12 +46,18 @@ def compile_selfloop(mpi: str) -> Path:
     return compile_program(mpi, "selfloop")
 
 
+SETTINGS: dict[str, str] = {}  # --set K=V: more MPILENS_* settings of the runs with mpilens
+
+
 def run(exe: Path, args: list[str], lib: Path | None, tmp: Path, prefix: list[str] | None = None,
         tool_mode: str = "profile") -> str:
     env = base_env()
     if lib is not None:
+        env.update(SETTINGS)
         env["LD_PRELOAD"] = str(lib)
-        env["MPILENS_MODE"] = tool_mode
+        env["MPILENS_MODE"] = "profile,papi" if tool_mode.startswith("papi") else tool_mode
+        if tool_mode == "papi-regions":
+            env["MPILENS_PAPI_READ"] = "regions"
         env["MPILENS_OUTPUT"] = tempfile.mkdtemp(dir=tmp) + "/run"
     r = subprocess.run([*(prefix or []), str(exe), *args], capture_output=True, text=True, env=env, timeout=600,
                        cwd=tmp)
@@ -58,13 +68,15 @@ def run(exe: Path, args: list[str], lib: Path | None, tmp: Path, prefix: list[st
     return r.stdout
 
 
-def timing(exe: Path, lib: Path, tmp: Path, reps: int, tool_mode: str = "profile") -> dict[str, tuple[float, float, float]]:
+def timing(exe: Path, lib: Path, tmp: Path, reps: int, tool_mode: str = "profile",
+           div: int = 1) -> dict[str, tuple[float, float, float]]:
     plain: dict[str, list[float]] = collections.defaultdict(list)
     tool: dict[str, list[float]] = collections.defaultdict(list)
     for rep in range(reps):
         for mode in MODES:
             for with_tool in ((True, False) if rep % 2 else (False, True)):
-                out = run(exe, [mode], lib if with_tool else None, tmp, tool_mode=tool_mode)
+                out = run(exe, [mode, str(max(ITERS[mode] // div, 10))], lib if with_tool else None, tmp,
+                          tool_mode=tool_mode)
                 m = LINE_RE.search(out)
                 if m is None:
                     raise BenchError(f"unexpected output of selfloop {mode}: {out}")
@@ -150,10 +162,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--reps", type=int, default=9, help="interleaved plain/tool pairs per loop (default 9)")
     p.add_argument("--mpi", default="openmpi,mpich")
     p.add_argument("--callgrind", action="store_true", help="also count instructions with valgrind")
-    p.add_argument("--mode", choices=("profile", "trace"), default="profile", help="MPILENS_MODE of the runs with mpilens")
+    p.add_argument("--mode", choices=("profile", "trace", "papi", "papi-regions"), default="profile", help="MPILENS_MODE of the runs with mpilens")
+    p.add_argument("--set", action="append", default=[], metavar="K=V", help="an MPILENS_* setting of the tool runs")
+    p.add_argument("--iters-div", type=int, default=1, help="run the loops for 1/N of their iterations (papi mode)")
     p.add_argument("--lib-dir", type=Path, default=ROOT / "build" / "lib",
                    help="where libmpilens-<mpi>.so is (default build/lib)")
     args = p.parse_args(argv)
+    SETTINGS.update(kv.split("=", 1) for kv in args.set)
     tmp = Path(tempfile.mkdtemp(prefix="mpilens-hotpath-"))
     try:
         for mpi in [m.strip() for m in args.mpi.split(",") if m.strip()]:
@@ -170,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
                 if line.startswith("pieces "):
                     label, val = line[len("pieces "):].rsplit(None, 2)[0], line.rsplit(None, 2)[1]
                     print(f"- {label.strip()}: {float(val):.1f} ns")
-            t = timing(exe, lib, tmp, args.reps, args.mode)
+            t = timing(exe, lib, tmp, args.reps, args.mode, args.iters_div)
             print("\n| loop (one rank, 8 B to self) | without (ns/iter) | with (ns/iter) | added (median of pairs) |")
             print("|---|---:|---:|---:|")
             for mode in MODES:

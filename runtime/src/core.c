@@ -89,6 +89,7 @@ __attribute__((constructor)) static void ml_constructor(void)
     ml_g.config_ok = ml_config_load(&ml_g.config, ml_g.config_error, sizeof ml_g.config_error) == 0;
     const int timer = ml_g.config_ok ? ml_g.config.timer : ML_TIMER_AUTO;
     ml_clock_is_tsc = timer == ML_TIMER_TSC || (timer == ML_TIMER_AUTO && cpu_has_invariant_tsc());
+    if (ml_g.config_ok && (ml_g.config.mode & ML_MODE_PAPI)) ml_papi_preload();
 }
 
 /* ------------------------------------------------------------------------------- threads */
@@ -296,6 +297,7 @@ void ml_init_after_mpi_init(int thread_level, uint64_t t_begin)
     if ((ml_g.config.mode & ML_MODE_MEMORY) && ml_memory_init() != 0)
         fprintf(stderr, "mpilens: rank %d cannot write its memory samples into %s/memory (%s); memory mode is off\n",
                 ml_g.rank, ml_g.outdir, strerror(errno));
+    if (ml_g.config.mode & ML_MODE_PAPI) ml_papi_init();
     ml_observers_start();
     install_exit_paths();
     calib_tick0 = ml_g.t_init_end;
@@ -303,6 +305,7 @@ void ml_init_after_mpi_init(int thread_level, uint64_t t_begin)
     ml_g.enabled = ml_g.config.enabled;
     __atomic_store_n(&ml_g.ready, 1, __ATOMIC_RELEASE);
     __atomic_store_n(&ml_g.active, ml_g.enabled, __ATOMIC_RELEASE);
+    if (ml_g.config.mode & ML_MODE_PAPI) ml_papi_begin();
     ml_log(2, "measuring into %s (%d C and %d Fortran wrappers, timer %s)", ml_g.outdir, ML_N_C_WRAPPERS,
            ML_N_F_WRAPPERS, ml_clock_is_tsc ? "tsc" : "clock");
 }
@@ -361,6 +364,7 @@ void ml_finalize_before_mpi_finalize(void)
     if (ml_g.tracing) ml_trace_finish();
     ml_mpit_finish();
     tick_rate = ticks_per_ns();
+    if (ml_g.config.mode & ML_MODE_PAPI) ml_papi_finish();
     if (ml_g.intervals && ml_intervals_write() != 0)
         fprintf(stderr, "mpilens: rank %d could not write its intervals file (%s)\n", ml_g.rank, strerror(errno));
     const uint64_t g0 = ml_clock_ns();

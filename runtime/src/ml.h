@@ -122,6 +122,8 @@ typedef struct ml_thread {
     uint64_t req_seq;        /* requests started by this thread: links a post to its completion */
     /* requests this thread entered minus those it took out (summed over threads at the end) */
     int64_t requests_open;
+    /* papi mode (runtime/src/papi.c): this thread's event set and counts, NULL until it starts */
+    struct ml_papi_thread *papi;
     /* datatype sizes seen by this thread (see ml_semantics.h) */
     struct ml_type_cached { MPI_Datatype type; int64_t size; uint32_t gen; } type_cache[16];
     /* what could not be measured */
@@ -481,6 +483,20 @@ void ml_memory_finalize_begin(void);
 void ml_memory_finish(void);
 void ml_memory_emergency(int reason);
 void ml_memory_mark(int what, const char *name, int level);
+/* ------------------------------------------------------------------------------- papi
+ * PAPI mode (runtime/src/papi.c). libpapi and libsde are opened with dlopen when the mode is on,
+ * never linked. Counters are read in ml_papi_enter/leave (observers, MPILENS_PAPI_READ=calls)
+ * and at region boundaries (ml_papi_region, before the current path changes); each thread has
+ * its own event set. */
+#define ML_PAPI_MAX_EVENTS 8
+extern int ml_papi_regions; /* read at region boundaries: papi mode counts in this run */
+void ml_papi_preload(void);   /* constructor: opens libsde so PAPI's sde component finds it */
+int ml_papi_init(void);       /* MPI_Init, before the observers start: choose the events */
+void ml_papi_begin(void);     /* MPI_Init, once measuring: the calling thread starts counting */
+void ml_papi_enter(ml_thread_t *t, int fn);
+void ml_papi_leave(ml_thread_t *t, int fn);
+void ml_papi_region(ml_thread_t *t);
+void ml_papi_finish(void);    /* MPI_Finalize: last reading, papi/rank-NNNNNN.json */
 
 /* ------------------------------------------------------------------------------- lifecycle */
 void ml_init_after_mpi_init(int thread_level, uint64_t t_begin);

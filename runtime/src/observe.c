@@ -14,11 +14,13 @@ void ml_observers_start(void)
 void ml_observe_enter(ml_thread_t *t, int fn)
 {
     if (t->observe & ML_OBS_MEMORY) ml_memory_enter(fn);
+    if (t->observe & ML_OBS_PAPI) ml_papi_enter(t, fn);
 }
 
 void ml_observe_leave(ml_thread_t *t, int fn)
 {
     if (t->observe & ML_OBS_MEMORY) ml_memory_leave(fn);
+    if (t->observe & ML_OBS_PAPI) ml_papi_leave(t, fn);
 }
 
 void ml_observe_call(ml_thread_t *t, const ml_call_t *c)

@@ -89,6 +89,7 @@ uint32_t ml_region_path(ml_thread_t *t, uint32_t parent, const char *name)
 
 static void set_current(ml_thread_t *t, uint32_t path)
 {
+    if (ML_UNLIKELY(ml_papi_regions)) ml_papi_region(t); /* the counts so far belong to the old path */
     t->cur_path = path;
     t->cur = t->blocks + (size_t)path * ML_NFUNC;
 }
