@@ -132,6 +132,7 @@ ml_thread_t *ml_thread_attach(void)
     ml_tls = t;
     t->observe = ml_g.observers;
     if (ml_g.tracing) ml_trace_thread(t);
+    if (ml_spc_on) ml_spc_thread(t);
     return t;
 }
 
@@ -290,6 +291,8 @@ void ml_init_after_mpi_init(int thread_level, uint64_t t_begin)
         ml_g.tracing = 1;
         ml_g.observers |= ML_OBS_TRACE;
     }
+    if ((ml_g.config.mode & ML_MODE_COUNTERS) && ml_spc_init() != 0 && ml_g.rank == 0)
+        fprintf(stderr, "mpilens: the counters mode could not start; measuring without it\n");
     ml_observers_start();
     install_exit_paths();
     calib_tick0 = ml_g.t_init_end;
@@ -353,6 +356,7 @@ void ml_finalize_before_mpi_finalize(void)
     if (!ml_g.ready) return;
     __atomic_store_n(&ml_g.active, 0, __ATOMIC_RELEASE);
     if (ml_g.tracing) ml_trace_finish();
+    ml_spc_finish();
     tick_rate = ticks_per_ns();
     if (ml_g.intervals && ml_intervals_write() != 0)
         fprintf(stderr, "mpilens: rank %d could not write its intervals file (%s)\n", ml_g.rank, strerror(errno));
