@@ -245,4 +245,4 @@ def test_mpit_client_sees_mpilens_pvars(mpi, tmp_path):
     assert any(ln.startswith("rank 0 total pvars") for ln in job.stdout.splitlines())
     # without the counters mode the client sees only the MPI's own pvars
     plain = mpirun(mpi, 2, [str(example(mpi, "mpit_client"))], tmp_path / "p")
-    assert "mpilens_" not in plain.stdout
+    assert "(mpilens_*: 0)" in plain.stdout and " pvar mpilens_" not in plain.stdout

@@ -410,6 +410,12 @@ void ml_spc_probe(ml_thread_t *t, int source, int tag, MPI_Comm comm);
 #define ML_SPC_PROBE(source, tag, comm) \
     do { if (ML_UNLIKELY(ml_spc_on & ML_SPC_UNEXPECTED)) ml_spc_probe(ml_t, source, tag, comm); } while (0)
 void ml_spc_finish(void);  /* at MPI_Finalize: last snapshot, per-rank files */
+/* MPI_T exposure (runtime/src/mpit_expose.c): the fixed counters as pvars mpilens_<name> */
+int ml_spc_exposed(void);  /* how many (0 outside counters mode) */
+/* name of counter i; kind: 0 counter, 1 timer (ns), 2 level, 3 high watermark, 4 low watermark */
+const char *ml_spc_exposed_info(int i, int *kind, const char **desc);
+int ml_spc_exposed_on(int i);
+int64_t ml_spc_exposed_value(int i);
 
 /* ------------------------------------------------------------------------------- lifecycle */
 void ml_init_after_mpi_init(int thread_level, uint64_t t_begin);

@@ -1081,3 +1081,41 @@ void ml_spc_finish(void)
     if (S.mpit_ok) PMPI_T_finalize();
     ml_spc_on = 0;
 }
+
+/* ------------------------------------------------------------------------------- MPI_T exposure
+ * The fixed counters are offered to MPI_T clients (TAU and others) as extra pvars named mpilens_*
+ * (runtime/src/mpit_expose.c). These give their names, classes and process-wide values. */
+int ml_spc_exposed(void)
+{
+    return ml_spc_on && S.cur != NULL ? S_NFIXED : 0;
+}
+
+const char *ml_spc_exposed_info(int i, int *kind, const char **desc)
+{
+    if (i < 0 || i >= S_NFIXED) return NULL;
+    *kind = fixed[i].type == T_TIMER ? 1 : fixed[i].type == T_LEVEL ? 2 : fixed[i].type == T_HIGH_WM ? 3
+          : fixed[i].type == T_LOW_WM ? 4 : 0;
+    *desc = fixed[i].desc;
+    return fixed[i].name;
+}
+
+/* Whether counter i is measured in this run (its group is on). */
+int ml_spc_exposed_on(int i)
+{
+    return i >= 0 && i < S_NFIXED && (ml_spc_on & fixed[i].group) != 0;
+}
+
+/* Process-wide value of fixed counter i now (timers in nanoseconds). */
+int64_t ml_spc_exposed_value(int i)
+{
+    int64_t v = 0;
+    for (ml_thread_t *t = __atomic_load_n(&ml_g.threads, __ATOMIC_ACQUIRE); t; t = t->next) {
+        int64_t *x = __atomic_load_n(&t->spc, __ATOMIC_ACQUIRE);
+        if (x != NULL) v += GET(x[i]);
+    }
+    if (fixed[i].type == T_TIMER) {
+        const double r = rate_now();
+        v = r > 0 ? (int64_t)((double)v / r) : 0;
+    }
+    return v;
+}
