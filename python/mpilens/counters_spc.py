@@ -274,7 +274,11 @@ def draw_heatmap(fig: Any, m: np.ndarray, times: np.ndarray, name: str, grid: tu
     if grid:
         img = grid_remap(np.nansum(m, axis=1), grid)
         im2 = axes[1].imshow(img, cmap="Reds", interpolation="nearest")
-        axes[1].set_title(f"{name} per rank on a {grid[0]}x{grid[1]} grid")
-        axes[1].set_xlabel("grid x")
+        axes[1].set_title(f"total per rank, {grid[0]}x{grid[1]} grid")
+        axes[1].set_xticks(range(grid[0]))
+        axes[1].set_yticks(range(grid[1]))
+        for r in range(min(len(m), grid[0] * grid[1])):
+            axes[1].text(r % grid[0], r // grid[0], str(r), ha="center", va="center", fontsize=8)
+        axes[1].set_xlabel("grid x (rank = y * W + x)")
         axes[1].set_ylabel("grid y")
         fig.colorbar(im2, ax=axes[1], label="total")
