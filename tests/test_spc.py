@@ -246,3 +246,12 @@ def test_mpit_client_sees_mpilens_pvars(mpi, tmp_path):
     # without the counters mode the client sees only the MPI's own pvars
     plain = mpirun(mpi, 2, [str(example(mpi, "mpit_client"))], tmp_path / "p")
     assert "(mpilens_*: 0)" in plain.stdout and " pvar mpilens_" not in plain.stdout
+
+
+def test_bad_bins_refused_before_start(tmp_path):
+    """A malformed MPILENS_P2P_BINS is refused by `mpilens run` with one line, before the job starts."""
+    p = subprocess.run([str(MPILENS), "run", "-o", str(tmp_path / "run"), "--mode", "counters", "--set",
+                        "MPILENS_P2P_BINS=1024,64", "--", *launcher("openmpi", 2), str(example("openmpi", "ring"))],
+                       env=job_env(), capture_output=True, text=True, timeout=120)
+    assert p.returncode != 0 and "MPILENS_P2P_BINS" in p.stderr
+    assert not (tmp_path / "run").exists()

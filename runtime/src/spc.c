@@ -844,21 +844,15 @@ static int write_layout(const char *path)
     return rename(tmp, path);
 }
 
+int ml_parse_bins(const char *s, long long *rules, int max); /* config.c */
+
 static int parse_rules(const char *s)
 {
-    S.nbins = 1;
-    int64_t last = -1;
-    while (s && *s) {
-        char *end;
-        errno = 0;
-        long long v = strtoll(s, &end, 10);
-        if (end == s || errno || v <= last || S.nbins >= MAX_BINS) return -1;
-        S.rules[S.nbins - 1] = v;
-        S.nbins++;
-        last = v;
-        s = end;
-        while (*s == ',' || *s == ' ') s++;
-    }
+    long long r[MAX_BINS];
+    const int n = ml_parse_bins(s, r, MAX_BINS - 1);
+    if (n < 0) return -1;
+    for (int i = 0; i < n; i++) S.rules[i] = r[i];
+    S.nbins = n + 1;
     return 0;
 }
 
