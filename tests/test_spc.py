@@ -255,3 +255,18 @@ def test_bad_bins_refused_before_start(tmp_path):
                        env=job_env(), capture_output=True, text=True, timeout=120)
     assert p.returncode != 0 and "MPILENS_P2P_BINS" in p.stderr
     assert not (tmp_path / "run").exists()
+
+
+def test_threads_counted_per_thread(mpi, tmp_path):
+    """MPI_THREAD_MULTIPLE (examples/c/threads.c, 4 threads per rank): per-thread counters sum to the
+    profile's bytes; every posted receive completes."""
+    job, c = counters(mpi, 3, "threads", ["10", "4096"], tmp_path, MPILENS_SNAPSHOT_MS="20")
+    if "not provided" in job.stdout:
+        pytest.skip("MPI_THREAD_MULTIPLE not provided")
+    prof = job.profile
+    for r in range(3):
+        sent = sum(f["bytes_sent"][r] for f in prof["functions"].values() if f["class"] == "p2p")
+        assert c.value("BYTES_SENT_USER", r) == sent > 0
+        assert c.value("RECVS_POSTED", r) == c.value("RECVS_COMPLETED", r) > 0
+        assert c.value("POSTED_RECVQ", r) == 0
+        assert c.value("MPI_CALLS", r) == sum(f["calls"][r] for f in prof["functions"].values())
