@@ -14,6 +14,7 @@ the range over the rounds. The snapshot thread's own time (sum over its wake-ups
 counters/rank-*.json) is reported per second of run.
 
 Usage: .venv/bin/python bench/counters.py [--reps N] [--mpi openmpi,mpich] [--base-commit REV]
+       [--batches N] [--scale X] [--json FILE]
 """
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ import overhead as ov  # noqa: E402
 
 ROOT = ov.ROOT
 CONFIGS = ("base", "off", "on", "on+unexp")
+ALL = "calls,bytes,sizes,eager,queue,unexpected,collectives,peers,comms,pvars"
 
 
 def build_base(rev: str, tmp: Path, mpis: list[str]) -> Path:
@@ -58,7 +60,7 @@ def build_base(rev: str, tmp: Path, mpis: list[str]) -> Path:
 
 
 def run(mpi: str, prog: str, exe_dir: Path, lib: Path, mode: str, groups: str | None, tmp: Path, n: list[int],
-        bind: str, timeout: float) -> tuple[float, float | None]:
+        bind: str, timeout: float, prog_args: list[str]) -> tuple[float, float | None]:
     """One preloaded mpirun: (median metric, snapshot-thread seconds per run second or None)."""
     n[0] += 1
     out = tmp / f"run-{n[0]:04d}"
@@ -68,7 +70,7 @@ def run(mpi: str, prog: str, exe_dir: Path, lib: Path, mode: str, groups: str | 
     cmd = ov.launcher(mpi, bind)
     for k, v in pairs:
         cmd += ["-x", f"{k}={v}"] if mpi == "openmpi" else ["-genv", k, v]
-    cmd += [str(exe_dir / prog)]
+    cmd += [str(exe_dir / prog), *prog_args]
     r = subprocess.run(cmd, capture_output=True, text=True, env=ov.base_env(), timeout=timeout, cwd=tmp)
     if r.returncode != 0:
         raise ov.BenchError(f"failed: {' '.join(cmd)}\n{r.stdout}\n{r.stderr}")
@@ -90,25 +92,69 @@ def run(mpi: str, prog: str, exe_dir: Path, lib: Path, mode: str, groups: str | 
     return v, snap
 
 
+def callgrind_table(mpis: list[str], base_lib: Path, cur_lib: Path, tmp: Path) -> str:
+    """Instructions per loop iteration of bench/selfloop.c on one rank under valgrind (independent of
+    the machine's load): plain, base (profile), off (profile, counters compiled in), on, on+unexp."""
+    import hotpath as hp
+
+    lines = ["| MPI | loop | plain | base | off | on | on+unexp | off - base | on - off | on+unexp - off |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for m in mpis:
+        exe = hp.compile_selfloop(m)
+        for mode in ("send", "recv", "window"):
+            n = hp.CG_ITERS[mode]
+            iters = n // 10 + 1 + 11 * n
+            res = {}
+            for name, lib, mm, groups in (("plain", None, None, None), ("base", base_lib, "profile", None),
+                                          ("off", cur_lib, "profile", None), ("on", cur_lib, "counters", None),
+                                          ("on+unexp", cur_lib, "counters", ALL)):
+                out = tmp / f"cg.{m}.{mode}.{name}"
+                env_prefix = ["env"]
+                if mm:
+                    env_prefix.append(f"MPILENS_MODE={mm}")
+                if groups:
+                    env_prefix.append(f"MPILENS_COUNTERS={groups}")
+                hp.run(exe, [mode, str(n)], (lib / f"libmpilens-{m}.so") if lib else None, tmp,
+                       env_prefix + ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+                                     f"--toggle-collect=loop_{mode}"])
+                res[name] = hp.cg_parse(out)[3] / iters
+            lines.append(f"| {ov.MPI_NAMES[m]} | {mode} | " + " | ".join(f"{res[k]:.0f}" for k in
+                         ("plain", "base", "off", "on", "on+unexp")) + f" | {res['off'] - res['base']:+.0f} | "
+                         f"{res['on'] - res['off']:+.0f} | {res['on+unexp'] - res['off']:+.0f} |")
+            ov.log(f"callgrind {m} {mode} done")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--reps", type=int, default=10)
     p.add_argument("--mpi", default="openmpi,mpich")
     p.add_argument("--base-commit", default="f8b0235", help="a commit without the counters code")
+    p.add_argument("--base-lib-dir", type=Path, help="use these libmpilens-<mpi>.so as base instead of building")
     p.add_argument("--bind", default="core", choices=["core", "none"])
     p.add_argument("--timeout", type=float, default=300)
+    p.add_argument("--batches", type=int, default=15, help="timed batches per run (C programs)")
+    p.add_argument("--scale", type=float, default=1.0, help="iterations per batch, relative")
     p.add_argument("--json", type=Path)
+    p.add_argument("--callgrind", action="store_true",
+                   help="instructions per call on one rank (valgrind), instead of the timed runs")
     a = p.parse_args(argv)
     mpis = a.mpi.split(",")
     out_doc: dict = {}
     with tempfile.TemporaryDirectory(prefix="mpilens-bench-") as t:
         tmp = Path(t)
-        ov.log(f"building the runtime of {a.base_commit} (base)")
-        base_lib = build_base(a.base_commit, tmp, mpis)
+        if a.base_lib_dir:
+            base_lib = a.base_lib_dir
+        else:
+            ov.log(f"building the runtime of {a.base_commit} (base)")
+            base_lib = build_base(a.base_commit, tmp, mpis)
         cur_lib = tmp / "cur"
         cur_lib.mkdir()
         for m in mpis:
             shutil.copy(ROOT / "build" / "lib" / f"libmpilens-{m}.so", cur_lib)
+        if a.callgrind:
+            print(callgrind_table(mpis, base_lib, cur_lib, tmp))
+            return 0
         n = [0]
         for m in mpis:
             exe_dir = ov.compile_programs(m)
@@ -121,9 +167,9 @@ def main(argv: list[str] | None = None) -> int:
                     for c in order:
                         lib = (base_lib if c == "base" else cur_lib) / f"libmpilens-{m}.so"
                         mode = "counters" if c.startswith("on") else "profile"
-                        groups = ("calls,bytes,sizes,eager,queue,unexpected,collectives,peers,comms,pvars"
-                                  if c == "on+unexp" else None)
-                        v, s = run(m, prog, exe_dir, lib, mode, groups, tmp, n, a.bind, a.timeout)
+                        groups = ALL if c == "on+unexp" else None
+                        v, s = run(m, prog, exe_dir, lib, mode, groups, tmp, n, a.bind, a.timeout,
+                                   [str(a.batches), str(a.scale)])
                         res[prog][c].append(v)
                         if s is not None:
                             snaps.append(s)

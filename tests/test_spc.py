@@ -39,7 +39,8 @@ def test_sizes_bytes_bins_eager_calls(mpi, tmp_path):
     """Rank 0 sends one message of each size to rank 1: bytes, messages, size bins and eager/not eager
     (against the eager limit the MPI's cvars give) are exact; calls agree with the profile."""
     sizes = [0, 8, 64, 65, 3000, 100000, 1000000]
-    job, c = counters(mpi, 2, "traffic_p2p", ["sizes", *map(str, sizes)], tmp_path)
+    job, c = counters(mpi, 2, "traffic_p2p", ["sizes", *map(str, sizes)], tmp_path,
+                      MPILENS_COUNTERS="calls,bytes,sizes,eager,queue,collectives,peers,comms,pvars")
     lay = c.layout
     assert c.value("BYTES_SENT_USER", 0) == sum(sizes) == c.value("BYTES_RECEIVED_USER", 1)
     assert c.value("MESSAGES_SENT_USER", 0) == len(sizes) == c.value("MESSAGES_RECEIVED_USER", 1)

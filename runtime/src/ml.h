@@ -296,6 +296,7 @@ ML_HOT int64_t ml_status_bytes(const MPI_Status *st)
 #define ML_REQ_PERSISTENT 1u
 #define ML_REQ_ACTIVE 2u
 #define ML_REQ_CANCELLED 4u
+#define ML_REQ_WORLD 8u /* started on MPI_COMM_WORLD (counters mode: ranks are world ranks) */
 
 /* An outstanding nonblocking or persistent operation: its bytes are accounted at completion. */
 typedef struct ml_req {

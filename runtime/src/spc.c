@@ -203,7 +203,8 @@ static inline void recv_side(ml_thread_t *t, int world_peer, int64_t bytes)
     }
 }
 
-static inline void collective(ml_thread_t *t, int fn, const ml_comm_t *c, int64_t sent, int64_t recv)
+/* c: the communicator's facts, or NULL with world_size > 0 for MPI_COMM_WORLD */
+static inline void collective(ml_thread_t *t, int fn, const ml_comm_t *c, int world_size, int64_t sent, int64_t recv)
 {
     int64_t *v = t->spc;
     if (ml_spc_on & ML_SPC_BYTES) {
@@ -213,9 +214,9 @@ static inline void collective(ml_thread_t *t, int fn, const ml_comm_t *c, int64_
     if (ml_spc_on & ML_SPC_COLLS) {
         ADD(v[S_COLLECTIVE_CALLS], 1);
         const int k = S.coll_of_fn[fn];
-        if (k >= 0 && c != NULL) {
+        if (k >= 0 && (c != NULL || world_size > 0)) {
             const int64_t msg = sent > recv ? sent : recv;
-            const int n = c->is_inter ? c->remote_size : c->size;
+            const int n = c == NULL ? world_size : c->is_inter ? c->remote_size : c->size;
             const size_t o = S.off_coll + (size_t)k * 5;
             ADD(v[o], 1);
             ADD(v[o + 1 + (size_t)((msg > S.coll_msg) * 2 + (n > S.coll_comm))], 1);
@@ -261,7 +262,9 @@ void ml_spc_call(ml_thread_t *t, const ml_call_t *c)
                 recv_side(t, st ? ml_world_rank(c->comm, st->MPI_SOURCE) : -1, c->recv);
         }
     } else if (cls == ML_CLASS_COLLECTIVE) {
-        collective(t, fn, (ml_spc_on & ML_SPC_COLLS) ? ml_comm_get(c->comm) : NULL, c->sent, c->recv);
+        const int world = c->comm == MPI_COMM_WORLD;
+        collective(t, fn, (ml_spc_on & ML_SPC_COLLS) && !world ? ml_comm_get(c->comm) : NULL, world ? ml_g.size : 0,
+                   c->sent, c->recv);
     } else if (cls == ML_CLASS_RMA && (ml_spc_on & ML_SPC_BYTES)) {
         ADD(t->spc[S_BYTES_PUT], c->sent);
         ADD(t->spc[S_BYTES_GET], c->recv);
@@ -316,7 +319,9 @@ void ml_spc_done(ml_thread_t *t, const ml_req_t *e, const MPI_Status *st, int64_
         if ((flow & ML_FLOW_SEND) && e->peer >= 0) send_side(t, e->peer, sent);
         if ((flow & ML_FLOW_RECV) && (st == NULL || st->MPI_SOURCE != MPI_PROC_NULL)) {
             int src = -1;
-            if (st != NULL && e->comm != NULL && st->MPI_SOURCE >= 0) {
+            if (st != NULL && (e->flags & ML_REQ_WORLD) && st->MPI_SOURCE >= 0 && st->MPI_SOURCE < ml_g.size) {
+                src = st->MPI_SOURCE;
+            } else if (st != NULL && e->comm != NULL && st->MPI_SOURCE >= 0) {
                 const int n = e->comm->is_inter ? e->comm->remote_size : e->comm->size;
                 if (e->comm->world && st->MPI_SOURCE < n) src = e->comm->world[st->MPI_SOURCE];
             }
@@ -338,7 +343,7 @@ void ml_spc_done(ml_thread_t *t, const ml_req_t *e, const MPI_Status *st, int64_
             }
         }
     } else if (cls == ML_CLASS_COLLECTIVE) {
-        collective(t, fn, e->comm, sent, recv);
+        collective(t, fn, e->comm, (e->flags & ML_REQ_WORLD) ? ml_g.size : 0, sent, recv);
     } else if (cls == ML_CLASS_RMA && (ml_spc_on & ML_SPC_BYTES)) {
         ADD(t->spc[S_BYTES_PUT], sent);
         ADD(t->spc[S_BYTES_GET], recv);
