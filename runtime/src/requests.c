@@ -116,13 +116,16 @@ uint64_t ml_req_track(ml_thread_t *t, MPI_Request req, int fn, unsigned flags, i
     /* in traces, thread number and sequence name the operation, to link its start and its end */
     const uint64_t seq = t->trace ? ((uint64_t)(t->index + 1) << 40) | ++t->req_seq : 0;
     /* nonblocking operations start active; persistent ones wait for MPI_Start */
-    if (comm == MPI_COMM_WORLD) flags |= ML_REQ_WORLD;
     /* the communicator's facts: for the trace; for the counters when not MPI_COMM_WORLD (ranks of
-     * received messages, communicator sizes of collectives, per-communicator counters) */
-    const int facts = t->trace || (ML_UNLIKELY(ml_spc_on) && (comm != MPI_COMM_WORLD || (ml_spc_on & ML_SPC_COMMS)));
+     * received messages, communicator sizes of collectives) or per communicator */
+    const ml_comm_t *facts = NULL;
+    if (ML_UNLIKELY(ml_spc_on)) {
+        if (comm == MPI_COMM_WORLD) flags |= ML_REQ_WORLD;
+        if (comm != MPI_COMM_NULL && (comm != MPI_COMM_WORLD || (ml_spc_on & ML_SPC_COMMS))) facts = ml_comm_get(comm);
+    }
+    if (t->trace && facts == NULL && comm != MPI_COMM_NULL) facts = ml_comm_get(comm);
     ml_req_t e = {0, (uint16_t)fn, (uint16_t)(flags & ML_REQ_PERSISTENT ? flags : flags | ML_REQ_ACTIVE),
-                  t->cur_path, peer, 0, sent, recv, seq, 0,
-                  facts && comm != MPI_COMM_NULL ? ml_comm_get(comm) : NULL};
+                  t->cur_path, peer, 0, sent, recv, seq, 0, facts};
     if (ML_UNLIKELY(ml_spc_on) && !(flags & ML_REQ_PERSISTENT)) ml_spc_posted(t, &e);
     if (!(flags & ML_REQ_PERSISTENT) && shared_handle(req)) {
         /* complete already, and with no status worth reading */
