@@ -271,3 +271,14 @@ def test_threads_counted_per_thread(mpi, tmp_path):
         assert c.value("RECVS_POSTED", r) == c.value("RECVS_COMPLETED", r) > 0
         assert c.value("POSTED_RECVQ", r) == 0
         assert c.value("MPI_CALLS", r) == sum(f["calls"][r] for f in prof["functions"].values())
+
+
+def test_fortran_calls_counted(mpi, tmp_path):
+    """Fortran bindings (examples/fortran/ftraffic.f90) are counted like C: calls and point-to-point
+    bytes agree with the profile."""
+    job, c = counters(mpi, 2, "ftraffic", [], tmp_path)
+    prof = job.profile
+    for r in range(2):
+        assert c.value("MPI_CALLS", r) == sum(f["calls"][r] for f in prof["functions"].values())
+        assert c.value("BYTES_SENT_USER", r) == sum(f["bytes_sent"][r] for f in prof["functions"].values()
+                                                   if f["class"] == "p2p") > 0
