@@ -102,6 +102,29 @@ static int parse_one(const ml_setting_t *s, const char *v, void *field, char *er
     return -1;
 }
 
+/* MPILENS_P2P_BINS: increasing byte sizes, comma separated, at most max of them. Returns how many
+ * (into rules when not NULL), or -1. */
+int ml_parse_bins(const char *s, long long *rules, int max)
+{
+    int n = 0;
+    long long last = -1;
+    while (s && *s) {
+        char *end;
+        errno = 0;
+        const long long v = strtoll(s, &end, 10);
+        if (end == s || errno || v <= last || n >= max) return -1;
+        if (rules) rules[n] = v;
+        n++;
+        last = v;
+        s = end;
+        while (*s == ' ') s++;
+        if (*s == ',') s++;
+        else if (*s) return -1;
+        while (*s == ' ') s++;
+    }
+    return n;
+}
+
 /* Fill cfg from the environment. Returns 0, or -1 with a one-line message in err. */
 int ml_config_load(ml_config_t *cfg, char *err, size_t errlen)
 {
@@ -121,6 +144,11 @@ int ml_config_load(ml_config_t *cfg, char *err, size_t errlen)
         const char *v = getenv(s->name);
         if (v == NULL) v = s->default_value;
         if (parse_one(s, v, (char *)cfg + s->offset, err, errlen) != 0) return -1;
+    }
+    if (ml_parse_bins(cfg->p2p_bins, NULL, 15) < 0) {
+        snprintf(err, errlen, "MPILENS_P2P_BINS=%s: not a list of at most 15 increasing byte sizes (e.g. 64,1024,65536)",
+                 cfg->p2p_bins);
+        return -1;
     }
     return 0;
 }

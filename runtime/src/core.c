@@ -133,6 +133,7 @@ ml_thread_t *ml_thread_attach(void)
     ml_tls = t;
     t->observe = ml_g.observers;
     if (ml_g.tracing) ml_trace_thread(t);
+    if (ml_spc_on) ml_spc_thread(t);
     return t;
 }
 
@@ -298,6 +299,8 @@ void ml_init_after_mpi_init(int thread_level, uint64_t t_begin)
         fprintf(stderr, "mpilens: rank %d cannot write its memory samples into %s/memory (%s); memory mode is off\n",
                 ml_g.rank, ml_g.outdir, strerror(errno));
     if (ml_g.config.mode & ML_MODE_PAPI) ml_papi_init();
+    if ((ml_g.config.mode & ML_MODE_COUNTERS) && ml_spc_init() != 0 && ml_g.rank == 0)
+        fprintf(stderr, "mpilens: the counters mode could not start; measuring without it\n");
     ml_observers_start();
     install_exit_paths();
     calib_tick0 = ml_g.t_init_end;
@@ -363,6 +366,7 @@ void ml_finalize_before_mpi_finalize(void)
     __atomic_store_n(&ml_g.active, 0, __ATOMIC_RELEASE);
     if (ml_g.tracing) ml_trace_finish();
     ml_mpit_finish();
+    ml_spc_finish();
     tick_rate = ticks_per_ns();
     if (ml_g.config.mode & ML_MODE_PAPI) ml_papi_finish();
     if (ml_g.intervals && ml_intervals_write() != 0)

@@ -32,7 +32,9 @@
 #define ML_OBS_MEMORY 0x4u
 #define ML_OBS_PAPI 0x8u
 #define ML_OBS_MPIT 0x10u
-#define ML_OBS_AT_ENTER (ML_OBS_COUNTERS | ML_OBS_MEMORY | ML_OBS_PAPI)
+#define ML_OBS_AT_ENTER (ML_OBS_MEMORY | ML_OBS_PAPI)
+/* ml_observe_leave runs after every measured call (successful or not) for these modes */
+#define ML_OBS_AT_LEAVE (ML_OBS_COUNTERS | ML_OBS_MEMORY | ML_OBS_PAPI)
 
 /* ------------------------------------------------------------------------------- time */
 /* Ticks are TSC cycles (or ns with the clock fallback); converted to seconds once, at the end. */
@@ -124,6 +126,9 @@ typedef struct ml_thread {
     int64_t requests_open;
     /* papi mode (runtime/src/papi.c): this thread's event set and counts, NULL until it starts */
     struct ml_papi_thread *papi;
+    /* counters mode (runtime/src/spc.c): this thread's counter vector, written by this thread only */
+    int64_t *spc;
+    struct ml_spc_thread *spcx; /* its watermarks, peers and communicators */
     /* datatype sizes seen by this thread (see ml_semantics.h) */
     struct ml_type_cached { MPI_Datatype type; int64_t size; uint32_t gen; } type_cache[16];
     /* what could not be measured */
@@ -210,7 +215,7 @@ ML_HOT int ml_size_bin(int64_t bytes)
 }
 
 /* After every measured call, successful or not, for the modes that watch call boundaries
- * (ML_OBS_AT_ENTER; see the observers section below). */
+ * (ML_OBS_AT_LEAVE; see the observers section below). */
 void ml_observe_leave(struct ml_thread *t, int fn);
 
 /* End a measured call that moves no bytes (or whose bytes come at request completion). */
@@ -219,7 +224,7 @@ ML_HOT void ml_leave(ml_thread_t *t, int fn, uint64_t t0, uint64_t t1)
     const uint64_t d = t1 - t0;
     ml_count(&t->cur[fn], d);
     t->mpi_ticks += d;
-    if (ML_UNLIKELY(t->observe & ML_OBS_AT_ENTER)) ml_observe_leave(t, fn);
+    if (ML_UNLIKELY(t->observe & ML_OBS_AT_LEAVE)) ml_observe_leave(t, fn);
     t->depth = 0;
 }
 
@@ -235,7 +240,7 @@ ML_HOT void ml_leave_bytes(ml_thread_t *t, int fn, uint64_t t0, uint64_t t1, int
     h->calls++;
     h->ticks += d;
     t->mpi_ticks += d;
-    if (ML_UNLIKELY(t->observe & ML_OBS_AT_ENTER)) ml_observe_leave(t, fn);
+    if (ML_UNLIKELY(t->observe & ML_OBS_AT_LEAVE)) ml_observe_leave(t, fn);
     t->depth = 0;
 }
 
@@ -296,6 +301,7 @@ ML_HOT int64_t ml_status_bytes(const MPI_Status *st)
 #define ML_REQ_PERSISTENT 1u
 #define ML_REQ_ACTIVE 2u
 #define ML_REQ_CANCELLED 4u
+#define ML_REQ_WORLD 8u /* started on MPI_COMM_WORLD (counters mode: ranks are world ranks) */
 
 /* An outstanding nonblocking or persistent operation: its bytes are accounted at completion. */
 typedef struct ml_req {
@@ -307,6 +313,7 @@ typedef struct ml_req {
     int32_t pad;
     int64_t sent, recv; /* bytes, or ML_BYTES_FROM_STATUS */
     uint64_t seq;       /* number of the operation in its thread's trace (trace mode) */
+    uint64_t t_post;    /* counters mode: tick when a receive was posted (started) */
     const struct ml_comm *comm; /* trace mode: to give the source of a completed receive as a world rank */
 } ml_req_t;
 
@@ -497,6 +504,38 @@ void ml_papi_enter(ml_thread_t *t, int fn);
 void ml_papi_leave(ml_thread_t *t, int fn);
 void ml_papi_region(ml_thread_t *t);
 void ml_papi_finish(void);    /* MPI_Finalize: last reading, papi/rank-NNNNNN.json */
+/* ------------------------------------------------------------------------------- counters mode
+ * SPC-style software counters (runtime/src/spc.c), after Eberius' Open MPI SPCs but observed at
+ * the PMPI layer, so on any MPI. Each thread owns a vector of int64 counters (ml_thread.spc)
+ * that only it writes, with plain loads and stores (no atomics); a background thread sums the
+ * vectors of all threads every MPILENS_SNAPSHOT_MS into the rank's live memory-mapped file and
+ * appends the deltas to the rank's time series. Groups switched off by MPILENS_COUNTERS cost one
+ * predictable branch on a global mask (ml_spc_on). Timers hold raw ticks, converted by readers
+ * with the tick rate of the live header / layout.json. */
+enum {
+    ML_SPC_CALLS = 1u << 0, ML_SPC_BYTES = 1u << 1, ML_SPC_SIZES = 1u << 2, ML_SPC_EAGER = 1u << 3,
+    ML_SPC_QUEUE = 1u << 4, ML_SPC_UNEXPECTED = 1u << 5, ML_SPC_COLLS = 1u << 6, ML_SPC_PEERS = 1u << 7,
+    ML_SPC_COMMS = 1u << 8, ML_SPC_PVARS = 1u << 9,
+};
+extern unsigned ml_spc_on; /* ML_SPC_* groups being counted (0 outside counters mode) */
+int ml_spc_init(void);     /* at MPI_Init, after the run directory exists */
+void ml_spc_thread(ml_thread_t *t);
+void ml_spc_call(ml_thread_t *t, const ml_call_t *c);
+void ml_spc_leave(ml_thread_t *t, int fn);
+/* a nonblocking/persistent operation entered (ml_req_track) or completed (ml_req_done) */
+void ml_spc_posted(ml_thread_t *t, ml_req_t *e);
+void ml_spc_done(ml_thread_t *t, const ml_req_t *e, const MPI_Status *st, int64_t sent, int64_t recv);
+/* MPILENS_COUNTERS=unexpected: before a receive is posted, probe for an already-arrived match */
+void ml_spc_probe(ml_thread_t *t, int source, int tag, MPI_Comm comm);
+#define ML_SPC_PROBE(source, tag, comm) \
+    do { if (ML_UNLIKELY(ml_spc_on & ML_SPC_UNEXPECTED)) ml_spc_probe(ml_t, source, tag, comm); } while (0)
+void ml_spc_finish(void);  /* at MPI_Finalize: last snapshot, per-rank files */
+/* MPI_T exposure (runtime/src/mpit_expose.c): the fixed counters as pvars mpilens_<name> */
+int ml_spc_exposed(void);  /* how many (0 outside counters mode) */
+/* name of counter i; kind: 0 counter, 1 timer (ns), 2 level, 3 high watermark, 4 low watermark */
+const char *ml_spc_exposed_info(int i, int *kind, const char **desc);
+int ml_spc_exposed_on(int i);
+int64_t ml_spc_exposed_value(int i);
 
 /* ------------------------------------------------------------------------------- lifecycle */
 void ml_init_after_mpi_init(int thread_level, uint64_t t_begin);

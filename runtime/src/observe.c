@@ -21,9 +21,11 @@ void ml_observe_leave(ml_thread_t *t, int fn)
 {
     if (t->observe & ML_OBS_MEMORY) ml_memory_leave(fn);
     if (t->observe & ML_OBS_PAPI) ml_papi_leave(t, fn);
+    if (t->observe & ML_OBS_COUNTERS) ml_spc_leave(t, fn);
 }
 
 void ml_observe_call(ml_thread_t *t, const ml_call_t *c)
 {
     if (t->trace) ml_trace_call(t, c);
+    if (t->observe & ML_OBS_COUNTERS) ml_spc_call(t, c);
 }

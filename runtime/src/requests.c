@@ -93,6 +93,7 @@ static ml_req_t *insert(ml_thread_t *t, uintptr_t k, const ml_req_t *e)
                 s->sent = e->sent;
                 s->recv = e->recv;
                 s->seq = e->seq;
+                s->t_post = e->t_post;
                 s->comm = e->comm;
                 __atomic_store_n(&s->key, k, __ATOMIC_RELEASE);
                 uint32_t cur = __atomic_load_n(&longest_probe, __ATOMIC_RELAXED);
@@ -115,13 +116,22 @@ uint64_t ml_req_track(ml_thread_t *t, MPI_Request req, int fn, unsigned flags, i
     /* in traces, thread number and sequence name the operation, to link its start and its end */
     const uint64_t seq = t->trace ? ((uint64_t)(t->index + 1) << 40) | ++t->req_seq : 0;
     /* nonblocking operations start active; persistent ones wait for MPI_Start */
-    const ml_req_t e = {0, (uint16_t)fn, (uint16_t)(flags & ML_REQ_PERSISTENT ? flags : flags | ML_REQ_ACTIVE),
-                        t->cur_path, peer, 0, sent, recv, seq,
-                        t->trace && comm != MPI_COMM_NULL ? ml_comm_get(comm) : NULL};
+    /* the communicator's facts: for the trace; for the counters when not MPI_COMM_WORLD (ranks of
+     * received messages, communicator sizes of collectives) or per communicator */
+    const ml_comm_t *facts = NULL;
+    if (ML_UNLIKELY(ml_spc_on)) {
+        if (comm == MPI_COMM_WORLD) flags |= ML_REQ_WORLD;
+        if (comm != MPI_COMM_NULL && (comm != MPI_COMM_WORLD || (ml_spc_on & ML_SPC_COMMS))) facts = ml_comm_get(comm);
+    }
+    if (t->trace && facts == NULL && comm != MPI_COMM_NULL) facts = ml_comm_get(comm);
+    ml_req_t e = {0, (uint16_t)fn, (uint16_t)(flags & ML_REQ_PERSISTENT ? flags : flags | ML_REQ_ACTIVE),
+                  t->cur_path, peer, 0, sent, recv, seq, 0, facts};
+    if (ML_UNLIKELY(ml_spc_on) && !(flags & ML_REQ_PERSISTENT)) ml_spc_posted(t, &e);
     if (!(flags & ML_REQ_PERSISTENT) && shared_handle(req)) {
         /* complete already, and with no status worth reading */
         const int64_t s = sent == ML_BYTES_FROM_STATUS ? 0 : sent, r = recv == ML_BYTES_FROM_STATUS ? 0 : recv;
         account(t, &e, s, r);
+        if (ML_UNLIKELY(ml_spc_on)) ml_spc_done(t, &e, NULL, s, r);
         if (t->trace) {
             t->done_at = ml_now();
             ml_trace_done(t, &e, NULL, s, r);
@@ -190,6 +200,7 @@ uint64_t ml_req_start(ml_thread_t *t, ml_req_t *e)
     e->flags |= ML_REQ_ACTIVE;
     e->flags &= (uint16_t)~ML_REQ_CANCELLED;
     e->path = t->cur_path;
+    if (ML_UNLIKELY(ml_spc_on)) ml_spc_posted(t, e);
     /* in traces, the starts and completions of a persistent operation all carry the number its
      * MPI_*_init record got; the reader pairs them in order */
     return e->seq;
@@ -215,13 +226,16 @@ void ml_req_done(ml_thread_t *t, ml_claim_t *c, const MPI_Status *st, int measur
     c->held = 0;
     if (!(e->flags & ML_REQ_ACTIVE)) return; /* an inactive persistent request completes at once */
     if (c->live) e->flags &= (uint16_t)~(ML_REQ_ACTIVE | ML_REQ_CANCELLED);
-    if (!measuring) return;
     int cancelled = 0;
-    if ((e->flags & ML_REQ_CANCELLED) && st != NULL) PMPI_Test_cancelled(st, &cancelled);
-    if (cancelled) return;
+    if (measuring && (e->flags & ML_REQ_CANCELLED) && st != NULL) PMPI_Test_cancelled(st, &cancelled);
+    if (!measuring || cancelled) {
+        if (ML_UNLIKELY(ml_spc_on)) ml_spc_done(t, e, NULL, -1, -1); /* it left the queue, nothing moved */
+        return;
+    }
     const int64_t sent = e->sent != ML_BYTES_FROM_STATUS ? e->sent : (st ? ml_status_bytes(st) : 0);
     const int64_t recv = e->recv != ML_BYTES_FROM_STATUS ? e->recv : (st ? ml_status_bytes(st) : 0);
     account(t, e, sent, recv);
+    if (ML_UNLIKELY(ml_spc_on)) ml_spc_done(t, e, st, sent, recv);
     if (t->trace) ml_trace_done(t, e, st, sent, recv);
 }
 

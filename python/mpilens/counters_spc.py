@@ -1,0 +1,284 @@
+"""Reader of the counters mode (SPC-style low-level counters, runtime/src/spc.c).
+
+A run directory of the counters mode holds:
+  counters/layout.json        names, types, offsets, bin rules, eager limits, pvars found or absent
+  counters/rank-NNNNNN.bin    per-rank time series: 64-byte header, then one record per snapshot
+                              (t_ns, final flag, then nv int64: deltas; levels, watermarks of the
+                              interval and pvar levels as values)
+  counters/rank-NNNNNN.json   per-rank totals at MPI_Finalize, per peer and per communicator
+  live/rank-NNNNNN.spc        the live view: 64-byte header (with a sequence number that is odd
+                              while the values are written) + nv int64, written while the job runs
+Timers hold raw ticks; ticks_per_ns (layout of each rank) converts them, once, here.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .errors import RunDirectoryError
+
+LIVE_MAGIC = b"MLSPCLV1"
+SERIES_MAGIC = b"MLSPCTS1"
+LIVE_HDR = struct.Struct("<8sIIQQdQiiII")  # magic version nv seq t_ns ticks_per_ns updates rank pid state period
+SERIES_HDR = struct.Struct("<8sIIiIdQ")    # magic version nv rank period_ms ticks_per_ns records
+# the counters shown first, in this order (seed names without OMPI_SPC_)
+MAIN = ["MPI_CALLS", "BYTES_SENT_USER", "BYTES_RECEIVED_USER", "MESSAGES_SENT_USER", "MESSAGES_RECEIVED_USER",
+        "BYTES_SENT_MPI", "BYTES_RECEIVED_MPI", "COLLECTIVE_CALLS", "BYTES_PUT", "BYTES_GET", "EAGER_MESSAGES",
+        "NOT_EAGER_MESSAGES", "UNEXPECTED", "POSTED_RECVQ", "MAX_POSTED_RECVQ", "MIN_POSTED_RECVQ", "RECVS_POSTED",
+        "RECVS_COMPLETED", "RECV_POST_TO_COMPLETE_TIME"]
+GROUP_OF = {"EAGER_MESSAGES": "eager", "NOT_EAGER_MESSAGES": "eager", "UNEXPECTED": "unexpected",
+            "UNEXPECTED_PROBES": "unexpected"}
+
+
+@dataclass
+class Layout:
+    doc: dict[str, Any]
+    by_name: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.by_name = {c["name"]: c for c in self.doc["counters"]}
+
+    @property
+    def nv(self) -> int:
+        return int(self.doc["nv"])
+
+    @property
+    def groups(self) -> list[str]:
+        return list(self.doc.get("groups", []))
+
+    def counter(self, name: str) -> dict[str, Any]:
+        c = self.by_name.get(name) or self.by_name.get(name.upper()) or self.by_name.get("PVAR:" + name)
+        if c is None:
+            raise RunDirectoryError(f"no counter named {name!r} (see `mpilens counters RUNDIR --list`)")
+        return c
+
+    def available(self, name: str) -> bool:
+        """Whether a counter was measured in this run (its group on; eager limit known)."""
+        c = self.by_name.get(name)
+        if c is None:
+            return False
+        if c["group"] not in self.groups:
+            return False
+        if c["group"] == "eager":
+            e = self.doc.get("eager", {})
+            return e.get("shm_limit") is not None or e.get("net_limit") is not None
+        return True
+
+
+def load_layout(rundir: Path) -> Layout:
+    path = Path(rundir) / "counters" / "layout.json"
+    if not path.exists():
+        raise RunDirectoryError(f"{rundir}: no counters/layout.json (was the run made with --mode counters?)")
+    try:
+        return Layout(json.loads(path.read_text()))
+    except (json.JSONDecodeError, KeyError) as err:
+        raise RunDirectoryError(f"{path} is damaged: {err}") from err
+
+
+@dataclass
+class Series:
+    """One rank's time series: times (s since MPI_Init, end of each interval) and values [records, nv]."""
+
+    rank: int
+    t: np.ndarray
+    values: np.ndarray
+    final: np.ndarray
+    ticks_per_ns: float
+
+
+def read_series(path: Path, nv: int) -> Series:
+    raw = path.read_bytes()
+    if len(raw) < 64 or raw[:8] != SERIES_MAGIC:
+        raise RunDirectoryError(f"{path}: not a counters time series")
+    _, _, fnv, rank, _, tpn, _ = SERIES_HDR.unpack_from(raw)
+    if fnv != nv:
+        raise RunDirectoryError(f"{path}: {fnv} counters, layout.json says {nv}")
+    rec = (nv + 2) * 8
+    n = (len(raw) - 64) // rec  # a record cut short by a killed process is left out
+    a = np.frombuffer(raw, dtype="<i8", count=n * (nv + 2), offset=64).reshape(n, nv + 2)
+    return Series(rank, a[:, 0].astype(np.float64) * 1e-9, a[:, 2:], a[:, 1] != 0, float(tpn))
+
+
+@dataclass
+class Counters:
+    """The counters of a run: layout, per-rank totals and time series."""
+
+    path: Path
+    layout: Layout
+    totals: dict[int, np.ndarray]
+    ranks_doc: dict[int, dict[str, Any]]
+    series: dict[int, Series]
+    problems: list[str]
+
+    @property
+    def nranks(self) -> int:
+        return int(self.layout.doc["nranks"])
+
+    def ticks_per_ns(self, rank: int) -> float:
+        d = self.ranks_doc.get(rank, {})
+        tpn = d.get("ticks_per_ns") or (self.series[rank].ticks_per_ns if rank in self.series else 0.0)
+        return float(tpn) if tpn else 1.0
+
+    def value(self, name: str, rank: int) -> int | float | None:
+        """Total of a counter on a rank (timers in seconds); None when not measured."""
+        c = self.layout.counter(name)
+        if not self.layout.available(c["name"]) or rank not in self.totals:
+            return None
+        v = int(self.totals[rank][c["offset"]])
+        if c["type"] == "timer":
+            return v / self.ticks_per_ns(rank) * 1e-9
+        return v
+
+    def bins(self, name: str, rank: int) -> list[int]:
+        c = self.layout.counter(name)
+        return [int(self.totals[rank][i]) for i in c["bins"]]
+
+    def matrix(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """Rank x snapshot matrix of a counter (deltas per interval; levels and watermarks as values)
+        and the mean end time of each snapshot interval (seconds since MPI_Init)."""
+        c = self.layout.counter(name)
+        off = c["offset"]
+        n = max((len(s.t) for s in self.series.values()), default=0)
+        m = np.full((self.nranks, n), np.nan)
+        tt = np.full((self.nranks, n), np.nan)
+        for r, s in self.series.items():
+            col = s.values[:, off].astype(np.float64)
+            if c["type"] == "timer":
+                col = col / (s.ticks_per_ns or 1.0) * 1e-9
+            m[r, : len(col)] = col
+            tt[r, : len(s.t)] = s.t
+        with np.errstate(all="ignore"):
+            times = np.nanmean(tt, axis=0) if n else np.zeros(0)
+        return m, times
+
+
+def load(rundir: str | Path) -> Counters:
+    rundir = Path(rundir)
+    layout = load_layout(rundir)
+    problems: list[str] = []
+    totals: dict[int, np.ndarray] = {}
+    docs: dict[int, dict[str, Any]] = {}
+    series: dict[int, Series] = {}
+    for r in range(int(layout.doc["nranks"])):
+        sp = rundir / "counters" / f"rank-{r:06d}.bin"
+        if sp.exists():
+            try:
+                series[r] = read_series(sp, layout.nv)
+            except RunDirectoryError as err:
+                problems.append(str(err))
+        else:
+            problems.append(f"counters/rank-{r:06d}.bin is missing")
+        jp = rundir / "counters" / f"rank-{r:06d}.json"
+        if jp.exists():
+            try:
+                docs[r] = json.loads(jp.read_text())
+                totals[r] = np.asarray(docs[r]["values"], dtype=np.int64)
+                continue
+            except (json.JSONDecodeError, KeyError) as err:
+                problems.append(f"counters/rank-{r:06d}.json is damaged ({err})")
+        else:
+            problems.append(f"counters/rank-{r:06d}.json is missing (rank {r} did not reach MPI_Finalize)")
+        live = read_live_file(Path(layout.doc["live_dir"]) / f"rank-{r:06d}.spc", layout.nv)
+        if live is not None:  # the last values the rank published
+            totals[r] = live["values"]
+            problems.append(f"rank {r}: totals taken from its live file")
+    return Counters(rundir, layout, totals, docs, series, problems)
+
+
+# ------------------------------------------------------------------------------------ live view
+def read_live_file(path: Path, nv: int | None = None, tries: int = 50) -> dict[str, Any] | None:
+    """One consistent read of a rank's live file (retried while the writer is mid-update)."""
+    try:
+        with open(path, "rb") as f:
+            for _ in range(tries):
+                f.seek(0)
+                raw = f.read()
+                if len(raw) < 64 or raw[:8] != LIVE_MAGIC:
+                    return None
+                _, _, fnv, seq, t_ns, tpn, updates, rank, pid, state, period = LIVE_HDR.unpack_from(raw)
+                if nv is not None and fnv != nv:
+                    return None
+                if len(raw) < 64 + 8 * fnv:
+                    return None
+                vals = np.frombuffer(raw, dtype="<i8", count=fnv, offset=64).copy()
+                f.seek(16)
+                seq2 = struct.unpack("<Q", f.read(8))[0]
+                if seq % 2 == 0 and seq == seq2:
+                    return {"rank": rank, "pid": pid, "t_s": t_ns * 1e-9, "ticks_per_ns": tpn, "updates": updates,
+                            "state": "finished" if state == 2 else "running", "period_ms": period, "values": vals}
+                time.sleep(0.001)
+    except OSError:
+        return None
+    return None
+
+
+def live_dir(rundir: Path) -> Path:
+    layout = load_layout(rundir)
+    return Path(layout.doc["live_dir"])
+
+
+def read_live(rundir: str | Path) -> tuple[Layout, list[dict[str, Any]]]:
+    """The live values of every rank that has published them."""
+    rundir = Path(rundir)
+    layout = load_layout(rundir)
+    d = Path(layout.doc["live_dir"])
+    out = []
+    for r in range(int(layout.doc["nranks"])):
+        v = read_live_file(d / f"rank-{r:06d}.spc", layout.nv)
+        if v is not None:
+            out.append(v)
+    return layout, out
+
+
+def grid_remap(values: np.ndarray, grid: tuple[int, int]) -> np.ndarray:
+    """Per-rank values laid out on a process grid of W x H (rank r at row r // W, column r % W)."""
+    w, h = grid
+    img = np.full((h, w), np.nan)
+    for r, v in enumerate(values[: w * h]):
+        img[r // w, r % w] = v
+    return img
+
+
+def parse_grid(text: str) -> tuple[int, int]:
+    try:
+        w, h = (int(x) for x in text.lower().split("x"))
+    except ValueError as err:
+        raise RunDirectoryError(f"--grid {text!r}: expected WxH, e.g. 8x5") from err
+    if w < 1 or h < 1:
+        raise RunDirectoryError(f"--grid {text!r}: both sizes must be positive")
+    return w, h
+
+
+def draw_heatmap(fig: Any, m: np.ndarray, times: np.ndarray, name: str, grid: tuple[int, int] | None = None) -> None:
+    """Seed Fig. 3.12/3.14: rank x time heatmap (Reds, nearest); with a grid also Fig. 3.15's remap
+    of the per-rank totals onto the process grid."""
+    axes = fig.subplots(1, 2, gridspec_kw={"width_ratios": [3, 2]}) if grid else [fig.add_subplot()]
+    ax = axes[0]
+    im = ax.imshow(np.nan_to_num(m), cmap="Reds", interpolation="nearest", aspect="auto")
+    ax.set_ylabel("MPI rank")
+    ax.set_xlabel("snapshot (mean end time, s)")
+    if len(times):
+        ticks = np.unique(np.linspace(0, len(times) - 1, min(8, len(times))).astype(int))
+        ax.set_xticks(ticks, [f"{times[i]:.1f}" for i in ticks])
+    if m.shape[0] <= 32:
+        ax.set_yticks(range(m.shape[0]))
+    ax.set_title(f"{name} snapshot difference")
+    fig.colorbar(im, ax=ax, label="counter value")
+    if grid:
+        img = grid_remap(np.nansum(m, axis=1), grid)
+        im2 = axes[1].imshow(img, cmap="Reds", interpolation="nearest")
+        axes[1].set_title(f"total per rank, {grid[0]}x{grid[1]} grid")
+        axes[1].set_xticks(range(grid[0]))
+        axes[1].set_yticks(range(grid[1]))
+        for r in range(min(len(m), grid[0] * grid[1])):
+            axes[1].text(r % grid[0], r // grid[0], str(r), ha="center", va="center", fontsize=8)
+        axes[1].set_xlabel("grid x (rank = y * W + x)")
+        axes[1].set_ylabel("grid y")
+        fig.colorbar(im2, ax=axes[1], label="total")
