@@ -194,6 +194,15 @@ def test_sde_counters_read_through_papi_equal_the_profile(mpi, tmp_path):
     _check_sde(run_example(mpi, "papi_sde", 3, tmp_path, ["10", "1000"], settings=PAPI))
 
 
+def test_counters_mode_counters_are_sde_too(tmp_path):
+    """With the counters mode on as well, its counters are published as sde:::mpilens::spc_*."""
+    job = run_example("mpich", "papi_sde", 3, tmp_path, ["10", "1000", "spc"],
+                      settings={**PAPI, "MPILENS_MODE": "papi,counters"})
+    _check_sde(job)
+    for rank, v in _sde_lines(job.stdout).items():
+        assert v["spc_bytes_sent_user"] == v["spc_bytes_received_user"] == 10000, (rank, v)
+
+
 def test_sde_counters_without_counting(tmp_path):
     """MPILENS_PAPI_EVENTS=none: mpilens does not use PAPI itself, only publishes its counters; the
     application's own PAPI reads them."""

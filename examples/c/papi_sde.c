@@ -1,7 +1,9 @@
 /* papi_sde: reads the mpilens counters back through the ordinary PAPI API, as any PAPI-based tool
  * would, under `mpilens run --mode papi` (tests/test_papi.py, docs/papi.md).
  *
- * Usage: papi_sde [MESSAGES [BYTES]]   (defaults: 10 messages of 1000 bytes)
+ * Usage: papi_sde [MESSAGES [BYTES [spc]]]   (defaults: 10 messages of 1000 bytes)
+ * With "spc" (run with --mode papi,counters) it also reads two counters of the counters mode,
+ * spc_bytes_sent_user and spc_bytes_received_user (MESSAGES * BYTES each).
  *
  * After MPI_Init each rank starts a PAPI event set of software-defined events of the library
  * "mpilens" (sde:::mpilens::NAME), sends MESSAGES messages of BYTES bytes to the next rank with
@@ -13,11 +15,13 @@
 #include <papi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static const char *const names[] = {
     "MPI_Send_calls", "MPI_Send_bytes_sent", "MPI_Recv_calls", "MPI_Recv_bytes_recv", "calls", "bytes_sent", "bytes_recv",
+    "spc_bytes_sent_user", "spc_bytes_received_user",
 };
-#define N (int)(sizeof names / sizeof names[0])
+#define NMAX (int)(sizeof names / sizeof names[0])
 
 int main(int argc, char **argv)
 {
@@ -27,6 +31,7 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     const int messages = argc > 1 ? atoi(argv[1]) : 10;
     const int bytes = argc > 2 ? atoi(argv[2]) : 1000;
+    const int N = argc > 3 && strcmp(argv[3], "spc") == 0 ? NMAX : NMAX - 2;
 
     const int v = PAPI_library_init(PAPI_VER_CURRENT);
     if (v != PAPI_VER_CURRENT) {
@@ -58,7 +63,7 @@ int main(int argc, char **argv)
         }
     }
 
-    long long values[N];
+    long long values[NMAX];
     PAPI_stop(es, values);
     /* rank 0 prints every rank's line (the launchers may mix lines printed by several ranks);
      * MPI_Gather is not one of the functions read above */

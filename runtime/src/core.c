@@ -298,9 +298,10 @@ void ml_init_after_mpi_init(int thread_level, uint64_t t_begin)
     if ((ml_g.config.mode & ML_MODE_MEMORY) && ml_memory_init() != 0)
         fprintf(stderr, "mpilens: rank %d cannot write its memory samples into %s/memory (%s); memory mode is off\n",
                 ml_g.rank, ml_g.outdir, strerror(errno));
-    if (ml_g.config.mode & ML_MODE_PAPI) ml_papi_init();
     if ((ml_g.config.mode & ML_MODE_COUNTERS) && ml_spc_init() != 0 && ml_g.rank == 0)
         fprintf(stderr, "mpilens: the counters mode could not start; measuring without it\n");
+    /* after the counters: papi mode publishes them as software-defined events */
+    if (ml_g.config.mode & ML_MODE_PAPI) ml_papi_init();
     ml_observers_start();
     install_exit_paths();
     calib_tick0 = ml_g.t_init_end;

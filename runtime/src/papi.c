@@ -21,6 +21,7 @@
  * no user-space counter access); its measured cost is written with the counts.
  *
  * Output: papi/rank-NNNNNN.json per rank, written at MPI_Finalize (format: docs/papi.md). */
+#include <ctype.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
@@ -402,13 +403,23 @@ static void sde_open(void)
 
 static int sde_count;
 
-static void sde_add(void *h, const char *name, const char *desc, long long (*cb)(void *), void *arg)
+/* mode: 0x00 = PAPI_SDE_RO | PAPI_SDE_DELTA (a monotonic counter PAPI reads as deltas), 0x10 =
+ * PAPI_SDE_INSTANT (a level or watermark, read as its value); type 0x0 = PAPI_SDE_long_long */
+static void sde_add_mode(void *h, const char *name, const char *desc, int mode, long long (*cb)(void *), void *arg)
 {
-    /* mode RO|DELTA (0), type long long (0): a monotonic counter PAPI reads as deltas */
-    if (sde_register_cb(h, name, 0x00 | 0x00, 0x0, cb, arg) != 0) return;
+    if (sde_register_cb(h, name, mode, 0x0, cb, arg) != 0) return;
     if (sde_describe) sde_describe(h, name, desc);
     sde_count++;
 }
+
+static void sde_add(void *h, const char *name, const char *desc, long long (*cb)(void *), void *arg)
+{
+    sde_add_mode(h, name, desc, 0x00, cb, arg);
+}
+
+/* Counters mode (runtime/src/spc.c): its fixed counters (unexpected messages, the posted-receive
+ * queue and its watermarks, eager and rendezvous-sized messages, ...) as sde:::mpilens::spc_<name>. */
+static long long read_spc(void *arg) { return (long long)ml_spc_exposed_value((int)(uintptr_t)arg); }
 
 static void sde_register(void)
 {
@@ -417,6 +428,15 @@ static void sde_register(void)
     for (size_t i = 0; i < sizeof sde_totals / sizeof sde_totals[0]; i++)
         sde_add(h, sde_totals[i].name, sde_totals[i].description, sde_totals[i].read, NULL);
     char name[128], desc[160];
+    for (int i = 0; i < ml_spc_exposed(); i++) {
+        int kind = 0;
+        const char *d = "", *nm = ml_spc_exposed_info(i, &kind, &d);
+        if (nm == NULL || !ml_spc_exposed_on(i)) continue;
+        int n = snprintf(name, sizeof name, "spc_%s", nm);
+        for (int k = 4; k < n && k < (int)sizeof name; k++) name[k] = (char)tolower((unsigned char)name[k]);
+        /* kind: 0 counter, 1 timer (ns), 2 level, 3 high and 4 low watermark */
+        sde_add_mode(h, name, d, kind >= 2 ? 0x10 : 0x00, read_spc, (void *)(uintptr_t)i);
+    }
     for (int f = 0; f < ML_NFUNC; f++) {
         snprintf(name, sizeof name, "%s_calls", ml_fn_name[f]);
         snprintf(desc, sizeof desc, "calls of %s", ml_fn_name[f]);
