@@ -270,6 +270,46 @@ def test_quo_calls_are_trace_spans(mpi, tmp_path):
         for r in (0, 1)} | {("QUO_bind_push", 0): 1, ("QUO_qids_in_type", 0): 1, ("QUO_bind_pop", 0): 1}
 
 
+def test_quo_footprint_in_memory_mode(mpi, tmp_path):
+    """QUO's own memory, measured by the memory mode two ways: each QUO call is a region whose
+    memory change is shown (QUO_create loads the hwloc topology and maps the shared segment), and
+    the thesis' Table 5.3 method, a QUO program minus the same program without QUO, is
+    `mpilens memory QUO_RUN --minus TRIVIAL_RUN`."""
+    from mpilens import memory
+
+    MiB = 2**20
+    settings = {"MPILENS_MODE": "memory"}
+    quo = mpirun(mpi, 2, [str(quo_bin(mpi, "mem-quo"))], tmp_path, settings=settings, outdir=tmp_path / "quo")
+    trivial = mpirun(mpi, 2, [str(quo_bin(mpi, "mem-trivial"))], tmp_path, settings=settings,
+                     outdir=tmp_path / "trivial")
+    run = memory.load(quo.rundir)
+    assert not run.problems, run.problems
+    regions = {e["name"]: e for e in run.extents() if e["kind"] == "region"}
+    assert {n: e["instances"] for n, e in regions.items()} == {
+        n: 2 for n in ("QUO_create", "QUO_auto_distrib", "QUO_bind_push", "QUO_bind_pop", "QUO_barrier", "QUO_free")}
+    assert 0.25 * MiB < regions["QUO_create"]["total_change"] < 8 * MiB, regions["QUO_create"]
+    for name in ("QUO_auto_distrib", "QUO_bind_push", "QUO_bind_pop", "QUO_barrier"):
+        assert abs(regions[name]["total_change"]) < 0.5 * MiB, regions[name]
+
+    p = subprocess.run([str(MPILENS), "memory", "--json", str(quo.rundir), "--minus", str(trivial.rundir)],
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    assert p.returncode == 0, p.stderr
+    foot = json.loads(p.stdout)["footprint"]
+    assert foot["baseline"] == str(trivial.rundir) and foot["notes"] == []
+    base = {r["series"]: r["mean"] for r in memory.load(trivial.rundir).peaks()}
+    rows = {r["series"]: r for r in foot["rows"]}
+    assert set(rows) == {"mpi", "mpi_rss", "app", "pss", "rss"}
+    for series, row in rows.items():
+        assert row["baseline"] == base[series]
+        assert row["difference"] == row["run"] - row["baseline"]
+    # measured here: 0.70-0.73 MiB of application memory, 1.6-1.9 MiB of PSS in all per process
+    assert 0.1 * MiB < rows["app"]["difference"] < 4 * MiB, rows["app"]
+    assert 0.25 * MiB < rows["pss"]["difference"] < 8 * MiB, rows["pss"]
+    text = subprocess.run([str(MPILENS), "memory", str(quo.rundir), "--minus", str(trivial.rundir)],
+                          capture_output=True, text=True, timeout=TIMEOUT)
+    assert text.returncode == 0 and "Footprint: this run minus" in text.stdout, text.stderr
+
+
 def test_coupled_example_same_result_in_every_mode(tmp_path):
     """Static under-subscription (1 rank x 2 threads), QUO reconfiguration and the MPI_Barrier
     variant (2 ranks, one worker with 2 threads in phase B) compute the same data."""

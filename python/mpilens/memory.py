@@ -392,6 +392,31 @@ def load(path: str | Path, method: str | None = None) -> MemoryRun:
                      local=local, problems=problems)
 
 
+def footprint(run: MemoryRun, base: MemoryRun) -> dict[str, Any]:
+    """What a program costs in memory beyond a baseline program (the QUO thesis' Table 5.3 method:
+    the QUO program minus the trivial program): per series, mean peak per process of each run and
+    the difference, with its standard error over ranks so that run-to-run noise is visible."""
+    notes = []
+    if run.nranks != base.nranks:
+        notes.append(f"the runs have {run.nranks} and {base.nranks} ranks: the difference mixes in the scale")
+    if run.method != base.method:
+        notes.append(f"the runs used methods {run.method} and {base.method}")
+    b = {row["series"]: row for row in base.peaks()}
+    rows = []
+    for row in run.peaks():
+        other = b[row["series"]]
+        if row["series"] == "tool":
+            continue
+        diff = se = None
+        if row["mean"] is not None and other["mean"] is not None:  # unmeasured stays unmeasured
+            diff = row["mean"] - other["mean"]
+            se = math.sqrt((row["std"] ** 2 / row["ranks"] if row["ranks"] > 1 else 0.0)
+                           + (other["std"] ** 2 / other["ranks"] if other["ranks"] > 1 else 0.0))
+        rows.append({"metric": row["metric"], "series": row["series"], "run": row["mean"], "baseline": other["mean"],
+                     "difference": diff, "std_error": se})
+    return {"run": str(run.path), "baseline": str(base.path), "notes": notes, "rows": rows}
+
+
 def fmt_mib(b: float | None) -> str:
     """Bytes as MiB with one decimal ("-" when missing)."""
     return "-" if b is None or (isinstance(b, float) and math.isnan(b)) else f"{b / 2**20:.1f}"

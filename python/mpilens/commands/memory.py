@@ -14,6 +14,9 @@ def _setup(p: argparse.ArgumentParser) -> None:
     p.add_argument("rundir", type=Path)
     p.add_argument("--json", action="store_true", help="print everything as one JSON document")
     p.add_argument("--top", type=int, default=10, help="MPI functions listed (default 10)")
+    p.add_argument("--minus", type=Path, metavar="BASELINE",
+                   help="also print this run's peaks minus those of a baseline run (a program without the "
+                        "library under study, e.g. QUO's footprint: a QUO program minus a trivial one)")
 
 
 def _pm(row: dict) -> str:
@@ -31,8 +34,12 @@ def cmd_memory(a: argparse.Namespace) -> int:
     from ..memory import fmt_mib
 
     run = memory.load(a.rundir)
+    foot = memory.footprint(run, memory.load(a.minus)) if a.minus is not None else None
     if a.json:
-        json.dump(run.to_dict(), sys.stdout)
+        doc = run.to_dict()
+        if foot is not None:
+            doc["footprint"] = foot
+        json.dump(doc, sys.stdout)
         print()
         return 0
     r0 = run.ranks[0]
@@ -49,6 +56,8 @@ def cmd_memory(a: argparse.Namespace) -> int:
     print(f"  {'application':<14}{_pm(peaks['app']):>18}{'':>18}")
     print(f"  {'total':<14}{_pm(peaks['pss']):>18}{_pm(peaks['rss']):>18}")
     print(f"  {'tool (apart)':<14}{_pm(peaks['tool']):>18}")
+    if foot is not None:
+        _print_footprint(foot)
     rows = run.by_function()[: a.top]
     if rows:
         print("\nMPI memory by function (sum over ranks, MiB)")
@@ -79,3 +88,17 @@ def cmd_memory(a: argparse.Namespace) -> int:
               f"{fmt_mib(r.peak('app')):>10}{fmt_mib(r.peak('pss')):>10}{fmt_mib(r.peak('rss')):>10}  "
               f"{r.ended or 'killed'}")
     return 0
+
+
+def _print_footprint(foot: dict) -> None:
+    """The peaks of this run minus the baseline's, in MiB with enough digits for sub-MiB libraries."""
+    def mib(b: float | None) -> str:
+        return "-" if b is None else f"{b / 2**20:.3f}"
+
+    print(f"\nFootprint: this run minus {foot['baseline']} (mean peak per process, MiB)")
+    for note in foot["notes"]:
+        print(f"Note: {note}")
+    print(f"  {'':<20}{'this run':>10}{'baseline':>10}{'difference':>12}{'± s.e.':>9}")
+    for r in foot["rows"]:
+        print(f"  {r['metric']:<20}{mib(r['run']):>10}{mib(r['baseline']):>10}{mib(r['difference']):>12}"
+              f"{mib(r['std_error']):>9}")
