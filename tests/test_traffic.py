@@ -388,6 +388,56 @@ def test_collectives(mpi, tmp_path):
     assert hist(p, "MPI_Iallreduce") == {bin_of(count * DOUBLE): all_(1)}
 
 
+def cart_slots(r: int, dims: tuple[int, int]) -> list[int | None]:
+    """Neighbours of rank r on a non-periodic row-major 2-D grid in MPI's slot order (per dimension
+    the one below, then the one above); None where MPI has MPI_PROC_NULL."""
+    c = divmod(r, dims[1])
+    out: list[int | None] = []
+    for d in range(2):
+        for step in (-1, 1):
+            n = list(c)
+            n[d] += step
+            out.append(n[0] * dims[1] + n[1] if 0 <= n[d] < dims[d] else None)
+    return out
+
+
+def test_neighborhood_collectives(mpi, tmp_path):
+    """Bytes of neighbourhood collectives count only real neighbours: the MPI_PROC_NULL slots at
+    the edges of a Cartesian grid (whose counts examples/c/neighbor.c sets to 100) move nothing;
+    on a distributed graph the in- and out-degrees differ per rank."""
+    np, dims = 4, (2, 2)  # MPI_Dims_create(4, 2)
+    job = run_example(mpi, "neighbor", np, tmp_path)
+    assert "neighbor: ok" in job.stdout
+    p = job.profile
+    check_run(p, np)
+    slots = [cart_slots(r, dims) for r in range(np)]
+    live = [[i for i, n in enumerate(s) if n is not None] for s in slots]
+    assert [len(x) for x in live] == [2, 2, 2, 2]  # a 2 x 2 grid: every rank has two edges
+    all_ = lambda v: [v] * np  # noqa: E731
+    lv = lambda f: per_rank(np, lambda r: sum(f(r, i) for i in live[r]))  # noqa: E731
+    graph_sent = per_rank(np, lambda r: 5 * INT * (np - 1) if r == 0 else 0)  # rank 0 to all others
+    graph_recv = per_rank(np, lambda r: 0 if r == 0 else 5 * INT)
+    size = lambda i: INT if i % 2 == 0 else DOUBLE  # noqa: E731  alltoallw: the type of slot i
+    check_functions(p, {
+        "MPI_Neighbor_alltoall": {"calls": all_(1), "bytes_sent": lv(lambda r, i: 3 * INT),
+                                  "bytes_recv": lv(lambda r, i: 3 * INT)},
+        "MPI_Neighbor_allgather": {"calls": all_(2),
+                                   "bytes_sent": [a + b for a, b in zip(lv(lambda r, i: 2 * DOUBLE), graph_sent)],
+                                   "bytes_recv": [a + b for a, b in zip(lv(lambda r, i: 2 * DOUBLE), graph_recv)]},
+        "MPI_Neighbor_allgatherv": {"calls": all_(1), "bytes_sent": lv(lambda r, i: (r + 1) * INT),
+                                    "bytes_recv": lv(lambda r, i: (slots[r][i] + 1) * INT)},
+        "MPI_Neighbor_alltoallv": {"calls": all_(1), "bytes_sent": lv(lambda r, i: (i + 1) * INT),
+                                   "bytes_recv": lv(lambda r, i: ((i ^ 1) + 1) * INT)},
+        "MPI_Neighbor_alltoallw": {"calls": all_(1), "bytes_sent": lv(lambda r, i: (i + 1) * size(i)),
+                                   "bytes_recv": lv(lambda r, i: ((i ^ 1) + 1) * size(i ^ 1))},
+        "MPI_Ineighbor_alltoall": {"calls": all_(1), "bytes_sent": lv(lambda r, i: INT),
+                                   "bytes_recv": lv(lambda r, i: INT)},
+        "MPI_Wait": {"calls": all_(1)},
+        "MPI_Barrier": {"calls": all_(1)},
+    })
+    assert p["matrix"] == [], "neighbourhood collectives are collectives, not point-to-point traffic"
+
+
 # ------------------------------------------------------------------------------------ MPI-4
 def test_mpi4_functions(mpi, tmp_path):
     """MPI_Isendrecv, large-count MPI_Send_c / MPI_Recv_c and partitioned communication

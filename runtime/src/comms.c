@@ -162,21 +162,31 @@ void ml_comm_forget(MPI_Comm comm)
     pthread_mutex_unlock(&lock);
 }
 
-void ml_comm_neighbors(MPI_Comm comm, int *indeg, int *outdeg)
+void ml_comm_neighbors(MPI_Comm comm, int *indeg, int *outdeg, uint64_t *null_slots)
 {
     ml_comm_t *c = (ml_comm_t *)ml_comm_get(comm);
     if (c == NULL) {
         *indeg = *outdeg = 0;
+        *null_slots = 0;
         return;
     }
-    if (c->indeg < 0) {
-        /* neighbourhood collectives address one buffer slot per neighbour */
+    if (__atomic_load_n(&c->indeg, __ATOMIC_ACQUIRE) < 0) {
+        /* neighbourhood collectives address one buffer slot per neighbour; on a Cartesian grid the
+         * slots are, per dimension, the neighbour below then the one above, and at the edge of a
+         * non-periodic dimension that neighbour is MPI_PROC_NULL: its slot moves no data */
         int topo = MPI_UNDEFINED, in = 0, out = 0, weighted = 0;
+        uint64_t nulls = 0;
         PMPI_Topo_test(comm, &topo);
         if (topo == MPI_CART) {
             int ndims = 0;
             PMPI_Cartdim_get(comm, &ndims);
             in = out = 2 * ndims;
+            for (int d = 0; d < ndims && d < 32; d++) {
+                int below = MPI_PROC_NULL, above = MPI_PROC_NULL;
+                PMPI_Cart_shift(comm, d, 1, &below, &above);
+                if (below == MPI_PROC_NULL) nulls |= 1ull << (2 * d);
+                if (above == MPI_PROC_NULL) nulls |= 1ull << (2 * d + 1);
+            }
         } else if (topo == MPI_GRAPH) {
             PMPI_Graph_neighbors_count(comm, c->rank, &in);
             out = in;
@@ -184,8 +194,10 @@ void ml_comm_neighbors(MPI_Comm comm, int *indeg, int *outdeg)
             PMPI_Dist_graph_neighbors_count(comm, &in, &out, &weighted);
         }
         c->outdeg = out;
+        c->null_slots = nulls;
         __atomic_store_n(&c->indeg, in, __ATOMIC_RELEASE);
     }
     *indeg = c->indeg;
     *outdeg = c->outdeg;
+    *null_slots = c->null_slots;
 }

@@ -250,6 +250,7 @@ typedef struct ml_comm {
     uintptr_t key;
     int size, rank, remote_size, is_inter;
     int indeg, outdeg;  /* neighbourhood slots; -1 until asked */
+    uint64_t null_slots; /* Cartesian: bit i set when buffer slot i's neighbour is MPI_PROC_NULL */
     int *world;         /* world rank of each rank of the peer group (remote group of intercomms) */
     uint64_t uid;       /* the same on every member: names the communicator in traces */
     uint32_t children;  /* communicators created from this one so far */
@@ -259,7 +260,7 @@ const ml_comm_t *ml_comm_get(MPI_Comm comm);
 void ml_comm_forget(MPI_Comm comm);
 /* A call created newcomm from parent (MPI_COMM_NULL: none): give it its uid. */
 void ml_comm_created(MPI_Comm parent, MPI_Comm newcomm);
-void ml_comm_neighbors(MPI_Comm comm, int *indeg, int *outdeg);
+void ml_comm_neighbors(MPI_Comm comm, int *indeg, int *outdeg, uint64_t *null_slots);
 
 /* World rank of `rank` of the peer group of comm, or -1. */
 ML_HOT int ml_world_rank(MPI_Comm comm, int rank)

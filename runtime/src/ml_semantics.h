@@ -88,18 +88,73 @@ static inline const ml_comm_t *ml_c(MPI_Comm comm)
     return c ? c : &unknown;
 }
 
-static inline int ml_indeg(MPI_Comm comm)
+/* Neighbourhood collectives: one buffer slot per neighbour (in: received from, out: sent to); on a
+ * non-periodic Cartesian grid the slots of MPI_PROC_NULL neighbours move no data and are skipped. */
+static inline int ml_slots(MPI_Comm comm, int out, uint64_t *nulls)
 {
-    int in = 0, out = 0;
-    ml_comm_neighbors(comm, &in, &out);
-    return in;
+    int in = 0, o = 0;
+    ml_comm_neighbors(comm, &in, &o, nulls);
+    return out ? o : in;
 }
 
-static inline int ml_outdeg(MPI_Comm comm)
+static inline int ml_live_peers(MPI_Comm comm, int out)
 {
-    int in = 0, out = 0;
-    ml_comm_neighbors(comm, &in, &out);
-    return out;
+    uint64_t nulls = 0;
+    const int n = ml_slots(comm, out, &nulls);
+    return n - __builtin_popcountll(nulls);
+}
+
+#define ML_LIVE(nulls, i) ((i) >= 64 || !((nulls) >> (i) & 1u))
+
+static inline int64_t ml_nsum(const int *counts, MPI_Comm comm, int out)
+{
+    uint64_t nulls = 0;
+    const int n = ml_slots(comm, out, &nulls);
+    int64_t s = 0;
+    for (int i = 0; i < n; i++)
+        if (ML_LIVE(nulls, i)) s += counts[i];
+    return s;
+}
+
+static inline int64_t ml_nsum_c(const MPI_Count *counts, MPI_Comm comm, int out)
+{
+    uint64_t nulls = 0;
+    const int n = ml_slots(comm, out, &nulls);
+    int64_t s = 0;
+    for (int i = 0; i < n; i++)
+        if (ML_LIVE(nulls, i)) s += counts[i];
+    return s;
+}
+
+static inline int64_t ml_nsumw(const int *counts, const MPI_Datatype *types, MPI_Comm comm, int out)
+{
+    uint64_t nulls = 0;
+    const int n = ml_slots(comm, out, &nulls);
+    int64_t s = 0;
+    for (int i = 0; i < n; i++)
+        if (ML_LIVE(nulls, i) && counts[i] != 0) s += (int64_t)counts[i] * ml_type_size(types[i]);
+    return s;
+}
+
+static inline int64_t ml_nsumw_c(const MPI_Count *counts, const MPI_Datatype *types, MPI_Comm comm, int out)
+{
+    uint64_t nulls = 0;
+    const int n = ml_slots(comm, out, &nulls);
+    int64_t s = 0;
+    for (int i = 0; i < n; i++)
+        if (ML_LIVE(nulls, i) && counts[i] != 0) s += (int64_t)counts[i] * ml_type_size(types[i]);
+    return s;
+}
+
+/* Fortran: datatypes are Fortran handles. */
+static inline int64_t ml_nsumw_f(const int *counts, const MPI_Fint *types, MPI_Comm comm, int out)
+{
+    uint64_t nulls = 0;
+    const int n = ml_slots(comm, out, &nulls);
+    int64_t s = 0;
+    for (int i = 0; i < n; i++)
+        if (ML_LIVE(nulls, i) && counts[i] != 0) s += (int64_t)counts[i] * ml_type_size(PMPI_Type_f2c(types[i]));
+    return s;
 }
 
 #define TSIZE(dt) ml_type_size(dt)
@@ -114,7 +169,18 @@ static inline int ml_outdeg(MPI_Comm comm)
 #define SUMW(counts, types, n) _Generic((counts), \
     const MPI_Count *: ml_sumw_c, MPI_Count *: ml_sumw_c, default: ml_sumw)((counts), (types), (n))
 #define SUMWF(counts, types, n) ml_sumw_f((counts), (types), (n))
-#define INDEG(comm) ml_indeg(comm)
-#define OUTDEG(comm) ml_outdeg(comm)
+/* neighbourhood collectives: peers that move data, and sums over their buffer slots */
+#define INPEERS(comm) ml_live_peers((comm), 0)
+#define OUTPEERS(comm) ml_live_peers((comm), 1)
+#define NSUM_IN(counts, comm) _Generic((counts), \
+    const MPI_Count *: ml_nsum_c, MPI_Count *: ml_nsum_c, default: ml_nsum)((counts), (comm), 0)
+#define NSUM_OUT(counts, comm) _Generic((counts), \
+    const MPI_Count *: ml_nsum_c, MPI_Count *: ml_nsum_c, default: ml_nsum)((counts), (comm), 1)
+#define NSUMW_IN(counts, types, comm) _Generic((counts), \
+    const MPI_Count *: ml_nsumw_c, MPI_Count *: ml_nsumw_c, default: ml_nsumw)((counts), (types), (comm), 0)
+#define NSUMW_OUT(counts, types, comm) _Generic((counts), \
+    const MPI_Count *: ml_nsumw_c, MPI_Count *: ml_nsumw_c, default: ml_nsumw)((counts), (types), (comm), 1)
+#define NSUMWF_IN(counts, types, comm) ml_nsumw_f((counts), (types), (comm), 0)
+#define NSUMWF_OUT(counts, types, comm) ml_nsumw_f((counts), (types), (comm), 1)
 
 #endif
