@@ -11,9 +11,12 @@ statistics gathered so far.
 
 from __future__ import annotations
 
+import subprocess
+
 import pytest
 
-from conftest import fn, run_example
+from conftest import MPILENS, TIMEOUT, fn, run_example
+from mpilens import rundir
 
 DOUBLE = 8
 
@@ -182,6 +185,48 @@ def test_pcontrol_reset(mpi, tmp_path):
     assert post["visits"] == all_(1)
     assert calls_of(post) == {"MPI_Allreduce": all_(c), "MPI_Send": all_(c), "MPI_Recv": all_(c)}
     assert post["functions"]["MPI_Send"]["bytes_sent"] == all_(c * 300)
+
+
+def test_pcontrol_snapshots(mpi, tmp_path):
+    """MPI_Pcontrol(3) and (4) write mpiP's intermediate reports: each rank's statistics as of its
+    n-th such call, reported with `mpilens report --snapshot n`; measuring goes on, and a snapshot
+    only some ranks took says which are missing."""
+    np, a, c = 3, 4, 3
+    job = run_example(mpi, "pcontrol", np, tmp_path, ["snapshot", str(a), str(c)])
+    assert "pcontrol snapshot: done" in job.stdout
+    all_ = lambda v: [v] * np  # noqa: E731
+    assert rundir.snapshots(job.rundir) == [1, 2, 3]
+
+    first = rundir.load_snapshot(job.rundir, 1).profile
+    assert fn(first, "MPI_Barrier", "calls") == all_(a)
+    assert fn(first, "MPI_Send", "bytes_sent") == all_(a * 100)
+    assert fn(first, "MPI_Recv", "bytes_recv") == all_(a * 100)
+    assert fn(first, "MPI_Allreduce", "calls") == all_(0)
+    assert matrix(first) == {(r, (r + 1) % np): (a, a * 100) for r in range(np)}
+
+    second = rundir.load_snapshot(job.rundir, 2).profile
+    assert fn(second, "MPI_Barrier", "calls") == all_(a)
+    assert fn(second, "MPI_Allreduce", "calls") == all_(c)
+    assert fn(second, "MPI_Send", "bytes_sent") == all_(a * 100 + c * 300)
+    walls = [[r["wall_time_s"] for r in snap["ranks"]] for snap in (first, second)]
+    assert all(w2 > w1 for w1, w2 in zip(*walls)), walls
+
+    third = rundir.load_snapshot(job.rundir, 3)  # rank 0 alone
+    assert fn(third.profile, "MPI_Barrier", "calls") == [a + 1, None, None]  # unmeasured, not zero
+    assert any("ranks 1-2 wrote no such snapshot" in p for p in third.problems), third.problems
+
+    final = job.profile  # the whole run is unaffected
+    check_run(final, np)
+    assert fn(final, "MPI_Barrier", "calls") == all_(a + 1)
+    assert fn(final, "MPI_Send", "bytes_sent") == all_(a * 100 + c * 300)
+
+    text = subprocess.run([str(MPILENS), "report", str(job.rundir), "--snapshot", "2"], capture_output=True,
+                          text=True, timeout=TIMEOUT)
+    assert text.returncode == 0, text.stderr
+    assert "MPI_Pcontrol snapshot 2" in text.stdout and "MPI_Allreduce" in text.stdout
+    bad = subprocess.run([str(MPILENS), "report", str(job.rundir), "--snapshot", "7"], capture_output=True,
+                         text=True, timeout=TIMEOUT)
+    assert bad.returncode != 0 and bad.stderr.count("\n") == 1 and "it has 1, 2, 3" in bad.stderr, bad.stderr
 
 
 def test_pcontrol_requests_completed_while_stopped(mpi, tmp_path):

@@ -21,6 +21,10 @@
  *   pcontrol reset A C
  *       region "pre": A x (MPI_Barrier + ring of 100 bytes); MPI_Pcontrol(2) (outside regions);
  *       region "post": C x (MPI_Allreduce of one double + ring of 300 bytes)
+ *   pcontrol snapshot A C
+ *       A x (MPI_Barrier + ring of 100 bytes); MPI_Pcontrol(3);
+ *       C x (MPI_Allreduce of one double + ring of 300 bytes); MPI_Pcontrol(4);
+ *       1 MPI_Barrier; rank 0 alone then calls MPI_Pcontrol(3) a third time
  *   pcontrol straddle SIZE
  *       MPI_Irecv from r-1 + MPI_Isend to r+1 of SIZE bytes; MPI_Pcontrol(0); MPI_Waitall of both;
  *       MPI_Pcontrol(1); 1 MPI_Barrier (every request is completed before MPI_Finalize)
@@ -149,6 +153,22 @@ static void reset(int a, int c)
     mpilens_region_end("post");
 }
 
+static void snapshots(int a, int c)
+{
+    for (int i = 0; i < a; i++) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        ring(100, i);
+    }
+    MPI_Pcontrol(3);
+    for (int i = 0; i < c; i++) {
+        if (allreduce(1.0) != nprocs) die("MPI_Allreduce result");
+        ring(300, i);
+    }
+    MPI_Pcontrol(4);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0) MPI_Pcontrol(3);
+}
+
 static void straddle(int size)
 {
     char *out = calloc((size_t)size + 1, 1), *in = calloc((size_t)size + 1, 1);
@@ -176,10 +196,12 @@ int main(int argc, char **argv)
         onoff(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]));
     else if (strcmp(mode, "reset") == 0 && argc > 3)
         reset(atoi(argv[2]), atoi(argv[3]));
+    else if (strcmp(mode, "snapshot") == 0 && argc > 3)
+        snapshots(atoi(argv[2]), atoi(argv[3]));
     else if (strcmp(mode, "straddle") == 0 && argc > 2)
         straddle(atoi(argv[2]));
     else
-        die("usage: pcontrol regions ITERS SIZE | onoff A B C | reset A C | straddle SIZE");
+        die("usage: pcontrol regions ITERS SIZE | onoff A B C | reset A C | snapshot A C | straddle SIZE");
     if (rank == 0) printf("pcontrol %s: done\n", mode);
     MPI_Finalize();
     return 0;

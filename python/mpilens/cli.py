@@ -83,6 +83,9 @@ def _setup_report(p: argparse.ArgumentParser) -> None:
     p.add_argument("--html", type=Path, metavar="FILE", help="also write the self-contained HTML report to FILE")
     p.add_argument("--png", type=Path, metavar="DIR", help="also write the report's figures as PNG files into DIR")
     p.add_argument("--quiet", action="store_true", help="no progress display")
+    p.add_argument("--snapshot", type=int, metavar="N",
+                   help="report the statistics as of the N-th MPI_Pcontrol(3) or (4) call of each rank "
+                        "(mpiP's intermediate reports) instead of the whole run")
 
 
 @command("report", "print the report of a run directory", _setup_report)
@@ -94,10 +97,10 @@ def cmd_report(a: argparse.Namespace) -> int:
 
     # steps: read, statistics, one per HTML section, one per PNG figure (about five per section)
     sections = len(all_sections()) if (a.html or a.png) else 0
-    traced = (a.rundir / "trace").is_dir()
+    traced = (a.rundir / "trace").is_dir() and a.snapshot is None  # a trace covers the whole run
     with Steps(2 + traced + (sections if a.html else 0) + (5 * sections if a.png else 0), quiet=a.quiet) as step:
         step("reading the run directory")
-        run = rundir.load(a.rundir)
+        run = rundir.load(a.rundir) if a.snapshot is None else rundir.load_snapshot(a.rundir, a.snapshot)
         step("statistics across ranks")
         s = summary.summarize(run.profile)
         found = findings.find(run, s)

@@ -23,7 +23,7 @@ class Run:
     path: Path
     meta: dict[str, Any] | None
     profile: dict[str, Any]
-    source: str  # "profile.json" or "per-rank files"
+    source: str  # "profile.json", "per-rank files" or "MPI_Pcontrol snapshot N"
     problems: list[str] = field(default_factory=list)
 
     @property
@@ -217,6 +217,48 @@ def load(path: str | Path) -> Run:
                     + (f" (missing: {_ranges(missing)})" if missing else "")
                     + "; the job did not reach MPI_Finalize")
     return Run(path, meta, profile, "per-rank files", problems)
+
+
+def snapshots(path: str | Path) -> list[int]:
+    """Numbers of the MPI_Pcontrol(3|4) snapshots a run directory holds (pcontrol/NNNN/)."""
+    folder = Path(path) / "pcontrol"
+    return sorted(int(d.name) for d in folder.iterdir() if d.is_dir() and d.name.isdigit()) if folder.is_dir() else []
+
+
+def load_snapshot(path: str | Path, number: int) -> Run:
+    """The statistics as of each rank's number-th MPI_Pcontrol(3) or (4) call (mpiP's intermediate
+    reports), aggregated over the ranks that wrote that snapshot.
+
+    Raises:
+        RunDirectoryError: no such snapshot, or none of its files is readable.
+    """
+    path = Path(path)
+    if not path.is_dir():
+        raise RunDirectoryError(f"{path}: no such run directory")
+    folder = path / "pcontrol" / f"{number:04d}"
+    have = snapshots(path)
+    if not folder.is_dir():
+        which = f"it has {', '.join(map(str, have))}" if have else "the program never called MPI_Pcontrol(3) or (4)"
+        raise RunDirectoryError(f"{path}: no MPI_Pcontrol snapshot {number} ({which})")
+    problems: list[str] = []
+    meta = _load_json(path / "meta.json", problems)
+    if not isinstance(meta, dict):
+        meta = None
+    payloads = []
+    for f in sorted(folder.glob("rank-*.bin")):
+        try:
+            payloads.append(pl.parse(f.read_bytes()))
+        except (pl.PayloadError, OSError) as err:
+            problems.append(f"pcontrol/{folder.name}/{f.name} is damaged: {err}")
+    if not payloads:
+        raise RunDirectoryError(f"{folder}: no readable snapshot file{' (' + '; '.join(problems) + ')' if problems else ''}")
+    nranks = int((meta or {}).get("nranks") or max(p.nranks for p in payloads))
+    profile = profile_from_payloads(payloads, nranks)
+    missing = [r for r in range(nranks) if profile["ranks"][r]["host"] is None]
+    problems.insert(0, f"MPI_Pcontrol snapshot {number}: each rank's statistics as of its MPI_Pcontrol(3|4) call "
+                       f"number {number}; the run went on"
+                       + (f"; ranks {_ranges(missing)} wrote no such snapshot" if missing else ""))
+    return Run(path, meta, profile, f"MPI_Pcontrol snapshot {number}", problems)
 
 
 def _ranges(values: list[int]) -> str:

@@ -1,6 +1,7 @@
 /* Process lifetime of the runtime: configuration, clock, thread states, MPI_Init and MPI_Finalize
  * hooks, MPI_Pcontrol, and the last-chance dumps of processes that end without MPI_Finalize. */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -405,9 +406,36 @@ static void reset_all(void)
     ml_g.t_init_end = ml_now();
 }
 
+/* mpiP's intermediate reports: this rank's statistics so far, in the format of the per-rank files
+ * of a job that ended early, as pcontrol/NNNN/rank-RRRRRR.bin (NNNN: this rank's n-th snapshot).
+ * Unlike mpiP, no collective: a rank that calls it alone does not hang the job; `mpilens report
+ * --snapshot N` aggregates the ranks that wrote snapshot N. */
+static void snapshot(void)
+{
+    static int taken;
+    char dir[4200], path[4300], tmp[4310];
+    snprintf(dir, sizeof dir, "%s/pcontrol/%04d", ml_g.outdir, ++taken);
+    if (make_dir(dir) != 0) {
+        ml_log(0, "MPI_Pcontrol: cannot create %s (%s): no snapshot", dir, strerror(errno));
+        return;
+    }
+    snprintf(path, sizeof path, "%s/rank-%06d.bin", dir, ml_g.rank);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    char buffer[1 << 14];
+    ml_sink_t s = {buffer, 0, sizeof buffer, open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666), 0};
+    if (s.fd < 0) {
+        ml_log(0, "MPI_Pcontrol: cannot write %s (%s): no snapshot", tmp, strerror(errno));
+        return;
+    }
+    ml_payload_write(&s, 0, ML_END_SNAPSHOT, 0);
+    close(s.fd);
+    if (s.failed || rename(tmp, path) != 0) ml_log(0, "MPI_Pcontrol: writing %s failed", path);
+}
+
 void ml_pcontrol(int level)
 {
-    /* mpiP's meaning: 0 stops measuring, 1 resumes, 2 resets the statistics. */
+    /* mpiP's meaning: 0 stops measuring, 1 resumes, 2 resets the statistics, 3 and 4 write an
+     * intermediate report (mpiP: verbose and concise; here one snapshot, detailed at report time). */
     if (!ml_g.ready) return;
     if (level == 0) {
         ml_g.enabled = 0;
@@ -415,6 +443,8 @@ void ml_pcontrol(int level)
         ml_g.enabled = 1;
     } else if (level == 2) {
         reset_all();
+    } else if (level == 3 || level == 4) {
+        snapshot();
     }
     __atomic_store_n(&ml_g.active, ml_g.enabled, __ATOMIC_RELEASE);
 }

@@ -591,6 +591,7 @@ int ml_profile_write(const char *path, const char *payloads, size_t len, int nra
 int ml_meta_write(const char *hosts, int hostlen);
 int ml_meta_finish(void);
 
-enum { ML_END_FINALIZE = 0, ML_END_EXIT = 1, ML_END_SIGNAL = 2, ML_END_ABORT = 3 };
+enum { ML_END_FINALIZE = 0, ML_END_EXIT = 1, ML_END_SIGNAL = 2, ML_END_ABORT = 3,
+       ML_END_SNAPSHOT = 4 /* still running: an MPI_Pcontrol(3|4) snapshot */ };
 
 #endif
