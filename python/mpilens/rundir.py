@@ -251,7 +251,8 @@ def load_snapshot(path: str | Path, number: int) -> Run:
         except (pl.PayloadError, OSError) as err:
             problems.append(f"pcontrol/{folder.name}/{f.name} is damaged: {err}")
     if not payloads:
-        raise RunDirectoryError(f"{folder}: no readable snapshot file{' (' + '; '.join(problems) + ')' if problems else ''}")
+        detail = f" ({'; '.join(problems)})" if problems else ""
+        raise RunDirectoryError(f"{folder}: no readable snapshot file{detail}")
     nranks = int((meta or {}).get("nranks") or max(p.nranks for p in payloads))
     profile = profile_from_payloads(payloads, nranks)
     missing = [r for r in range(nranks) if profile["ranks"][r]["host"] is None]

@@ -414,7 +414,7 @@ static void snapshot(void)
 {
     static int taken;
     char dir[4200], path[4300], tmp[4310];
-    snprintf(dir, sizeof dir, "%s/pcontrol/%04d", ml_g.outdir, ++taken);
+    snprintf(dir, sizeof dir, "%s/pcontrol/%04d", ml_g.outdir, __atomic_add_fetch(&taken, 1, __ATOMIC_RELAXED));
     if (make_dir(dir) != 0) {
         ml_log(0, "MPI_Pcontrol: cannot create %s (%s): no snapshot", dir, strerror(errno));
         return;
