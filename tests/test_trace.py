@@ -277,14 +277,18 @@ def test_exports(tmp_path):
 
 
 def test_killed_job_leaves_a_readable_trace(mpi, tmp_path):
+    """SIGTERM to the launcher: each rank writes what it has from its signal handler, and the writer
+    thread has written the filling buffers every 10 ms before (MPICH's launcher follows SIGTERM
+    with SIGKILL at once, which a rank of a loaded machine may receive before its handler ran)."""
     from test_bad_input import children, kill_env, read_until
 
     out = tmp_path / "run"
-    cmd = [str(MPILENS), "run", "-o", str(out), "--mode", "trace", "--", *launcher(mpi, 2),
-           str(Path(__file__).parents[1] / "build" / mpi / "examples" / "sleeper"), "-n", "100000", "-s", "10"]
+    cmd = [str(MPILENS), "run", "-o", str(out), "--mode", "trace", "--set", "MPILENS_TRACE_FLUSH_MS=10", "--",
+           *launcher(mpi, 2), str(Path(__file__).parents[1] / "build" / mpi / "examples" / "sleeper"),
+           "-n", "100000", "-s", "10"]
     proc = subprocess.Popen(cmd, env=kill_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        read_until(proc, r"^step 5$", timeout=120)
+        read_until(proc, r"^step 20$", timeout=120)
         os.kill(children(proc.pid)[0], signal.SIGTERM)
         proc.communicate(timeout=120)
     finally:
