@@ -20,3 +20,17 @@ def test_frames_match_profile(tmp_path):
     assert list(mpilens.frames.ranks(run)["rank"]) == list(range(np))
     sizes = mpilens.frames.message_sizes(run)
     assert sizes[(sizes.function == "MPI_Send")]["bin"].unique().tolist() == [size.bit_length()]
+
+
+def test_command_line_loads_no_numerical_stack():
+    """`mpilens run` stays alive next to the job for its whole duration: registering the commands
+    must not import numpy (whose OpenBLAS starts threads that spin on the cores the ranks need) or
+    pandas/scipy/matplotlib; the commands that need them import them when they run."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nsys.argv = ['mpilens', '--help']\nimport mpilens.cli\n"
+            "try:\n    mpilens.cli.main()\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in ('numpy', 'pandas', 'scipy', 'matplotlib') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "[]", out

@@ -14,8 +14,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from .. import units
 from ..cli import command
 from ..errors import MpilensError
@@ -230,6 +228,8 @@ def _setup_heatmap(p: argparse.ArgumentParser) -> None:
 
 @command("heatmap", "rank x time heatmap of a counter from the snapshots (counters mode)", _setup_heatmap)
 def cmd_heatmap(a: argparse.Namespace) -> int:
+    import numpy as np
+
     from ..counters_spc import draw_heatmap, grid_remap, load, parse_grid
 
     c = load(a.rundir)
