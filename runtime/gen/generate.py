@@ -270,7 +270,7 @@ def trace_line(fn: str, sem: Semantics, r: Roles, status_expr: str) -> str:
               f".stag = {r.stag or '0'}", f".rtag = {r.rtag or '0'}",
               f".sent = {'ml_sent' if data else '0'}", f".recv = {'ml_recv' if data else '0'}",
               f".req = {'ml_seq' if sem.request else '0'}", f".status = {status}"]
-    return ("if (ML_UNLIKELY(ml_t->observe)) { const ml_call_t ml_call = {" + ", ".join(fields) +
+    return ("if (ML_UNLIKELY(ml_t->observe & ML_OBS_AT_CALL)) { const ml_call_t ml_call = {" + ", ".join(fields) +
             "}; ml_observe_call(ml_t, &ml_call); }")
 
 
@@ -438,7 +438,8 @@ def f_wrapper(f: standard.StdFunction, proto: cheader.CPrototype, sem: Semantics
     if null and sem.request is None:
         body.append(f"        ml_null = {null};")
     if traced:
-        body += ["        if (ML_UNLIKELY(ml_t->observe)) {"] + ["            " + line for line in convert(traced)]
+        body += ["        if (ML_UNLIKELY(ml_t->observe & ML_OBS_AT_CALL)) {"]
+        body += ["            " + line for line in convert(traced)]
         body += ["            " + trace, "        }"]
     else:
         body.append("        " + trace)

@@ -1,7 +1,7 @@
 /* Process lifetime of the runtime: configuration, clock, thread states, MPI_Init and MPI_Finalize
  * hooks, MPI_Pcontrol, and the last-chance dumps of processes that end without MPI_Finalize. */
 #include <errno.h>
-#include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -196,7 +196,7 @@ void ml_abort_dump(void)
 }
 
 /* ------------------------------------------------------------------------------- MPI_Init */
-static int make_dir(const char *path)
+int ml_make_dirs(const char *path)
 {
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s", path);
@@ -245,7 +245,7 @@ void ml_init_after_mpi_init(int thread_level, uint64_t t_begin)
         choose_outdir(dir.path, sizeof dir.path);
         char ranks[4200];
         snprintf(ranks, sizeof ranks, "%s/ranks", dir.path);
-        dir.ok = make_dir(dir.path) == 0 && make_dir(ranks) == 0;
+        dir.ok = ml_make_dirs(dir.path) == 0 && ml_make_dirs(ranks) == 0;
         if (!dir.ok)
             fprintf(stderr, "mpilens: cannot create the run directory %s (%s); running the application without mpilens\n",
                     dir.path, strerror(errno));
@@ -256,9 +256,8 @@ void ml_init_after_mpi_init(int thread_level, uint64_t t_begin)
         return;
     }
     /* an absolute path: the handlers that write partial data may run after a chdir() */
-    char *abs = realpath(dir.path, NULL);
-    snprintf(ml_g.outdir, sizeof ml_g.outdir, "%s", abs ? abs : dir.path);
-    free(abs);
+    char abs[PATH_MAX]; /* not realpath's malloc: in memory mode it would count as MPI_Init's */
+    snprintf(ml_g.outdir, sizeof ml_g.outdir, "%s", realpath(dir.path, abs) ? abs : dir.path);
     snprintf(ml_g.partial_path, sizeof ml_g.partial_path, "%s/ranks/rank-%06d.partial", ml_g.outdir, ml_g.rank);
     snprintf(ml_g.partial_tmp_path, sizeof ml_g.partial_tmp_path, "%s.tmp", ml_g.partial_path);
 
@@ -299,8 +298,10 @@ void ml_init_after_mpi_init(int thread_level, uint64_t t_begin)
     if ((ml_g.config.mode & ML_MODE_MEMORY) && ml_memory_init() != 0)
         fprintf(stderr, "mpilens: rank %d cannot write its memory samples into %s/memory (%s); memory mode is off\n",
                 ml_g.rank, ml_g.outdir, strerror(errno));
-    if ((ml_g.config.mode & ML_MODE_COUNTERS) && ml_spc_init() != 0 && ml_g.rank == 0)
-        fprintf(stderr, "mpilens: the counters mode could not start; measuring without it\n");
+    if ((ml_g.config.mode & ML_MODE_COUNTERS) && ml_spc_init() != 0) {
+        ml_spc_on = 0; /* init sets it early (its MPI_T lookups need it): nothing may count now */
+        if (ml_g.rank == 0) fprintf(stderr, "mpilens: the counters mode could not start; measuring without it\n");
+    }
     /* after the counters: papi mode publishes them as software-defined events */
     if (ml_g.config.mode & ML_MODE_PAPI) ml_papi_init();
     ml_observers_start();
@@ -415,21 +416,14 @@ static void snapshot(void)
     static int taken;
     char dir[4200], path[4300], tmp[4310];
     snprintf(dir, sizeof dir, "%s/pcontrol/%04d", ml_g.outdir, __atomic_add_fetch(&taken, 1, __ATOMIC_RELAXED));
-    if (make_dir(dir) != 0) {
+    if (ml_make_dirs(dir) != 0) {
         ml_log(0, "MPI_Pcontrol: cannot create %s (%s): no snapshot", dir, strerror(errno));
         return;
     }
     snprintf(path, sizeof path, "%s/rank-%06d.bin", dir, ml_g.rank);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    char buffer[1 << 14];
-    ml_sink_t s = {buffer, 0, sizeof buffer, open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666), 0};
-    if (s.fd < 0) {
-        ml_log(0, "MPI_Pcontrol: cannot write %s (%s): no snapshot", tmp, strerror(errno));
-        return;
-    }
-    ml_payload_write(&s, 0, ML_END_SNAPSHOT, 0);
-    close(s.fd);
-    if (s.failed || rename(tmp, path) != 0) ml_log(0, "MPI_Pcontrol: writing %s failed", path);
+    if (ml_payload_to_file(tmp, path, ML_END_SNAPSHOT, 0) != 0)
+        ml_log(0, "MPI_Pcontrol: cannot write %s (%s): no snapshot", path, strerror(errno));
 }
 
 void ml_pcontrol(int level)

@@ -215,7 +215,7 @@ ML_EXPORT int MPI_Start(MPI_Request *request)
         ml_req_t *e = ml_req_find(*request);
         if (e != NULL) seq = ml_req_start(t, e);
     }
-    if (ML_UNLIKELY(t->observe)) {
+    if (ML_UNLIKELY(t->observe & ML_OBS_AT_CALL)) {
         const ml_call_t c = {.fn = ML_FN_MPI_Start, .t0 = t0, .t1 = t1, .comm = MPI_COMM_NULL, .dst = -1, .src = -1,
                              .req = seq};
         ml_observe_call(t, &c);
@@ -236,7 +236,7 @@ ML_EXPORT int MPI_Startall(int count, MPI_Request array_of_requests[])
         for (int i = 0; i < count; i++) {
             ml_req_t *e = ml_req_find(array_of_requests[i]);
             const uint64_t seq = e != NULL ? ml_req_start(t, e) : 0;
-            if (ML_UNLIKELY(t->observe) && seq) { /* one record per started operation */
+            if (ML_UNLIKELY(t->observe & ML_OBS_AT_CALL) && seq) { /* one record per started operation */
                 const ml_call_t c = {.fn = ML_FN_MPI_Startall, .t0 = t0, .t1 = t1, .comm = MPI_COMM_NULL,
                                      .dst = -1, .src = -1, .req = seq};
                 ml_observe_call(t, &c);

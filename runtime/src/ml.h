@@ -31,8 +31,9 @@
 #define ML_OBS_COUNTERS 0x2u
 #define ML_OBS_MEMORY 0x4u
 #define ML_OBS_PAPI 0x8u
-#define ML_OBS_MPIT 0x10u
 #define ML_OBS_AT_ENTER (ML_OBS_MEMORY | ML_OBS_PAPI)
+/* ml_observe_call (peers, tags, bytes of a successful call) is for these modes only */
+#define ML_OBS_AT_CALL (ML_OBS_TRACE | ML_OBS_COUNTERS)
 /* ml_observe_leave runs after every measured call (successful or not) for these modes */
 #define ML_OBS_AT_LEAVE (ML_OBS_COUNTERS | ML_OBS_MEMORY | ML_OBS_PAPI)
 
@@ -544,6 +545,8 @@ void ml_finalize_before_mpi_finalize(void);
 void ml_pcontrol(int level);
 void ml_abort_dump(void);
 void ml_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* mkdir -p; 0 when the directory exists and is writable */
+int ml_make_dirs(const char *path);
 
 /* Make t's scratch arrays hold at least n entries. */
 void ml_scratch_reserve(ml_thread_t *t, size_t n);
@@ -587,6 +590,8 @@ void ml_sink_flush(ml_sink_t *s);
 /* Serialize this process's measurements (see runtime/src/payload.c for the format). */
 void ml_payload_write(ml_sink_t *s, int complete, int reason, int signo);
 void ml_partial_dump(int reason, int signo);
+/* this rank's statistics so far into path (via tmp); 0 on success */
+int ml_payload_to_file(const char *tmp, const char *path, int reason, int signo);
 int ml_profile_write(const char *path, const char *payloads, size_t len, int nranks, double gather_s);
 int ml_meta_write(const char *hosts, int hostlen);
 int ml_meta_finish(void);

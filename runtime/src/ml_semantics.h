@@ -104,57 +104,30 @@ static inline int ml_live_peers(MPI_Comm comm, int out)
     return n - __builtin_popcountll(nulls);
 }
 
-#define ML_LIVE(nulls, i) ((i) >= 64 || !((nulls) >> (i) & 1u))
-
-static inline int64_t ml_nsum(const int *counts, MPI_Comm comm, int out)
-{
-    uint64_t nulls = 0;
-    const int n = ml_slots(comm, out, &nulls);
-    int64_t s = 0;
-    for (int i = 0; i < n; i++)
-        if (ML_LIVE(nulls, i)) s += counts[i];
+/* The sums over the slots of the neighbours that move data, for int and MPI_Count counts, with
+ * one datatype (the caller multiplies) or one per slot (SIZE(i)); one body for all of them. */
+#define ML_NSUM_BODY(SIZE)                                                                        \
+    uint64_t nulls = 0;                                                                           \
+    const int n = ml_slots(comm, out, &nulls);                                                    \
+    int64_t s = 0;                                                                                \
+    for (int i = 0; i < n; i++)                                                                   \
+        if ((i >= 64 || !(nulls >> i & 1u)) && counts[i] != 0) s += (int64_t)counts[i] * (SIZE); \
     return s;
-}
 
-static inline int64_t ml_nsum_c(const MPI_Count *counts, MPI_Comm comm, int out)
-{
-    uint64_t nulls = 0;
-    const int n = ml_slots(comm, out, &nulls);
-    int64_t s = 0;
-    for (int i = 0; i < n; i++)
-        if (ML_LIVE(nulls, i)) s += counts[i];
-    return s;
-}
-
+static inline int64_t ml_nsum(const int *counts, MPI_Comm comm, int out) { ML_NSUM_BODY(1) }
+static inline int64_t ml_nsum_c(const MPI_Count *counts, MPI_Comm comm, int out) { ML_NSUM_BODY(1) }
 static inline int64_t ml_nsumw(const int *counts, const MPI_Datatype *types, MPI_Comm comm, int out)
 {
-    uint64_t nulls = 0;
-    const int n = ml_slots(comm, out, &nulls);
-    int64_t s = 0;
-    for (int i = 0; i < n; i++)
-        if (ML_LIVE(nulls, i) && counts[i] != 0) s += (int64_t)counts[i] * ml_type_size(types[i]);
-    return s;
+    ML_NSUM_BODY(ml_type_size(types[i]))
 }
-
 static inline int64_t ml_nsumw_c(const MPI_Count *counts, const MPI_Datatype *types, MPI_Comm comm, int out)
 {
-    uint64_t nulls = 0;
-    const int n = ml_slots(comm, out, &nulls);
-    int64_t s = 0;
-    for (int i = 0; i < n; i++)
-        if (ML_LIVE(nulls, i) && counts[i] != 0) s += (int64_t)counts[i] * ml_type_size(types[i]);
-    return s;
+    ML_NSUM_BODY(ml_type_size(types[i]))
 }
-
 /* Fortran: datatypes are Fortran handles. */
 static inline int64_t ml_nsumw_f(const int *counts, const MPI_Fint *types, MPI_Comm comm, int out)
 {
-    uint64_t nulls = 0;
-    const int n = ml_slots(comm, out, &nulls);
-    int64_t s = 0;
-    for (int i = 0; i < n; i++)
-        if (ML_LIVE(nulls, i) && counts[i] != 0) s += (int64_t)counts[i] * ml_type_size(PMPI_Type_f2c(types[i]));
-    return s;
+    ML_NSUM_BODY(ml_type_size(PMPI_Type_f2c(types[i])))
 }
 
 #define TSIZE(dt) ml_type_size(dt)

@@ -309,21 +309,26 @@ void ml_payload_write(ml_sink_t *s, int complete, int reason, int signo)
     }
 }
 
+/* This rank's statistics so far as a file, written under a temporary name and renamed when whole:
+ * a rank killed while writing (MPICH's launcher sends SIGKILL soon after SIGTERM) leaves no file
+ * rather than a damaged one. No allocation: it also runs in signal handlers. */
+int ml_payload_to_file(const char *tmp, const char *path, int reason, int signo)
+{
+    char buffer[1 << 14];
+    ml_sink_t s = {buffer, 0, sizeof buffer, open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666), 0};
+    if (s.fd < 0) return -1;
+    ml_payload_write(&s, 0, reason, signo);
+    close(s.fd);
+    return s.failed || rename(tmp, path) != 0 ? -1 : 0;
+}
+
 void ml_partial_dump(int reason, int signo)
 {
     static int done;
     if (!__atomic_load_n(&ml_g.ready, __ATOMIC_ACQUIRE) || ml_g.finalized) return;
     if (__atomic_exchange_n(&done, 1, __ATOMIC_ACQ_REL)) return;
     __atomic_store_n(&ml_g.active, 0, __ATOMIC_RELEASE);
-    static char buffer[1 << 16];
-    ml_sink_t s = {buffer, 0, sizeof buffer, -1, 0};
-    /* written under a temporary name and renamed when whole: a rank killed while writing (MPICH's
-     * launcher sends SIGKILL soon after SIGTERM) leaves no file rather than a damaged one */
-    s.fd = open(ml_g.partial_tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-    if (s.fd < 0) return;
-    ml_payload_write(&s, 0, reason, signo);
-    close(s.fd);
-    if (!s.failed) rename(ml_g.partial_tmp_path, ml_g.partial_path);
+    ml_payload_to_file(ml_g.partial_tmp_path, ml_g.partial_path, reason, signo);
     if (ml_g.tracing) ml_trace_emergency();
     ml_memory_emergency(reason);
 }

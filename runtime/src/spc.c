@@ -352,7 +352,7 @@ void ml_spc_done(ml_thread_t *t, const ml_req_t *e, const MPI_Status *st, int64_
 
 void ml_spc_probe(ml_thread_t *t, int source, int tag, MPI_Comm comm)
 {
-    if (source == MPI_PROC_NULL) return;
+    if (source == MPI_PROC_NULL || t->spc == NULL) return; /* t->spc: NULL when its mapping failed */
     int flag = 0;
     ADD(t->spc[S_UNEXPECTED_PROBES], 1);
     if (PMPI_Iprobe(source, tag, comm, &flag, MPI_STATUS_IGNORE) == MPI_SUCCESS && flag) ADD(t->spc[S_UNEXPECTED], 1);
@@ -480,9 +480,6 @@ static void eager_limits(void)
         S.eager_shm = S.eager_net = v;
         snprintf(S.eager_src_shm, sizeof S.eager_src_shm, "MPIR_CVAR_CH3_EAGER_MAX_MSG_SIZE");
         snprintf(S.eager_src_net, sizeof S.eager_src_net, "MPIR_CVAR_CH3_EAGER_MAX_MSG_SIZE");
-    }
-    if (read_cvar_int("MPIR_CVAR_CH4_OFI_EAGER_MAX_MSG_SIZE", &v) == 0 && v > 0) {
-        /* only meaningful with the OFI netmod; this build's netmod is not known here */
     }
 #endif
     /* which peers share this node */
@@ -861,19 +858,6 @@ static int parse_rules(const char *s)
     return 0;
 }
 
-static int make_dirs(const char *path)
-{
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s", path);
-    for (char *p = tmp + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = 0;
-        if (mkdir(tmp, 0777) != 0 && errno != EEXIST) return -1;
-        *p = '/';
-    }
-    return mkdir(tmp, 0777) != 0 && errno != EEXIST ? -1 : 0;
-}
-
 int ml_spc_init(void)
 {
     const unsigned groups = (unsigned)ml_g.config.counters;
@@ -912,7 +896,7 @@ int ml_spc_init(void)
     else snprintf(S.livedir, sizeof S.livedir, "%.4000s/live", ml_g.outdir);
     char path[4400];
     snprintf(path, sizeof path, "%s/counters", ml_g.outdir);
-    int ok = make_dirs(path) == 0 && make_dirs(S.livedir) == 0;
+    int ok = ml_make_dirs(path) == 0 && ml_make_dirs(S.livedir) == 0;
     PMPI_Barrier(ml_g.comm); /* rank 0 may have created them; everyone sees them now */
     if (ok) {
         snprintf(path, sizeof path, "%s/rank-%06d.spc", S.livedir, ml_g.rank);
