@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from overhead import ROOT, BenchError, base_env, compile_program, launcher  # noqa: E402
+from overhead import ROOT, BenchError, base_env, compile_program, launcher, trace_size  # noqa: E402
 
 PY = str(ROOT / ".venv" / "bin" / "python")
 MPILENS = str(ROOT / ".venv" / "bin" / "mpilens")
@@ -82,13 +82,11 @@ def main() -> int:
         run_s = time.perf_counter() - t
         if r.returncode != 0:
             raise BenchError(f"the traced run failed:\n{r.stderr}")
-        size = sum(f.stat().st_size for f in (rundir / "trace").glob("rank-*.bin"))
+        size, events, _ = trace_size(rundir)
         res: dict[str, float] = {"run_s": run_s, "bytes": size}
         for step in STEP:
             res[f"{step}_s"] = timed_step(step, rundir)
             print(f"  {step}: {res[f'{step}_s']:.2f} s", file=sys.stderr)
-        code = "from mpilens.trace import timeline; print(len(timeline.load(%r).ev))" % str(rundir)
-        events = int(subprocess.run([PY, "-c", code], capture_output=True, text=True, check=True).stdout)
         res["events"] = events
         for fmt, out in (("parquet", work / "t.parquet"), ("chrome", work / "t.json")):
             res[f"{fmt}_s"] = timed_command([MPILENS, "trace", str(rundir), "--format", fmt, "-o", str(out), "--quiet"])

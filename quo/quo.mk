@@ -45,7 +45,7 @@ $(BUILD)/$(1)/lib/pkgconfig/libquo.pc $(BUILD)/lib/pkgconfig/libquo-$(1).pc: $(Q
 	  'Name: libquo' 'Description: QUO API 1.4 (mpilens, built for $(1)): dynamic process affinity for MPI+threads' \
 	  'Version: 1.4.1' 'Cflags: -I$$$${includedir}' 'Libs: $(call quo_libs,$(1))' 'Libs.private: -lhwloc -lpthread' > $$@
 
-$(BUILD)/$(1)/bin/quo-info: $(QUO_DIR)/tools/quo-info.c $(BUILD)/lib/libquo-$(1).so
+$(BUILD)/$(1)/bin/quo-info: $(QUO_DIR)/tools/quo-info.c $(BUILD)/$(1)/lib/libquo.so VERSION
 	@mkdir -p $$(dir $$@)
 	mpicc.$(1) $(QUO_CFLAGS) -o $$@ $$< \
 	  -DQUO_INFO_PREFIX='"$(QUO_ABS_BUILD)"' -DQUO_INFO_CFLAGS='"-I$(QUO_ABS_INC)"' \
@@ -62,16 +62,16 @@ $(BUILD)/$(1)/quo/%: $(QUO_DIR)/examples/%.c $(BUILD)/$(1)/lib/libquo.so
 	@mkdir -p $$(dir $$@)
 	mpicc.$(1) $(QUO_CFLAGS) -fopenmp -o $$@ $$< $(call quo_libs,$(1)) -lm
 
-$(BUILD)/$(1)/quo/%: $(QUO_DIR)/bench/%.c $(BUILD)/$(1)/lib/libquo.so
+$(BUILD)/$(1)/quo/%: $(QUO_DIR)/bench/%.c $(QUO_DIR)/bench/footprint.h $(BUILD)/$(1)/lib/libquo.so
 	@mkdir -p $$(dir $$@)
 	mpicc.$(1) $(QUO_CFLAGS) -o $$@ $$< $(call quo_libs,$(1))
 
 # the baseline of the footprint measurement must not load libquo at all
-$(BUILD)/$(1)/quo/mem-trivial: $(QUO_DIR)/bench/mem-trivial.c
+$(BUILD)/$(1)/quo/mem-trivial: $(QUO_DIR)/bench/mem-trivial.c $(QUO_DIR)/bench/footprint.h
 	@mkdir -p $$(dir $$@)
 	mpicc.$(1) $(QUO_CFLAGS) -o $$@ $$<
 
-$(BUILD)/$(1)/quo/quo-fortran: $(QUO_DIR)/tests/quo-fortran.f90 $(BUILD)/lib/libquo-usequo-$(1).so
+$(BUILD)/$(1)/quo/quo-fortran: $(QUO_DIR)/tests/quo-fortran.f90 $(BUILD)/lib/libquo-usequo-$(1).so $(BUILD)/$(1)/lib/libquo.so
 	@mkdir -p $$(dir $$@)
 	mpifort.$(1) -O2 -g -Wall -I$(BUILD)/$(1)/quo/mod -J $(BUILD)/$(1)/quo -o $$@ $$< $(call quo_flibs,$(1)) $(call quo_libs,$(1))
 endef

@@ -4,23 +4,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "footprint.h"
+
 #include "quo.h"
 
-/* Rss, Pss and Anonymous (memory backed by no file: heap, copied-on-write library data) of this
- * process, in kB, from /proc/self/smaps_rollup */
-static void footprint(long *rss, long *pss, long *anon)
-{
-    char line[256];
-    *rss = *pss = *anon = -1;
-    FILE *f = fopen("/proc/self/smaps_rollup", "r");
-    if (!f) return;
-    while (fgets(line, sizeof line, f)) {
-        if (strncmp(line, "Rss:", 4) == 0) sscanf(line + 4, "%ld", rss);
-        else if (strncmp(line, "Pss:", 4) == 0) sscanf(line + 4, "%ld", pss);
-        else if (strncmp(line, "Anonymous:", 10) == 0) sscanf(line + 10, "%ld", anon);
-    }
-    fclose(f);
-}
 
 int main(int argc, char **argv)
 {

@@ -217,9 +217,8 @@ def write_markdown(data: dict) -> str:
                          f"{(d['anon_kb'][1] - d['anon_kb'][0]) / 1024:.2f} | "
                          f"{(d['rss_kb'][1] - d['rss_kb'][0]) / 1024:.2f} | {(d['pss_kb'][1] - d['pss_kb'][0]) / 1024:.2f} |")
     lines += ["", "The seed measured 0.59-2.20 MB per process (about 1.4 MB on average) with memnesia (PSS). "
-              "mpilens' own `--mode memory` is not used here yet: that mode is being built elsewhere; once it "
-              "lands, the same two programs run under `mpilens run --mode memory` should give this table from "
-              "the tool itself.", ""]
+              "The same two programs run under `mpilens run --mode memory` give the difference from the tool "
+              "itself: `mpilens memory QUO_RUN --minus TRIVIAL_RUN` (quo/README.md).", ""]
     return "\n".join(lines)
 
 
