@@ -134,8 +134,10 @@ struct ml_spc_thread {
     uint64_t epoch;            /* interval its hi/lo belong to */
     int64_t hi, lo;
     int64_t *peers;            /* [4][world size]: bytes sent, messages sent, bytes received, messages received */
-    struct spc_comm {
-        const ml_comm_t *c;
+    struct spc_comm {          /* keyed by the communicator's uid: a freed handle reused by MPI
+                                * for another communicator gets its own slot */
+        uint64_t uid;          /* 0: free */
+        int size, is_inter;
         int64_t calls, p2p_sent, p2p_recv, p2p_msgs, coll_sent, coll_recv;
     } comms[COMM_SLOTS];
     int64_t comm_overflow;
@@ -147,17 +149,20 @@ struct ml_spc_thread {
 #define GET(p) __atomic_load_n(&(p), __ATOMIC_RELAXED)
 
 /* ------------------------------------------------------------------------------- hot path */
-static inline struct spc_comm *comm_slot(ml_thread_t *t, MPI_Comm comm)
+/* The thread's counters of communicator c, added on first use (NULL when the table is full). */
+static inline struct spc_comm *comm_slot(ml_thread_t *t, const ml_comm_t *c)
 {
-    const ml_comm_t *c = ml_comm_get(comm);
     if (c == NULL) return NULL;
+    const uint64_t uid = c->uid ? c->uid : 1; /* 0 marks a free slot */
     struct ml_spc_thread *x = t->spcx;
-    const uint32_t h = (uint32_t)(((uintptr_t)c * 0x9E3779B97F4A7C15ull) >> 58);
+    const uint32_t h = (uint32_t)((uid * 0x9E3779B97F4A7C15ull) >> 58);
     for (uint32_t i = 0; i < COMM_SLOTS; i++) {
         struct spc_comm *s = &x->comms[(h + i) & (COMM_SLOTS - 1)];
-        if (s->c == c) return s;
-        if (s->c == NULL) {
-            __atomic_store_n(&s->c, c, __ATOMIC_RELEASE);
+        if (s->uid == uid) return s;
+        if (s->uid == 0) {
+            s->size = c->is_inter ? c->remote_size : c->size;
+            s->is_inter = c->is_inter;
+            __atomic_store_n(&s->uid, uid, __ATOMIC_RELEASE);
             return s;
         }
     }
@@ -238,7 +243,7 @@ void ml_spc_call(ml_thread_t *t, const ml_call_t *c)
     const unsigned flow = ml_fn_flow[fn];
     const int cls = ml_fn_class[fn];
     if ((ml_spc_on & ML_SPC_COMMS) && c->comm != MPI_COMM_NULL && (cls == ML_CLASS_P2P || cls == ML_CLASS_COLLECTIVE)) {
-        struct spc_comm *s = comm_slot(t, c->comm);
+        struct spc_comm *s = comm_slot(t, ml_comm_get(c->comm));
         if (s != NULL) {
             ADD(s->calls, 1);
             if (!(flow & (ML_FLOW_NONBLOCKING | ML_FLOW_PERSISTENT))) {
@@ -327,23 +332,19 @@ void ml_spc_done(ml_thread_t *t, const ml_req_t *e, const MPI_Status *st, int64_
             }
             recv_side(t, src, recv);
         }
-        if ((ml_spc_on & ML_SPC_COMMS) && e->comm != NULL) {
-            /* comm_slot wants a handle; the entry holds the facts: search by them */
-            struct ml_spc_thread *x = t->spcx;
-            const uint32_t h = (uint32_t)(((uintptr_t)e->comm * 0x9E3779B97F4A7C15ull) >> 58);
-            for (uint32_t i = 0; i < COMM_SLOTS; i++) {
-                struct spc_comm *s = &x->comms[(h + i) & (COMM_SLOTS - 1)];
-                if (s->c == e->comm) {
-                    ADD(s->p2p_sent, sent);
-                    ADD(s->p2p_recv, recv);
-                    if (flow & ML_FLOW_SEND) ADD(s->p2p_msgs, 1);
-                    break;
-                }
-                if (s->c == NULL) break;
-            }
+        struct spc_comm *s = (ml_spc_on & ML_SPC_COMMS) ? comm_slot(t, e->comm) : NULL;
+        if (s != NULL) { /* the completing thread's table: the operation may have started on another */
+            ADD(s->p2p_sent, sent);
+            ADD(s->p2p_recv, recv);
+            if (flow & ML_FLOW_SEND) ADD(s->p2p_msgs, 1);
         }
     } else if (cls == ML_CLASS_COLLECTIVE) {
         collective(t, fn, e->comm, (e->flags & ML_REQ_WORLD) ? ml_g.size : 0, sent, recv);
+        struct spc_comm *s = (ml_spc_on & ML_SPC_COMMS) ? comm_slot(t, e->comm) : NULL;
+        if (s != NULL) {
+            ADD(s->coll_sent, sent);
+            ADD(s->coll_recv, recv);
+        }
     } else if (cls == ML_CLASS_RMA && (ml_spc_on & ML_SPC_BYTES)) {
         ADD(t->spc[S_BYTES_PUT], sent);
         ADD(t->spc[S_BYTES_GET], recv);
@@ -965,7 +966,7 @@ static void write_rank_json(void)
     for (int k = 0; k < S.npvars; k++) fprintf(f, "%s%s", k ? ", " : "", S.pvars[k].last >= 0 ? "true" : "false");
     const size_t P = (size_t)ml_g.size;
     int64_t *peers = calloc(4 * P, sizeof *peers);
-    struct agg { const ml_comm_t *c; int64_t v[6]; } comms[COMM_SLOTS * 4];
+    struct agg { uint64_t uid; int size, is_inter; int64_t v[6]; } comms[COMM_SLOTS * 4];
     int ncomm = 0;
     int64_t overflow = 0;
     for (ml_thread_t *t = __atomic_load_n(&ml_g.threads, __ATOMIC_ACQUIRE); t; t = t->next) {
@@ -976,13 +977,12 @@ static void write_rank_json(void)
         overflow += x->comm_overflow;
         for (int i = 0; i < COMM_SLOTS; i++) {
             const struct spc_comm *s = &x->comms[i];
-            if (s->c == NULL) continue;
+            if (s->uid == 0) continue;
             int k = 0;
-            while (k < ncomm && comms[k].c != s->c) k++;
+            while (k < ncomm && comms[k].uid != s->uid) k++;
             if (k == ncomm) {
                 if (ncomm == COMM_SLOTS * 4) continue;
-                memset(&comms[ncomm], 0, sizeof comms[0]);
-                comms[ncomm++].c = s->c;
+                comms[ncomm++] = (struct agg){.uid = s->uid, .size = s->size, .is_inter = s->is_inter};
             }
             const int64_t v[6] = {s->calls, s->p2p_sent, s->p2p_recv, s->p2p_msgs, s->coll_sent, s->coll_recv};
             for (int j = 0; j < 6; j++) comms[k].v[j] += v[j];
@@ -1006,11 +1006,10 @@ static void write_rank_json(void)
     if (ml_spc_on & ML_SPC_COMMS) {
         fprintf(f, "[");
         for (int k = 0; k < ncomm; k++) {
-            const ml_comm_t *c = comms[k].c;
             fprintf(f, "%s\n  {\"uid\": \"%016llx\", \"size\": %d, \"inter\": %s, \"calls\": %lld, \"p2p_bytes_sent\": %lld, "
                        "\"p2p_bytes_received\": %lld, \"p2p_messages_sent\": %lld, \"coll_bytes_sent\": %lld, "
                        "\"coll_bytes_received\": %lld}",
-                    k ? "," : "", (unsigned long long)c->uid, c->size, c->is_inter ? "true" : "false",
+                    k ? "," : "", (unsigned long long)comms[k].uid, comms[k].size, comms[k].is_inter ? "true" : "false",
                     (long long)comms[k].v[0], (long long)comms[k].v[1], (long long)comms[k].v[2], (long long)comms[k].v[3],
                     (long long)comms[k].v[4], (long long)comms[k].v[5]);
         }
