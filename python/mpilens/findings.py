@@ -35,7 +35,7 @@ class Finding:
 def find(run: Run, s: Summary) -> list[Finding]:
     """Return the findings of a run, most important first."""
     out: list[Finding] = []
-    if not run.complete:
+    if not run.complete and run.snapshot is None:  # a snapshot is a part of a run by design
         aborted = [r.rank for r in s.ranks if r.ended_by == "MPI_Abort"]
         signalled = [r.rank for r in s.ranks if r.ended_by and r.ended_by.startswith("signal")]
         how = (f" Rank{'s' if len(aborted) > 1 else ''} {', '.join(map(str, aborted))} called MPI_Abort." if aborted else "") \

@@ -25,6 +25,7 @@ class Run:
     profile: dict[str, Any]
     source: str  # "profile.json", "per-rank files" or "MPI_Pcontrol snapshot N"
     problems: list[str] = field(default_factory=list)
+    snapshot: int | None = None  # N when this is the N-th MPI_Pcontrol(3|4) snapshot, not the whole run
 
     @property
     def complete(self) -> bool:
@@ -196,13 +197,7 @@ def load(path: str | Path) -> Run:
             return Run(path, meta, doc, "profile.json", problems)
         problems += errs
 
-    partial_files = sorted((path / "ranks").glob("rank-*.partial")) if (path / "ranks").is_dir() else []
-    payloads = []
-    for f in partial_files:
-        try:
-            payloads.append(pl.parse(f.read_bytes()))
-        except (pl.PayloadError, OSError) as err:
-            problems.append(f"ranks/{f.name} is damaged: {err}")
+    payloads = _read_payloads(path, "ranks/rank-*.partial", problems)
     if not payloads:
         if not (path / "profile.json").exists():
             why = "no profile.json (the job did not reach MPI_Finalize) and no per-rank data"
@@ -210,13 +205,29 @@ def load(path: str | Path) -> Run:
             why = "profile.json is unusable and there is no per-rank data"
         detail = f" ({'; '.join(problems)})" if problems else ""
         raise RunDirectoryError(f"{path}: {why}{detail}")
-    nranks = (meta or {}).get("nranks") or max(p.nranks for p in payloads)
-    profile = profile_from_payloads(payloads, int(nranks))
-    missing = [r for r in range(int(nranks)) if profile["ranks"][r]["host"] is None]
+    nranks, profile, missing = _aggregate(payloads, meta)
     problems.append(f"incomplete run: {len(payloads)} of {nranks} ranks left data"
                     + (f" (missing: {_ranges(missing)})" if missing else "")
                     + "; the job did not reach MPI_Finalize")
     return Run(path, meta, profile, "per-rank files", problems)
+
+
+def _read_payloads(path: Path, pattern: str, problems: list[str]) -> list[pl.Payload]:
+    """The per-rank files matching pattern (relative to the run directory); damaged ones noted."""
+    out = []
+    for f in sorted(path.glob(pattern)):
+        try:
+            out.append(pl.parse(f.read_bytes()))
+        except (pl.PayloadError, OSError) as err:
+            problems.append(f"{f.relative_to(path)} is damaged: {err}")
+    return out
+
+
+def _aggregate(payloads: list[pl.Payload], meta: dict[str, Any] | None) -> tuple[int, dict[str, Any], list[int]]:
+    """The profile of some ranks' files: (ranks in the job, profile, ranks without a file)."""
+    nranks = int((meta or {}).get("nranks") or max(p.nranks for p in payloads))
+    profile = profile_from_payloads(payloads, nranks)
+    return nranks, profile, [r for r in range(nranks) if profile["ranks"][r]["host"] is None]
 
 
 def snapshots(path: str | Path) -> list[int]:
@@ -244,22 +255,15 @@ def load_snapshot(path: str | Path, number: int) -> Run:
     meta = _load_json(path / "meta.json", problems)
     if not isinstance(meta, dict):
         meta = None
-    payloads = []
-    for f in sorted(folder.glob("rank-*.bin")):
-        try:
-            payloads.append(pl.parse(f.read_bytes()))
-        except (pl.PayloadError, OSError) as err:
-            problems.append(f"pcontrol/{folder.name}/{f.name} is damaged: {err}")
+    payloads = _read_payloads(path, f"pcontrol/{folder.name}/rank-*.bin", problems)
     if not payloads:
         detail = f" ({'; '.join(problems)})" if problems else ""
         raise RunDirectoryError(f"{folder}: no readable snapshot file{detail}")
-    nranks = int((meta or {}).get("nranks") or max(p.nranks for p in payloads))
-    profile = profile_from_payloads(payloads, nranks)
-    missing = [r for r in range(nranks) if profile["ranks"][r]["host"] is None]
+    _, profile, missing = _aggregate(payloads, meta)
     problems.insert(0, f"MPI_Pcontrol snapshot {number}: each rank's statistics as of its MPI_Pcontrol(3|4) call "
                        f"number {number}; the run went on"
                        + (f"; ranks {_ranges(missing)} wrote no such snapshot" if missing else ""))
-    return Run(path, meta, profile, f"MPI_Pcontrol snapshot {number}", problems)
+    return Run(path, meta, profile, f"MPI_Pcontrol snapshot {number}", problems, snapshot=number)
 
 
 def _ranges(values: list[int]) -> str:

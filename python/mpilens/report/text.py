@@ -43,7 +43,8 @@ def render(run: Run, s: Summary, findings: list[Finding], timeline_findings: lis
     out.append(f"Command   : {_command(run)}")
     out.append(f"MPI       : {_mpi(run)}")
     out.append(f"Ranks     : {s.nranks} on {len(hosts)} host{'s' if len(hosts) != 1 else ''}"
-               + ("" if run.complete else f"  (INCOMPLETE: data from {s.measured_ranks} ranks)"))
+               + ("" if run.complete or run.snapshot is not None
+                  else f"  (INCOMPLETE: data from {s.measured_ranks} ranks)"))
     if s.wall and s.mpi:
         out.append(f"Wall time : {units.seconds(s.wall.max)} (slowest rank), MPI time {units.percent(s.mpi.total / s.wall.total)}"
                    f" of the total")
@@ -55,7 +56,7 @@ def render(run: Run, s: Summary, findings: list[Finding], timeline_findings: lis
         out.append(f"Note      : {p}")
 
     out += ["", "@ MPI time per rank"]
-    ended = not run.complete  # say how each rank ended when not all reached MPI_Finalize
+    ended = not run.complete and run.snapshot is None  # how each rank ended, when not all reached MPI_Finalize
     rows = [[str(r.rank), r.host or "n/a", units.seconds(r.wall), units.seconds(r.mpi), units.percent(r.mpi_share)]
             + ([r.ended_by or "no data"] if ended else []) for r in s.ranks]
     if len(rows) > MAX_RANK_ROWS:
@@ -135,6 +136,7 @@ def as_json(run: Run, s: Summary, findings: list[Finding], timeline_findings: li
     return {
         "run": str(run.path),
         "complete": run.complete,
+        "snapshot": run.snapshot,  # N for `--snapshot N`: the statistics as of MPI_Pcontrol(3|4) number N
         "problems": run.problems,
         "nranks": s.nranks,
         "measured_ranks": s.measured_ranks,
