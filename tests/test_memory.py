@@ -59,12 +59,12 @@ def test_attribution_fast(mpi, tmp_path):
     b = extent(run, "bsend")  # the attached buffer is the application's
     assert 15 * MiB < b["app_change"] < 18 * MiB and abs(b["mpi_change"]) < 1 * MiB, b
     attach = run.function("MPI_Buffer_attach")
-    assert attach is None or attach["net"] < 1 * MiB, attach
+    assert attach is None or abs(attach["net"]) < 1 * MiB, attach
 
     th = extent(run, "threads")  # 64 MiB by a thread of rank 0 while it waits in MPI_Recv: mean 32 MiB
     assert 28 * MiB < th["app_change"] < 36 * MiB and abs(th["mpi_change"]) < 1 * MiB, th
     recv = run.function("MPI_Recv")
-    assert recv is None or recv["net"] < 1 * MiB, recv
+    assert recv is None or abs(recv["net"]) < 1 * MiB, recv
 
     # the command line: text and JSON
     text = subprocess.run([str(MPILENS), "memory", str(job.rundir)], capture_output=True, text=True)
@@ -106,7 +106,7 @@ def test_alltoall_fast_and_smaps_agree(mpi, tmp_path):
     assert abs(pf - ps) <= 0.15 * ps, (pf / MiB, ps / MiB)
     assert abs(p2 - ps) <= 0.25 * ps, (p2 / MiB, ps / MiB)
     # the Alltoall, not the application, is what MPI_Alltoall allocated
-    assert (fast.function("MPI_Alltoall") or {"net": 0})["net"] < 1 * MiB
+    assert abs((fast.function("MPI_Alltoall") or {"net": 0})["net"]) < 1 * MiB
     # the oscillation of the allocate/free loop is in the timeline: 8 MiB more per rank every other step
     for r in fast.ranks:
         app = r.app[r.t > r.t[np.argmax(r.mpi > 0)]]
@@ -125,11 +125,13 @@ def test_trivial(mpi, np_, tmp_path):
     _, run = mem_run(mpi, "mem_trivial", np_, tmp_path)
     assert len(run.ranks) == np_ and not run.problems, run.problems
     for r in run.ranks:
-        assert 0.5 * MiB < r.init_pss < 64 * MiB, r.init_pss
+        # observed init_pss (4 runs each): Open MPI 7.1-7.3 MiB at 1 rank, 3.3-3.8 at 8; MPICH
+        # 11.9-12.0 at 1, 6.2-6.7 at 8 (bench/RESULTS.md: 3.5-12); it falls as more processes share
+        # the MPI library's pages
+        assert 2 * MiB < r.init_pss < 24 * MiB, r.init_pss
         # after MPI_Init only the shared segments grow, as the other ranks touch them (1/k each)
         assert r.init_pss <= r.peak("mpi") < r.init_pss + 1 * MiB, (r.peak("mpi"), r.init_pss)
         assert r.peak("tool") > 0
-    assert run.function("MPI_Init")["pss_grown"] == sum(r.init_pss for r in run.ranks)
 
 
 def test_killed_job_keeps_samples(mpi, tmp_path):

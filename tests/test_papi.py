@@ -19,7 +19,7 @@ import re
 import subprocess
 
 import pytest
-from conftest import BUILD, MPILENS, example, run_example
+from conftest import BUILD, MPILENS, run_example
 
 from mpilens import papi
 
@@ -40,8 +40,7 @@ def test_software_events_attributed_per_region_and_phase(mpi, tmp_path):
     compute phases; `mpilens papi --json` and the HTML report show the same run."""
     job = run_example(mpi, "papi_kernel", 2, tmp_path, ["8000000", str(PAGES)], settings=SOFT)
     run = papi.load(job.rundir)
-    if run.refused:
-        pytest.skip(f"software events refused by PAPI here: {run.refused}")
+    assert run.refused == "", run.refused  # perf software events: every Linux perf_event has them
     assert run.events == ["perf::TASK-CLOCK", "perf::PAGE-FAULTS"]
     assert run.read == "calls"
     for rank in range(2):
@@ -128,7 +127,9 @@ def test_unavailable_events_are_one_message_and_the_run_goes_on(mpi, tmp_path):
     assert run.events == ["perf::PAGE-FAULTS"]
     assert run.refused.startswith("NOT_AN_EVENT (")
     reg = _region(run, 0, "touch_large")  # region total: its stretches are shorter than MPILENS_PAPI_MIN_US
-    assert run.value(reg.compute, "perf::PAGE-FAULTS") + run.value(reg.mpi, "perf::PAGE-FAULTS") >= 16
+    # 16 fresh pages; observed 18 in all (16 runs x 2 ranks, both MPIs): the 2 others are MPI's
+    faults = run.value(reg.compute, "perf::PAGE-FAULTS") + run.value(reg.mpi, "perf::PAGE-FAULTS")
+    assert 16 <= faults <= 24, faults
 
 
 def test_read_at_region_boundaries_only(tmp_path):
@@ -218,7 +219,6 @@ def test_runtime_does_not_link_papi():
         lib = BUILD / "lib" / f"libmpilens-{m}.so"
         needed = subprocess.run(["objdump", "-p", str(lib)], capture_output=True, text=True, check=True).stdout
         assert "libpapi" not in needed and "libsde" not in needed
-    assert example("openmpi", "papi_sde").exists()
 
 
 def test_papi_command_on_a_run_without_papi(tmp_path):

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BUILD, MPILENS, ROOT, TIMEOUT, job_env, launcher, mpirun
+from conftest import BUILD, MPILENS, MPIS, ROOT, TIMEOUT, job_env, launcher, mpirun, plain_run
 
 TWO_BY_TWO = "pack:2 numa:2 core:4 pu:1"
 FOUR_SOCKET = "pack:4 core:2 pu:1"
@@ -141,7 +141,7 @@ def test_push_pop_nesting_on_two_by_two(mpi):
         assert o["rc_push_full"] == str(QUO_ERR_OOR)
 
 
-@pytest.mark.parametrize("machine,over,binds,want", [
+AUTO_DISTRIB = [
     # all unbound: every affinity overlaps, the first max * |R| qids are chosen
     (TWO_BY_TWO, "SOCKET", "-,-,-,-", "1100"),
     # bound to cores 0, 2, 4, 6: all in socket 0; NUMA node 0 has qids 0, 1 and node 1 qids 2, 3
@@ -150,12 +150,15 @@ def test_push_pop_nesting_on_two_by_two(mpi):
     # qid 0 unbound among bound ones (cores 8, 9, 12): never chosen, socket 0 stays without worker
     (TWO_BY_TWO, "SOCKET", "-,8,9,12", "0100"),
     (TWO_BY_TWO, "NUMANODE", "-,8,9,12", "0101"),
-    # four sockets: cores 0, 1 share socket 0; cores 2 and 4 are alone in sockets 1 and 2
-    (FOUR_SOCKET, "SOCKET", "0,1,2,4", "1011"),
-])
+]
+
+
+# the second machine under one MPI only (time budget): four sockets, cores 0, 1 share socket 0;
+# cores 2 and 4 are alone in sockets 1 and 2
+@pytest.mark.parametrize("mpi,machine,over,binds,want",
+                         [(m, *case) for m in MPIS for case in AUTO_DISTRIB]
+                         + [("openmpi", FOUR_SOCKET, "SOCKET", "0,1,2,4", "1011")])
 def test_auto_distrib(mpi, machine, over, binds, want):
-    if mpi == "mpich" and machine == FOUR_SOCKET:
-        pytest.skip("one MPI is enough for the second machine (time budget)")
     out = probe(mpi, 4, ["distrib", over, "1", binds], machine)
     assert all(out[q]["rc_distrib"] == "0" for q in out)
     assert "".join(out[q]["selected"] for q in range(4)) == want
@@ -226,7 +229,7 @@ def test_public_api_program_builds_with_pkg_config(mpi, tmp_path):
     cc = subprocess.run([f"mpicc.{mpi}", "-std=c99", "-Wall", "-Werror", "-o", str(exe),
                          str(ROOT / "quo" / "examples" / "quo-demo.c"), *flags], capture_output=True, text=True)
     assert cc.returncode == 0, cc.stderr
-    p = subprocess.run(launcher(mpi, 2) + [str(exe)], env=job_env(), capture_output=True, text=True, timeout=TIMEOUT)
+    p = plain_run(mpi, 2, [str(exe)])
     assert p.returncode == 0, p.stderr
     assert "### quo-demo: node size 2" in p.stdout and "done" in p.stdout
     assert p.stdout.count("p1 worker") == 1  # one socket here: one worker
@@ -270,6 +273,16 @@ def test_quo_calls_are_trace_spans(mpi, tmp_path):
         for r in (0, 1)} | {("QUO_bind_push", 0): 1, ("QUO_qids_in_type", 0): 1, ("QUO_bind_pop", 0): 1}
 
 
+# The QUO_create region's memory change per process, MiB (low, high). Observed on a 2-core machine
+# (20 Open MPI runs, 14 MPICH runs, some beside other MPI jobs): Open MPI 0.22-0.40, MPICH 1.69-1.76.
+# Bounds: about half the smallest and twice the largest.
+# The footprint rows (mem-quo minus mem-trivial, two separate executions) are not bounded: alone on
+# the machine they were app 0.02-2.44 / pss 0.50-2.01 MiB (Open MPI) and app 0.59-1.20 / pss
+# 1.72-1.86 MiB (MPICH), but beside other MPI jobs pss came out -0.96 to +4.19 MiB and app down to
+# -3.76 MiB (the PSS of shared pages, and Open MPI's app peak, vary from execution to execution).
+QUO_CREATE_MIB = {"openmpi": (0.1, 1.0), "mpich": (0.85, 3.5)}
+
+
 def test_quo_footprint_in_memory_mode(mpi, tmp_path):
     """QUO's own memory, measured by the memory mode two ways: each QUO call is a region whose
     memory change is shown (QUO_create loads the hwloc topology and maps the shared segment), and
@@ -287,7 +300,8 @@ def test_quo_footprint_in_memory_mode(mpi, tmp_path):
     regions = {e["name"]: e for e in run.extents() if e["kind"] == "region"}
     assert {n: e["instances"] for n, e in regions.items()} == {
         n: 2 for n in ("QUO_create", "QUO_auto_distrib", "QUO_bind_push", "QUO_bind_pop", "QUO_barrier", "QUO_free")}
-    assert 0.25 * MiB < regions["QUO_create"]["total_change"] < 8 * MiB, regions["QUO_create"]
+    lo, hi = QUO_CREATE_MIB[mpi]
+    assert lo * MiB < regions["QUO_create"]["total_change"] < hi * MiB, regions["QUO_create"]
     for name in ("QUO_auto_distrib", "QUO_bind_push", "QUO_bind_pop", "QUO_barrier"):
         assert abs(regions[name]["total_change"]) < 0.5 * MiB, regions[name]
 
@@ -302,9 +316,6 @@ def test_quo_footprint_in_memory_mode(mpi, tmp_path):
     for series, row in rows.items():
         assert row["baseline"] == base[series]
         assert row["difference"] == row["run"] - row["baseline"]
-    # measured here: 0.70-0.73 MiB of application memory, 1.6-1.9 MiB of PSS in all per process
-    assert 0.1 * MiB < rows["app"]["difference"] < 4 * MiB, rows["app"]
-    assert 0.25 * MiB < rows["pss"]["difference"] < 8 * MiB, rows["pss"]
     text = subprocess.run([str(MPILENS), "memory", str(quo.rundir), "--minus", str(trivial.rundir)],
                           capture_output=True, text=True, timeout=TIMEOUT)
     assert text.returncode == 0 and "Footprint: this run minus" in text.stdout, text.stderr

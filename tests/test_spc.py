@@ -8,17 +8,13 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from conftest import MPILENS, example, job_env, launcher, mpirun, run_example
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
-from mpilens import counters_spc  # noqa: E402
+from conftest import MPILENS, example, job_env, launcher, mpilens_run, mpirun, run_example
+from mpilens import counters_spc
 
 ALL_GROUPS = "calls,bytes,sizes,eager,queue,unexpected,collectives,peers,comms,pvars"
 
@@ -251,10 +247,10 @@ def test_mpit_client_sees_mpilens_pvars(mpi, tmp_path):
 
 def test_bad_bins_refused_before_start(tmp_path):
     """A malformed MPILENS_P2P_BINS is refused by `mpilens run` with one line, before the job starts."""
-    p = subprocess.run([str(MPILENS), "run", "-o", str(tmp_path / "run"), "--mode", "counters", "--set",
-                        "MPILENS_P2P_BINS=1024,64", "--", *launcher("openmpi", 2), str(example("openmpi", "ring"))],
-                       env=job_env(), capture_output=True, text=True, timeout=120)
-    assert p.returncode != 0 and "MPILENS_P2P_BINS" in p.stderr
+    p = mpilens_run(None, [*launcher("openmpi", 2), str(example("openmpi", "ring"))], tmp_path, check=False,
+                    settings={"MPILENS_MODE": "counters", "MPILENS_P2P_BINS": "1024,64"})
+    assert p.returncode == 2 and "MPILENS_P2P_BINS" in p.stderr, p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1, p.stderr
     assert not (tmp_path / "run").exists()
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import MPILENS, fn, job_env, launcher, run_example
+from conftest import MPILENS, example, fn, job_env, launcher, run_example
 from mpilens.trace import findings, reader, timeline
 
 TRACE = {"MPILENS_MODE": "profile,trace"}
@@ -284,7 +284,7 @@ def test_killed_job_leaves_a_readable_trace(mpi, tmp_path):
 
     out = tmp_path / "run"
     cmd = [str(MPILENS), "run", "-o", str(out), "--mode", "trace", "--set", "MPILENS_TRACE_FLUSH_MS=10", "--",
-           *launcher(mpi, 2), str(Path(__file__).parents[1] / "build" / mpi / "examples" / "sleeper"),
+           *launcher(mpi, 2), str(example(mpi, "sleeper")),
            "-n", "100000", "-s", "10"]
     proc = subprocess.Popen(cmd, env=kill_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
