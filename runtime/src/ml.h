@@ -529,8 +529,6 @@ void ml_spc_posted(ml_thread_t *t, ml_req_t *e);
 void ml_spc_done(ml_thread_t *t, const ml_req_t *e, const MPI_Status *st, int64_t sent, int64_t recv);
 /* MPILENS_COUNTERS=unexpected: before a receive is posted, probe for an already-arrived match */
 void ml_spc_probe(ml_thread_t *t, int source, int tag, MPI_Comm comm);
-#define ML_SPC_PROBE(source, tag, comm) \
-    do { if (ML_UNLIKELY(ml_spc_on & ML_SPC_UNEXPECTED)) ml_spc_probe(ml_t, source, tag, comm); } while (0)
 void ml_spc_finish(void);  /* at MPI_Finalize: last snapshot, per-rank files */
 /* MPI_T exposure (runtime/src/mpit_expose.c): the fixed counters as pvars mpilens_<name> */
 int ml_spc_exposed(void);  /* how many (0 outside counters mode) */
