@@ -93,7 +93,7 @@ def cmd_report(a: argparse.Namespace) -> int:
     from . import findings, rundir, summary
     from .progress import Steps
     from .report import text
-    from .report.sections import all_sections
+    from .report.sections import Context, all_sections
 
     # steps: read, statistics, one per HTML section, one per PNG figure (about five per section)
     sections = len(all_sections()) if (a.html or a.png) else 0
@@ -104,17 +104,19 @@ def cmd_report(a: argparse.Namespace) -> int:
         step("statistics across ranks")
         s = summary.summarize(run.profile)
         found = findings.find(run, s)
+        # one cache for the text, HTML and PNG reports: the trace is loaded and matched once, and
+        # what a section computes for the page its figures reuse
+        ctx = Context(run, s, found)
         timeline_found = None  # None: the run has no trace; [] nothing stands out in it
         if traced:
-            from .trace import findings as trace_findings
-            from .trace import timeline
+            from .report.sections.timeline import findings_of
 
             step("matching the trace")
-            timeline_found = trace_findings.find(timeline.load(run.path))
+            timeline_found = findings_of(ctx)
         if a.html:
             from .report import html
 
-            page = html.render(run, s, found, step)
+            page = html.render(run, s, found, step, cache=ctx.cache)
             try:
                 a.html.write_text(page)
             except OSError as err:
@@ -123,7 +125,7 @@ def cmd_report(a: argparse.Namespace) -> int:
             from .report import html
 
             try:
-                html.write_figures(run, s, found, a.png, step)
+                html.write_figures(run, s, found, a.png, step, cache=ctx.cache)
             except OSError as err:
                 raise MpilensError(f"cannot write figures into {a.png}: {err.strerror}") from err
     if a.json:

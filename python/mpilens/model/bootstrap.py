@@ -204,9 +204,11 @@ def hybrid(maxima: np.ndarray, factor: float, intervals: int, replicas: int, rng
     nt = min(n - 1, max(5, math.ceil(tail * n)))
     q = (n - nt) / n
     runtime, expected = np.empty(replicas), np.empty(replicas)
-    clamped = 0
     step = _rows_per_chunk(max(n, intervals))
 
+    # no clamping at zero here, unlike the parametric bootstrap: the body's quantiles are resampled
+    # maxima and the tail's are >= u (a resampled maximum), so no draw is below the smallest maximum
+    # (>= 0: data.load rejects negative interval times)
     def quantile(ms: np.ndarray, k: np.ndarray, xi: np.ndarray, al: np.ndarray, lev: np.ndarray) -> np.ndarray:
         pos = np.clip(np.ceil(lev * n).astype(np.int64) - 1, 0, n - 1)
         body = np.take_along_axis(ms, pos, axis=1)
@@ -222,9 +224,7 @@ def hybrid(maxima: np.ndarray, factor: float, intervals: int, replicas: int, rng
         ms = np.sort(m[rng.integers(0, n, (b - a, n))], axis=1)
         k, xi, al, *_ = fitter(ms)
         x = quantile(ms, k, xi, al, rng.random((b - a, intervals)) ** (1 / factor))
-        x, c = _clamp(x)
-        clamped += c
         runtime[a:b] = x.sum(axis=1)
         e = quantile(ms, k, xi, al, np.full((b - a, 1), float(emma.level(factor))))[:, 0]
-        expected[a:b] = intervals * np.maximum(e, 0.0)
-    return Replicas(runtime, expected, clamped, replicas * intervals, 0, [])
+        expected[a:b] = intervals * e
+    return Replicas(runtime, expected, 0, replicas * intervals, 0, [])

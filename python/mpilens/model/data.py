@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Callable
 
 import numpy as np
 
@@ -87,11 +88,11 @@ SYNC_COLLECTIVES = {"MPI_Barrier", "MPI_Allreduce", "MPI_Reduce_scatter", "MPI_R
                     "MPI_Allgatherv", "MPI_Alltoall", "MPI_Alltoallv", "MPI_Alltoallw"}
 
 
-def _from_trace(path: Path, skip: int | None) -> Sample:
+def _from_trace(path: Path, skip: int | None, load_timeline: Callable[[], Any] | None = None) -> Sample:
     from .. import rundir
     from ..trace import reader, timeline
 
-    tl = timeline.load(path)
+    tl = load_timeline() if load_timeline is not None else timeline.load(path)
     col = tl.collectives
     sync = np.isin(col.fn, tl.fn_ids(SYNC_COLLECTIVES | {n + "_c" for n in SYNC_COLLECTIVES}))
     counts = np.bincount(col.instance[sync], minlength=int(col.instance.max()) + 1 if len(col.instance) else 0)
@@ -141,15 +142,16 @@ def _from_log(path: Path, skip: int | None) -> Sample:
     return Sample(str(path), "bsp-log", times[:, s:], hosts, s, meta)
 
 
-def load(path: str | Path, skip: int | None = None) -> Sample:
+def load(path: str | Path, skip: int | None = None, load_timeline: Callable[[], Any] | None = None) -> Sample:
     """Load a run directory (MPILENS_INTERVALS, else its trace) or a BSP harness log; `skip` drops
-    that many leading intervals (default: 1 for run directories, 0 for harness logs)."""
+    that many leading intervals (default: 1 for run directories, 0 for harness logs).
+    `load_timeline`: returns the run's trace Timeline, when the caller has it loaded already."""
     p = Path(path)
     if p.is_dir():
         has_intervals = any(Path(p, "ranks").glob("intervals-*.bin"))
         has_trace = any(Path(p, "trace").glob("rank-*.bin"))
         if not has_intervals and has_trace:
-            sample = _from_trace(p, skip)
+            sample = _from_trace(p, skip, load_timeline)
         elif not has_intervals:
             raise RunDirectoryError(f"{p}: no intervals recorded (run with --set MPILENS_INTERVALS=1, or --mode trace)")
         else:

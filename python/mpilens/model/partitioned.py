@@ -46,6 +46,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import units
 from ..errors import MpilensError
 from . import emma
 
@@ -242,14 +243,6 @@ def parse_sizes(text: str | None) -> np.ndarray:
     return np.array(sorted(set(out)))
 
 
-def human_size(b: float) -> str:
-    for unit, f in (("GiB", 1 << 30), ("MiB", MIB), ("KiB", 1 << 10)):
-        if b >= f:
-            v = b / f
-            return f"{v:.4g} {unit}"
-    return f"{b:.0f} B"
-
-
 # ------------------------------------------------------------------------------------ measurements
 def load_measurements(path: str | Path) -> dict[tuple[str, int, int], dict[str, Any]]:
     """Read the CSV of examples/c/partitioned_bench (columns mode, threads, size_bytes, rep,
@@ -432,18 +425,18 @@ def render_text(top: dict[str, Any]) -> str:
                 f"{'MC':>10} {'single':>10} {'all-ready':>10}"]
         for r in doc["sizes"]:
             mc = "-" if r["bw_monte_carlo_MBps"] is None else f"{r['bw_monte_carlo_MBps']:.0f}"
-            out.append(f"  {human_size(r['size_bytes']):>11} {human_size(r['message_bytes']):>11} "
+            out.append(f"  {units.size(r['size_bytes']):>11} {units.size(r['message_bytes']):>11} "
                        f"{r['t_message_us']:>10.4g} {r['overlap_messages']:>8.3g} {r['t_extra_us']:>11.5g} "
                        f"{r['bw_partitioned_MBps']:>10.0f} {mc:>10} {r['bw_single_MBps']:>10.0f} "
                        f"{r['bw_aggregate_MBps']:>10.0f}")
         s = doc["summary"]["partitioned"]
         reg = s["over_single_send_bytes"]
         out.append(f"  Algorithm 1 peak: {s['peak_MBps']:.0f} MB/s = {s['peak_MiBps']:.0f} MiB/s at "
-                   f"{human_size(s['peak_size_bytes'])}; above single-send "
-                   + (f"from {human_size(reg[0])} to {human_size(reg[1])}" if reg else "nowhere"))
+                   f"{units.size(s['peak_size_bytes'])}; above single-send "
+                   + (f"from {units.size(reg[0])} to {units.size(reg[1])}" if reg else "nowhere"))
         if "monte_carlo" in doc["summary"]:
             m = doc["summary"]["monte_carlo"]
-            out.append(f"  Monte-Carlo peak: {m['peak_MBps']:.0f} MB/s at {human_size(m['peak_size_bytes'])}")
+            out.append(f"  Monte-Carlo peak: {m['peak_MBps']:.0f} MB/s at {units.size(m['peak_size_bytes'])}")
         if doc.get("comparison"):
             out.append("  Measured (mean over repetitions) vs model (partitioned and pcl against Algorithm 1, single "
                        "against the single-send model):")
@@ -452,7 +445,7 @@ def render_text(top: dict[str, Any]) -> str:
                 if "monte_carlo_MBps" in c:
                     extra = f", Monte Carlo {c['monte_carlo_MBps']:.0f}, send-when-all-ready {c['aggregate_MBps']:.0f}"
                 ratio = "-" if c["model_over_measured"] is None else f"{c['model_over_measured']:.2f}"
-                out.append(f"    {c['mode']:<12} {human_size(c['size_bytes']):>10}: measured {c['measured_MBps']:.0f} ± "
+                out.append(f"    {c['mode']:<12} {units.size(c['size_bytes']):>10}: measured {c['measured_MBps']:.0f} ± "
                            f"{c['measured_sd_MBps']:.0f} MB/s ({c['reps']} reps), model {c['model_MBps']:.0f} "
                            f"(model/measured {ratio}){extra}")
             for mode, g in doc["summary"].get("comparison", {}).items():

@@ -108,15 +108,21 @@ def rank_correlation(times: np.ndarray, limit: int = 256) -> float | None:
     return float((c.sum() - np.trace(c)) / (n * (n - 1)))
 
 
-def fit_row(label: str, x: np.ndarray, rng: np.random.Generator, type_replicas: int) -> dict[str, Any]:
-    """PWM, MOM and MLE fits of one sample with their GEV types. Type rule: a fit is Type I when
-    |k| is within the half-width h of the 95 % bootstrap interval of k (h = the larger of the PWM
-    and MOM half-widths, so that both fits are judged with the same tolerance and their types
-    differ only when their shapes really differ), else Type II (k < 0) or III (k > 0). PWM and MOM
-    agree when their types are equal or their shapes differ by less than h / 2 (labels on both
-    sides of the Type I band's edge)."""
+def fit_all(x: np.ndarray) -> dict[str, gev.GEV]:
+    """The PWM, MOM and MLE fits of one sample."""
+    return {m: gev.fit(x, m) for m in ("PWM", "MOM", "MLE")}
+
+
+def fit_row(label: str, x: np.ndarray, rng: np.random.Generator, type_replicas: int,
+            fits: dict[str, gev.GEV] | None = None) -> dict[str, Any]:
+    """PWM, MOM and MLE fits of one sample (`fits`: fit_all(x) when made already) with their GEV
+    types. Type rule: a fit is Type I when |k| is within the half-width h of the 95 % bootstrap
+    interval of k (h = the larger of the PWM and MOM half-widths, so that both fits are judged
+    with the same tolerance and their types differ only when their shapes really differ), else
+    Type II (k < 0) or III (k > 0). PWM and MOM agree when their types are equal or their shapes
+    differ by less than h / 2 (labels on both sides of the Type I band's edge)."""
     row: dict[str, Any] = {"data": label, "n": int(len(x))}
-    fits = {m: gev.fit(x, m) for m in ("PWM", "MOM", "MLE")}
+    fits = fits if fits is not None else fit_all(x)
     cis = {m: gev.shape_interval(x, m, type_replicas, rng) for m in FITS}
     half = max((hi - lo) / 2 for lo, hi in cis.values())
     for method, g in fits.items():
@@ -185,8 +191,10 @@ def analyze(calib: list[Sample], measured: list[Sample], opts: Options) -> Resul
     hosts = {h for s in calib for h in s.hosts}
 
     # ---- fits and diagnostics
-    fits = [fit_row(f"interval maxima of {s.source}", s.maxima, rng, opts.type_replicas) for s in calib]
-    pooled_fit = fit_row("interval maxima, all calibration runs", maxima, rng, opts.type_replicas) \
+    fit_pooled = fit_all(maxima)  # with one calibration run, the pooled maxima are its maxima
+    fits = [fit_row(f"interval maxima of {s.source}", s.maxima, rng, opts.type_replicas,
+                    fit_pooled if len(calib) == 1 else None) for s in calib]
+    pooled_fit = fit_row("interval maxima, all calibration runs", maxima, rng, opts.type_replicas, fit_pooled) \
         if len(calib) > 1 else fits[0]
     if len(calib) > 1:
         fits.append(pooled_fit)
@@ -224,7 +232,6 @@ def analyze(calib: list[Sample], measured: list[Sample], opts: Options) -> Resul
     per_intra = math.ceil(opts.replicas / max(len(intra), 1))
     result = Result({})
     predictions = []
-    fit_pooled = {m: gev.fit(maxima, m) for m in ("PWM", "MOM", "MLE")}
     for p in targets:
         f = p / p0
         if f < 1:
@@ -337,7 +344,8 @@ def score(predictions: list[dict[str, Any]], measured: list[dict[str, Any]]) -> 
     """Accuracy of each method against measured runs at the predicted scales: coverage of the
     measured runtimes by the 95 % interval, median relative error of the predicted median, mean
     relative width of the interval (sharpness; smaller is better at equal coverage). EMMA point
-    projections get the median relative error only."""
+    projections get the median relative error only. A prediction without a 95 % interval (a
+    bound that is not finite) is left out of the scores and counted in `no_interval`."""
     by_p = {p["nranks"]: p for p in predictions}
     labels: list[str] = []
     for p in predictions:
@@ -347,11 +355,14 @@ def score(predictions: list[dict[str, Any]], measured: list[dict[str, Any]]) -> 
     out = []
     for label in labels:
         inside, errs, widths, per = 0, [], [], {}
-        total = 0
+        total = no_interval = 0
         for row in measured:
             pred = by_p.get(row["nranks"])
             m = next((m for m in pred["methods"] if m["label"] == label), None) if pred else None
-            if m is None or m["median_s"] is None:
+            if m is None:
+                continue
+            if m["median_s"] is None or m["ci_low_s"] is None or m["ci_high_s"] is None:
+                no_interval += 1
                 continue
             y = row["runtime_for_k_s"]
             hit = m["ci_low_s"] <= y <= m["ci_high_s"]
@@ -368,6 +379,7 @@ def score(predictions: list[dict[str, Any]], measured: list[dict[str, Any]]) -> 
             continue
         out.append({"label": label, "measured": total, "inside": inside, "coverage": inside / total,
                     "median_rel_error": float(np.median(errs)), "mean_rel_width": _num(float(np.nanmean(widths))),
+                    "no_interval": no_interval,
                     "per_scale": [{"nranks": d["nranks"], "measured": d["measured"], "inside": d["inside"],
                                    "coverage": d["inside"] / d["measured"],
                                    "median_rel_error": float(np.median(d["errors"]))} for d in per.values()]})
@@ -380,7 +392,8 @@ def score(predictions: list[dict[str, Any]], measured: list[dict[str, Any]]) -> 
                 errs.append(abs(v - row["runtime_for_k_s"]) / row["runtime_for_k_s"])
         if errs:
             out.append({"label": f"EMMA point / {fit}", "measured": len(errs), "inside": None, "coverage": None,
-                        "median_rel_error": float(np.median(errs)), "mean_rel_width": None, "per_scale": []})
+                        "median_rel_error": float(np.median(errs)), "mean_rel_width": None, "no_interval": 0,
+                        "per_scale": []})
     return out
 
 
@@ -443,7 +456,9 @@ def render_text(doc: dict[str, Any]) -> str:
             w = "-" if a["mean_rel_width"] is None else f"{a['mean_rel_width']:.1%}"
             per = ", ".join(f"{s['nranks']}: {s['inside']}/{s['measured']} {s['median_rel_error']:.1%}"
                             for s in a["per_scale"])
-            out.append(f"  {a['label']:<30} {cov:>12} {a['median_rel_error']:>12.2%} {w:>8}   {per}")
+            skipped = (f" ({a['no_interval']} run{'s' if a['no_interval'] != 1 else ''} without a 95 % interval "
+                       "left out)" if a.get("no_interval") else "")
+            out.append(f"  {a['label']:<30} {cov:>12} {a['median_rel_error']:>12.2%} {w:>8}   {per}{skipped}")
     out.append("")
     out.append("When to trust each method:")
     for t in doc["trust_guide"]:
@@ -482,11 +497,15 @@ def plot(result: Result, path: str, title: str | None = None) -> None:
     labels = [m["label"] for m in doc["predictions"][0]["methods"]] if doc["predictions"] else []
     colors = ["#4c72b0", "#dd8452", "#c44e52", "#55a868", "#8172b3", "#937860", "#da8bc3"]
     nlab = max(len(labels), 1)
+    no_interval = 0
     for i, label in enumerate(labels):
         xs, ys, lo, hi = [], [], [], []
         for p in doc["predictions"]:
             m = next((m for m in p["methods"] if m["label"] == label), None)
             if m is None or m["median_s"] is None:
+                continue
+            if m["ci_low_s"] is None or m["ci_high_s"] is None:
+                no_interval += 1  # a bound that is not finite: no error bar to draw
                 continue
             xs.append(p["nranks"] * 2 ** ((i - (nlab - 1) / 2) * 0.06))
             ys.append(m["median_s"])
@@ -510,8 +529,10 @@ def plot(result: Result, path: str, title: str | None = None) -> None:
     ax.set_ylabel(f"runtime of {c['intervals']} intervals (s)")
     import textwrap
 
-    ax.set_title("\n".join(textwrap.wrap(title or "Predicted (median, 95 % interval) vs measured runtime", 100)),
-                 fontsize=9)
+    title = title or "Predicted (median, 95 % interval) vs measured runtime"
+    if no_interval:
+        title += f" ({no_interval} prediction{'s' if no_interval != 1 else ''} without a finite 95 % interval not drawn)"
+    ax.set_title("\n".join(textwrap.wrap(title, 100)), fontsize=9)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="best")
     fig.tight_layout()

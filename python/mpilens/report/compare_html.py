@@ -6,17 +6,13 @@ from __future__ import annotations
 
 import math
 from html import escape
-from importlib import resources
 
 from .. import __version__, units
 from ..compare import CompareNode, Comparison, _fmt_p, _fmt_ratio
+from .html import _asset
 
 FASTER, SLOWER, SAME = "#2e7d4f", "#b4462c", "#7a8491"
 PLOT_W, PLOT_H, SPAN, INSET = 220, 18, 3.0, 6  # forest plot: log2(ratio) from -SPAN to +SPAN
-
-
-def _css() -> str:
-    return resources.files("mpilens.report").joinpath("assets", "report.css").read_text()
 
 
 def _pos(v: float) -> float:
@@ -144,7 +140,7 @@ def render(c: Comparison) -> str:
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">
 <title>mpilens compare: {len(c.a.runs)} vs {len(c.b.runs)} runs</title>
-<style>{_css()}
+<style>{_asset("report.css")}
 tr.group td {{ background: #f1f3f6; font-weight: 600; }}
 .k {{ color: var(--muted); font-size: 11px; }}
 td svg {{ vertical-align: middle; }}

@@ -25,9 +25,11 @@ def _json_for_script(data: Any) -> str:
     return json.dumps(data, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
 
 
-def render(run: Run, summary: Summary, findings: list[Finding], step: Callable[[str], None] | None = None) -> str:
-    """Return the report page."""
-    ctx = Context(run, summary, findings)
+def render(run: Run, summary: Summary, findings: list[Finding], step: Callable[[str], None] | None = None,
+           cache: dict[str, Any] | None = None) -> str:
+    """Return the report page. `cache`: what the sections computed already (Context.cache of an
+    earlier report of the same run, e.g. the trace loaded for the text report); filled in."""
+    ctx = Context(run, summary, findings, cache=cache if cache is not None else {})
     body: list[str] = []
     nav: list[str] = []
     for sec in all_sections():
@@ -66,15 +68,16 @@ def render(run: Run, summary: Summary, findings: list[Finding], step: Callable[[
 
 
 def write_figures(run: Run, summary: Summary, findings: list[Finding], outdir: Path,
-                  step: Callable[[str], None] | None = None) -> list[Path]:
-    """Write every section's static figures as PNG files into outdir; return their paths."""
+                  step: Callable[[str], None] | None = None, cache: dict[str, Any] | None = None) -> list[Path]:
+    """Write every section's static figures as PNG files into outdir; return their paths. `cache`:
+    as for render()."""
     import matplotlib
 
     matplotlib.use("Agg")
     from matplotlib.figure import Figure as MplFigure
 
     outdir.mkdir(parents=True, exist_ok=True)
-    ctx = Context(run, summary, findings)
+    ctx = Context(run, summary, findings, cache=cache if cache is not None else {})
     written = []
     for sec in all_sections():
         for fig in sec.figures(ctx):

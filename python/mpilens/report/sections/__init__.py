@@ -2,8 +2,10 @@
 
 A section is a class with an id, a title, an order on the page, and two methods:
 html(ctx) returns its HTML (None when it has nothing to show) and may put chart data into
-ctx.data; figures(ctx) returns the matplotlib figures it offers for `--png`. To add a section for a
-new analysis, add one module to this package with a class decorated by @section: it is found
+ctx.data; figures(ctx) returns the matplotlib figures it offers for `--png`. What a section
+loads or computes from the run goes through ctx.once(key, fn), so that html(), figures() and the
+command line (one cache for the text, HTML and PNG reports) compute it once. To add a section for
+a new analysis, add one module to this package with a class decorated by @section: it is found
 automatically and touches no other section.
 """
 
@@ -12,11 +14,13 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 from ...findings import Finding
 from ...rundir import Run
 from ...summary import Summary
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -28,6 +32,13 @@ class Context:
     findings: list[Finding]
     data: dict[str, Any] = field(default_factory=dict)  # JSON handed to the page's charts
     cache: dict[str, Any] = field(default_factory=dict)  # what sections compute once and share
+
+    def once(self, key: str, fn: Callable[[], T]) -> T:
+        """fn(), computed once per report under `key` and shared by every section, html() and
+        figures() alike (and by the reports built from the same cache). An exception is not cached."""
+        if key not in self.cache:
+            self.cache[key] = fn()
+        return self.cache[key]
 
 
 @dataclass

@@ -10,7 +10,6 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from ... import units
 from . import Context, Figure, Section, section
 
 HEATMAPS = ["BYTES_SENT_USER", "BYTES_SENT_MPI", "UNEXPECTED", "MAX_POSTED_RECVQ"]
@@ -20,12 +19,12 @@ TABLE = ["MPI_CALLS", "BYTES_SENT_USER", "BYTES_RECEIVED_USER", "BYTES_SENT_MPI"
 
 
 def counters_of(ctx: Context):
-    if "spc" not in ctx.cache:
+    """The run's counters, loaded once per report (None without counters)."""
+    def read():
         from ...counters_spc import load
 
-        p = Path(ctx.run.path, "counters", "layout.json")
-        ctx.cache["spc"] = load(ctx.run.path) if p.exists() else None
-    return ctx.cache["spc"]
+        return load(ctx.run.path) if Path(ctx.run.path, "counters", "layout.json").exists() else None
+    return ctx.once("spc", read)
 
 
 def _shown(c: Any) -> list[str]:
@@ -40,16 +39,6 @@ def _shown(c: Any) -> list[str]:
     return out
 
 
-def _fmt(name: str, v: Any) -> str:
-    if v is None:
-        return "not measured"
-    if "BYTES" in name:
-        return units.size(v)
-    if name.endswith("_TIME"):
-        return units.seconds(v)
-    return f"{int(v):,}"
-
-
 @section
 class CountersSection(Section):
     id, title, order = "counters", "Low-level counters", 27
@@ -58,7 +47,7 @@ class CountersSection(Section):
         c = counters_of(ctx)
         if c is None:
             return None
-        from ...counters_spc import draw_heatmap
+        from ...counters_spc import draw_heatmap, format_value
 
         import matplotlib
 
@@ -70,7 +59,7 @@ class CountersSection(Section):
         head = "".join(f"<th>{escape(n)}</th>" for n in TABLE)
         body = "".join(
             f"<tr><td>{r}</td>" + "".join(f'<td data-v="{c.value(n, r) if c.value(n, r) is not None else ""}">'
-                                          f"{escape(_fmt(n, c.value(n, r)))}</td>" for n in TABLE) + "</tr>"
+                                          f"{escape(format_value(n, c.value(n, r), 'not measured'))}</td>" for n in TABLE) + "</tr>"
             for r in ranks)
         e = lay.doc.get("eager") or {}
         eager = (f"eager limit {e.get('shm_limit')} B on a node ({escape(str(e.get('shm_source')))}), "

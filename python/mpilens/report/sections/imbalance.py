@@ -13,14 +13,10 @@ LOAD_COLOR, ADJ_COLOR, WORK_COLOR = "#5b8db8", "#2e7d4f", "#1d2430"
 
 
 def _analysis(ctx: Context) -> Any:
+    """The imbalance analysis of the run, computed once per report."""
     from ...imbalance import analyze
 
-    cache = getattr(ctx, "cache", None)  # Context.cache: computed once for html() and figures()
-    if cache is None:
-        return analyze(ctx.run)
-    if "imbalance" not in cache:
-        cache["imbalance"] = analyze(ctx.run)
-    return cache["imbalance"]
+    return ctx.once("imbalance", lambda: analyze(ctx.run))
 
 
 def _td(v: Any, text: str) -> str:

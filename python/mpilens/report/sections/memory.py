@@ -19,11 +19,11 @@ MAX_RANK_LINES = 64
 
 def memory_of(ctx: Context):
     """The run's MemoryRun, loaded once per report (None without memory data)."""
-    if "memory" not in ctx.cache:
+    def read():
         from ...memory import load
 
-        ctx.cache["memory"] = load(ctx.run.path) if Path(ctx.run.path, "memory").is_dir() else None
-    return ctx.cache["memory"]
+        return load(ctx.run.path) if Path(ctx.run.path, "memory").is_dir() else None
+    return ctx.once("memory", read)
 
 
 def _svg_lines(series: list[tuple[str, str, np.ndarray, np.ndarray]], title: str, width: int = 900,

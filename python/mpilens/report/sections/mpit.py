@@ -13,22 +13,21 @@ MAX_RANK_LINES = 16
 W, H = 360, 90
 
 
-def mpit_of(ctx: Context) -> tuple[Any, list[Any]] | None:
-    """(MpitRun, rule results) of the run, computed once; None when the run has nothing of MPI_T."""
-    if "mpit" not in ctx.cache:
+def mpit_of(ctx: Context) -> tuple[Any, list[Any], str | None] | None:
+    """(MpitRun, rule results, why the rules could not be applied or None) of the run, computed
+    once; None when the run has nothing of MPI_T."""
+    def compute() -> tuple[Any, list[Any], str | None] | None:
         from ... import mpit
 
         m = mpit.load(ctx.run.path, ctx.run.meta or {}) if ctx.run.meta is not None else None
-        results: list[Any] = []
-        if m is not None and not m.cvars_set and not m.recorded:
-            m = None  # a run that did not use MPI_T: `mpilens mpit recommend RUNDIR` still applies the rules
-        if m is not None:
-            try:
-                results = mpit.recommend(ctx.run.path)
-            except Exception as err:  # noqa: BLE001 - a rule must not break the report
-                ctx.run.problems.append(f"MPI_T recommendations could not be computed: {err}")
-        ctx.cache["mpit"] = (m, results) if m is not None else None
-    return ctx.cache["mpit"]
+        if m is None or (not m.cvars_set and not m.recorded):
+            return None  # a run that did not use MPI_T: `mpilens mpit recommend RUNDIR` still applies the rules
+        try:
+            return m, mpit.recommend(ctx.run.path), None
+        except Exception as err:  # noqa: BLE001 - a rule must not break the report
+            # shown in this section: the Summary section has printed the run's problems already
+            return m, [], f"MPI_T recommendations could not be computed: {err}"
+    return ctx.once("mpit", compute)
 
 
 def _spark(series: list[Any]) -> str:
@@ -61,7 +60,7 @@ class MpitSection(Section):
         got = mpit_of(ctx)
         if got is None:
             return None
-        m, results = got
+        m, results, error = got
         out = []
         if m.cvars_set:
             rows = "".join(
@@ -103,6 +102,8 @@ class MpitSection(Section):
                 ev = "".join(f"<li>{escape(e)}</li>" for e in r.evidence)
                 items.append(f"<li><b>[{escape(r.status)}]</b> {escape(r.title)}<ul>{recs}{ev}</ul></li>")
             out.append("<h3>Recommendations</h3><ul>" + "".join(items) + "</ul>")
+        if error:
+            out.append(f'<ul class="problems"><li>{escape(error)}</li></ul>')
         for p in m.problems:
             out.append(f'<p class="note">{escape(p)}</p>')
         return "\n".join(out)

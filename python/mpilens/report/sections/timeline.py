@@ -21,20 +21,21 @@ CLASS_COLORS = {"p2p": "#5b8db8", "collective": "#c8553d", "completion": "#e3a33
 
 def timeline_of(ctx: Context):
     """The run's Timeline, loaded once per report (None without a trace)."""
-    if "timeline" not in ctx.cache:
+    def load():
         from ...trace import timeline
 
-        ctx.cache["timeline"] = timeline.load(ctx.run.path) if Path(ctx.run.path, "trace").is_dir() else None
-    return ctx.cache["timeline"]
+        return timeline.load(ctx.run.path) if Path(ctx.run.path, "trace").is_dir() else None
+    return ctx.once("timeline", load)
 
 
 def findings_of(ctx: Context) -> list:
-    if "trace_findings" not in ctx.cache:
+    """The findings of the run's timeline, computed once per report ([] without a trace)."""
+    def find() -> list:
         from ...trace import findings
 
         tl = timeline_of(ctx)
-        ctx.cache["trace_findings"] = findings.find(tl) if tl is not None else []
-    return ctx.cache["trace_findings"]
+        return findings.find(tl) if tl is not None else []
+    return ctx.once("trace_findings", find)
 
 
 def chart_data(tl: Any) -> dict[str, Any]:
@@ -45,24 +46,27 @@ def chart_data(tl: Any) -> dict[str, Any]:
     calls = np.flatnonzero(ev["kind"] == reader.CALL)
     end = float(ev["t1"].max()) if len(ev) else 0.0
     dur = ev["t1"][calls] - ev["t0"][calls]
+    m = tl.messages
+    # rows from every call and message end, before the truncation: a rank whose calls are all
+    # merged away keeps its row, and the arrows to and from it still land on it
+    ends = np.concatenate([calls, m.send_ev, m.recv_ev]).astype(np.int64)
+    rows = sorted({(int(r), int(t)) for r, t in zip(ev["rank"][ends], ev["thread"][ends])})
+    row_of = {rt: i for i, rt in enumerate(rows)}
     if len(calls) > MAX_BARS:  # keep the longest calls: the short ones would be below a pixel
         calls = calls[np.argsort(-dur)[:MAX_BARS]]
     classes = sorted(set(tl.classes))
     cls_index = np.array([classes.index(c) for c in tl.classes], dtype=np.int32)
     used_fn = sorted(set(ev["fn"][calls].tolist()))
     fn_index = {f: i for i, f in enumerate(used_fn)}
-    rows = sorted({(int(r), int(t)) for r, t in zip(ev["rank"][calls], ev["thread"][calls])})
-    row_of = {rt: i for i, rt in enumerate(rows)}
     bars = [[row_of[(int(r), int(t))], round(float(a), 9), round(float(b), 9), int(cls_index[f]), fn_index[int(f)]]
             for r, t, a, b, f in zip(ev["rank"][calls], ev["thread"][calls], ev["t0"][calls], ev["t1"][calls],
                                      ev["fn"][calls])]
-    m = tl.messages
     pick = np.arange(len(m.send_ev))
     if len(pick) > MAX_ARROWS:
         pick = np.linspace(0, len(pick) - 1, MAX_ARROWS).astype(np.int64)
-    arrows = [[row_of.get((int(ev["rank"][m.send_ev[k]]), int(ev["thread"][m.send_ev[k]])), 0),
+    arrows = [[row_of[(int(ev["rank"][m.send_ev[k]]), int(ev["thread"][m.send_ev[k]]))],
                round(float(m.send_t[k]), 9),
-               row_of.get((int(ev["rank"][m.recv_ev[k]]), int(ev["thread"][m.recv_ev[k]])), 0),
+               row_of[(int(ev["rank"][m.recv_ev[k]]), int(ev["thread"][m.recv_ev[k]]))],
                round(float(max(m.recv_t[k], m.send_t[k])), 9), int(m.bytes[k])] for k in pick]
     return {"end": end, "rows": [f"rank {r}" + (f" t{t}" if t else "") for r, t in rows], "bars": bars,
             "arrows": arrows, "classes": classes, "colors": [CLASS_COLORS.get(c, "#999") for c in classes],
@@ -77,7 +81,7 @@ class TimelineSection(Section):
         tl = timeline_of(ctx)
         if tl is None:
             return None
-        ctx.data["timeline"] = chart_data(tl)
+        ctx.data["timeline"] = ctx.once("timeline_chart", lambda: chart_data(tl))
         m = tl.messages
         legend = "".join(f'<span><i style="background:{CLASS_COLORS.get(c, "#999")}"></i>{escape(c)}</span>'
                          for c in sorted(set(tl.classes)) if c in ("p2p", "collective", "completion", "rma", "io"))
@@ -101,7 +105,7 @@ class TimelineSection(Section):
         tl = timeline_of(ctx)
         if tl is None:
             return []
-        data = chart_data(tl)
+        data = ctx.once("timeline_chart", lambda: chart_data(tl))
 
         def draw(fig: Any) -> None:
             ax = fig.add_subplot()

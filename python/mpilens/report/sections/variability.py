@@ -15,32 +15,47 @@ SCALES = (2, 4, 8, 16, 64)
 
 
 def _analysis(ctx: Context) -> dict[str, Any] | None:
-    if "variability" in ctx.cache:
-        return ctx.cache["variability"]
-    out = None
+    """Fits and projections of the run's interval maxima, computed once per report (None without
+    intervals; {"error": why} when they could not be analysed)."""
+    return ctx.once("variability", lambda: _analyse(ctx))
+
+
+def _analyse(ctx: Context) -> dict[str, Any] | None:
     try:
         import numpy as np
 
         from ...errors import RunDirectoryError
         from ...model import data, emma
-        from ...model.variability import fit_row, rank_correlation
+        from ...model.variability import Options, fit_row, rank_correlation
+
+        from .timeline import timeline_of
 
         try:
-            s = data.load(ctx.run.path)
+            s = data.load(ctx.run.path, load_timeline=lambda: timeline_of(ctx))  # a trace is loaded once
         except RunDirectoryError:
-            s = None
-        if s is not None:
-            row = fit_row("interval maxima", s.maxima, np.random.default_rng(0), 100)
-            proj = []
-            for f in SCALES:
-                e = {m: float(emma.gev_emma(row[m]["shape_k"], row[m]["loc"], row[m]["scale"], f))
-                     if row[m]["shape_k"] is not None else math.nan for m in ("PWM", "MOM", "MLE")}
-                proj.append((f * s.nranks, {m: max(v, 0.0) for m, v in e.items()}))
-            out = {"sample": s, "fits": row, "projections": proj, "corr": rank_correlation(s.times)}
+            return None
+        row = fit_row("interval maxima", s.maxima, np.random.default_rng(0), Options(targets=[]).type_replicas)
+        proj = []
+        # projections shown as n/a (never as 0): (fit, why) -> the scales (ranks) concerned
+        invalid: dict[tuple[str, str], list[int]] = {}
+        for f in SCALES:
+            e: dict[str, float | None] = {}
+            for m in ("PWM", "MOM", "MLE"):
+                d = row[m]
+                if None in (d["shape_k"], d["loc"], d["scale"]):
+                    e[m] = None  # the fit failed: said once, below the table
+                    continue
+                v = float(emma.gev_emma(d["shape_k"], d["loc"], d["scale"], f))
+                why = ("the projection is negative, which is invalid (the fit's lower tail reaches below zero)"
+                       if v < 0 else "the projection is not finite" if not math.isfinite(v) else None)
+                if why:
+                    invalid.setdefault((m, why), []).append(f * s.nranks)
+                e[m] = None if why else v
+            proj.append((f * s.nranks, e))
+        return {"sample": s, "fits": row, "projections": proj, "invalid": invalid,
+                "corr": rank_correlation(s.times)}
     except Exception as err:  # noqa: BLE001 - a report section never breaks the report
-        out = {"error": str(err)}
-    ctx.cache["variability"] = out
-    return out
+        return {"error": str(err)}
 
 
 @section
@@ -76,6 +91,12 @@ class VariabilitySection(Section):
         rows = [f'<tr><td>{p}</td>' + "".join(f"<td>{escape(units.seconds(e[m]))}</td>" for m in ("PWM", "MOM", "MLE"))
                 + "</tr>" for p, e in a["projections"]]
         out.append(f'<table id="variability-emma"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>')
+        why = [f"{m}: the fit failed, so it projects nothing" for m in ("PWM", "MOM", "MLE")
+               if None in (row[m]["shape_k"], row[m]["loc"], row[m]["scale"])]
+        why += [f"{m} at {', '.join(map(str, ps))} ranks: {reason}"
+                for (m, reason), ps in a["invalid"].items()]
+        if why:
+            out.append('<p class="note">n/a: ' + escape("; ".join(why)) + ".</p>")
         out.append('<p class="note">Expected interval maximum at larger scales, EMMA F<sup>-1</sup>(0.570376<sup>1/f'
                    '</sup>) of each fit, assuming the added ranks behave like independent copies of these. Predicted '
                    'runtimes with 95 % intervals (bootstraps) and their accuracy: <code>mpilens model variability '
