@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from . import units
 from .build_info import MPI_FLAVORS, build_dir
 from .errors import LaunchError, RunDirectoryError
 
@@ -286,15 +287,14 @@ WAIT_FUNCS = ("MPI_Wait", "MPI_Waitall", "MPI_Waitany", "MPI_Waitsome", "MPI_Rec
               "MPI_Sendrecv_replace", "MPI_Ssend", "MPI_Probe", "MPI_Mprobe")
 
 
-def _mean(xs: list[float]) -> float:
+def _measured(xs: list) -> list[float]:
+    """The values of the ranks that left data (None: a rank of an incomplete run that did not)."""
+    return [float(x) for x in xs if x is not None]
+
+
+def _mean(xs: list) -> float:
+    xs = _measured(xs)
     return sum(xs) / len(xs) if xs else 0.0
-
-
-def _fmt_size(n: float) -> str:
-    for unit, k in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= k:
-            return f"{n / k:.4g} {unit}"
-    return f"{int(n)} B"
 
 
 def current_value(ctx: RuleContext, name: str) -> str | None:
@@ -355,7 +355,7 @@ def rule_eager(ctx: RuleContext) -> RuleResult:
     bins: list[tuple[int, int, int]] = []  # (min, max, calls over ranks)
     for fn in SEND_FUNCS:
         for b in sizes.get(fn, []):
-            bins.append((int(b["min_bytes"]), int(b["max_bytes"]), int(sum(b["calls"]))))
+            bins.append((int(b["min_bytes"]), int(b["max_bytes"]), int(sum(_measured(b["calls"])))))
     total = sum(c for _, _, c in bins)
     if total == 0:
         return RuleResult("eager", title, "not evaluated", ["the run sent no point-to-point messages"])
@@ -363,7 +363,7 @@ def rule_eager(ctx: RuleContext) -> RuleResult:
     n_above = sum(c for _, _, c in above)
     wall = float(ctx.profile.get("wall_time_s") or 0.0)
     nr = int(ctx.profile.get("nranks") or 1)
-    wait = sum(_mean([float(x) for x in funcs[f]["time_s"]]) for f in WAIT_FUNCS if f in funcs)
+    wait = sum(_mean(funcs[f]["time_s"]) for f in WAIT_FUNCS if f in funcs)
     share = wait / wall if wall > 0 else 0.0
     evidence = [f"{name} = {limit} bytes ({what})",
                 f"{n_above} of {total} point-to-point messages ({100.0 * n_above / total:.0f} %) are larger "
@@ -385,7 +385,7 @@ def rule_eager(ctx: RuleContext) -> RuleResult:
         return RuleResult("eager", title, "quiet", evidence + [f"not recommended: {why}"])
     if target > 4 << 20:
         return RuleResult("eager", title, "quiet", evidence + [
-            f"the rendezvous-sized messages reach {_fmt_size(target)}: too large to send eagerly"])
+            f"the rendezvous-sized messages reach {units.size(target)}: too large to send eagerly"])
     value = str(target)
     if ctx.mpi == "mpich" and name == "MPIR_CVAR_CH4_SHM_POSIX_IQUEUE_CELL_SIZE":
         value = str(target + 4096)  # the cell also holds the message header
@@ -414,10 +414,10 @@ def rule_collective(ctx: RuleContext) -> RuleResult:
     colls = {f: d for f, d in funcs.items() if d.get("class") == "collective"}
     if not colls or wall <= 0:
         return RuleResult("collective-wait", title, "not evaluated", ["the run made no collective calls"])
-    per = sorted(((_mean([float(x) for x in d["time_s"]]), f) for f, d in colls.items()), reverse=True)
+    per = sorted(((_mean(d["time_s"]), f) for f, d in colls.items()), reverse=True)
     t, fn = per[0]
     d = colls[fn]
-    times = [float(x) for x in d["time_s"]]
+    times = _measured(d["time_s"]) or [0.0]
     spread = (max(times) - min(times)) / max(times) if max(times) > 0 else 0.0
     evidence = [f"{fn} takes {t:.4g} s per rank ({100 * t / wall:.0f} % of the run); the fastest rank spends "
                 f"{min(times):.4g} s in it, the slowest {max(times):.4g} s"]

@@ -182,29 +182,16 @@ def _one_run(cmd: list[str], mpi: str | None, out: Path, settings: dict[str, str
     return float(rundir.load(out).profile["wall_time_s"])
 
 
-def speedup_ci(base: list[float], tuned: list[float], level: float = 0.95) -> tuple[float, float, float]:
-    """Speedup mean(base)/mean(tuned) and a bootstrap confidence interval (BCa, or percentile when
-    the samples are too small or degenerate for BCa)."""
+def speedup_ci(base: list[float], tuned: list[float]) -> tuple[float, float, float]:
+    """Speedup median(base)/median(tuned) with the 95 % percentile bootstrap interval `mpilens
+    compare` uses (NaN bounds when the samples cannot give one)."""
     import numpy as np
-    from scipy import stats
 
-    b, t = np.asarray(base, dtype=float), np.asarray(tuned, dtype=float)
-    point = float(b.mean() / t.mean())
+    from ..compare import bootstrap_ratio_ci
 
-    def ratio(x: Any, y: Any, axis: int = -1) -> Any:
-        return np.mean(x, axis=axis) / np.mean(y, axis=axis)
-
-    rng = np.random.default_rng(12345)
-    for method in ("BCa", "percentile"):
-        try:
-            res = stats.bootstrap((b, t), ratio, vectorized=True, paired=False, confidence_level=level,
-                                  n_resamples=4999, method=method, random_state=rng)
-            lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
-            if np.isfinite(lo) and np.isfinite(hi):
-                return point, lo, hi
-        except Exception:  # noqa: BLE001 - degenerate samples: fall back
-            continue
-    return point, point, point
+    point = float(np.median(base) / np.median(tuned))
+    lo, hi = bootstrap_ratio_ci(np.asarray(base), np.asarray(tuned))[0]
+    return point, float(lo), float(hi)
 
 
 @command("tune", "run a job with the current and the recommended setting of a rule and measure the speedup", _setup_tune)
@@ -253,7 +240,8 @@ def cmd_tune(a: argparse.Namespace) -> int:
     finally:
         if a.keep is None:
             shutil.rmtree(work, ignore_errors=True)
-    verdict = ("faster" if lo > 1.0 else "slower" if hi < 1.0 else "no significant difference")
+    verdict = ("unknown" if not (lo == lo and hi == hi)  # NaN: no interval, no verdict
+               else "faster" if lo > 1.0 else "slower" if hi < 1.0 else "no significant difference")
     doc = {"rule": a.rule, "fired": True, "setting": rec.setting, "current": rec.current, "tuned": value,
            "recommendation": rec.message, "reps": a.reps, "wall_time_s": {"current": base, "tuned": tuned},
            "speedup": point, "ci95": [lo, hi], "verdict": verdict,
