@@ -72,6 +72,20 @@ class Layout:
         return True
 
 
+def format_value(name: str, v: Any, missing: str = "n/a") -> str:
+    """A counter's value for people: sizes for *BYTES*, durations for *_TIME, counts otherwise;
+    `missing` when the counter was not measured (never shown as zero)."""
+    from . import units
+
+    if v is None:
+        return missing
+    if "BYTES" in name:
+        return units.size(v)
+    if name.endswith("_TIME"):
+        return units.seconds(v)
+    return f"{int(v):,}"
+
+
 def load_layout(rundir: Path) -> Layout:
     path = Path(rundir) / "counters" / "layout.json"
     if not path.exists():
@@ -219,11 +233,6 @@ def read_live_file(path: Path, nv: int | None = None, tries: int = 50) -> dict[s
     return None
 
 
-def live_dir(rundir: Path) -> Path:
-    layout = load_layout(rundir)
-    return Path(layout.doc["live_dir"])
-
-
 def read_live(rundir: str | Path) -> tuple[Layout, list[dict[str, Any]]]:
     """The live values of every rank that has published them."""
     rundir = Path(rundir)
@@ -256,12 +265,27 @@ def parse_grid(text: str) -> tuple[int, int]:
     return w, h
 
 
+def rank_totals(m: np.ndarray) -> np.ndarray:
+    """Sum over snapshots per rank; NaN (not zero) for a rank with no measured snapshot."""
+    with np.errstate(invalid="ignore"):
+        return np.where(np.isnan(m).all(axis=1), np.nan, np.nansum(m, axis=1))
+
+
+def _cmap_with_gaps() -> Any:
+    """Reds, with unmeasured cells grey rather than the colour of zero."""
+    import matplotlib
+
+    cmap = matplotlib.colormaps["Reds"].copy()
+    cmap.set_bad("lightgrey")
+    return cmap
+
+
 def draw_heatmap(fig: Any, m: np.ndarray, times: np.ndarray, name: str, grid: tuple[int, int] | None = None) -> None:
     """Seed Fig. 3.12/3.14: rank x time heatmap (Reds, nearest); with a grid also Fig. 3.15's remap
     of the per-rank totals onto the process grid."""
     axes = fig.subplots(1, 2, gridspec_kw={"width_ratios": [3, 2]}) if grid else [fig.add_subplot()]
     ax = axes[0]
-    im = ax.imshow(np.nan_to_num(m), cmap="Reds", interpolation="nearest", aspect="auto")
+    im = ax.imshow(np.ma.masked_invalid(m), cmap=_cmap_with_gaps(), interpolation="nearest", aspect="auto")
     ax.set_ylabel("MPI rank")
     ax.set_xlabel("snapshot (mean end time, s)")
     if len(times):
@@ -272,8 +296,8 @@ def draw_heatmap(fig: Any, m: np.ndarray, times: np.ndarray, name: str, grid: tu
     ax.set_title(f"{name} snapshot difference")
     fig.colorbar(im, ax=ax, label="counter value")
     if grid:
-        img = grid_remap(np.nansum(m, axis=1), grid)
-        im2 = axes[1].imshow(img, cmap="Reds", interpolation="nearest")
+        img = grid_remap(rank_totals(m), grid)
+        im2 = axes[1].imshow(np.ma.masked_invalid(img), cmap=_cmap_with_gaps(), interpolation="nearest")
         axes[1].set_title(f"total per rank, {grid[0]}x{grid[1]} grid")
         axes[1].set_xticks(range(grid[0]))
         axes[1].set_yticks(range(grid[1]))

@@ -255,7 +255,7 @@ def analyze(run: Run, work: list[str] | None = None, efficiency: str | None = EF
     # MPI functions, whole run
     for fname, f in sorted(p.get("functions", {}).items(), key=lambda kv: -sum(t or 0 for t in kv[1].get("time_s", []))):
         make("function", fname, "time", _vec(f.get("time_s"), n), global_work, None)
-    return Analysis(str(run.path), n, work, eff_name if global_eff is not None or eff_name else None, scopes, notes)
+    return Analysis(str(run.path), n, work, eff_name, scopes, notes)
 
 
 def render_text(a: Analysis, min_share: float = 0.01) -> str:

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from .errors import RunDirectoryError
+from .payload import END_REASONS
 
 HEADER = np.dtype([("magic", "S8"), ("rank", "<u4"), ("nranks", "<u4"), ("method", "<u4"), ("period_ms", "<u4"),
                    ("record_size", "<u4"), ("pid", "<u4"), ("rollup", "<u4"), ("page_size", "<u4"),
@@ -43,7 +44,6 @@ MAGIC = b"MLMEM01\n"
 SAMPLE, INIT_BEGIN, INIT_END, FINAL, CALL, MARK, FUNC, END, FINI_BEGIN = range(1, 10)
 MARK_BEGIN, MARK_END, MARK_PCONTROL = 1, 2, 3
 METHODS = ("fast", "smaps")
-END_REASONS = {0: "MPI_Finalize", 1: "exit without MPI_Finalize", 2: "signal", 3: "MPI_Abort"}
 MAX_POINTS = 2000  # points per timeline in JSON documents and charts
 
 
@@ -106,7 +106,7 @@ class MemoryRun:
             vals = [p for r in self.ranks if (p := r.peak(series)) is not None]
             rows.append({"metric": label, "series": series, "ranks": len(vals),
                          "mean": float(np.mean(vals)) if vals else None,
-                         "std": float(np.std(vals, ddof=1)) if len(vals) > 1 else (0.0 if vals else None),
+                         "std": float(np.std(vals, ddof=1)) if len(vals) > 1 else None,  # one rank: no spread to tell
                          "min": float(min(vals)) if vals else None, "max": float(max(vals)) if vals else None})
         return rows
 
@@ -417,6 +417,11 @@ def footprint(run: MemoryRun, base: MemoryRun) -> dict[str, Any]:
     return {"run": str(run.path), "baseline": str(base.path), "notes": notes, "rows": rows}
 
 
-def fmt_mib(b: float | None) -> str:
-    """Bytes as MiB with one decimal ("-" when missing)."""
-    return "-" if b is None or (isinstance(b, float) and math.isnan(b)) else f"{b / 2**20:.1f}"
+def fmt_mib(b: float | None, digits: int = 1) -> str:
+    """Bytes as MiB with `digits` decimals ("-" when missing)."""
+    return "-" if b is None or (isinstance(b, float) and math.isnan(b)) else f"{b / 2**20:.{digits}f}"
+
+
+def fmt_pm(row: dict[str, Any]) -> str:
+    """A peaks() row as "mean ± std" in MiB ("-" when nothing was measured)."""
+    return "-" if row["mean"] is None else f"{fmt_mib(row['mean'])} ± {fmt_mib(row['std'])}"

@@ -195,14 +195,15 @@ def _verdict(scope: str, times: list[float | None], work: list[float | None], ev
                                 "(PAPI_TOT_INS or perf::TASK-CLOCK) was counted")
     elif w_imb - 1.0 >= 0.5 * (t_imb - 1.0):
         kind = "work"
+        counted = [w for w in work if w is not None]
+        rel = "n/a" if work[slow] is None else f"{work[slow] / (sum(counted) / len(counted)):.2f}x"
         msg = (f"{scope}: work imbalance: rank {slow} takes {t_imb:.2f}x the mean compute time and its {what} is "
-               f"{(work[slow] or 0) / (sum(w for w in work if w is not None) / len([w for w in work if w is not None])):.2f}x "
-               "the mean: it has more work")
+               f"{rel} the mean: it has more work")
     else:
         kind = "efficiency"
         msg = (f"{scope}: efficiency imbalance: rank {slow} takes {t_imb:.2f}x the mean compute time for about the "
                f"same {what} (max/mean {w_imb:.2f}); it does the same work more slowly "
-               f"({(eff[slow] or 0):.2f}x the mean rate)")
+               f"({'n/a' if eff[slow] is None else f'{eff[slow]:.2f}x'} the mean rate)")
     return Verdict(scope, times, work, ev, t_imb, w_imb, slow, eff, kind, msg)
 
 

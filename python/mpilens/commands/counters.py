@@ -14,22 +14,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .. import units
 from ..cli import command
 from ..errors import MpilensError
 
 TOP_COLUMNS = ["MPI_CALLS", "BYTES_SENT_USER", "BYTES_RECEIVED_USER", "BYTES_SENT_MPI", "POSTED_RECVQ",
                "MAX_POSTED_RECVQ", "UNEXPECTED", "EAGER_MESSAGES", "NOT_EAGER_MESSAGES"]
-
-
-def _fmt(name: str, v: Any) -> str:
-    if v is None:
-        return "n/a"
-    if "BYTES" in name:
-        return units.size(v)
-    if name.endswith("_TIME"):
-        return units.seconds(v)
-    return f"{int(v):,}"
 
 
 # ------------------------------------------------------------------------------------ counters
@@ -85,7 +74,7 @@ def counters_doc(c: Any) -> dict[str, Any]:
 
 @command("counters", "low-level counters of a counters-mode run (per rank, bins, eager, pvars)", _setup_counters)
 def cmd_counters(a: argparse.Namespace) -> int:
-    from ..counters_spc import load
+    from ..counters_spc import format_value, load
 
     c = load(a.rundir)
     if a.list:
@@ -119,7 +108,7 @@ def cmd_counters(a: argparse.Namespace) -> int:
         if all(v is None for v in vals):
             print(f"{name:<28}" + "not measured".rjust(14))
             continue
-        print(f"{name:<28}" + "".join(f"{_fmt(name, vals[i]):>14}" for i in idx))
+        print(f"{name:<28}" + "".join(f"{format_value(name, vals[i]):>14}" for i in idx))
     if doc["bins"]:
         b = doc["bins"]["P2P_MESSAGE_SIZE"]
         labels = [f"<={x}" for x in b["rules"]] + [f">{b['rules'][-1]}" if b["rules"] else "all"]
@@ -173,17 +162,21 @@ def top_doc(rundir: Path, names: list[str]) -> dict[str, Any]:
 def _top_table(doc: dict[str, Any]) -> Any:
     from rich.table import Table
 
+    from ..counters_spc import format_value
+
     t = Table(title=f"mpilens top: {doc['run']} ({len(doc['ranks'])}/{doc['nranks']} ranks publishing)")
     for c in ["rank", "state", "t (s)"] + doc["columns"]:
         t.add_column(c, justify="right")
     for r in doc["ranks"]:
-        t.add_row(str(r["rank"]), r["state"], f"{r['t_s']:.1f}", *[_fmt(c, r[c]) for c in doc["columns"]])
+        t.add_row(str(r["rank"]), r["state"], f"{r['t_s']:.1f}", *[format_value(c, r[c]) for c in doc["columns"]])
     return t
 
 
 def _plain_table(doc: dict[str, Any]) -> str:
+    from ..counters_spc import format_value
+
     cols = ["rank", "state", "t (s)"] + doc["columns"]
-    rows = [[str(r["rank"]), r["state"], f"{r['t_s']:.1f}", *[_fmt(c, r[c]) for c in doc["columns"]]]
+    rows = [[str(r["rank"]), r["state"], f"{r['t_s']:.1f}", *[format_value(c, r[c]) for c in doc["columns"]]]
             for r in doc["ranks"]]
     width = [max(len(c), *(len(r[i]) for r in rows)) if rows else len(c) for i, c in enumerate(cols)]
     lines = [f"mpilens top: {doc['run']} ({len(doc['ranks'])}/{doc['nranks']} ranks publishing)",
@@ -230,7 +223,7 @@ def _setup_heatmap(p: argparse.ArgumentParser) -> None:
 def cmd_heatmap(a: argparse.Namespace) -> int:
     import numpy as np
 
-    from ..counters_spc import draw_heatmap, grid_remap, load, parse_grid
+    from ..counters_spc import draw_heatmap, grid_remap, load, parse_grid, rank_totals
 
     c = load(a.rundir)
     x = c.layout.counter(a.counter)
@@ -242,7 +235,7 @@ def cmd_heatmap(a: argparse.Namespace) -> int:
         doc: dict[str, Any] = {"counter": x["name"], "type": x["type"], "times_s": [round(float(t), 4) for t in times],
                                "matrix": [[None if np.isnan(v) else float(v) for v in row] for row in m]}
         if grid:
-            img = grid_remap(np.nansum(m, axis=1), grid)
+            img = grid_remap(rank_totals(m), grid)
             doc["grid"] = [[None if np.isnan(v) else float(v) for v in row] for row in img]
         json.dump(doc, sys.stdout)
         print()

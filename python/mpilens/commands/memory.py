@@ -19,19 +19,11 @@ def _setup(p: argparse.ArgumentParser) -> None:
                         "library under study, e.g. QUO's footprint: a QUO program minus a trivial one)")
 
 
-def _pm(row: dict) -> str:
-    from ..memory import fmt_mib
-
-    if row["mean"] is None:
-        return "-"
-    return f"{fmt_mib(row['mean'])} ± {fmt_mib(row['std'])}"
-
-
 @command("memory", "memory of MPI against the application (run with --mode memory)", _setup)
 def cmd_memory(a: argparse.Namespace) -> int:
     """Print the peak table, MPI memory by function, regions and per-rank summary of a memory run."""
     from .. import memory
-    from ..memory import fmt_mib
+    from ..memory import fmt_mib, fmt_pm
 
     run = memory.load(a.rundir)
     foot = memory.footprint(run, memory.load(a.minus)) if a.minus is not None else None
@@ -52,10 +44,10 @@ def cmd_memory(a: argparse.Namespace) -> int:
     peaks = {row["series"]: row for row in run.peaks()}
     print(f"\nPeak memory per process, MiB (mean ± std over {len(run.ranks)} ranks)")
     print(f"  {'':<14}{'PSS':>18}{'RSS':>18}")
-    print(f"  {'MPI':<14}{_pm(peaks['mpi']):>18}{_pm(peaks['mpi_rss']):>18}")
-    print(f"  {'application':<14}{_pm(peaks['app']):>18}{'':>18}")
-    print(f"  {'total':<14}{_pm(peaks['pss']):>18}{_pm(peaks['rss']):>18}")
-    print(f"  {'tool (apart)':<14}{_pm(peaks['tool']):>18}")
+    print(f"  {'MPI':<14}{fmt_pm(peaks['mpi']):>18}{fmt_pm(peaks['mpi_rss']):>18}")
+    print(f"  {'application':<14}{fmt_pm(peaks['app']):>18}{'':>18}")
+    print(f"  {'total':<14}{fmt_pm(peaks['pss']):>18}{fmt_pm(peaks['rss']):>18}")
+    print(f"  {'tool (apart)':<14}{fmt_pm(peaks['tool']):>18}")
     if foot is not None:
         _print_footprint(foot)
     rows = run.by_function()[: a.top]
@@ -92,8 +84,10 @@ def cmd_memory(a: argparse.Namespace) -> int:
 
 def _print_footprint(foot: dict) -> None:
     """The peaks of this run minus the baseline's, in MiB with enough digits for sub-MiB libraries."""
+    from ..memory import fmt_mib
+
     def mib(b: float | None) -> str:
-        return "-" if b is None else f"{b / 2**20:.3f}"
+        return fmt_mib(b, digits=3)
 
     print(f"\nFootprint: this run minus {foot['baseline']} (mean peak per process, MiB)")
     for note in foot["notes"]:
