@@ -221,6 +221,20 @@ def test_persistent_wildcard_and_subcommunicator_arrows(mpi, tmp_path, phase, pe
         assert len(m.send_ev) == 4 * per_pair
 
 
+def test_completion_after_the_communicator_was_freed(mpi, tmp_path):
+    """MPI_Comm_free while an MPI_Irecv(MPI_ANY_SOURCE) and an MPI_Isend on the communicator are
+    pending (allowed), then new communicators in another rank order that may reuse its handle:
+    the completions still translate the source with the freed communicator's ranks."""
+    reps, size, np_ = 5, 100, 4
+    job = run_example(mpi, "traffic_p2p", np_, tmp_path, ["freedcomm", str(reps), str(size)], settings=TRACE)
+    tl = timeline.load(job.rundir)
+    m = tl.messages
+    assert m.unmatched_sends == 0 and m.unmatched_recvs == 0
+    assert sorted(zip(m.src.tolist(), m.dst.tolist())) == sorted((r, r ^ 1) for r in range(np_) for _ in range(reps))
+    assert sorted(m.bytes.tolist()) == sorted(size + r for r in range(np_) for _ in range(reps))
+    assert fn(job.profile, "MPI_Irecv", "bytes_recv") == [reps * (size + (r ^ 1)) for r in range(np_)]
+
+
 def test_lammps_trace(tmp_path):
     """LAMMPS indent on 4 ranks (Open MPI): the Chrome export is valid and its arrows are the
     profile's point-to-point messages."""

@@ -38,6 +38,11 @@
  *   sizes S1 S2 ...         rank 0 sends one message of each size to rank 1 (MPI_Send / MPI_Recv)
  *   big REPS MIB            each rank sends REPS messages of MIB MiB to itself (MPI_Irecv +
  *                           MPI_Send + MPI_Wait), for totals beyond 32 bits
+ *   freedcomm REPS SIZE     pairs r <-> r^1 on D = MPI_Comm_split(world, r/2, key -r) (reversed
+ *                           order): per rep MPI_Irecv (MPI_ANY_SOURCE, larger buffer) + MPI_Isend
+ *                           of SIZE+r bytes on D, then D is freed and 4 communicators in world
+ *                           order are created (they may reuse D's handle) before one MPI_Waitall
+ *                           completes both requests; then the 4 are freed
  * Every phase ends with one MPI_Barrier on MPI_COMM_WORLD. Every rank checks what it receives
  * and aborts on a mismatch. */
 #include <mpi.h>
@@ -394,6 +399,29 @@ static void big(int reps, int mib)
     free(out), free(in);
 }
 
+static void freedcomm(int reps, int size)
+{
+    if (nprocs % 2) die("freedcomm needs an even number of ranks");
+    char *out = buffer((size_t)size + (size_t)nprocs), *in = buffer((size_t)size + (size_t)nprocs + 8);
+    for (int i = 0; i < reps; i++) {
+        MPI_Comm d, e[4];
+        MPI_Comm_split(MPI_COMM_WORLD, rank / 2, -rank, &d);
+        int cd;
+        MPI_Comm_rank(d, &cd);
+        MPI_Request r[2];
+        MPI_Status st[2];
+        MPI_Irecv(in, size + nprocs + 8, MPI_BYTE, MPI_ANY_SOURCE, i, d, &r[0]);
+        MPI_Isend(out, size + rank, MPI_BYTE, cd ^ 1, i, d, &r[1]);
+        MPI_Comm_free(&d); /* pending operations complete normally (MPI standard, MPI_Comm_free) */
+        for (int k = 0; k < 4; k++) MPI_Comm_split(MPI_COMM_WORLD, 0, rank, &e[k]);
+        MPI_Waitall(2, r, st);
+        check_count(&st[0], MPI_BYTE, size + (rank ^ 1));
+        if (st[0].MPI_SOURCE != (cd ^ 1)) die("freedcomm: unexpected source");
+        for (int k = 0; k < 4; k++) MPI_Comm_free(&e[k]);
+    }
+    free(out), free(in);
+}
+
 static void sizes(int n, char **list)
 {
     if (nprocs != 2) die("sizes needs 2 ranks");
@@ -430,6 +458,7 @@ int main(int argc, char **argv)
     else if (strcmp(phase, "split") == 0) split(arg(argc, argv, 2), arg(argc, argv, 3));
     else if (strcmp(phase, "sizes") == 0) sizes(argc - 2, argv + 2);
     else if (strcmp(phase, "big") == 0) big(arg(argc, argv, 2), arg(argc, argv, 3));
+    else if (strcmp(phase, "freedcomm") == 0) freedcomm(arg(argc, argv, 2), arg(argc, argv, 3));
     else die("unknown phase (blocking|wildcard|nb|sendrecv|persistent|datatype|procnull|split|sizes|big)");
     fflush(stdout);
     MPI_Barrier(MPI_COMM_WORLD);

@@ -1,6 +1,11 @@
 /* Communicator facts the byte expressions and the point-to-point matrix need (size, rank,
  * intercommunicator, world ranks of the peer group), computed once per communicator.
- * Lookups take no lock; a new communicator is added under a mutex, at its first use. */
+ * Lookups take no lock; a new communicator is added under a mutex, at its first use.
+ *
+ * The facts are reference counted: the table holds one reference until MPI_Comm_free, and the
+ * trace and counters modes take one for each outstanding request (ml_comm_hold), because a
+ * request may complete after its communicator was freed (MPI allows it) and its completion still
+ * reads the communicator's world ranks and uid. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,7 +16,10 @@
 #define EMPTY ((uintptr_t)0)
 #define TOMB (~(uintptr_t)0)
 
-static ml_comm_t table[CAP];
+static struct slot {
+    uintptr_t key;
+    ml_comm_t *c;
+} table[CAP];
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 static uintptr_t key_of(MPI_Comm comm)
@@ -115,18 +123,18 @@ const ml_comm_t *ml_comm_get(MPI_Comm comm)
     uint32_t i = slot_of(k);
     for (uint32_t probe = 0; probe < CAP; probe++, i = (i + 1) & (CAP - 1)) {
         const uintptr_t have = __atomic_load_n(&table[i].key, __ATOMIC_ACQUIRE);
-        if (have == k) return &table[i];
+        if (have == k) return table[i].c;
         if (have == EMPTY) break;
     }
     /* first use: add it */
     pthread_mutex_lock(&lock);
-    ml_comm_t *free_slot = NULL;
+    struct slot *free_slot = NULL;
     i = slot_of(k);
     for (uint32_t probe = 0; probe < CAP; probe++, i = (i + 1) & (CAP - 1)) {
         const uintptr_t have = table[i].key;
         if (have == k) {
             pthread_mutex_unlock(&lock);
-            return &table[i];
+            return table[i].c;
         }
         if (have == TOMB && free_slot == NULL) free_slot = &table[i];
         if (have == EMPTY) {
@@ -134,13 +142,29 @@ const ml_comm_t *ml_comm_get(MPI_Comm comm)
             break;
         }
     }
-    const ml_comm_t *result = NULL;
-    if (free_slot != NULL && fill(free_slot, comm) == 0) {
+    ml_comm_t *result = free_slot != NULL ? calloc(1, sizeof *result) : NULL;
+    if (result != NULL && fill(result, comm) == 0) {
+        result->refs = 1; /* the table's */
+        free_slot->c = result;
         __atomic_store_n(&free_slot->key, k, __ATOMIC_RELEASE);
-        result = free_slot;
+    } else if (result != NULL) {
+        free(result);
+        result = NULL;
     }
     pthread_mutex_unlock(&lock);
     return result;
+}
+
+void ml_comm_hold(const ml_comm_t *c)
+{
+    if (c != NULL) __atomic_add_fetch(&((ml_comm_t *)c)->refs, 1, __ATOMIC_RELAXED);
+}
+
+void ml_comm_release(const ml_comm_t *c)
+{
+    if (c == NULL || __atomic_sub_fetch(&((ml_comm_t *)c)->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
+    free(c->world);
+    free((ml_comm_t *)c);
 }
 
 void ml_comm_forget(MPI_Comm comm)
@@ -154,8 +178,8 @@ void ml_comm_forget(MPI_Comm comm)
         if (table[i].key == EMPTY) break;
         if (table[i].key == k) {
             __atomic_store_n(&table[i].key, TOMB, __ATOMIC_RELEASE);
-            free(table[i].world);
-            table[i].world = NULL;
+            ml_comm_release(table[i].c); /* the table's reference; requests may hold more */
+            table[i].c = NULL;
             break;
         }
     }

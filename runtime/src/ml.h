@@ -255,10 +255,14 @@ typedef struct ml_comm {
     int *world;         /* world rank of each rank of the peer group (remote group of intercomms) */
     uint64_t uid;       /* the same on every member: names the communicator in traces */
     uint32_t children;  /* communicators created from this one so far */
+    int refs;           /* the table's reference while the communicator lives, plus held requests */
 } ml_comm_t;
 
 const ml_comm_t *ml_comm_get(MPI_Comm comm);
 void ml_comm_forget(MPI_Comm comm);
+/* Keep c's facts alive past MPI_Comm_free (an outstanding request's), and let them go. */
+void ml_comm_hold(const ml_comm_t *c);
+void ml_comm_release(const ml_comm_t *c);
 /* A call created newcomm from parent (MPI_COMM_NULL: none): give it its uid. */
 void ml_comm_created(MPI_Comm parent, MPI_Comm newcomm);
 void ml_comm_neighbors(MPI_Comm comm, int *indeg, int *outdeg, uint64_t *null_slots);
@@ -316,7 +320,9 @@ typedef struct ml_req {
     int64_t sent, recv; /* bytes, or ML_BYTES_FROM_STATUS */
     uint64_t seq;       /* number of the operation in its thread's trace (trace mode) */
     uint64_t t_post;    /* counters mode: tick when a receive was posted (started) */
-    const struct ml_comm *comm; /* trace mode: to give the source of a completed receive as a world rank */
+    /* trace and counters modes: to give the source of a completed receive as a world rank; the
+     * entry holds a reference (ml_comm_hold) from ml_req_track until it completes or is freed */
+    const struct ml_comm *comm;
 } ml_req_t;
 
 int ml_requests_init(size_t capacity);

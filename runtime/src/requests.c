@@ -138,7 +138,11 @@ uint64_t ml_req_track(ml_thread_t *t, MPI_Request req, int fn, unsigned flags, i
         }
         return seq;
     }
-    if (insert(t, key_of(req), &e) == NULL) t->dropped_requests++;
+    ml_comm_hold(facts); /* until the operation completes or is freed, whatever happens to comm */
+    if (insert(t, key_of(req), &e) == NULL) {
+        t->dropped_requests++;
+        ml_comm_release(facts);
+    }
     return seq;
 }
 
@@ -190,8 +194,10 @@ void ml_req_claim(MPI_Request req, ml_claim_t *c)
 void ml_req_unclaim(ml_claim_t *c)
 {
     ml_thread_t *t = ml_tls;
-    if (c->held && c->live == NULL && t != NULL && insert(t, key_of(c->handle), &c->copy) == NULL)
-        t->dropped_requests++;
+    if (c->held && c->live == NULL && (t == NULL || insert(t, key_of(c->handle), &c->copy) == NULL)) {
+        if (t != NULL) t->dropped_requests++;
+        ml_comm_release(c->copy.comm);
+    }
     c->held = 0;
 }
 
@@ -219,13 +225,10 @@ static void account(ml_thread_t *t, const ml_req_t *e, int64_t sent, int64_t rec
     }
 }
 
-void ml_req_done(ml_thread_t *t, ml_claim_t *c, const MPI_Status *st, int measuring)
+static void settle(ml_thread_t *t, ml_req_t *e, int live, const MPI_Status *st, int measuring)
 {
-    if (!c->held) return;
-    ml_req_t *e = c->live ? c->live : &c->copy;
-    c->held = 0;
     if (!(e->flags & ML_REQ_ACTIVE)) return; /* an inactive persistent request completes at once */
-    if (c->live) e->flags &= (uint16_t)~(ML_REQ_ACTIVE | ML_REQ_CANCELLED);
+    if (live) e->flags &= (uint16_t)~(ML_REQ_ACTIVE | ML_REQ_CANCELLED);
     int cancelled = 0;
     if (measuring && (e->flags & ML_REQ_CANCELLED) && st != NULL) PMPI_Test_cancelled(st, &cancelled);
     if (!measuring || cancelled) {
@@ -239,12 +242,25 @@ void ml_req_done(ml_thread_t *t, ml_claim_t *c, const MPI_Status *st, int measur
     if (t->trace) ml_trace_done(t, e, st, sent, recv);
 }
 
+void ml_req_done(ml_thread_t *t, ml_claim_t *c, const MPI_Status *st, int measuring)
+{
+    if (!c->held) return;
+    c->held = 0;
+    if (c->live) {
+        settle(t, c->live, 1, st, measuring); /* a persistent entry stays, with its reference */
+        return;
+    }
+    settle(t, &c->copy, 0, st, measuring);
+    ml_comm_release(c->copy.comm); /* the operation is over */
+}
+
 void ml_req_freed(ml_thread_t *t, ml_claim_t *c, int measuring)
 {
     if (!c->held) return;
     ml_req_t *e = c->live ? c->live : &c->copy;
     c->held = 0;
     if (measuring && (e->flags & ML_REQ_ACTIVE) && e->sent > 0 && e->recv == 0) account(t, e, e->sent, 0);
+    ml_comm_release(e->comm);
     if (c->live != NULL) {
         __atomic_store_n(&c->live->key, ML_REQ_TOMB, __ATOMIC_RELEASE);
         t->requests_open--;
