@@ -279,7 +279,10 @@ static void start_session(void)
     fprintf(out, "{\"schema\": \"mpilens.mpit/1\", \"rank\": %d, \"pvars_total\": %d, \"regex\": ", ml_g.rank,
             pvars_total);
     ml_json_str(out, ml_g.config.mpit_pvars ? ml_g.config.mpit_pvars : "");
-    fprintf(out, ", \"period_ms\": %ld, \"session\": %s}\n", ml_g.config.mpit_period_ms, session_ok ? "true" : "false");
+    /* the periodic reads come from a thread of their own: only safe when MPI_T is thread safe */
+    const int periodic = mlt_thread_level() == MPI_THREAD_MULTIPLE;
+    fprintf(out, ", \"period_ms\": %ld, \"periodic\": %s, \"session\": %s}\n", ml_g.config.mpit_period_ms,
+            periodic ? "true" : "false", session_ok ? "true" : "false");
     if (!session_ok) return;
     add_pvars_for(MPI_COMM_NULL, "");
     add_pvars_for(MPI_COMM_WORLD, "MPI_COMM_WORLD");
@@ -292,7 +295,11 @@ static void start_session(void)
     }
     sample("init", NULL);
     fflush(out);
-    if (npvars > 0) {
+    if (npvars > 0 && !periodic && ml_g.rank == 0)
+        fprintf(stderr, "mpilens: MPI_T of this MPI is not thread safe (MPI_T_init_thread provided level %d); pvars "
+                        "are read at MPI_Init, region boundaries and MPI_Finalize only, not every "
+                        "MPILENS_MPIT_PERIOD_MS\n", mlt_thread_level());
+    if (npvars > 0 && periodic) {
         sampler_stop = 0;
         sampler_running = pthread_create(&sampler, NULL, sampler_main, NULL) == 0;
     }

@@ -9,16 +9,19 @@
 
 #include "mpit_common.h"
 
-static int started;
+static int started, provided_level;
 
 int mlt_init(void)
 {
     if (started) return 0;
     int provided = 0;
     if (MPI_T_init_thread(MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) return -1;
+    provided_level = provided;
     started = 1;
     return 0;
 }
+
+int mlt_thread_level(void) { return started ? provided_level : -1; }
 
 void mlt_finalize(void)
 {

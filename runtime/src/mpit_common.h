@@ -13,6 +13,9 @@
 
 /* Start MPI_T once for this process (any thread level MPI_T gives). 0 or -1. */
 int mlt_init(void);
+/* The thread level MPI_T_init_thread provided (-1 before mlt_init): another thread may call
+ * MPI_T functions while the application is in MPI only at MPI_THREAD_MULTIPLE. */
+int mlt_thread_level(void);
 
 /* Close MPI_T (Open MPI then forgets its parameters, to register them afresh in MPI_Init). */
 void mlt_finalize(void);
