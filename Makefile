@@ -59,7 +59,7 @@ $(BUILD)/lib/libmpilens-%.so: $(BUILD)/%/gen/wrappers_c.c $(LIB_SRC) $(RUNTIME_H
 	@mkdir -p $(dir $@)
 	mpicc.$* $(CFLAGS) -Iruntime/src -Iruntime/include -I$(BUILD)/$*/gen -shared -o $@ \
 	  $(LIB_SRC) $(BUILD)/$*/gen/wrappers_c.c $(BUILD)/$*/gen/wrappers_f.c \
-	  $(BUILD)/$*/gen/ml_functions.c $(BUILD)/$*/gen/ml_config_table.c -ldl -lpthread
+	  $(BUILD)/$*/gen/ml_functions.c $(BUILD)/$*/gen/ml_config_table.c -ldl -lpthread -lm
 
 $(BUILD)/%/bin/mpilens-check: runtime/src/check.c runtime/src/config.c runtime/src/mpit_common.c runtime/src/mpit_common.h $(BUILD)/%/gen/wrappers_c.c
 	@mkdir -p $(dir $@)

@@ -115,8 +115,11 @@ def launcher(mpi: str, bind: str) -> list[str]:
     return ["mpirun.mpich", "-np", "2", "-bind-to", bind]
 
 
+SETTINGS: dict[str, str] = {}  # --set K=V: more MPILENS_* settings of the runs with mpilens
+
+
 def tool_env_args(mpi: str, lib: Path, outdir: Path, mode: str) -> list[str]:
-    pairs = [("LD_PRELOAD", str(lib)), ("MPILENS_OUTPUT", str(outdir)), ("MPILENS_MODE", mode)]
+    pairs = [("LD_PRELOAD", str(lib)), ("MPILENS_OUTPUT", str(outdir)), ("MPILENS_MODE", mode), *SETTINGS.items()]
     args: list[str] = []
     for k, v in pairs:
         args += ["-x", f"{k}={v}"] if mpi == "openmpi" else ["-genv", k, v]
@@ -295,7 +298,7 @@ def bench_mpi(mpi: str, args: argparse.Namespace, tmp: Path) -> tuple[str, dict]
     launch = " ".join(launcher(mpi, args.bind))
     header = (f"### {MPI_NAMES[mpi]}" + (f" ({version})" if version else "") +
               f": `{launch}`, {args.reps} interleaved pairs, {args.batches} batches per run, "
-              f"MPILENS_MODE={args.mode}")
+              f"MPILENS_MODE={args.mode}" + "".join(f", {k}={v}" for k, v in SETTINGS.items()))
     text, summary = table(mpi, [*lat.values(), rate], header, args.mode, trace_stats)
     summary["meta"] = {"launcher": launch, "mpi_version": version, "library": str(lib_src),
                        "library_sha256": sha256(lib), "reps": args.reps, "batches": args.batches,
@@ -318,7 +321,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--lib-dir", type=Path, default=ROOT / "build" / "lib",
                    help="where libmpilens-<mpi>.so is (default build/lib)")
     p.add_argument("--json", type=Path, help="also write every per-run median and the summary here")
+    p.add_argument("--set", action="append", default=[], metavar="MPILENS_K=V",
+                   help="another setting of the runs with mpilens, e.g. MPILENS_TIME_SAMPLE=64")
     args = p.parse_args(argv)
+    for item in args.set:
+        k, sep, v = item.partition("=")
+        if not sep or not k.startswith("MPILENS_"):
+            p.error(f"--set {item}: expected MPILENS_NAME=VALUE")
+        SETTINGS[k] = v
     if args.quick:
         args.reps, args.batches, args.scale = min(args.reps, 5), 7, 0.25
     if args.reps < 1 or args.batches < 1 or args.scale <= 0:

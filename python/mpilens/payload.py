@@ -27,13 +27,14 @@ class Payload:
     threads: int
     wall_ns: int
     mpi_ns: int
+    mpi_se_ns: int  # standard error of mpi_ns when it is estimated (MPILENS_TIME_SAMPLE), else 0
     init_ns: int
     dropped: dict[str, int]
     host: str
     regions: list[tuple[int, int, int, int, str]] = field(default_factory=list)  # path, parent, visits, ns, name
     functions: dict[int, tuple[str, str]] = field(default_factory=dict)  # id -> (name, class)
-    stats: list[tuple[int, int, int, int, int, int, int, int]] = field(default_factory=list)
-    # path, fn, calls, ns, min_ns, max_ns, sent, recv
+    # (path, fn, calls, ns, min_ns, max_ns, timed calls, standard error ns, sent, recv)
+    stats: list[tuple[int, int, int, int, int, int, int, int, int, int]] = field(default_factory=list)
     sizes: list[tuple[int, int, int, int]] = field(default_factory=list)  # fn, bin, calls, ns
     matrix: list[tuple[int, int, int]] = field(default_factory=list)  # dst, messages, bytes
     counter_names: dict[int, tuple[str, str]] = field(default_factory=dict)  # id -> (name, "sum" | "last")
@@ -65,15 +66,15 @@ def parse(data: bytes) -> Payload:
     """Parse one payload; raise PayloadError when it is damaged."""
     r = _Reader(data)
     magic, total = r.take("=8sQ")
-    if magic != b"MLPAYLD1":
+    if magic != b"MLPAYLD2":
         raise PayloadError("not an mpilens payload (bad magic)")
     if total > len(data):
         raise PayloadError(f"truncated: {len(data)} of {total} bytes")
     r.data = data[:total]
     rank, nranks, complete, reason, signo, threads = r.take("=6I")
-    wall, mpi, init, d_req, d_reg, mismatch, outstanding = r.take("=7Q")
+    wall, mpi, mpi_se, init, d_req, d_reg, mismatch, outstanding = r.take("=8Q")
     p = Payload(rank, nranks, bool(complete), END_REASONS.get(reason, f"reason {reason}"), signo, threads, wall, mpi,
-                init, {"requests_untracked": d_req, "region_paths": d_reg, "region_mismatches": mismatch,
+                mpi_se, init, {"requests_untracked": d_req, "region_paths": d_reg, "region_mismatches": mismatch,
                        "requests_outstanding_at_finalize": outstanding}, r.str())
     (n,) = r.take("=I")
     for _ in range(n):
@@ -84,7 +85,7 @@ def parse(data: bytes) -> Payload:
         fn, cls = r.take("=HB")
         p.functions[fn] = (r.str(), CLASSES[cls] if cls < len(CLASSES) else "other")
     (n,) = r.take("=I")
-    p.stats = [r.take("=IH6Q") for _ in range(n)]
+    p.stats = [r.take("=IH8Q") for _ in range(n)]
     (n,) = r.take("=I")
     p.sizes = [r.take("=HBQQ") for _ in range(n)]
     (n,) = r.take("=I")

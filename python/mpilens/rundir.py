@@ -5,6 +5,7 @@ is still readable is returned."""
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -94,7 +95,14 @@ def profile_from_payloads(payloads: list[pl.Payload], nranks: int) -> dict[str, 
         return {"class": cls, "calls": per_rank(0), "time_s": per_rank(0.0), "min_s": per_rank(None),
                 "max_s": per_rank(None), "bytes_sent": per_rank(0), "bytes_recv": per_rank(0)}
 
-    def add(f: dict[str, Any], r: int, calls: int, ns: int, mn: int, mx: int, sent: int, recv: int) -> None:
+    sampled = any(st[6] != st[2] for p in by_rank.values() for st in p.stats)  # MPILENS_TIME_SAMPLE > 1
+
+    def add(f: dict[str, Any], r: int, calls: int, ns: int, mn: int, mx: int, timed: int, se_ns: int, sent: int,
+            recv: int) -> None:
+        if sampled:
+            f.setdefault("timed_calls", per_rank(0))[r] += timed
+            se = f.setdefault("time_s_se", per_rank(0.0))
+            se[r] = math.hypot(se[r], _seconds(se_ns))  # independent estimates: variances add
         if calls:
             f["min_s"][r] = _seconds(mn) if f["min_s"][r] is None else min(f["min_s"][r], _seconds(mn))
             f["max_s"][r] = _seconds(mx) if f["max_s"][r] is None else max(f["max_s"][r], _seconds(mx))
@@ -128,11 +136,11 @@ def profile_from_payloads(payloads: list[pl.Payload], nranks: int) -> dict[str, 
             node["visits"][r] += visits
             node["time_s"][r] += _seconds(ns)
             local[path] = node
-        for path, fn, calls, ns, mn, mx, sent, recv in p.stats:
+        for path, fn, *stat in p.stats:
             name, cls = p.functions.get(fn, (f"function {fn}", "other"))
-            add(functions.setdefault(name, new_function(cls)), r, calls, ns, mn, mx, sent, recv)
+            add(functions.setdefault(name, new_function(cls)), r, *stat)
             if path != 0 and path in local:
-                add(local[path]["functions"].setdefault(name, new_function(cls)), r, calls, ns, mn, mx, sent, recv)
+                add(local[path]["functions"].setdefault(name, new_function(cls)), r, *stat)
         for fn, b, calls, ns in p.sizes:
             name = p.functions.get(fn, (f"function {fn}", "other"))[0]
             slot = sizes.setdefault(name, {}).setdefault(b, {
@@ -152,6 +160,7 @@ def profile_from_payloads(payloads: list[pl.Payload], nranks: int) -> dict[str, 
         p = by_rank.get(r)
         ranks.append({"rank": r, "host": p.host if p else None, "wall_time_s": _seconds(p.wall_ns) if p else None,
                       "mpi_time_s": _seconds(p.mpi_ns) if p else None,
+                      **({"mpi_time_s_se": _seconds(p.mpi_se_ns) if p else None} if sampled else {}),
                       "init_time_s": _seconds(p.init_ns) if p else None, "threads": p.threads if p else None,
                       "ended_by": (p.reason + (f" {p.signal}" if p.signal else "")) if p else None})
     dropped: dict[str, int] = {}

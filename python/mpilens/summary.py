@@ -4,9 +4,12 @@ counted as zero."""
 
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import dataclass, field
 from typing import Any
+
+from . import units
 
 
 @dataclass
@@ -108,6 +111,38 @@ class Summary:
     recv_by_rank: list[float]
     regions: list[RegionSummary]
     dropped: dict[str, int] = field(default_factory=dict)
+    sampling: Sampling | None = None  # MPILENS_TIME_SAMPLE > 1
+
+
+@dataclass
+class Sampling:
+    """MPILENS_TIME_SAMPLE=every: 1 in `every` calls of the short, frequent functions were timed;
+    their times are estimates from `timed` of `calls` calls (over all ranks)."""
+
+    every: int | None  # None: a run that ended early (its partial data do not say N)
+    timed: int
+    calls: int
+    mpi_se: float | None  # standard error of the MPI time summed over ranks, seconds
+
+    def sentence(self) -> str:
+        every = f"1 in {self.every} calls" if self.every else "a sample of the calls"
+        se = f" (MPI time summed over ranks: ± {units.seconds(self.mpi_se)} standard error)" if self.mpi_se else ""
+        return (f"{every} of point-to-point, completion, probe and one-sided functions timed "
+                f"(MPILENS_TIME_SAMPLE): their times are estimates from {self.timed:,} of {self.calls:,} calls{se}, "
+                "min and max those of the timed calls; counts and bytes are exact")
+
+
+def sampling(profile: dict[str, Any]) -> Sampling | None:
+    """How the calls were timed, when not every call was (profile.json "timed_calls")."""
+    timed = calls = 0
+    for f in profile.get("functions", {}).values():
+        for c, t in zip(f.get("calls", []), f.get("timed_calls") or []):
+            if c is not None and t is not None and t < c:
+                timed, calls = timed + t, calls + c
+    every = profile.get("time_sample")
+    ses = [r.get("mpi_time_s_se") for r in profile.get("ranks", [])]
+    mpi_se = math.sqrt(sum(x * x for x in ses if x is not None)) if any(x is not None for x in ses) else None
+    return Sampling(every, timed, calls, mpi_se) if calls or (every or 1) > 1 else None
 
 
 def _functions(funcs: dict[str, Any], mpi_total: float, wall_total: float) -> list[FunctionSummary]:
@@ -169,4 +204,4 @@ def summarize(profile: dict[str, Any]) -> Summary:
     regions: list[RegionSummary] = []
     _regions(profile.get("regions", []), "", 0, mpi_total, wall_total, regions)
     return Summary(n, sum(1 for r in ranks if r.wall is not None), wall, mpi, ranks, functions,
-                   sizes, talkers, sent, recv, regions, dict(profile.get("dropped", {})))
+                   sizes, talkers, sent, recv, regions, dict(profile.get("dropped", {})), sampling(profile))

@@ -260,6 +260,20 @@ def accounting(fn: str, sem: Semantics, lang: str, req_expr: str, status_expr: s
     return lines
 
 
+def sampled(sem: Semantics) -> bool:
+    """Whether MPILENS_TIME_SAMPLE may leave calls of this function untimed: the frequent, short
+    kinds (point-to-point, completion, probe, one-sided data movement); collectives, epochs, I/O
+    and setup are always timed."""
+    return sem.cls in ("p2p", "completion", "probe") or (sem.cls == "rma" and sem.moves_data)
+
+
+def timing_lines(fn: str, sem: Semantics, call: str) -> list[str]:
+    """The timed call: start time, the call itself, end time."""
+    if sampled(sem):
+        return [f"    const uint64_t ml_t0 = ml_start(ml_t, ML_FN_{fn});", call, "    const uint64_t ml_t1 = ml_stop(ml_t0);"]
+    return ["    const uint64_t ml_t0 = ml_now();", call, "    const uint64_t ml_t1 = ml_now();"]
+
+
 ENTER_HOOK = "    if (ML_UNLIKELY(ml_t->observe & ML_OBS_AT_ENTER)) ml_observe_enter(ml_t, ML_FN_{fn});"
 
 
@@ -326,9 +340,7 @@ def c_wrapper(f: standard.StdFunction, proto: cheader.CPrototype, sem: Semantics
     if needs_status(sem):
         body += ["    MPI_Status ml_status;", "    if (status == MPI_STATUS_IGNORE) status = &ml_status;"]
     body.append(ENTER_HOOK.format(fn=f.name))
-    body += ["    const uint64_t ml_t0 = ml_now();",
-             f"    const {ret} ml_rc = PMPI_{f.name[4:]}({args});",
-             "    const uint64_t ml_t1 = ml_now();"]
+    body += timing_lines(f.name, sem, f"    const {ret} ml_rc = PMPI_{f.name[4:]}({args});")
     if sem.moves_data and sem.request is None:
         body.append("    int64_t ml_sent = 0, ml_recv = 0;")
     if sem.request is not None:
@@ -411,9 +423,7 @@ def f_wrapper(f: standard.StdFunction, proto: cheader.CPrototype, sem: Semantics
         body += ["    MPI_Fint ml_fstatus[ML_F_STATUS_MAX];",
                  "    if (ml_f_status_ignore(status_f)) status_f = ml_fstatus;"]
     body.append(ENTER_HOOK.format(fn=f.name))
-    body += ["    const uint64_t ml_t0 = ml_now();",
-             f"    ml_real({', '.join(actuals)});",
-             "    const uint64_t ml_t1 = ml_now();"]
+    body += timing_lines(f.name, sem, f"    ml_real({', '.join(actuals)});")
     null = null_transfer(sem) if sem.moves_data else None
     if sem.moves_data and sem.request is None:
         body.append("    int64_t ml_sent = 0, ml_recv = 0;")

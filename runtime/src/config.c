@@ -150,5 +150,10 @@ int ml_config_load(ml_config_t *cfg, char *err, size_t errlen)
                  cfg->p2p_bins);
         return -1;
     }
+    if (cfg->time_sample > 1 && (cfg->mode & (ML_MODE_TRACE | ML_MODE_COUNTERS))) {
+        snprintf(err, errlen, "MPILENS_TIME_SAMPLE=%ld: the trace and counters modes need the time of every call; "
+                 "leave MPILENS_TIME_SAMPLE at 1 with them", (long)cfg->time_sample);
+        return -1;
+    }
     return 0;
 }

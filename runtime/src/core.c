@@ -133,9 +133,29 @@ ml_thread_t *ml_thread_attach(void)
     } while (!__atomic_compare_exchange_n(&ml_g.threads, &head, t, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
     ml_tls = t;
     t->observe = ml_g.observers;
+    if (ml_g.config.time_sample > 1) {
+        t->sample_rng = 2463534242u ^ ((uint32_t)ml_g.rank * 2654435761u) ^ (uint32_t)(uintptr_t)t;
+        if (t->sample_rng == 0) t->sample_rng = 1;
+        t->sample_left = (uint32_t)ml_sample_gap(t);
+        t->sampling = 1;
+    }
     if (ml_g.tracing) ml_trace_thread(t);
     if (ml_spc_on) ml_spc_thread(t);
     return t;
+}
+
+/* MPILENS_TIME_SAMPLE=N: the number of calls until the next timed one, uniform in [1, 2N-1]
+ * (mean N). Random, so that no periodic pattern of calls (a Waitall every 64 Isends) is timed
+ * more or less often than 1 in N. */
+uint64_t ml_sample_gap(ml_thread_t *t)
+{
+    uint32_t x = t->sample_rng;
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    t->sample_rng = x;
+    const uint64_t span = 2 * (uint64_t)ml_g.config.time_sample - 1;
+    return 1 + (uint64_t)x * span / ((uint64_t)UINT32_MAX + 1);
 }
 
 void ml_scratch_reserve(ml_thread_t *t, size_t n)

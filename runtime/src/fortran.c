@@ -198,12 +198,12 @@ static void single(const char *name, int fn, void **cache, MPI_Fint *request, MP
     ml_req_claim(PMPI_Request_f2c(*request), &c);
     MPI_Fint local[ML_F_STATUS_MAX];
     if (ml_claim_needs_status(&c) && ml_f_status_ignore(status)) status = local;
-    const uint64_t t0 = ml_now();
+    const uint64_t t0 = ml_start(t, fn);
     if (flag)
         ((f4_t)*cache)(request, flag, status, ierr);
     else
         ((f3_t)*cache)(request, status, ierr);
-    const uint64_t t1 = t->done_at = ml_now();
+    const uint64_t t1 = t->done_at = ml_stop(t0);
     if (*ierr == MPI_SUCCESS && (flag == NULL || *flag)) {
         MPI_Status cs;
         ml_req_done(t, &c, c_status(status, &cs), measuring);
@@ -243,12 +243,12 @@ static void all_fortran(const char *name, int fn, void **cache, MPI_Fint *count,
     }
     const int n = *count;
     statuses = claim_fortran(t, n, requests, statuses, 0);
-    const uint64_t t0 = ml_now();
+    const uint64_t t0 = ml_start(t, fn);
     if (flag)
         ((f5_t)*cache)(count, requests, flag, statuses, ierr);
     else
         ((f4_t)*cache)(count, requests, statuses, ierr);
-    const uint64_t t1 = t->done_at = ml_now();
+    const uint64_t t1 = t->done_at = ml_stop(t0);
     if ((*ierr == MPI_SUCCESS || *ierr == MPI_ERR_IN_STATUS) && (flag == NULL || *flag))
         for (int i = 0; i < n; i++) settle_fortran(t, i, statuses, i, *ierr, measuring);
     ml_unclaim_rest(t, n);
@@ -285,12 +285,12 @@ static void any_fortran(const char *name, int fn, void **cache, MPI_Fint *count,
     }
     const int n = *count;
     status = claim_fortran(t, n, requests, status, 1);
-    const uint64_t t0 = ml_now();
+    const uint64_t t0 = ml_start(t, fn);
     if (flag)
         ((f6_t)*cache)(count, requests, index, flag, status, ierr);
     else
         ((f5_t)*cache)(count, requests, index, status, ierr);
-    const uint64_t t1 = t->done_at = ml_now();
+    const uint64_t t1 = t->done_at = ml_stop(t0);
     const int i = *index - 1; /* Fortran indices start at 1 */
     if (*ierr == MPI_SUCCESS && (flag == NULL || *flag) && *index != MPI_UNDEFINED && i >= 0 && i < n) {
         MPI_Status cs;
@@ -327,9 +327,9 @@ static void some_fortran(const char *name, int fn, void **cache, MPI_Fint *incou
     }
     const int n = *incount;
     statuses = claim_fortran(t, n, requests, statuses, 0);
-    const uint64_t t0 = ml_now();
+    const uint64_t t0 = ml_start(t, fn);
     ((f6_t)*cache)(incount, requests, outcount, indices, statuses, ierr);
-    const uint64_t t1 = t->done_at = ml_now();
+    const uint64_t t1 = t->done_at = ml_stop(t0);
     if ((*ierr == MPI_SUCCESS || *ierr == MPI_ERR_IN_STATUS) && *outcount != MPI_UNDEFINED)
         for (int j = 0; j < *outcount; j++) {
             const int i = indices[j] - 1;
@@ -363,9 +363,9 @@ static void f_start(MPI_Fint *request, MPI_Fint *ierr)
         real(request, ierr);
         return;
     }
-    const uint64_t t0 = ml_now();
+    const uint64_t t0 = ml_start(t, ML_FN_MPI_Start);
     real(request, ierr);
-    const uint64_t t1 = t->done_at = ml_now();
+    const uint64_t t1 = t->done_at = ml_stop(t0);
     uint64_t seq = 0;
     if (*ierr == MPI_SUCCESS) {
         ml_req_t *e = ml_req_find(PMPI_Request_f2c(*request));
@@ -388,9 +388,9 @@ static void f_startall(MPI_Fint *count, MPI_Fint *requests, MPI_Fint *ierr)
         real(count, requests, ierr);
         return;
     }
-    const uint64_t t0 = ml_now();
+    const uint64_t t0 = ml_start(t, ML_FN_MPI_Startall);
     real(count, requests, ierr);
-    const uint64_t t1 = t->done_at = ml_now();
+    const uint64_t t1 = t->done_at = ml_stop(t0);
     if (*ierr == MPI_SUCCESS)
         for (int i = 0; i < *count; i++) {
             ml_req_t *e = ml_req_find(PMPI_Request_f2c(requests[i]));
@@ -416,9 +416,9 @@ static void f_request_free(MPI_Fint *request, MPI_Fint *ierr)
     }
     ml_claim_t c;
     ml_req_claim(PMPI_Request_f2c(*request), &c);
-    const uint64_t t0 = ml_now();
+    const uint64_t t0 = ml_start(t, ML_FN_MPI_Request_free);
     real(request, ierr);
-    const uint64_t t1 = t->done_at = ml_now();
+    const uint64_t t1 = t->done_at = ml_stop(t0);
     if (*ierr == MPI_SUCCESS)
         ml_req_freed(t, &c, measuring);
     else
@@ -436,9 +436,9 @@ static void f_cancel(MPI_Fint *request, MPI_Fint *ierr)
         return;
     }
     ml_req_t *const e = ml_req_find(PMPI_Request_f2c(*request));
-    const uint64_t t0 = ml_now();
+    const uint64_t t0 = ml_start(t, ML_FN_MPI_Cancel);
     real(request, ierr);
-    const uint64_t t1 = t->done_at = ml_now();
+    const uint64_t t1 = t->done_at = ml_stop(t0);
     if (*ierr == MPI_SUCCESS && e != NULL) e->flags |= ML_REQ_CANCELLED;
     if (ML_UNLIKELY(t->trace)) ml_trace_plain(t, ML_FN_MPI_Cancel, t0, t1);
     ml_leave(t, ML_FN_MPI_Cancel, t0, t1);

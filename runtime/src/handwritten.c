@@ -73,9 +73,9 @@ ML_EXPORT int MPI_Wait(MPI_Request *request, MPI_Status *status)
     MPI_Status local;
     if (ml_claim_needs_status(&c) && status == MPI_STATUS_IGNORE) status = &local;
     if (measuring && ML_UNLIKELY(t->observe & ML_OBS_AT_ENTER)) ml_observe_enter(t, ML_FN_MPI_Wait);
-    const uint64_t t0 = ml_now();
+    const uint64_t t0 = ml_start(t, ML_FN_MPI_Wait);
     const int rc = PMPI_Wait(request, status);
-    const uint64_t t1 = t->done_at = ml_now();
+    const uint64_t t1 = t->done_at = ml_stop(t0);
     if (rc == MPI_SUCCESS)
         ml_req_done(t, &c, status == MPI_STATUS_IGNORE ? NULL : status, measuring);
     else
@@ -94,9 +94,9 @@ ML_EXPORT int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
     MPI_Status local;
     if (ml_claim_needs_status(&c) && status == MPI_STATUS_IGNORE) status = &local;
     if (measuring && ML_UNLIKELY(t->observe & ML_OBS_AT_ENTER)) ml_observe_enter(t, ML_FN_MPI_Test);
-    const uint64_t t0 = ml_now();
+    const uint64_t t0 = ml_start(t, ML_FN_MPI_Test);
     const int rc = PMPI_Test(request, flag, status);
-    const uint64_t t1 = t->done_at = ml_now();
+    const uint64_t t1 = t->done_at = ml_stop(t0);
     if (rc == MPI_SUCCESS && *flag)
         ml_req_done(t, &c, status == MPI_STATUS_IGNORE ? NULL : status, measuring);
     else
@@ -114,9 +114,9 @@ static int all(int (*wait)(int, MPI_Request *, MPI_Status *), int (*test)(int, M
     if (ML_UNLIKELY(t == NULL)) return wait ? wait(count, reqs, statuses) : test(count, reqs, flag, statuses);
     MPI_Status *st = ml_claim_all(t, count, reqs, statuses);
     if (measuring && ML_UNLIKELY(t->observe & ML_OBS_AT_ENTER)) ml_observe_enter(t, fn);
-    const uint64_t t0 = ml_now();
+    const uint64_t t0 = ml_start(t, fn);
     const int rc = wait ? wait(count, reqs, st) : test(count, reqs, flag, st);
-    const uint64_t t1 = t->done_at = ml_now();
+    const uint64_t t1 = t->done_at = ml_stop(t0);
     if ((rc == MPI_SUCCESS || rc == MPI_ERR_IN_STATUS) && (wait || *flag))
         for (int i = 0; i < count; i++) ml_settle(t, i, st == MPI_STATUSES_IGNORE ? NULL : &st[i], rc, measuring);
     ml_unclaim_rest(t, count);
@@ -147,9 +147,9 @@ static int any(int (*wait)(int, MPI_Request *, int *, MPI_Status *),
     if (ml_claim_all(t, count, reqs, MPI_STATUSES_IGNORE) != MPI_STATUSES_IGNORE && status == MPI_STATUS_IGNORE)
         status = &local;
     if (measuring && ML_UNLIKELY(t->observe & ML_OBS_AT_ENTER)) ml_observe_enter(t, fn);
-    const uint64_t t0 = ml_now();
+    const uint64_t t0 = ml_start(t, fn);
     const int rc = wait ? wait(count, reqs, index, status) : test(count, reqs, index, flag, status);
-    const uint64_t t1 = t->done_at = ml_now();
+    const uint64_t t1 = t->done_at = ml_stop(t0);
     if (rc == MPI_SUCCESS && (wait || *flag) && *index != MPI_UNDEFINED && *index >= 0 && *index < count)
         ml_req_done(t, &t->scratch_claim[*index], status == MPI_STATUS_IGNORE ? NULL : status, measuring);
     ml_unclaim_rest(t, count);
@@ -176,9 +176,9 @@ static int some(int (*call)(int, MPI_Request *, int *, int *, MPI_Status *), int
     if (ML_UNLIKELY(t == NULL)) return call(incount, reqs, outcount, indices, statuses);
     MPI_Status *st = ml_claim_all(t, incount, reqs, statuses);
     if (measuring && ML_UNLIKELY(t->observe & ML_OBS_AT_ENTER)) ml_observe_enter(t, fn);
-    const uint64_t t0 = ml_now();
+    const uint64_t t0 = ml_start(t, fn);
     const int rc = call(incount, reqs, outcount, indices, st);
-    const uint64_t t1 = t->done_at = ml_now();
+    const uint64_t t1 = t->done_at = ml_stop(t0);
     if ((rc == MPI_SUCCESS || rc == MPI_ERR_IN_STATUS) && *outcount != MPI_UNDEFINED)
         for (int j = 0; j < *outcount; j++)
             if (indices[j] >= 0 && indices[j] < incount)
@@ -207,9 +207,9 @@ ML_EXPORT int MPI_Start(MPI_Request *request)
     ml_thread_t *const t = ml_enter();
     if (ML_UNLIKELY(t == NULL)) return PMPI_Start(request);
     if (ML_UNLIKELY(t->observe & ML_OBS_AT_ENTER)) ml_observe_enter(t, ML_FN_MPI_Start);
-    const uint64_t t0 = ml_now();
+    const uint64_t t0 = ml_start(t, ML_FN_MPI_Start);
     const int rc = PMPI_Start(request);
-    const uint64_t t1 = t->done_at = ml_now();
+    const uint64_t t1 = t->done_at = ml_stop(t0);
     uint64_t seq = 0;
     if (rc == MPI_SUCCESS) {
         ml_req_t *e = ml_req_find(*request);
@@ -229,9 +229,9 @@ ML_EXPORT int MPI_Startall(int count, MPI_Request array_of_requests[])
     ml_thread_t *const t = ml_enter();
     if (ML_UNLIKELY(t == NULL)) return PMPI_Startall(count, array_of_requests);
     if (ML_UNLIKELY(t->observe & ML_OBS_AT_ENTER)) ml_observe_enter(t, ML_FN_MPI_Startall);
-    const uint64_t t0 = ml_now();
+    const uint64_t t0 = ml_start(t, ML_FN_MPI_Startall);
     const int rc = PMPI_Startall(count, array_of_requests);
-    const uint64_t t1 = t->done_at = ml_now();
+    const uint64_t t1 = t->done_at = ml_stop(t0);
     if (rc == MPI_SUCCESS)
         for (int i = 0; i < count; i++) {
             ml_req_t *e = ml_req_find(array_of_requests[i]);
@@ -254,9 +254,9 @@ ML_EXPORT int MPI_Request_free(MPI_Request *request)
     ml_claim_t c;
     ml_req_claim(*request, &c);
     if (measuring && ML_UNLIKELY(t->observe & ML_OBS_AT_ENTER)) ml_observe_enter(t, ML_FN_MPI_Request_free);
-    const uint64_t t0 = ml_now();
+    const uint64_t t0 = ml_start(t, ML_FN_MPI_Request_free);
     const int rc = PMPI_Request_free(request);
-    const uint64_t t1 = t->done_at = ml_now();
+    const uint64_t t1 = t->done_at = ml_stop(t0);
     if (rc == MPI_SUCCESS)
         ml_req_freed(t, &c, measuring);
     else
@@ -271,9 +271,9 @@ ML_EXPORT int MPI_Cancel(MPI_Request *request)
     if (ML_UNLIKELY(t == NULL)) return PMPI_Cancel(request);
     ml_req_t *const e = ml_req_find(*request);
     if (ML_UNLIKELY(t->observe & ML_OBS_AT_ENTER)) ml_observe_enter(t, ML_FN_MPI_Cancel);
-    const uint64_t t0 = ml_now();
+    const uint64_t t0 = ml_start(t, ML_FN_MPI_Cancel);
     const int rc = PMPI_Cancel(request);
-    const uint64_t t1 = t->done_at = ml_now();
+    const uint64_t t1 = t->done_at = ml_stop(t0);
     if (rc == MPI_SUCCESS && e != NULL) e->flags |= ML_REQ_CANCELLED;
     if (ML_UNLIKELY(t->trace)) ml_trace_plain(t, ML_FN_MPI_Cancel, t0, t1);
     ml_leave(t, ML_FN_MPI_Cancel, t0, t1);

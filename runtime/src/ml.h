@@ -63,8 +63,12 @@ uint64_t ml_clock_ns(void);
 
 /* ------------------------------------------------------------------------------- statistics */
 typedef struct ml_fstat {
-    uint64_t calls, ticks, min, max; /* min is valid when calls > 0 */
+    uint64_t calls, ticks, min, max; /* ticks, min, max: of the timed calls; min valid when calls > 0 */
     int64_t sent, recv;
+    /* MPILENS_TIME_SAMPLE > 1: timed calls after the first ML_SAMPLE_WARMUP, and their ticks
+     * (the estimate of the time of all calls is made from them, in payload.c) */
+    uint64_t sampled, sampled_ticks;
+    double sampled_sq; /* their sum of squares: the standard error of the estimate */
 } ml_fstat_t;
 
 /* Message-size bins: bin 0 holds 0-byte transfers, bin k holds sizes in [2^(k-1), 2^k). */
@@ -102,7 +106,10 @@ typedef struct ml_thread {
     ml_peer_t *matrix;   /* [world size] by destination world rank */
     ml_rstat_t *rstats;  /* [max_paths] */
     ml_ucount_t *ucounts; /* [max_paths][ML_MAX_COUNTERS] */
-    uint64_t mpi_ticks;  /* time in measured MPI calls */
+    uint64_t mpi_ticks;  /* time in measured MPI calls (timed ones, see MPILENS_TIME_SAMPLE) */
+    int sampling;        /* MPILENS_TIME_SAMPLE > 1 */
+    uint32_t sample_left; /* sampled calls to go before the next timed one */
+    uint32_t sample_rng;  /* xorshift32 state of the random gaps */
     int region_depth;
     struct { uint32_t path; uint64_t t0; } region_stack[ML_MAX_REGION_DEPTH];
     struct ml_region_cached { uint32_t parent, hash, path; } region_cache[ML_REGION_CACHE];
@@ -202,12 +209,48 @@ ML_HOT ml_thread_t *ml_enter_completion(int *measuring)
     return t;
 }
 
-ML_HOT void ml_count(ml_fstat_t *s, uint64_t d)
+/* ------------------------------------------------------------------------------- timing
+ * Every call is timed (two clock reads), except with MPILENS_TIME_SAMPLE=N > 1, where the
+ * wrappers of the frequent, short functions (point-to-point, completion, probe, one-sided) take
+ * their start time from ml_start: after the first ML_SAMPLE_WARMUP calls of a function (per
+ * region and thread, always timed: the first calls are the expensive ones, connection set-up) a
+ * call is timed when the thread's countdown runs out; the countdown restarts at a random gap in
+ * [1, 2N-1], so each call is timed with probability 1/N whatever the pattern of the calls, and
+ * the time of the untimed ones is estimated per function (payload.c). An untimed call has
+ * start time 0 (the clock is never 0 after boot). */
+#define ML_SAMPLE_WARMUP 16
+
+uint64_t ml_sample_gap(ml_thread_t *t);
+
+ML_HOT uint64_t ml_start(ml_thread_t *t, int fn)
 {
+    if (ML_LIKELY(!t->sampling) || t->cur[fn].calls < ML_SAMPLE_WARMUP) return ml_now();
+    if (--t->sample_left != 0) return 0;
+    t->sample_left = (uint32_t)ml_sample_gap(t);
+    return ml_now();
+}
+
+/* End time of a call started with ml_start: 0 when it is not timed. */
+ML_HOT uint64_t ml_stop(uint64_t t0) { return ML_LIKELY(t0 != 0) ? ml_now() : 0; }
+
+/* Count a call in s; returns its duration, 0 when it was not timed. */
+ML_HOT uint64_t ml_count(ml_thread_t *t, ml_fstat_t *s, uint64_t t0, uint64_t t1)
+{
+    if (ML_UNLIKELY(t0 == 0)) {
+        s->calls++;
+        return 0;
+    }
+    const uint64_t d = t1 - t0;
+    if (ML_UNLIKELY(t->sampling) && s->calls >= ML_SAMPLE_WARMUP) {
+        s->sampled++;
+        s->sampled_ticks += d;
+        s->sampled_sq += (double)d * (double)d;
+    }
     if (s->calls == 0 || d < s->min) s->min = d;
     if (d > s->max) s->max = d;
     s->calls++;
     s->ticks += d;
+    return d;
 }
 
 ML_HOT int ml_size_bin(int64_t bytes)
@@ -222,9 +265,7 @@ void ml_observe_leave(struct ml_thread *t, int fn);
 /* End a measured call that moves no bytes (or whose bytes come at request completion). */
 ML_HOT void ml_leave(ml_thread_t *t, int fn, uint64_t t0, uint64_t t1)
 {
-    const uint64_t d = t1 - t0;
-    ml_count(&t->cur[fn], d);
-    t->mpi_ticks += d;
+    t->mpi_ticks += ml_count(t, &t->cur[fn], t0, t1);
     if (ML_UNLIKELY(t->observe & ML_OBS_AT_LEAVE)) ml_observe_leave(t, fn);
     t->depth = 0;
 }
@@ -232,9 +273,8 @@ ML_HOT void ml_leave(ml_thread_t *t, int fn, uint64_t t0, uint64_t t1)
 /* End a measured call that moved bytes: also its message-size bin. */
 ML_HOT void ml_leave_bytes(ml_thread_t *t, int fn, uint64_t t0, uint64_t t1, int64_t sent, int64_t recv)
 {
-    const uint64_t d = t1 - t0;
     ml_fstat_t *s = &t->cur[fn];
-    ml_count(s, d);
+    const uint64_t d = ml_count(t, s, t0, t1);
     s->sent += sent;
     s->recv += recv;
     ml_hbin_t *h = &t->hist[fn * ML_NBINS + ml_size_bin(sent > recv ? sent : recv)];

@@ -3,20 +3,24 @@
  * MPI_Finalize. python/mpilens/payload.py reads the same format.
  *
  * Layout (host byte order, no padding; str = u16 length + bytes):
- *   "MLPAYLD1" u64 total_length
+ *   "MLPAYLD2" u64 total_length
  *   u32 rank, nranks, complete, reason, signo, nthreads
- *   u64 wall_ns, mpi_ns, init_ns
+ *   u64 wall_ns, mpi_ns, mpi_se_ns, init_ns
  *   u64 dropped_requests, dropped_regions, region_mismatch, requests_outstanding
  *   str host
  *   u32 n; n x { u32 path, u32 parent, u64 visits, u64 ns, str name }          regions used
  *   u32 n; n x { u16 fn, u8 class, str name }                                  functions used
- *   u32 n; n x { u32 path, u16 fn, u64 calls, ns, min_ns, max_ns, i64 sent, recv }
+ *   u32 n; n x { u32 path, u16 fn, u64 calls, ns, min_ns, max_ns, timed, se_ns, i64 sent, recv }
  *   u32 n; n x { u16 fn, u8 bin, u64 calls, ns }                               message sizes
  *   u32 n; n x { u32 dst, u64 messages, i64 bytes }                            sends by peer
  *   u32 n; n x { u16 id, u8 kind, str name }                                   user counters
  *   u32 n; n x { u32 path, u16 id, f64 value, u64 updates, u64 when_ns }       their values
  *   u64 intervals_recorded, intervals_dropped
  *   "MLEND\0\0\0"
+ *
+ * With MPILENS_TIME_SAMPLE > 1, ns (per function, per size bin and mpi_ns) are estimates made
+ * here from the timed calls, `timed` says how many calls were timed (= calls otherwise) and the
+ * *_se_ns are the standard errors of the estimates (0 otherwise).
  *
  * Writing it allocates nothing and calls only write(2), so the signal handler can use it.
  */
@@ -84,6 +88,60 @@ static void put_str(ml_sink_t *s, const char *str)
     ml_sink_put(s, str, n);
 }
 
+/* MPILENS_TIME_SAMPLE > 1: the time of all the calls counted in x, from the timed ones. The first
+ * ML_SAMPLE_WARMUP calls were all timed and count as measured; the time of the later calls is
+ * their number times the mean of the timed ones among them (each was timed with the same
+ * probability). Functions that are always timed come out exact. */
+static uint64_t estimated_ticks(const ml_fstat_t *x)
+{
+    if (ml_g.config.time_sample <= 1 || x->calls <= ML_SAMPLE_WARMUP) return x->ticks;
+    const uint64_t later = x->calls - ML_SAMPLE_WARMUP, warm_ticks = x->ticks - x->sampled_ticks;
+    if (x->sampled == later) return x->ticks;
+    if (x->sampled == 0) /* too few later calls to have drawn one: the mean of the first ones */
+        return warm_ticks + (uint64_t)((double)warm_ticks / ML_SAMPLE_WARMUP * (double)later);
+    return warm_ticks + (uint64_t)((double)x->sampled_ticks / (double)x->sampled * (double)later);
+}
+
+/* The variance (ticks^2) of estimated_ticks(x): the later calls are a random sample of n of
+ * them, so it is later^2 (1 - n/later) s^2 / n with s^2 the variance of the timed durations.
+ * Below two timed calls s^2 is unknown: the estimate of the later calls counts as uncertain by
+ * its whole size. */
+static double estimate_variance(const ml_fstat_t *x)
+{
+    if (ml_g.config.time_sample <= 1 || x->calls <= ML_SAMPLE_WARMUP) return 0;
+    const double later = (double)(x->calls - ML_SAMPLE_WARMUP), n = (double)x->sampled;
+    if (n >= later) return 0;
+    if (n < 2) {
+        const double mean = n > 0 ? (double)x->sampled_ticks : (double)(x->ticks - x->sampled_ticks) / ML_SAMPLE_WARMUP;
+        return later * mean * later * mean;
+    }
+    const double mean = (double)x->sampled_ticks / n;
+    double s2 = (x->sampled_sq - n * mean * mean) / (n - 1);
+    if (s2 < 0) s2 = 0; /* rounding */
+    return later * later * (1 - n / later) * s2 / n;
+}
+
+static uint64_t sqrt_ticks(double var) { return var > 0 ? (uint64_t)__builtin_sqrt(var) : 0; }
+
+static uint64_t timed_calls(const ml_fstat_t *x)
+{
+    if (ml_g.config.time_sample <= 1) return x->calls;
+    return (x->calls < ML_SAMPLE_WARMUP ? x->calls : ML_SAMPLE_WARMUP) + x->sampled;
+}
+
+/* Estimated over timed ticks of function f in thread t (1 without sampling): scales the time of
+ * its message-size bins and of the thread's time in MPI. */
+static double estimate_ratio(const ml_thread_t *t, int f, uint32_t npaths)
+{
+    uint64_t est = 0, ticks = 0;
+    for (uint32_t p = 0; p < npaths; p++) {
+        const ml_fstat_t *x = &t->blocks[(size_t)p * ML_NFUNC + f];
+        est += estimated_ticks(x);
+        ticks += x->ticks;
+    }
+    return ticks ? (double)est / (double)ticks : 1.0;
+}
+
 static int fstat_used(const ml_thread_t *threads, uint32_t p, int f)
 {
     for (const ml_thread_t *t = threads; t; t = t->next) {
@@ -121,16 +179,26 @@ void ml_payload_write(ml_sink_t *s, int complete, int reason, int signo)
     const uint64_t now = ml_now();
     ml_thread_t *const threads = __atomic_load_n(&ml_g.threads, __ATOMIC_ACQUIRE);
     uint32_t nthreads = 0;
+    const uint32_t npaths = ml_region_count();
     uint64_t mpi_ticks = 0, dropped_req = 0, mismatch = 0;
+    double mpi_var = 0;
     for (ml_thread_t *t = threads; t; t = t->next) {
         nthreads++;
         mpi_ticks += t->mpi_ticks;
+        if (ml_g.config.time_sample > 1) /* plus the estimated time of the untimed calls */
+            for (uint32_t p = 0; p < npaths; p++)
+                for (int f = 0; f < ML_NFUNC; f++) {
+                    const ml_fstat_t *x = &t->blocks[(size_t)p * ML_NFUNC + f];
+                    if (x->calls) {
+                        mpi_ticks += estimated_ticks(x) - x->ticks;
+                        mpi_var += estimate_variance(x);
+                    }
+                }
         dropped_req += t->dropped_requests;
         mismatch += t->region_mismatch;
     }
-    const uint32_t npaths = ml_region_count();
 
-    ml_sink_put(s, "MLPAYLD1", 8);
+    ml_sink_put(s, "MLPAYLD2", 8);
     put_u64(s, 0); /* total length, patched below */
     put_u32(s, (uint32_t)ml_g.rank);
     put_u32(s, (uint32_t)ml_g.size);
@@ -140,6 +208,7 @@ void ml_payload_write(ml_sink_t *s, int complete, int reason, int signo)
     put_u32(s, nthreads);
     put_u64(s, ml_ticks_to_ns(now - ml_g.t_init_end));
     put_u64(s, ml_ticks_to_ns(mpi_ticks));
+    put_u64(s, ml_ticks_to_ns(sqrt_ticks(mpi_var)));
     put_u64(s, ml_ticks_to_ns(ml_g.t_init_end - ml_g.t_init_begin));
     put_u64(s, dropped_req);
     put_u64(s, ml_g.dropped_regions);
@@ -193,6 +262,8 @@ void ml_payload_write(ml_sink_t *s, int complete, int reason, int signo)
     for (uint32_t p = 0; p < npaths; p++)
         for (int f = 0; f < ML_NFUNC; f++) {
             ml_fstat_t m = {0};
+            uint64_t timed = 0;
+            double var = 0;
             for (ml_thread_t *t = threads; t; t = t->next) {
                 const ml_fstat_t *x = &t->blocks[(size_t)p * ML_NFUNC + f];
                 if (x->calls == 0) {
@@ -203,7 +274,9 @@ void ml_payload_write(ml_sink_t *s, int complete, int reason, int signo)
                 if (m.calls == 0 || x->min < m.min) m.min = x->min;
                 if (x->max > m.max) m.max = x->max;
                 m.calls += x->calls;
-                m.ticks += x->ticks;
+                m.ticks += estimated_ticks(x);
+                timed += timed_calls(x);
+                var += estimate_variance(x);
                 m.sent += x->sent;
                 m.recv += x->recv;
             }
@@ -214,6 +287,8 @@ void ml_payload_write(ml_sink_t *s, int complete, int reason, int signo)
             put_u64(s, ml_ticks_to_ns(m.ticks));
             put_u64(s, ml_ticks_to_ns(m.min));
             put_u64(s, ml_ticks_to_ns(m.max));
+            put_u64(s, timed);
+            put_u64(s, ml_ticks_to_ns(sqrt_ticks(var)));
             put_u64(s, (uint64_t)m.sent);
             put_u64(s, (uint64_t)m.recv);
         }
@@ -231,8 +306,12 @@ void ml_payload_write(ml_sink_t *s, int complete, int reason, int signo)
         for (int b = 0; b < ML_NBINS; b++) {
             uint64_t c = 0, ticks = 0;
             for (ml_thread_t *t = threads; t; t = t->next) {
-                c += t->hist[f * ML_NBINS + b].calls;
-                ticks += t->hist[f * ML_NBINS + b].ticks;
+                const ml_hbin_t *h = &t->hist[f * ML_NBINS + b];
+                c += h->calls;
+                if (ml_g.config.time_sample > 1 && h->calls)
+                    ticks += (uint64_t)((double)h->ticks * estimate_ratio(t, f, npaths));
+                else
+                    ticks += h->ticks;
             }
             if (c == 0) continue;
             put_u16(s, (uint16_t)f);

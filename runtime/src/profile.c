@@ -47,7 +47,7 @@ static const char *str(cursor_t *c, uint16_t *len)
 
 typedef struct rankrec {
     int present;
-    uint64_t wall_ns, mpi_ns, init_ns, dropped_req, dropped_reg, mismatch, outstanding;
+    uint64_t wall_ns, mpi_ns, mpi_se_ns, init_ns, dropped_req, dropped_reg, mismatch, outstanding;
     uint32_t nthreads;
     const char *host;
     uint16_t hostlen;
@@ -86,7 +86,7 @@ static int parse_payload(cursor_t *c, rankrec_t *ranks, int nranks)
 {
     char magic[8];
     take(c, magic, 8);
-    if (c->bad || memcmp(magic, "MLPAYLD1", 8) != 0) return -1;
+    if (c->bad || memcmp(magic, "MLPAYLD2", 8) != 0) return -1;
     const uint64_t total = u64(c);
     cursor_t body = {c->p, c->p - 16 + total, 0};
     if (total < 16 || body.end > c->end) return -1;
@@ -99,6 +99,7 @@ static int parse_payload(cursor_t *c, rankrec_t *ranks, int nranks)
     r->nthreads = u32(&body);
     r->wall_ns = u64(&body);
     r->mpi_ns = u64(&body);
+    r->mpi_se_ns = u64(&body);
     r->init_ns = u64(&body);
     r->dropped_req = u64(&body);
     r->dropped_reg = u64(&body);
@@ -109,7 +110,7 @@ static int parse_payload(cursor_t *c, rankrec_t *ranks, int nranks)
     skip_regions(&body);
     skip_fnames(&body);
     r->stats = body;
-    skip_fixed(&body, 4 + 2 + 6 * 8);
+    skip_fixed(&body, 4 + 2 + 8 * 8);
     r->hist = body;
     skip_fixed(&body, 2 + 1 + 2 * 8);
     r->matrix = body;
@@ -135,6 +136,8 @@ typedef struct series { /* one function (in one region, or overall): values per 
     uint32_t region; /* UINT32_MAX: the whole run */
     uint16_t fn;
     uint64_t *calls, *ns, *min, *max, *sent, *recv;
+    uint64_t *timed; /* calls timed (MPILENS_TIME_SAMPLE) */
+    double *var;     /* variance of the estimated ns (MPILENS_TIME_SAMPLE) */
 } series_t;
 
 typedef struct table {
@@ -176,13 +179,16 @@ static series_t *series_of(table_t *t, uint32_t region, uint16_t fn)
     }
     series_t *s = &t->series[t->nseries++];
     const int n = t->nranks;
-    *s = (series_t){region, fn, per_rank(n), per_rank(n), per_rank(n), per_rank(n), per_rank(n), per_rank(n)};
+    *s = (series_t){region, fn, per_rank(n), per_rank(n), per_rank(n), per_rank(n), per_rank(n), per_rank(n), per_rank(n),
+                    calloc((size_t)n, sizeof(double))};
     return s;
 }
 
-static void add(series_t *s, int rank, uint64_t calls, uint64_t ns, uint64_t mn, uint64_t mx, uint64_t sent,
-                uint64_t recv)
+static void add(series_t *s, int rank, uint64_t calls, uint64_t ns, uint64_t mn, uint64_t mx, uint64_t timed,
+                uint64_t se, uint64_t sent, uint64_t recv)
 {
+    s->timed[rank] += timed;
+    s->var[rank] += (double)se * (double)se;
     if (calls > 0) {
         if (s->calls[rank] == 0 || mn < s->min[rank]) s->min[rank] = mn;
         if (mx > s->max[rank]) s->max[rank] = mx;
@@ -252,10 +258,11 @@ static void merge_rank(table_t *t, int rank, rankrec_t *r)
     for (uint32_t m = u32(&c), i = 0; i < m && !c.bad; i++) {
         const uint32_t p = u32(&c);
         const uint16_t fn = u16(&c);
-        const uint64_t calls = u64(&c), ns = u64(&c), mn = u64(&c), mx = u64(&c), sent = u64(&c), recv = u64(&c);
+        const uint64_t calls = u64(&c), ns = u64(&c), mn = u64(&c), mx = u64(&c), timed = u64(&c), se = u64(&c);
+        const uint64_t sent = u64(&c), recv = u64(&c);
         if (fn >= ML_NFUNC || p > ml_g.max_paths) continue;
-        add(series_of(t, UINT32_MAX, fn), rank, calls, ns, mn, mx, sent, recv);
-        if (p != 0) add(series_of(t, local[p], fn), rank, calls, ns, mn, mx, sent, recv);
+        add(series_of(t, UINT32_MAX, fn), rank, calls, ns, mn, mx, timed, se, sent, recv);
+        if (p != 0) add(series_of(t, local[p], fn), rank, calls, ns, mn, mx, timed, se, sent, recv);
     }
     /* user counters: local ids -> global names */
     c = r->counters;
@@ -375,6 +382,17 @@ static void write_functions(FILE *f, table_t *t, uint32_t region, const rankrec_
         seconds_array(f, s->min, n, s->calls, ranks);
         fprintf(f, ",\n%s    \"max_s\": ", indent);
         seconds_array(f, s->max, n, s->calls, ranks);
+        if (ml_g.config.time_sample > 1) {
+            fprintf(f, ",\n%s    \"timed_calls\": ", indent);
+            u64_array(f, s->timed, n, ranks);
+            uint64_t *se = per_rank(n);
+            for (int r = 0; se && r < n; r++) se[r] = s->var[r] > 0 ? (uint64_t)__builtin_sqrt(s->var[r]) : 0;
+            if (se) {
+                fprintf(f, ",\n%s    \"time_s_se\": ", indent);
+                seconds_array(f, se, n, NULL, ranks);
+            }
+            free(se);
+        }
         fprintf(f, ",\n%s    \"bytes_sent\": ", indent);
         u64_array(f, s->sent, n, ranks);
         fprintf(f, ",\n%s    \"bytes_recv\": ", indent);
@@ -487,6 +505,7 @@ int ml_profile_write(const char *path, const char *payloads, size_t len, int nra
                "\"mpi\": \"%s\"},\n  \"complete\": %s,\n  \"nranks\": %d,\n  \"wall_time_s\": ",
             ML_VERSION, ML_MPI_FLAVOR, complete ? "true" : "false", nranks);
     ml_json_seconds(f, wall);
+    if (ml_g.config.time_sample > 1) fprintf(f, ",\n  \"time_sample\": %ld", (long)ml_g.config.time_sample);
     fputs(",\n  \"ranks\": [", f);
     for (int r = 0; r < nranks; r++) {
         fprintf(f, "%s\n    {\"rank\": %d, \"host\": ", r ? "," : "", r);
@@ -499,6 +518,10 @@ int ml_profile_write(const char *path, const char *payloads, size_t len, int nra
         ml_json_seconds(f, ranks[r].wall_ns);
         fputs(", \"mpi_time_s\": ", f);
         ml_json_seconds(f, ranks[r].mpi_ns);
+        if (ml_g.config.time_sample > 1) {
+            fputs(", \"mpi_time_s_se\": ", f);
+            ml_json_seconds(f, ranks[r].mpi_se_ns);
+        }
         fputs(", \"init_time_s\": ", f);
         ml_json_seconds(f, ranks[r].init_ns);
         fprintf(f, ", \"threads\": %u}", ranks[r].nthreads);
@@ -542,7 +565,7 @@ int ml_profile_write(const char *path, const char *payloads, size_t len, int nra
     if (fclose(f) != 0 || bad) return -1;
     for (uint32_t i = 0; i < t.nseries; i++) {
         free(t.series[i].calls), free(t.series[i].ns), free(t.series[i].min);
-        free(t.series[i].max), free(t.series[i].sent), free(t.series[i].recv);
+        free(t.series[i].max), free(t.series[i].sent), free(t.series[i].recv), free(t.series[i].timed), free(t.series[i].var);
     }
     for (uint32_t i = 1; i < t.nregions; i++) free(t.regions[i].visits), free(t.regions[i].ns);
     for (uint32_t i = 0; i < t.ncvalues; i++) free(t.cvalues[i].value), free(t.cvalues[i].when);

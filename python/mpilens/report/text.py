@@ -48,6 +48,8 @@ def render(run: Run, s: Summary, findings: list[Finding], timeline_findings: lis
     if s.wall and s.mpi:
         out.append(f"Wall time : {units.seconds(s.wall.max)} (slowest rank), MPI time {units.percent(s.mpi.total / s.wall.total)}"
                    f" of the total")
+    if s.sampling:
+        out.append(f"Timing    : {s.sampling.sentence()}")
     for c in (run.meta or {}).get("cvars_set") or []:  # MPI_T cvars mpilens set (see `mpilens mpit`)
         where = f" when communicator {c['communicator']!r} was named" if c.get("communicator") else ""
         new = c.get("new") if c.get("new") is not None else "not applied"
@@ -57,8 +59,11 @@ def render(run: Run, s: Summary, findings: list[Finding], timeline_findings: lis
 
     out += ["", "@ MPI time per rank"]
     ended = not run.complete and run.snapshot is None  # how each rank ended, when not all reached MPI_Finalize
+    # sampled timing: each rank's MPI time is an estimate, shown with its standard error
+    se = [x.get("mpi_time_s_se") for x in run.profile.get("ranks", [])] if s.sampling else []
     rows = [[str(r.rank), r.host or "n/a", units.seconds(r.wall), units.seconds(r.mpi), units.percent(r.mpi_share)]
-            + ([r.ended_by or "no data"] if ended else []) for r in s.ranks]
+            + ([units.seconds(se[i]) if i < len(se) else "n/a"] if se else [])
+            + ([r.ended_by or "no data"] if ended else []) for i, r in enumerate(s.ranks)]
     if len(rows) > MAX_RANK_ROWS:
         keyed = sorted((r for r in s.ranks if r.mpi_share is not None), key=lambda r: -r.mpi_share)  # type: ignore
         keep = {r.rank for r in keyed[:MAX_RANK_ROWS // 2]} | {r.rank for r in keyed[-(MAX_RANK_ROWS // 2):]}
@@ -66,8 +71,9 @@ def render(run: Run, s: Summary, findings: list[Finding], timeline_findings: lis
         out.append(f"(the {MAX_RANK_ROWS // 2} ranks with the most and the least MPI time of {s.nranks})")
     if s.wall and s.mpi:
         rows.append(["*", "", units.seconds(s.wall.total), units.seconds(s.mpi.total), units.percent(s.mpi.total / s.wall.total)]
-                    + ([""] if ended else []))
-    out += _table(["Rank", "Host", "Wall", "MPI", "MPI%"] + (["Ended by"] if ended else []), rows, {2, 3, 4})
+                    + ([units.seconds(s.sampling.mpi_se)] if se and s.sampling else []) + ([""] if ended else []))
+    out += _table(["Rank", "Host", "Wall", "MPI", "MPI%"] + (["MPI ± (s.e.)"] if se else []) + (["Ended by"] if ended else []),
+                  rows, {2, 3, 4, 5} if se else {2, 3, 4})
 
     out += ["", f"@ Top MPI functions by time (aggregate over ranks; spread = per-rank time)"]
     rows = []
@@ -150,4 +156,7 @@ def as_json(run: Run, s: Summary, findings: list[Finding], timeline_findings: li
         # null without a trace, a list (maybe empty) with one
         "timeline_findings": None if timeline_findings is None else [f.to_dict() for f in timeline_findings],
         "cvars_set": (run.meta or {}).get("cvars_set") or [],
+        # null when every call was timed; else {every: N, timed, calls} (MPILENS_TIME_SAMPLE)
+        "time_sampling": None if s.sampling is None else {"every": s.sampling.every, "timed_calls": s.sampling.timed,
+                                                          "calls": s.sampling.calls},
     }

@@ -50,6 +50,8 @@ class SummarySection(Section):
         out.append('<p class="note">Load imbalance = (max &minus; mean) / mean of the time each rank spends '
                    "outside MPI (its compute), the usual formula; MPI share = MPI time summed over ranks / wall "
                    "time summed over ranks.</p>")
+        if s.sampling:
+            out.append(f'<p class="note">Timing: {escape(s.sampling.sentence())}.</p>')
         if ctx.run.problems:
             out.append('<ul class="problems">' + "".join(f"<li>{escape(p)}</li>" for p in ctx.run.problems) + "</ul>")
         return "\n".join(out)

@@ -1,0 +1,114 @@
+"""MPILENS_TIME_SAMPLE=N: timing 1 in N calls of the short, frequent functions.
+
+examples/c/sampled.c has known traffic (phase 1) and known waits (phase 2): rank 1 waits in
+MPI_Recv while rank 0 spins, 16 long waits first, then short ones, and prints the sum of its own
+MPI_Recv times. What must hold with sampling on:
+- calls, bytes, the matrix and message-size bins stay exact;
+- about 1 in N calls are timed (timed_calls), collectives all of them;
+- the estimated MPI_Recv time matches what the program measured in the same run. The long waits
+  come first, inside the always-timed warm-up: an estimator that mixed them with the sampled
+  calls would be off by +40 % here, well outside the tolerance.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+
+import pytest
+
+from conftest import MPILENS, fn, run_example
+
+N = 8
+ITERS, WAITS, SLOW_US, FAST_US = 3000, 2000, 2000, 200
+WARMUP = 16  # runtime/src/ml.h ML_SAMPLE_WARMUP
+
+
+def sampled_run(mpi, tmp_path, n=N):
+    job = run_example(mpi, "sampled", 2, tmp_path, [str(ITERS), str(WAITS), str(SLOW_US), str(FAST_US)],
+                      settings={"MPILENS_TIME_SAMPLE": str(n)})
+    m = re.search(r"sampled rank=1 recv_s=([\d.]+)", job.stdout)
+    assert m, job.stdout
+    return job.profile, float(m.group(1))
+
+
+def test_counts_and_bytes_stay_exact(mpi, tmp_path):
+    p, _ = sampled_run(mpi, tmp_path)
+    assert p["time_sample"] == N
+    sizes = [8 * (1 + i % 7) for i in range(ITERS)]
+    assert fn(p, "MPI_Isend", "calls") == [ITERS, ITERS]
+    assert fn(p, "MPI_Isend", "bytes_sent") == [sum(sizes)] * 2
+    assert fn(p, "MPI_Irecv", "bytes_recv") == [sum(sizes)] * 2
+    assert fn(p, "MPI_Waitall", "calls") == [ITERS, ITERS]
+    assert fn(p, "MPI_Send", "calls") == [WAITS, 0]
+    assert fn(p, "MPI_Recv", "calls") == [0, WAITS]
+    assert fn(p, "MPI_Recv", "bytes_recv") == [0, 8 * WAITS]
+    matrix = {(m["src"], m["dst"]): (m["messages"], m["bytes"]) for m in p["matrix"]}
+    assert matrix == {(0, 1): (ITERS + WAITS, sum(sizes) + 8 * WAITS), (1, 0): (ITERS, sum(sizes))}
+    bins = {e["bin"]: e["calls"] for e in p["message_sizes"]["MPI_Isend"]}
+    want: dict[int, int] = {}
+    for s in sizes:
+        want[s.bit_length()] = want.get(s.bit_length(), 0) + 1
+    assert bins == {b: [c, c] for b, c in want.items()}
+
+
+def test_one_in_n_calls_timed(mpi, tmp_path):
+    p, _ = sampled_run(mpi, tmp_path)
+    expected = WARMUP + (ITERS - WARMUP) / N
+    for name in ("MPI_Isend", "MPI_Irecv", "MPI_Waitall"):
+        timed = fn(p, name, "timed_calls")
+        for r in range(2):
+            # the gaps are uniform in [1, 2N-1]: about 370 timed calls +- 20 (1 sd)
+            assert 0.75 * expected < timed[r] < 1.25 * expected, (name, timed, expected)
+    assert fn(p, "MPI_Barrier", "timed_calls") == fn(p, "MPI_Barrier", "calls"), "collectives are always timed"
+    for name, f in p["functions"].items():
+        for r in range(2):
+            if f["calls"][r]:
+                assert f["min_s"][r] <= f["max_s"][r], name
+                assert f["time_s"][r] >= f["min_s"][r] * f["timed_calls"][r] * 0.999, name
+
+
+def test_estimate_matches_what_the_program_measured(mpi, tmp_path):
+    p, measured = sampled_run(mpi, tmp_path)
+    assert measured > WARMUP * SLOW_US * 1e-6 + (WAITS - WARMUP) * FAST_US * 1e-6 * 0.95, measured
+    estimate, se = fn(p, "MPI_Recv", "time_s")[1], fn(p, "MPI_Recv", "time_s_se")[1]
+    # The sampling error is what the standard error says: a call stretched by preemption (ms on
+    # this machine) counts N times when it is timed, not at all otherwise. Without the
+    # stratification the estimate would be ~40 % high.
+    assert 0 < se < 0.25 * measured, (se, measured)
+    assert abs(estimate - measured) <= 4 * se + 0.03 * measured, (estimate, se, measured)
+    assert fn(p, "MPI_Recv", "max_s")[1] >= SLOW_US * 1e-6, "the slow first calls are timed"
+    rank1 = p["ranks"][1]
+    assert rank1["mpi_time_s_se"] >= se
+    assert estimate <= rank1["mpi_time_s"] <= rank1["wall_time_s"] + 4 * rank1["mpi_time_s_se"]
+    report = subprocess.run([str(MPILENS), "report", str(tmp_path / "run")], capture_output=True, text=True)
+    timing = [ln for ln in report.stdout.splitlines() if ln.startswith("Timing")]
+    assert timing and f"1 in {N} calls" in timing[0] and "standard error" in timing[0], report.stdout
+    assert "MPI ± (s.e.)" in report.stdout
+    as_json = subprocess.run([str(MPILENS), "report", "--json", str(tmp_path / "run")], capture_output=True, text=True)
+    sampling = json.loads(as_json.stdout)["time_sampling"]
+    assert sampling["every"] == N and 0 < sampling["timed_calls"] < sampling["calls"]
+    html = tmp_path / "report.html"
+    subprocess.run([str(MPILENS), "report", "--quiet", "--html", str(html), str(tmp_path / "run")], check=True,
+                   capture_output=True)
+    assert f"Timing: 1 in {N} calls" in html.read_text()
+
+
+def test_default_times_every_call(mpi, tmp_path):
+    job = run_example(mpi, "sampled", 2, tmp_path, ["100", "40", "10", "10"])
+    p = job.profile
+    assert "time_sample" not in p and all("mpi_time_s_se" not in r for r in p["ranks"])
+    assert all("timed_calls" not in f and "time_s_se" not in f for f in p["functions"].values())
+    report = subprocess.run([str(MPILENS), "report", str(job.rundir)], capture_output=True, text=True)
+    assert "Timing" not in report.stdout and "s.e." not in report.stdout
+
+
+@pytest.mark.parametrize("mode", ["trace", "counters"])
+def test_refused_with_modes_that_need_every_time(mpi, tmp_path, mode):
+    job = run_example(mpi, "sampled", 2, tmp_path, ["10", "10", "1", "1"], check=False,
+                      settings={"MPILENS_TIME_SAMPLE": "4", "MPILENS_MODE": mode})
+    assert job.returncode != 0
+    lines = [ln for ln in job.stderr.splitlines() if "MPILENS_TIME_SAMPLE" in ln]
+    assert lines and "need the time of every call" in lines[0], job.stderr
+    assert not (job.rundir / "profile.json").exists()
