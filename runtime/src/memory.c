@@ -545,7 +545,7 @@ static int smaps_walk(int64_t *pss, int64_t *rss, int64_t *tool)
 {
     const int fd = open("/proc/self/smaps", O_RDONLY | O_CLOEXEC);
     if (fd < 0) return -1;
-    static char buf[1 << 16]; /* used by one thread at a time: the timer thread, or under `sampling` */
+    static char buf[1 << 16]; /* one thread at a time: callers hold sample_lock */
     size_t have = 0;
     int mine = 0;
     int64_t p = 0, r = 0, t = 0;
@@ -755,7 +755,18 @@ static void mapped_resident(int owner, int64_t *priv, int64_t *shared)
     *shared = s;
 }
 
+/* Held around every residency read: smaps_walk has one static buffer and read_residency sets
+ * rollup_pss_anon, and the timer thread, region boundaries and (smaps method) the application's
+ * threads in their MPI calls all read residency. */
 static pthread_mutex_t sample_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int read_residency_locked(int64_t *pss, int64_t *rss)
+{
+    pthread_mutex_lock(&sample_lock);
+    const int rc = read_residency(pss, rss);
+    pthread_mutex_unlock(&sample_lock);
+    return rc;
+}
 
 /* A residency sample with MPI's allocation counters of the moment. */
 static void sample(int kind, int fn, uint32_t aux)
@@ -796,7 +807,7 @@ void ml_memory_enter(int fn)
     ml_mem_fn = fn + 1;
     if (method == ML_MEMORY_METHOD_SMAPS) {
         before_t = since_init();
-        if (read_residency(&before_pss, &before_rss) != 0) before_pss = before_rss = -1;
+        if (read_residency_locked(&before_pss, &before_rss) != 0) before_pss = before_rss = -1;
     }
 }
 
@@ -806,7 +817,7 @@ void ml_memory_leave(int fn)
         ml_mem_rec_t r = {0};
         r.kind = ML_MEM_CALL;
         r.fn = (uint16_t)fn;
-        if (read_residency(&r.pss, &r.rss) != 0) r.pss = r.rss = -1;
+        if (read_residency_locked(&r.pss, &r.rss) != 0) r.pss = r.rss = -1;
         r.t_ns = since_init();
         r.pss_before = before_pss;
         r.rss_before = before_rss;
