@@ -138,7 +138,8 @@ uint64_t ml_req_track(ml_thread_t *t, MPI_Request req, int fn, unsigned flags, i
         }
         return seq;
     }
-    ml_comm_hold(facts); /* until the operation completes or is freed, whatever happens to comm */
+    /* the facts live until the operation completes or is freed, whatever happens to comm */
+    if (facts != NULL) ml_comm_hold(facts);
     if (insert(t, key_of(req), &e) == NULL) {
         t->dropped_requests++;
         ml_comm_release(facts);
@@ -251,7 +252,7 @@ void ml_req_done(ml_thread_t *t, ml_claim_t *c, const MPI_Status *st, int measur
         return;
     }
     settle(t, &c->copy, 0, st, measuring);
-    ml_comm_release(c->copy.comm); /* the operation is over */
+    if (c->copy.comm != NULL) ml_comm_release(c->copy.comm); /* the operation is over */
 }
 
 void ml_req_freed(ml_thread_t *t, ml_claim_t *c, int measuring)
