@@ -25,10 +25,6 @@ def test_describe():
     assert cmp.describe([5.0]).cv is None
 
 
-def test_rankdata_ties():
-    assert list(cmp.rankdata(np.array([3.0, 1.0, 3.0, 2.0]))) == [3.5, 1.0, 3.5, 2.0]
-
-
 @pytest.mark.parametrize("x,y,p", [
     # exact distribution, no ties: complete separation of 10 and 10 is 2 / C(20, 10)
     (list(range(1, 11)), list(range(11, 21)), 2 / 184756),
@@ -41,12 +37,9 @@ def test_mann_whitney_known_values(x, y, p):
     assert cmp.mann_whitney(y, x) == pytest.approx(p, rel=1e-9)  # two-sided: symmetric
 
 
-def test_mann_whitney_exact_distribution_sums_to_one():
-    for n1, n2 in [(1, 1), (3, 7), (10, 10), (12, 9)]:
-        pmf = cmp._u_distribution(n1, n2)
-        assert len(pmf) == n1 * n2 + 1 and pmf.sum() == pytest.approx(1.0)
-        assert pmf == pytest.approx(pmf[::-1])  # U is symmetric about n1 n2 / 2
+def test_mann_whitney_edge_cases():
     assert cmp.mann_whitney([1.0, 2.0], []) is None
+    assert cmp.mann_whitney([3.0, 3.0, 3.0], [3.0, 3.0]) == 1.0  # all equal: no evidence
 
 
 def test_bootstrap_ci():
