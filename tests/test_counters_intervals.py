@@ -33,8 +33,10 @@ def test_intervals(mpi, tmp_path):
         assert (iv.compute[r] >= (r + 1) * sleep_us * 1e-6 * 0.95).all(), iv.compute[r]
     # the slowest rank sets every step: the maxima are its intervals
     assert (iv.maxima == iv.compute[np - 1]).all()
-    # rank 0 waits in the barrier for rank 1's extra sleep
-    assert (iv.collective[0][1:] >= 0.5 * sleep_us * 1e-6).all(), iv.collective[0]
+    # rank 0 waits in the barrier for rank 1's extra sleep (all steps but one at most: a pause of
+    # the VM during rank 0's sleep, seen once in CI, shortens that step's wait)
+    waited = iv.collective[0][1:] >= 0.5 * sleep_us * 1e-6
+    assert waited.sum() >= len(waited) - 1, iv.collective[0]
     assert fn(p, "MPI_Barrier", "calls") == [iters] * np
 
 
