@@ -95,6 +95,27 @@ def test_estimate_matches_what_the_program_measured(mpi, tmp_path):
     assert f"Timing: 1 in {N} calls" in html.read_text()
 
 
+def test_large_sampling_error_is_a_finding(tmp_path):
+    """A rank whose estimated MPI time exceeds its wall time (a drawn preempted call, made certain
+    here by editing a real profile) is named in a finding; a quiet estimate gives none."""
+    p, _ = sampled_run("openmpi", tmp_path)
+    path = tmp_path / "run" / "profile.json"
+
+    def findings() -> dict:
+        out = subprocess.run([str(MPILENS), "report", "--json", str(tmp_path / "run")], capture_output=True, text=True)
+        return {f["kind"]: f for f in json.loads(out.stdout)["findings"]}
+
+    rank1 = p["ranks"][1]
+    rank1["mpi_time_s_se"] = 0.001 * rank1["mpi_time_s"]
+    p["ranks"][0]["mpi_time_s_se"] = 0.0
+    path.write_text(json.dumps(p))
+    assert "sampling_error" not in findings()
+    rank1["mpi_time_s"] = 1.2 * rank1["wall_time_s"]
+    path.write_text(json.dumps(p))
+    f = findings()["sampling_error"]
+    assert f["evidence"]["ranks_over_wall"] == [1] and f"1 in {N} calls" in f["message"]
+
+
 def test_default_times_every_call(mpi, tmp_path):
     job = run_example(mpi, "sampled", 2, tmp_path, ["100", "40", "10", "10"])
     p = job.profile

@@ -17,6 +17,7 @@ IMBALANCE_NOTABLE = 0.5  # (max - mean) / mean of a function's time across ranks
 SMALL_MESSAGE = 1024  # bytes
 SMALL_SHARE_NOTABLE = 0.8  # share of point-to-point messages below SMALL_MESSAGE
 PAIR_SHARE_NOTABLE = 0.5  # share of point-to-point bytes on one pair, with more than 2 ranks
+SAMPLING_SE_NOTABLE = 0.05  # standard error of sampled MPI time, as a share of it
 
 
 @dataclass
@@ -56,6 +57,19 @@ def find(run: Run, s: Summary) -> list[Finding]:
                 "requests_outstanding_at_finalize": f"{n} requests were still outstanding at MPI_Finalize; their "
                                                     "bytes are not counted.",
             }.get(what, f"{what}: {n}"), {what: n}))
+
+    if s.sampling:  # estimated times: say when the sampling error is large enough to matter
+        over = [r for r in s.ranks if r.mpi is not None and r.wall and r.mpi > r.wall]
+        se = s.sampling.mpi_se or 0.0
+        if over or (s.mpi and s.mpi.total and se > SAMPLING_SE_NOTABLE * s.mpi.total):
+            where = (f" Rank{'s' if len(over) > 1 else ''} {', '.join(str(r.rank) for r in over)}: estimated MPI time "
+                     "above the wall time." if over else "")
+            out.append(Finding("sampling_error", "warning",
+                               f"MPI times are estimated from 1 in {s.sampling.every or 'N'} calls and uncertain: "
+                               f"± {units.seconds(se)} (standard error) on {units.seconds(s.mpi.total if s.mpi else None)}"
+                               f" summed over ranks.{where} A long call (a wait, a preemption) drawn into the sample counts "
+                               f"{s.sampling.every or 'N'} times; a smaller MPILENS_TIME_SAMPLE narrows it.",
+                               {"mpi_time_se": se, "ranks_over_wall": [r.rank for r in over]}))
 
     shares = [(r.mpi_share, r.rank) for r in s.ranks if r.mpi_share is not None]
     if s.mpi and s.wall and shares:
