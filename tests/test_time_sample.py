@@ -95,6 +95,23 @@ def test_estimate_matches_what_the_program_measured(mpi, tmp_path):
     assert f"Timing: 1 in {N} calls" in html.read_text()
 
 
+def test_fortran_wrappers_sample_too(mpi, tmp_path):
+    """The same through the Fortran wrappers (generated ones and the hand-written completion
+    calls): exact counts and bytes, about 1 in N calls timed."""
+    iters, np = 2000, 2
+    job = run_example(mpi, "fsampled", np, tmp_path, [str(iters)], settings={"MPILENS_TIME_SAMPLE": str(N)})
+    assert f"fsampled: ok {np}" in job.stdout, job.stdout + job.stderr
+    p = job.profile
+    sent = 4 * sum(1 + i % 4 for i in range(iters))
+    assert fn(p, "MPI_Isend", "bytes_sent") == [sent] * np and fn(p, "MPI_Irecv", "bytes_recv") == [sent] * np
+    assert fn(p, "MPI_Sendrecv", "bytes_sent") == [8 * iters] * np == fn(p, "MPI_Sendrecv", "bytes_recv")
+    expected = WARMUP + (iters - WARMUP) / N
+    for name in ("MPI_Isend", "MPI_Irecv", "MPI_Waitall", "MPI_Sendrecv"):
+        assert fn(p, name, "calls") == [iters] * np
+        assert all(0.7 * expected < t < 1.3 * expected for t in fn(p, name, "timed_calls")), (name, expected)
+    assert fn(p, "MPI_Barrier", "timed_calls") == [1] * np
+
+
 def test_large_sampling_error_is_a_finding(tmp_path):
     """A rank whose estimated MPI time exceeds its wall time (a drawn preempted call, made certain
     here by editing a real profile) is named in a finding; a quiet estimate gives none."""
