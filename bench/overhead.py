@@ -115,11 +115,8 @@ def launcher(mpi: str, bind: str) -> list[str]:
     return ["mpirun.mpich", "-np", "2", "-bind-to", bind]
 
 
-SETTINGS: dict[str, str] = {}  # --set K=V: more MPILENS_* settings of the runs with mpilens
-
-
-def tool_env_args(mpi: str, lib: Path, outdir: Path, mode: str) -> list[str]:
-    pairs = [("LD_PRELOAD", str(lib)), ("MPILENS_OUTPUT", str(outdir)), ("MPILENS_MODE", mode), *SETTINGS.items()]
+def tool_env_args(mpi: str, lib: Path, outdir: Path, mode: str, settings: dict[str, str]) -> list[str]:
+    pairs = [("LD_PRELOAD", str(lib)), ("MPILENS_OUTPUT", str(outdir)), ("MPILENS_MODE", mode), *settings.items()]
     args: list[str] = []
     for k, v in pairs:
         args += ["-x", f"{k}={v}"] if mpi == "openmpi" else ["-genv", k, v]
@@ -128,16 +125,16 @@ def tool_env_args(mpi: str, lib: Path, outdir: Path, mode: str) -> list[str]:
 
 def run_once(mpi: str, prog: str, exe_dir: Path, prog_args: list[str], bind: str, lib: Path | None,
              tmp: Path, counter: list[int], timeout: float, mode: str = "profile",
-             trace_stats: list | None = None) -> tuple[dict[int, float], str | None]:
+             trace_stats: list | None = None, settings: dict[str, str] | None = None) -> tuple[dict[int, float], str | None]:
     """One mpirun. Returns {size: median} (msgrate: {8: msgs/s}) and, for a preloaded run, the
     MPI library version string recorded in meta.json. In trace mode, appends (bytes, events,
-    seconds of the run) of the trace to trace_stats."""
+    seconds of the run) of the trace to trace_stats. settings: more MPILENS_* of a preloaded run."""
     cmd = launcher(mpi, bind)
     outdir = None
     if lib is not None:
         counter[0] += 1
         outdir = tmp / f"run-{counter[0]:04d}"
-        cmd += tool_env_args(mpi, lib, outdir, mode)
+        cmd += tool_env_args(mpi, lib, outdir, mode, settings or {})
     cmd += [str(exe_dir / prog), *prog_args]
     try:
         r = subprocess.run(cmd, capture_output=True, text=True, env=base_env(), timeout=timeout, cwd=tmp)
@@ -281,7 +278,7 @@ def bench_mpi(mpi: str, args: argparse.Namespace, tmp: Path) -> tuple[str, dict]
             results = {}
             for with_tool in ((True, False) if tool_first else (False, True)):
                 values, v = run_once(mpi, prog, exe_dir, prog_args, args.bind, lib if with_tool else None,
-                                     tmp, counter, args.timeout, args.mode, trace_stats)
+                                     tmp, counter, args.timeout, args.mode, trace_stats, args.settings)
                 version = version or v
                 results[with_tool] = values
             if prog == "pingpong":
@@ -298,7 +295,7 @@ def bench_mpi(mpi: str, args: argparse.Namespace, tmp: Path) -> tuple[str, dict]
     launch = " ".join(launcher(mpi, args.bind))
     header = (f"### {MPI_NAMES[mpi]}" + (f" ({version})" if version else "") +
               f": `{launch}`, {args.reps} interleaved pairs, {args.batches} batches per run, "
-              f"MPILENS_MODE={args.mode}" + "".join(f", {k}={v}" for k, v in SETTINGS.items()))
+              f"MPILENS_MODE={args.mode}" + "".join(f", {k}={v}" for k, v in args.settings.items()))
     text, summary = table(mpi, [*lat.values(), rate], header, args.mode, trace_stats)
     summary["meta"] = {"launcher": launch, "mpi_version": version, "library": str(lib_src),
                        "library_sha256": sha256(lib), "reps": args.reps, "batches": args.batches,
@@ -324,11 +321,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--set", action="append", default=[], metavar="MPILENS_K=V",
                    help="another setting of the runs with mpilens, e.g. MPILENS_TIME_SAMPLE=64")
     args = p.parse_args(argv)
+    args.settings = {}
     for item in args.set:
         k, sep, v = item.partition("=")
         if not sep or not k.startswith("MPILENS_"):
             p.error(f"--set {item}: expected MPILENS_NAME=VALUE")
-        SETTINGS[k] = v
+        args.settings[k] = v
     if args.quick:
         args.reps, args.batches, args.scale = min(args.reps, 5), 7, 0.25
     if args.reps < 1 or args.batches < 1 or args.scale <= 0:
