@@ -112,6 +112,25 @@ def test_fortran_wrappers_sample_too(mpi, tmp_path):
     assert fn(p, "MPI_Barrier", "timed_calls") == [1] * np
 
 
+def test_job_that_aborts_keeps_its_estimates(tmp_path):
+    """A sampled job that never reaches MPI_Finalize: the per-rank files carry the estimates, and
+    the profile assembled from them says how the calls were timed (N from meta.json)."""
+    from mpilens import rundir
+
+    steps = 400  # sleeper: one MPI_Sendrecv (sampled) and one MPI_Allreduce (always timed) per step
+    job = run_example("openmpi", "sleeper", 2, tmp_path, ["-n", "1000", "-a", f"1:{steps}"], check=False,
+                      settings={"MPILENS_TIME_SAMPLE": str(N)})
+    assert job.returncode != 0
+    run = rundir.load(job.rundir)
+    assert run.source == "per-rank files" and run.profile["time_sample"] == N
+    sendrecv, allreduce = run.profile["functions"]["MPI_Sendrecv"], run.profile["functions"]["MPI_Allreduce"]
+    assert sendrecv["calls"][1] == steps and WARMUP < sendrecv["timed_calls"][1] < 0.5 * steps, sendrecv
+    assert allreduce["timed_calls"] == allreduce["calls"]
+    assert all(x is not None and x >= 0 for x in sendrecv["time_s_se"])
+    report = subprocess.run([str(MPILENS), "report", str(job.rundir)], capture_output=True, text=True)
+    assert f"Timing    : 1 in {N} calls" in report.stdout, report.stdout
+
+
 def test_large_sampling_error_is_a_finding(tmp_path):
     """A rank whose estimated MPI time exceeds its wall time (a drawn preempted call, made certain
     here by editing a real profile) is named in a finding; a quiet estimate gives none."""

@@ -65,10 +65,10 @@ def find(run: Run, s: Summary) -> list[Finding]:
             where = (f" Rank{'s' if len(over) > 1 else ''} {', '.join(str(r.rank) for r in over)}: estimated MPI time "
                      "above the wall time." if over else "")
             out.append(Finding("sampling_error", "warning",
-                               f"MPI times are estimated from 1 in {s.sampling.every or 'N'} calls and uncertain: "
+                               f"MPI times are estimated from 1 in {s.sampling.every} calls and uncertain: "
                                f"± {units.seconds(se)} (standard error) on {units.seconds(s.mpi.total if s.mpi else None)}"
                                f" summed over ranks.{where} A long call (a wait, a preemption) drawn into the sample counts "
-                               f"{s.sampling.every or 'N'} times; a smaller MPILENS_TIME_SAMPLE narrows it.",
+                               f"{s.sampling.every} times; a smaller MPILENS_TIME_SAMPLE narrows it.",
                                {"mpi_time_se": se, "ranks_over_wall": [r.rank for r in over]}))
 
     shares = [(r.mpi_share, r.rank) for r in s.ranks if r.mpi_share is not None]

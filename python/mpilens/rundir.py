@@ -84,8 +84,9 @@ def _seconds(ns: int) -> float:
     return ns / 1e9
 
 
-def profile_from_payloads(payloads: list[pl.Payload], nranks: int) -> dict[str, Any]:
-    """Assemble the profile.json structure from per-rank payloads (missing ranks are null)."""
+def profile_from_payloads(payloads: list[pl.Payload], nranks: int, time_sample: int = 1) -> dict[str, Any]:
+    """Assemble the profile.json structure from per-rank payloads (missing ranks are null);
+    time_sample: the run's MPILENS_TIME_SAMPLE (its estimates' keys are added when > 1)."""
     by_rank = {p.rank: p for p in payloads if 0 <= p.rank < nranks}
 
     def per_rank(value: Any = 0) -> list[Any]:
@@ -95,7 +96,7 @@ def profile_from_payloads(payloads: list[pl.Payload], nranks: int) -> dict[str, 
         return {"class": cls, "calls": per_rank(0), "time_s": per_rank(0.0), "min_s": per_rank(None),
                 "max_s": per_rank(None), "bytes_sent": per_rank(0), "bytes_recv": per_rank(0)}
 
-    sampled = any(st[6] != st[2] for p in by_rank.values() for st in p.stats)  # MPILENS_TIME_SAMPLE > 1
+    sampled = time_sample > 1
 
     def add(f: dict[str, Any], r: int, calls: int, ns: int, mn: int, mx: int, timed: int, se_ns: int, sent: int,
             recv: int) -> None:
@@ -174,6 +175,7 @@ def profile_from_payloads(payloads: list[pl.Payload], nranks: int) -> dict[str, 
         "complete": False,
         "nranks": nranks,
         "wall_time_s": max(walls) if walls else None,
+        **({"time_sample": time_sample} if sampled else {}),
         "ranks": ranks,
         "functions": dict(sorted(functions.items())),
         "message_sizes": {k: [v[b] for b in sorted(v)] for k, v in sorted(sizes.items())},
@@ -235,7 +237,11 @@ def _read_payloads(path: Path, pattern: str, problems: list[str]) -> list[pl.Pay
 def _aggregate(payloads: list[pl.Payload], meta: dict[str, Any] | None) -> tuple[int, dict[str, Any], list[int]]:
     """The profile of some ranks' files: (ranks in the job, profile, ranks without a file)."""
     nranks = int((meta or {}).get("nranks") or max(p.nranks for p in payloads))
-    profile = profile_from_payloads(payloads, nranks)
+    try:  # the setting the run used, as meta.json recorded it
+        time_sample = int(((meta or {}).get("config") or {}).get("MPILENS_TIME_SAMPLE", 1))
+    except (TypeError, ValueError):
+        time_sample = 1
+    profile = profile_from_payloads(payloads, nranks, time_sample)
     return nranks, profile, [r for r in range(nranks) if profile["ranks"][r]["host"] is None]
 
 

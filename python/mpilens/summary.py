@@ -81,6 +81,7 @@ class RankSummary:
     wall: float | None
     mpi: float | None
     ended_by: str | None = None  # incomplete runs: "MPI_Abort", "signal 15", ...; None: no data
+    mpi_se: float | None = None  # standard error of mpi when it is estimated (MPILENS_TIME_SAMPLE)
 
     @property
     def mpi_share(self) -> float | None:
@@ -119,30 +120,31 @@ class Sampling:
     """MPILENS_TIME_SAMPLE=every: 1 in `every` calls of the short, frequent functions were timed;
     their times are estimates from `timed` of `calls` calls (over all ranks)."""
 
-    every: int | None  # None: a run that ended early (its partial data do not say N)
+    every: int
     timed: int
     calls: int
     mpi_se: float | None  # standard error of the MPI time summed over ranks, seconds
 
     def sentence(self) -> str:
-        every = f"1 in {self.every} calls" if self.every else "a sample of the calls"
+        every = f"1 in {self.every} calls"
         se = f" (MPI time summed over ranks: ± {units.seconds(self.mpi_se)} standard error)" if self.mpi_se else ""
         return (f"{every} of point-to-point, completion, probe and one-sided functions timed "
                 f"(MPILENS_TIME_SAMPLE): their times are estimates from {self.timed:,} of {self.calls:,} calls{se}, "
                 "min and max those of the timed calls; counts and bytes are exact")
 
 
-def sampling(profile: dict[str, Any]) -> Sampling | None:
-    """How the calls were timed, when not every call was (profile.json "timed_calls")."""
+def sampling(profile: dict[str, Any], ranks: list[RankSummary]) -> Sampling | None:
+    """How the calls were timed, when not every call was (profile.json "time_sample")."""
+    every = profile.get("time_sample")
+    if (every or 1) <= 1:
+        return None
     timed = calls = 0
     for f in profile.get("functions", {}).values():
         for c, t in zip(f.get("calls", []), f.get("timed_calls") or []):
             if c is not None and t is not None and t < c:
                 timed, calls = timed + t, calls + c
-    every = profile.get("time_sample")
-    ses = [r.get("mpi_time_s_se") for r in profile.get("ranks", [])]
-    mpi_se = math.sqrt(sum(x * x for x in ses if x is not None)) if any(x is not None for x in ses) else None
-    return Sampling(every, timed, calls, mpi_se) if calls or (every or 1) > 1 else None
+    ses = [r.mpi_se for r in ranks if r.mpi_se is not None]
+    return Sampling(every, timed, calls, math.sqrt(sum(x * x for x in ses)) if ses else None)
 
 
 def _functions(funcs: dict[str, Any], mpi_total: float, wall_total: float) -> list[FunctionSummary]:
@@ -177,7 +179,8 @@ def _regions(nodes: list[dict[str, Any]], prefix: str, depth: int, mpi_total: fl
 def summarize(profile: dict[str, Any]) -> Summary:
     """Compute the cross-rank statistics of a profile (profile.json structure)."""
     n = profile["nranks"]
-    ranks = [RankSummary(r["rank"], r.get("host"), r.get("wall_time_s"), r.get("mpi_time_s"), r.get("ended_by"))
+    ranks = [RankSummary(r["rank"], r.get("host"), r.get("wall_time_s"), r.get("mpi_time_s"), r.get("ended_by"),
+                         r.get("mpi_time_s_se"))
              for r in profile["ranks"]]
     wall = spread([r.wall for r in ranks])
     mpi = spread([r.mpi for r in ranks])
@@ -204,4 +207,4 @@ def summarize(profile: dict[str, Any]) -> Summary:
     regions: list[RegionSummary] = []
     _regions(profile.get("regions", []), "", 0, mpi_total, wall_total, regions)
     return Summary(n, sum(1 for r in ranks if r.wall is not None), wall, mpi, ranks, functions,
-                   sizes, talkers, sent, recv, regions, dict(profile.get("dropped", {})), sampling(profile))
+                   sizes, talkers, sent, recv, regions, dict(profile.get("dropped", {})), sampling(profile, ranks))

@@ -59,11 +59,10 @@ def render(run: Run, s: Summary, findings: list[Finding], timeline_findings: lis
 
     out += ["", "@ MPI time per rank"]
     ended = not run.complete and run.snapshot is None  # how each rank ended, when not all reached MPI_Finalize
-    # sampled timing: each rank's MPI time is an estimate, shown with its standard error
-    se = [x.get("mpi_time_s_se") for x in run.profile.get("ranks", [])] if s.sampling else []
+    se = s.sampling is not None  # sampled timing: each rank's MPI time is an estimate, with its standard error
     rows = [[str(r.rank), r.host or "n/a", units.seconds(r.wall), units.seconds(r.mpi), units.percent(r.mpi_share)]
-            + ([units.seconds(se[i]) if i < len(se) else "n/a"] if se else [])
-            + ([r.ended_by or "no data"] if ended else []) for i, r in enumerate(s.ranks)]
+            + ([units.seconds(r.mpi_se)] if se else [])
+            + ([r.ended_by or "no data"] if ended else []) for r in s.ranks]
     if len(rows) > MAX_RANK_ROWS:
         keyed = sorted((r for r in s.ranks if r.mpi_share is not None), key=lambda r: -r.mpi_share)  # type: ignore
         keep = {r.rank for r in keyed[:MAX_RANK_ROWS // 2]} | {r.rank for r in keyed[-(MAX_RANK_ROWS // 2):]}
@@ -71,7 +70,7 @@ def render(run: Run, s: Summary, findings: list[Finding], timeline_findings: lis
         out.append(f"(the {MAX_RANK_ROWS // 2} ranks with the most and the least MPI time of {s.nranks})")
     if s.wall and s.mpi:
         rows.append(["*", "", units.seconds(s.wall.total), units.seconds(s.mpi.total), units.percent(s.mpi.total / s.wall.total)]
-                    + ([units.seconds(s.sampling.mpi_se)] if se and s.sampling else []) + ([""] if ended else []))
+                    + ([units.seconds(s.sampling.mpi_se)] if s.sampling else []) + ([""] if ended else []))
     out += _table(["Rank", "Host", "Wall", "MPI", "MPI%"] + (["MPI ± (s.e.)"] if se else []) + (["Ended by"] if ended else []),
                   rows, {2, 3, 4, 5} if se else {2, 3, 4})
 
