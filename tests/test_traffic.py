@@ -42,6 +42,9 @@ def check_run(p: dict, np: int) -> None:
     assert p["complete"] is True
     assert [r["rank"] for r in p["ranks"]] == list(range(np))
     assert all(v == 0 for v in p["dropped"].values()), p["dropped"]
+    for r in range(np):  # time in MPI is the functions' time (computed from them at MPI_Finalize)
+        total = sum(f["time_s"][r] for f in p["functions"].values())
+        assert p["ranks"][r]["mpi_time_s"] == pytest.approx(total, rel=1e-6, abs=1e-6), (r, total)
 
 
 def check_functions(p: dict, expected: dict[str, dict[str, list[int] | None]]) -> None:

@@ -422,7 +422,6 @@ static void reset_all(void)
         memset(t->matrix, 0, (size_t)ml_g.size * sizeof(ml_peer_t));
         memset(t->rstats, 0, (size_t)ml_g.max_paths * sizeof(ml_rstat_t));
         memset(t->ucounts, 0, (size_t)ml_g.max_paths * ML_MAX_COUNTERS * sizeof(ml_ucount_t));
-        t->mpi_ticks = 0;
     }
     ml_g.t_init_end = ml_now();
 }

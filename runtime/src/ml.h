@@ -106,7 +106,6 @@ typedef struct ml_thread {
     ml_peer_t *matrix;   /* [world size] by destination world rank */
     ml_rstat_t *rstats;  /* [max_paths] */
     ml_ucount_t *ucounts; /* [max_paths][ML_MAX_COUNTERS] */
-    uint64_t mpi_ticks;  /* time in measured MPI calls (timed ones, see MPILENS_TIME_SAMPLE) */
     int sampling;        /* MPILENS_TIME_SAMPLE > 1 */
     uint32_t sample_left; /* sampled calls to go before the next timed one */
     uint32_t sample_rng;  /* xorshift32 state of the random gaps */
@@ -265,7 +264,7 @@ void ml_observe_leave(struct ml_thread *t, int fn);
 /* End a measured call that moves no bytes (or whose bytes come at request completion). */
 ML_HOT void ml_leave(ml_thread_t *t, int fn, uint64_t t0, uint64_t t1)
 {
-    t->mpi_ticks += ml_count(t, &t->cur[fn], t0, t1);
+    ml_count(t, &t->cur[fn], t0, t1);
     if (ML_UNLIKELY(t->observe & ML_OBS_AT_LEAVE)) ml_observe_leave(t, fn);
     t->depth = 0;
 }
@@ -280,7 +279,6 @@ ML_HOT void ml_leave_bytes(ml_thread_t *t, int fn, uint64_t t0, uint64_t t1, int
     ml_hbin_t *h = &t->hist[fn * ML_NBINS + ml_size_bin(sent > recv ? sent : recv)];
     h->calls++;
     h->ticks += d;
-    t->mpi_ticks += d;
     if (ML_UNLIKELY(t->observe & ML_OBS_AT_LEAVE)) ml_observe_leave(t, fn);
     t->depth = 0;
 }
