@@ -129,8 +129,14 @@ def test_trivial(mpi, np_, tmp_path):
         # 11.9-12.0 at 1, 6.2-6.7 at 8 (bench/RESULTS.md: 3.5-12); it falls as more processes share
         # the MPI library's pages
         assert 2 * MiB < r.init_pss < 24 * MiB, r.init_pss
-        # after MPI_Init only the shared segments grow, as the other ranks touch them (1/k each)
-        assert r.init_pss <= r.peak("mpi") < r.init_pss + 1 * MiB, (r.peak("mpi"), r.init_pss)
+        # after MPI_Init only the shared segments grow, as the other ranks touch them (1/k each),
+        # until MPI_Finalize. The last point, after MPI_Finalize, is its residency change, and for
+        # the ranks that finish last it includes the others leaving the shared segments: their
+        # PSS share grows (+1.2-1.4 MiB for one of 8 MPICH ranks in about half the runs here)
+        assert r.t[-1] == r.t.max()
+        before_finalize = float(r.mpi[:-1].max())
+        assert r.init_pss <= before_finalize < r.init_pss + 1 * MiB, (before_finalize, r.init_pss)
+        assert r.peak("mpi") < r.init_pss + 2 * MiB, (r.peak("mpi"), r.init_pss)
         assert r.peak("tool") > 0
 
 
