@@ -127,6 +127,7 @@ typedef struct ml_thread {
     uint32_t index;          /* thread number within the process, in order of first MPI use */
     struct ml_tbuf *tcur;    /* buffer being filled */
     struct ml_tbuf *tbufs[8];
+    uint32_t tfillings;      /* buffers this thread has begun to fill */
     uint64_t done_at;        /* end of the completion call being settled (request completion time) */
     uint64_t req_seq;        /* requests started by this thread: links a post to its completion */
     /* requests this thread entered minus those it took out (summed over threads at the end) */

@@ -1,18 +1,36 @@
 /* Trace mode: a record of every MPI call, request completion, region and counter update, in
- * fixed-size binary events (64 bytes) written to trace/rank-NNNNNN.bin.
+ * compact binary events written to trace/rank-NNNNNN.bin.
  *
  * Each thread fills its own buffers (no lock per event); a full buffer is handed to a background
- * writer thread, which appends it to the rank's file as one block; the thread goes on in another
- * buffer and waits only when all of its buffers are in the writer's queue (memory stays bounded:
+ * writer thread, which appends it to the rank's file; the thread goes on in another buffer and
+ * waits only when all of its buffers are in the writer's queue (memory stays bounded:
  * MPILENS_TRACE_BUFFERS x MPILENS_TRACE_BUFFER_KB per thread). At MPI_Finalize, exit or a fatal
  * signal the buffers are written out directly; a block cut short by a kill is detected by the
  * reader from its header and skipped.
  *
+ * An event is a fixed part of 12 bytes and 0 to 15 words of fields: only what differs from the
+ * obvious is written (about 20 bytes for a point-to-point call instead of the 64 of all fields), so
+ * the writer thread, the disk and the reader have a third of the bytes to move:
+ *   fixed:  i32 dt (t0 minus the previous event's t0), u32 duration (t1 - t0), u16 fn, u16 flags
+ *   flags:  bits 0-2 kind; 3 LONG: t0 and duration as 2 words each (the first event of a buffer,
+ *           or when they do not fit); 4 COMM: the communicator uid, else the previous event's;
+ *           5 DST, 6 SRC: world rank, else -1; 7 STAG, 8 RTAG: tag, else 0; 9-10 SENT and 11-12
+ *           RECV: 0 bytes, 1 word or 2 words; 13-14 REQ: none, 1 word (the sequence of a request
+ *           this thread started) or 2 words (the whole operation number)
+ *   words:  in the order of the flags: LONG (t0, duration: low word first), COMM, DST, SRC, STAG,
+ *           RTAG, SENT, RECV, REQ.
+ * Within a buffer the fixed parts grow from the start and the words downwards from the end, so a
+ * block of events is two contiguous pieces, and its words read backwards are the events' fields
+ * in order. The previous event (for dt and COMM) is the previous one in the same filling of the
+ * same buffer: every filling decodes alone.
+ *
  * File layout (host byte order), a sequence of blocks:
  *   "MLTH0001" JSON "MLTE0001"        head: rank, size, clock reference, function names
- *   "MLTB0001" u32 thread, u32 count, u64 block number, u64 tick, u64 ns, then count events
+ *   "MLTB0002" u32 thread, u32 count, u64 block number, u64 tick, u64 ns, u32 filling, u32 first
+ *              event of the block in that filling, u32 words, u32 0; count fixed parts; words
  *   "MLTM0001" JSON "MLTE0001"        trailer: clock, offsets to rank 0, names of regions/counters
- * python/mpilens/trace/reader.py reads it. */
+ * python/mpilens/trace/reader.py reads it (and the 64-byte events of "MLTB0001" blocks of older
+ * traces). */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -29,30 +47,38 @@
 
 enum { TEV_CALL = 1, TEV_DONE = 2, TEV_REGION_BEGIN = 3, TEV_REGION_END = 4, TEV_COUNTER = 5 };
 enum { BUF_FREE = 0, BUF_FILLING = 1, BUF_QUEUED = 2, BUF_WRITING = 3 };
+enum {
+    F_LONG = 1u << 3, F_COMM = 1u << 4, F_DST = 1u << 5, F_SRC = 1u << 6, F_STAG = 1u << 7, F_RTAG = 1u << 8,
+    F_SENT = 9, F_RECV = 11, F_REQ = 13, /* shifts of the two-bit widths */
+    MAX_WORDS = 15
+};
 
-typedef struct ml_tev {
-    uint64_t t0, t1;    /* ticks */
-    uint16_t kind, fn;  /* fn: function id, region path or counter id */
-    uint32_t comm;      /* communicator uid (low bits) */
-    int32_t dst, src;   /* world ranks; -1: none */
-    int32_t stag, rtag;
-    int64_t sent, recv; /* bytes; counters: the value's bits in sent */
-    uint64_t req;       /* operation number (thread << 48 | sequence): links a start to its end */
-} ml_tev_t;
-_Static_assert(sizeof(ml_tev_t) == 64, "trace events are 64 bytes");
+typedef struct ml_tfix {
+    int32_t dt;
+    uint32_t dur;
+    uint16_t fn; /* function id, region path or counter id */
+    uint16_t flags;
+} ml_tfix_t;
+_Static_assert(sizeof(ml_tfix_t) == 12, "the fixed part of an event is 12 bytes");
 
 typedef struct ml_tbuf {
     int state;
     uint32_t thread;
-    uint32_t n;       /* events committed by the filling thread */
-    uint32_t flushed; /* events already written (the writer flushes filling buffers periodically) */
-    int busy;         /* held by whoever writes from this buffer: the writer or a dying process */
+    /* events (low half) and words (high half) committed by the filling thread, in one atomic so
+     * that a writer flushing the buffer meanwhile sees both of the same moment */
+    uint64_t committed;
+    uint32_t flushed, wflushed; /* events and words already written */
+    int busy;                   /* held by whoever writes from this buffer: the writer or a dying process */
+    uint32_t filling;           /* this thread's count of buffer fillings, to group the blocks */
+    uint64_t last_t0;           /* the previous event of this filling (thread-private) */
+    uint32_t last_comm;
     struct ml_tbuf *next;
-    ml_tev_t ev[];
+    _Alignas(8) unsigned char data[]; /* fixed parts from the start, words from the end */
 } ml_tbuf_t;
 
 static int fd = -1;
-static uint32_t capacity, nbuffers;
+static size_t data_bytes;   /* of each buffer */
+static uint32_t nbuffers;
 static uint64_t blocks_written;
 static pthread_t writer;
 static int writer_running, stopping;
@@ -62,30 +88,44 @@ static ml_tbuf_t *qhead, *qtail;
 static uint32_t threads_seen;
 static int64_t offset_init_ns, offset_end_ns; /* this rank's clock minus rank 0's */
 static uint64_t offset_init_at, offset_end_at;
+static int64_t writer_cpu_ns = -1; /* CPU time of the writer thread, once it has ended */
 static char path[4300];
 
+static ml_tfix_t *fixed(ml_tbuf_t *b) { return (ml_tfix_t *)b->data; }
+/* the end of the buffer: the words grow downwards from here */
+static uint32_t *word_end(ml_tbuf_t *b) { return (uint32_t *)(b->data + data_bytes); }
+
 /* ------------------------------------------------------------------------------- writing */
-/* Write the events of b from `flushed` to `n` as one block. The caller holds b->busy. */
+/* Write the events committed since the last write as one block. The caller holds b->busy. */
 static void write_block(ml_tbuf_t *b)
 {
-    const uint32_t n = __atomic_load_n(&b->n, __ATOMIC_ACQUIRE);
+    const uint64_t c = __atomic_load_n(&b->committed, __ATOMIC_ACQUIRE);
+    const uint32_t n = (uint32_t)c, words = (uint32_t)(c >> 32);
     if (n <= b->flushed) return;
     struct {
         char magic[8];
         uint32_t thread, count;
         uint64_t number, tick, ns;
+        uint32_t filling, first, words, zero;
     } head;
-    memcpy(head.magic, "MLTB0001", 8);
+    memcpy(head.magic, "MLTB0002", 8);
     head.thread = b->thread;
     head.count = n - b->flushed;
     head.number = __atomic_fetch_add(&blocks_written, 1, __ATOMIC_RELAXED);
     head.tick = ml_now();
     head.ns = ml_clock_ns();
-    struct iovec v[2] = {{&head, sizeof head}, {b->ev + b->flushed, (size_t)head.count * sizeof(ml_tev_t)}};
+    head.filling = b->filling;
+    head.first = b->flushed;
+    head.words = words - b->wflushed;
+    head.zero = 0;
+    struct iovec v[3] = {{&head, sizeof head},
+                         {fixed(b) + b->flushed, (size_t)head.count * sizeof(ml_tfix_t)},
+                         {word_end(b) - words, (size_t)head.words * 4}};
     /* one writev per block on an O_APPEND file: blocks of several threads never interleave; a
      * short write (full disk, killed) leaves a block the reader recognizes as cut and skips */
-    if (writev(fd, v, 2) < 0) ml_g.trace_write_errors++;
+    if (writev(fd, v, 3) < 0) ml_g.trace_write_errors++;
     b->flushed = n;
+    b->wflushed = words;
 }
 
 static int try_hold(ml_tbuf_t *b) { return !__atomic_exchange_n(&b->busy, 1, __ATOMIC_ACQUIRE); }
@@ -141,7 +181,8 @@ static void *writer_main(void *arg)
         if (__atomic_compare_exchange_n(&b->state, &expect, BUF_WRITING, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
             while (!try_hold(b)) {} /* a dying process may be writing it: wait for it */
             write_block(b);
-            b->n = b->flushed = 0;
+            b->committed = 0;
+            b->flushed = b->wflushed = 0;
             release(b);
             __atomic_store_n(&b->state, BUF_FREE, __ATOMIC_RELEASE);
         }
@@ -149,6 +190,9 @@ static void *writer_main(void *arg)
         pthread_cond_broadcast(&freed);
         pthread_mutex_unlock(&lock);
     }
+    struct timespec cpu;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0)
+        writer_cpu_ns = (int64_t)cpu.tv_sec * 1000000000 + cpu.tv_nsec;
     return NULL;
 }
 
@@ -184,7 +228,12 @@ static ml_tbuf_t *swap(ml_thread_t *t)
             int expect = BUF_FREE;
             if (b && __atomic_compare_exchange_n(&b->state, &expect, BUF_FILLING, 0, __ATOMIC_ACQ_REL,
                                                  __ATOMIC_RELAXED)) {
-                t->tcur = b; /* emptied by the writer: n == flushed == 0 */
+                /* emptied by the writer (nothing committed or flushed): a new filling, decoded
+                 * on its own */
+                b->filling = t->tfillings++;
+                b->last_t0 = 0;
+                b->last_comm = 0;
+                t->tcur = b;
                 return b;
             }
         }
@@ -197,22 +246,94 @@ static ml_tbuf_t *swap(ml_thread_t *t)
     }
 }
 
-static ml_tev_t *slot(ml_thread_t *t)
+/* ------------------------------------------------------------------------------- events */
+/* One event with all of its fields, before encoding. */
+typedef struct ml_tev {
+    uint64_t t0, t1; /* ticks */
+    uint32_t kind, fn, comm;
+    int32_t dst, src, stag, rtag; /* world ranks (-1: none); tags */
+    int64_t sent, recv;           /* bytes; counters: the value's bits in sent */
+    uint64_t req;                 /* operation number ((thread + 1) << 40 | sequence), 0: none */
+} ml_tev_t;
+
+/* Encode one event at the end of the thread's buffer (format at the top of this file). */
+static void emit(ml_thread_t *t, const ml_tev_t *e)
 {
     ml_tbuf_t *b = t->tcur;
-    if (ML_UNLIKELY(b == NULL || b->n == capacity)) b = swap(t);
-    return &b->ev[b->n];
+    uint64_t c = b ? b->committed : 0;
+    if (ML_UNLIKELY(b == NULL ||
+                    ((uint32_t)c + 1) * sizeof(ml_tfix_t) + ((c >> 32) + MAX_WORDS) * 4 > data_bytes)) {
+        b = swap(t);
+        c = 0;
+    }
+    const uint32_t n = (uint32_t)c;
+    uint32_t *const top = word_end(b) - (uint32_t)(c >> 32);
+    uint32_t *w = top; /* the fields are stored downwards */
+    uint32_t flags = e->kind;
+    ml_tfix_t *f = fixed(b) + n;
+    const int64_t dt = (int64_t)(e->t0 - b->last_t0);
+    const uint64_t dur = e->t1 - e->t0;
+    if (ML_LIKELY(n > 0 && dt == (int32_t)dt && dur <= UINT32_MAX)) {
+        f->dt = (int32_t)dt;
+        f->dur = (uint32_t)dur;
+    } else { /* the first event of the filling, or a long gap or call */
+        flags |= F_LONG;
+        f->dt = 0;
+        f->dur = 0;
+        *--w = (uint32_t)e->t0;
+        *--w = (uint32_t)(e->t0 >> 32);
+        *--w = (uint32_t)dur;
+        *--w = (uint32_t)(dur >> 32);
+    }
+    b->last_t0 = e->t0;
+    if (e->comm != b->last_comm) {
+        flags |= F_COMM;
+        *--w = e->comm;
+        b->last_comm = e->comm;
+    }
+    if (e->dst != -1) { flags |= F_DST; *--w = (uint32_t)e->dst; }
+    if (e->src != -1) { flags |= F_SRC; *--w = (uint32_t)e->src; }
+    if (e->stag != 0) { flags |= F_STAG; *--w = (uint32_t)e->stag; }
+    if (e->rtag != 0) { flags |= F_RTAG; *--w = (uint32_t)e->rtag; }
+    if (e->sent != 0) {
+        *--w = (uint32_t)e->sent;
+        if ((uint64_t)e->sent <= UINT32_MAX) {
+            flags |= 1u << F_SENT;
+        } else {
+            flags |= 2u << F_SENT;
+            *--w = (uint32_t)((uint64_t)e->sent >> 32);
+        }
+    }
+    if (e->recv != 0) {
+        *--w = (uint32_t)e->recv;
+        if ((uint64_t)e->recv <= UINT32_MAX) {
+            flags |= 1u << F_RECV;
+        } else {
+            flags |= 2u << F_RECV;
+            *--w = (uint32_t)((uint64_t)e->recv >> 32);
+        }
+    }
+    if (e->req != 0) {
+        *--w = (uint32_t)e->req;
+        if ((e->req >> 32) == (uint64_t)(t->index + 1) << 8) { /* a request this thread started */
+            flags |= 1u << F_REQ;
+        } else {
+            flags |= 2u << F_REQ;
+            *--w = (uint32_t)(e->req >> 32);
+        }
+    }
+    f->fn = (uint16_t)e->fn;
+    f->flags = (uint16_t)flags;
+    /* the event is complete: count it (a writer or a signal handler may copy the buffer any time) */
+    const uint64_t words = (uint64_t)(word_end(b) - w);
+    __atomic_store_n(&b->committed, words << 32 | (n + 1), __ATOMIC_RELEASE);
 }
 
-/* The event is complete: count it (a writer or a signal handler may copy the buffer any time). */
-static void commit(ml_thread_t *t)
-{
-    __atomic_store_n(&t->tcur->n, t->tcur->n + 1, __ATOMIC_RELEASE);
-}
+static uint32_t world_uid; /* MPI_COMM_WORLD's, the communicator of most calls */
 
-/* ------------------------------------------------------------------------------- events */
 static uint32_t comm_uid(MPI_Comm comm)
 {
+    if (comm == MPI_COMM_WORLD) return world_uid;
     if (comm == MPI_COMM_NULL) return 0;
     const ml_comm_t *c = ml_comm_get(comm);
     return c ? (uint32_t)c->uid : 0;
@@ -226,20 +347,21 @@ static int world(MPI_Comm comm, int rank)
 
 void ml_trace_call(ml_thread_t *t, const ml_call_t *c)
 {
-    ml_tev_t *e = slot(t);
-    e->t0 = c->t0;
-    e->t1 = c->t1;
-    e->kind = TEV_CALL;
-    e->fn = (uint16_t)c->fn;
-    e->comm = comm_uid(c->comm);
-    e->dst = world(c->comm, c->dst);
-    e->src = world(c->comm, c->status ? c->status->MPI_SOURCE : c->src);
-    e->stag = c->stag;
-    e->rtag = c->status ? c->status->MPI_TAG : c->rtag;
-    e->sent = c->sent;
-    e->recv = c->recv;
-    e->req = c->req;
-    commit(t);
+    const ml_tev_t e = {
+        .t0 = c->t0,
+        .t1 = c->t1,
+        .kind = TEV_CALL,
+        .fn = (uint32_t)c->fn,
+        .comm = comm_uid(c->comm),
+        .dst = world(c->comm, c->dst),
+        .src = world(c->comm, c->status ? c->status->MPI_SOURCE : c->src),
+        .stag = c->stag,
+        .rtag = c->status ? c->status->MPI_TAG : c->rtag,
+        .sent = c->sent,
+        .recv = c->recv,
+        .req = c->req,
+    };
+    emit(t, &e);
 }
 
 void ml_trace_plain(ml_thread_t *t, int fn, uint64_t t0, uint64_t t1)
@@ -250,45 +372,39 @@ void ml_trace_plain(ml_thread_t *t, int fn, uint64_t t0, uint64_t t1)
 
 void ml_trace_done(ml_thread_t *t, const ml_req_t *r, const MPI_Status *st, int64_t sent, int64_t recv)
 {
-    ml_tev_t *e = slot(t);
-    e->t0 = e->t1 = t->done_at;
-    e->kind = TEV_DONE;
-    e->fn = r->fn;
-    e->comm = r->comm ? (uint32_t)r->comm->uid : 0;
-    e->dst = r->peer;
-    e->src = -1;
+    ml_tev_t e = {
+        .t0 = t->done_at,
+        .t1 = t->done_at,
+        .kind = TEV_DONE,
+        .fn = r->fn,
+        .comm = r->comm ? (uint32_t)r->comm->uid : 0,
+        .dst = r->peer,
+        .src = -1,
+        .rtag = st ? st->MPI_TAG : 0,
+        .sent = sent,
+        .recv = recv,
+        .req = r->seq,
+    };
     if (st != NULL && st->MPI_SOURCE >= 0 && r->comm != NULL && r->comm->world != NULL &&
         st->MPI_SOURCE < (r->comm->is_inter ? r->comm->remote_size : r->comm->size))
-        e->src = r->comm->world[st->MPI_SOURCE];
-    e->stag = 0;
-    e->rtag = st ? st->MPI_TAG : 0;
-    e->sent = sent;
-    e->recv = recv;
-    e->req = r->seq;
-    commit(t);
+        e.src = r->comm->world[st->MPI_SOURCE];
+    emit(t, &e);
 }
 
 void ml_trace_region(ml_thread_t *t, int begin, uint32_t path_id)
 {
-    ml_tev_t *e = slot(t);
-    memset(e, 0, sizeof *e);
-    e->t0 = e->t1 = ml_now();
-    e->kind = begin ? TEV_REGION_BEGIN : TEV_REGION_END;
-    e->fn = (uint16_t)path_id;
-    e->dst = e->src = -1;
-    commit(t);
+    const uint64_t now = ml_now();
+    const ml_tev_t e = {.t0 = now, .t1 = now, .kind = begin ? TEV_REGION_BEGIN : TEV_REGION_END,
+                        .fn = path_id, .dst = -1, .src = -1};
+    emit(t, &e);
 }
 
 void ml_trace_counter(ml_thread_t *t, uint32_t id, double value)
 {
-    ml_tev_t *e = slot(t);
-    memset(e, 0, sizeof *e);
-    e->t0 = e->t1 = ml_now();
-    e->kind = TEV_COUNTER;
-    e->fn = (uint16_t)id;
-    e->dst = e->src = -1;
-    memcpy(&e->sent, &value, sizeof value);
-    commit(t);
+    const uint64_t now = ml_now();
+    ml_tev_t e = {.t0 = now, .t1 = now, .kind = TEV_COUNTER, .fn = id, .dst = -1, .src = -1};
+    memcpy(&e.sent, &value, sizeof value);
+    emit(t, &e);
 }
 
 /* ------------------------------------------------------------------------------- clocks */
@@ -414,7 +530,12 @@ static void write_json_block(const char *magic, int trailer)
             put_string(&s, ml_counter_name(c));
             put(&s, ml_counter_kind(c) == ML_COUNTER_SUM ? ", \"sum\"]" : ", \"last\"]");
         }
-        put(&s, "], \"threads\": ");
+        put(&s, "]");
+        if (writer_cpu_ns >= 0) { /* what writing the trace cost this rank, on a core of its node */
+            put(&s, ", \"writer_cpu_ns\": ");
+            put_int(&s, writer_cpu_ns);
+        }
+        put(&s, ", \"threads\": ");
         put_int(&s, threads_seen);
         put(&s, ", \"complete\": ");
         put(&s, trailer == 1 ? "true" : "false");
@@ -427,8 +548,10 @@ static void write_json_block(const char *magic, int trailer)
 /* ------------------------------------------------------------------------------- lifetime */
 int ml_trace_init(void)
 {
-    capacity = (uint32_t)(ml_g.config.trace_buffer_kb * 1024 / sizeof(ml_tev_t));
+    data_bytes = (size_t)ml_g.config.trace_buffer_kb * 1024;
     nbuffers = (uint32_t)ml_g.config.trace_buffers;
+    const ml_comm_t *w = ml_comm_get(MPI_COMM_WORLD);
+    world_uid = w ? (uint32_t)w->uid : 0;
     char dir[4200];
     snprintf(dir, sizeof dir, "%s/trace", ml_g.outdir);
     if (ml_g.rank == 0 && mkdir(dir, 0777) != 0 && errno != EEXIST) return -1;
@@ -449,7 +572,7 @@ void ml_trace_thread(ml_thread_t *t)
 {
     if (fd < 0) return;
     t->index = __atomic_fetch_add(&threads_seen, 1, __ATOMIC_RELAXED);
-    const size_t size = sizeof(ml_tbuf_t) + (size_t)capacity * sizeof(ml_tev_t);
+    const size_t size = sizeof(ml_tbuf_t) + data_bytes;
     for (uint32_t i = 0; i < nbuffers && i < 8; i++) {
         void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (p == MAP_FAILED) break;
@@ -479,7 +602,7 @@ void ml_trace_finish(void)
     offset_end_ns = measure_offset();
     offset_end_at = ml_clock_ns();
     for (ml_thread_t *t = __atomic_load_n(&ml_g.threads, __ATOMIC_ACQUIRE); t; t = t->next)
-        if (t->tcur && t->tcur->n) {
+        if (t->tcur && (uint32_t)t->tcur->committed) {
             enqueue(t->tcur);
             t->tcur = NULL;
         }

@@ -20,8 +20,29 @@ CALL, DONE, REGION_BEGIN, REGION_END, COUNTER = 1, 2, 3, 4, 5
 EVENT = np.dtype([("t0", "<u8"), ("t1", "<u8"), ("kind", "<u2"), ("fn", "<u2"), ("comm", "<u4"), ("dst", "<i4"),
                   ("src", "<i4"), ("stag", "<i4"), ("rtag", "<i4"), ("sent", "<i8"), ("recv", "<i8"), ("req", "<u8")])
 assert EVENT.itemsize == 64
+# the blocks of older traces: 64-byte events as they are
 BLOCK = np.dtype([("magic", "S8"), ("thread", "<u4"), ("count", "<u4"), ("number", "<u8"), ("tick", "<u8"),
                   ("ns", "<u8")])
+# compact events: a 12-byte fixed part each, then the blocks' words (layout in runtime/src/trace.c)
+BLOCK2 = np.dtype([("magic", "S8"), ("thread", "<u4"), ("count", "<u4"), ("number", "<u8"), ("tick", "<u8"),
+                   ("ns", "<u8"), ("filling", "<u4"), ("first", "<u4"), ("words", "<u4"), ("zero", "<u4")])
+FIXED = np.dtype([("dt", "<i4"), ("dur", "<u4"), ("fn", "<u2"), ("flags", "<u2")])
+assert FIXED.itemsize == 12
+LONG, COMM, DST, SRC, STAG, RTAG = 1 << 3, 1 << 4, 1 << 5, 1 << 6, 1 << 7, 1 << 8
+SENT, RECV, REQ = 9, 11, 13  # shifts of two-bit widths (0, 1 or 2 words)
+
+
+@dataclass
+class _Block:
+    """A block of compact events: where its parts are in the file."""
+
+    thread: int
+    filling: int
+    first: int
+    count: int
+    fixed_at: int
+    words_at: int
+    words: int
 
 
 @dataclass
@@ -88,18 +109,35 @@ def read_rank(path: Path) -> RankTrace:
         raise RunDirectoryError(f"{path.name}: damaged head ({err})") from err
     trailer = None
     problems: list[str] = []
-    chunks: list[tuple[int, int, int]] = []  # (offset of events, count, thread)
+    chunks: list[tuple[int, int, int]] = []  # 64-byte events of older traces: (offset, count, thread)
+    blocks: list[_Block] = []
     clock = [(head["tick0"], head["ns0"])]
+    cut = f"{path.name}: last block cut short at byte {{}} (skipped)"
     while pos + 8 <= size:
         magic = bytes(data[pos:pos + 8])
-        if magic == b"MLTB0001":
+        if magic == b"MLTB0002":
+            if pos + BLOCK2.itemsize > size:
+                problems.append(cut.format(pos))
+                break
+            b = np.frombuffer(bytes(data[pos:pos + BLOCK2.itemsize]), dtype=BLOCK2)[0]
+            count, words = int(b["count"]), int(b["words"])
+            start = pos + BLOCK2.itemsize
+            end = start + count * FIXED.itemsize + 4 * words
+            if end > size:
+                problems.append(cut.format(pos))
+                break
+            blocks.append(_Block(int(b["thread"]), int(b["filling"]), int(b["first"]), count, start,
+                                 start + count * FIXED.itemsize, words))
+            clock.append((int(b["tick"]), int(b["ns"])))
+            pos = end
+        elif magic == b"MLTB0001":
             if pos + BLOCK.itemsize > size:
-                problems.append(f"{path.name}: last block cut short at byte {pos} (skipped)")
+                problems.append(cut.format(pos))
                 break
             b = np.frombuffer(bytes(data[pos:pos + BLOCK.itemsize]), dtype=BLOCK)[0]
             start = pos + BLOCK.itemsize
             if start + int(b["count"]) * EVENT.itemsize > size:
-                problems.append(f"{path.name}: last block cut short at byte {pos} (skipped)")
+                problems.append(cut.format(pos))
                 break
             chunks.append((start, int(b["count"]), int(b["thread"])))
             clock.append((int(b["tick"]), int(b["ns"])))
@@ -115,17 +153,116 @@ def read_rank(path: Path) -> RankTrace:
             break
     if trailer is not None:
         clock.append((trailer["tick1"], trailer["ns1"]))
-    n = sum(c for _, c, _ in chunks)
-    events = np.empty(n, dtype=EVENT)
-    thread = np.empty(n, dtype=np.uint32)
+    blocks = _whole_fillings(blocks, path.name, problems)
+    n_old = sum(c for _, c, _ in chunks)
+    events = np.empty(n_old + sum(b.count for b in blocks), dtype=EVENT)
+    thread = np.empty(len(events), dtype=np.uint32)
     i = 0
     for start, count, th in chunks:
         events[i:i + count] = np.frombuffer(data, dtype=EVENT, count=count, offset=start)
         thread[i:i + count] = th
         i += count
+    try:
+        _decode_compact(data, blocks, events[n_old:], thread[n_old:])
+    except ValueError as err:
+        raise RunDirectoryError(f"{path.name}: damaged events ({err})") from err
     del data  # the map closes when the last view of it is gone
     clock.sort()
     return RankTrace(int(head["rank"]), events, thread, head, trailer, clock, problems)
+
+
+def _whole_fillings(blocks: list[_Block], name: str, problems: list[str]) -> list[_Block]:
+    """The blocks in event order (thread, filling, position), without those that cannot be
+    decoded: a filling's events are deltas from its first one, so a missing block (cut short)
+    makes the rest of that filling unreadable."""
+    kept: list[_Block] = []
+    expect: dict[tuple[int, int], int] = {}
+    lost = 0
+    for b in sorted(blocks, key=lambda b: (b.thread, b.filling, b.first)):
+        key = (b.thread, b.filling)
+        if b.first != expect.get(key, 0):
+            lost += b.count
+            continue
+        expect[key] = b.first + b.count
+        kept.append(b)
+    if lost:
+        problems.append(f"{name}: {lost} events after a missing block could not be decoded (skipped)")
+    return kept
+
+
+def _decode_compact(data: memoryview, blocks: list[_Block], out: np.ndarray, thread: np.ndarray) -> None:
+    """Decode compact events into EVENT records, block by block for the fields, then every filling
+    at once for what is relative to the previous event (time stamps, communicator)."""
+    n = len(out)
+    flags = np.empty(n, dtype=np.uint16)
+    dt = np.empty(n, dtype=np.int64)
+    starts = np.zeros(n, dtype=bool)  # first event of a filling
+    i = 0
+    for b in blocks:
+        fix = np.frombuffer(data, dtype=FIXED, count=b.count, offset=b.fixed_at)
+        words = np.frombuffer(data, dtype="<u4", count=b.words, offset=b.words_at)
+        ev = out[i:i + b.count]
+        _decode_block(fix, words, b.thread, ev)
+        flags[i:i + b.count] = fix["flags"]
+        dt[i:i + b.count] = fix["dt"]
+        thread[i:i + b.count] = b.thread
+        starts[i] = b.first == 0
+        i += b.count
+    if n == 0:
+        return
+    is_long = (flags & LONG) != 0
+    if (starts & ~is_long).any():
+        raise ValueError("a buffer's first event has no full time stamp")
+    # t0: the last full time stamp plus the deltas since (out["t0"] holds the full ones for now)
+    at = np.arange(n)
+    last = np.maximum.accumulate(np.where(is_long, at, 0))
+    dt[is_long] = 0
+    np.cumsum(dt, out=dt)
+    t0 = out["t0"][last].astype(np.int64) + (dt - dt[last])
+    out["t1"] += t0.astype(np.uint64)  # out["t1"] held the durations
+    out["t0"] = t0.astype(np.uint64)
+    # communicator: written when it changes within a filling (0 at its start)
+    has_comm = ((flags & COMM) != 0) | starts
+    out["comm"] = out["comm"][np.maximum.accumulate(np.where(has_comm, at, 0))]
+
+
+def _decode_block(fix: np.ndarray, words: np.ndarray, thread: int, ev: np.ndarray) -> None:
+    """The fields of one block's events (the block's words read backwards are the events' fields
+    in order). Leaves the full time stamp of LONG events in t0, the duration in t1 and the
+    communicator (or 0) in comm."""
+    fl = fix["flags"].astype(np.int64)
+    width = {bit: ((fl & bit) != 0).astype(np.int64) for bit in (COMM, DST, SRC, STAG, RTAG)}
+    long_w = 4 * ((fl & LONG) != 0)
+    sent_w, recv_w, req_w = (fl >> SENT) & 3, (fl >> RECV) & 3, (fl >> REQ) & 3
+    size = long_w + sum(width.values()) + sent_w + recv_w + req_w
+    m = len(words)
+    if int(size.sum()) != m or (sent_w == 3).any() or (recv_w == 3).any() or (req_w == 3).any():
+        raise ValueError("the sizes of a block's fields do not add up")
+    w = np.append(words[::-1], np.uint32(0)).astype(np.uint64)  # w[m] = 0 is read for absent fields
+    pos = np.cumsum(size) - size
+
+    def take(nwords: np.ndarray) -> np.ndarray:
+        nonlocal pos
+        v = w[np.where(nwords >= 1, pos, m)] | (w[np.where(nwords >= 2, pos + 1, m)] << np.uint64(32))
+        pos = pos + nwords
+        return v
+
+    t0 = take(np.minimum(long_w, 2))
+    dur = take(np.minimum(long_w, 2))
+    is_long = long_w > 0
+    ev["t0"] = t0
+    ev["t1"] = np.where(is_long, dur, fix["dur"])
+    ev["kind"] = fl & 7
+    ev["fn"] = fix["fn"]
+    ev["comm"] = take(width[COMM]).astype(np.uint32)
+    for name, bit, absent in (("dst", DST, -1), ("src", SRC, -1), ("stag", STAG, 0), ("rtag", RTAG, 0)):
+        v = take(width[bit]).astype(np.uint32).view(np.int32)
+        ev[name] = np.where(width[bit] > 0, v, absent)
+    ev["sent"] = take(sent_w).view(np.int64)
+    ev["recv"] = take(recv_w).view(np.int64)
+    req = take(req_w)
+    own = np.uint64(thread + 1) << np.uint64(40)  # one word: a request this thread started
+    ev["req"] = np.where(req_w == 1, own | req, req)
 
 
 def trace_files(rundir: str | Path) -> list[Path]:

@@ -1,0 +1,198 @@
+"""The trace file format (runtime/src/trace.c) and its reader: every field form of the compact
+events, blocks of one buffer written apart, a lost block, long gaps in a real run, and the
+64-byte events of older traces."""
+
+from __future__ import annotations
+
+import json
+import struct
+from pathlib import Path
+
+import numpy as np
+
+from conftest import run_example
+from mpilens.trace import reader, timeline
+
+TRACE = {"MPILENS_MODE": "profile,trace"}
+DATA = Path(__file__).parent / "data"
+
+
+# ------------------------------------------------------------------ a reference encoder
+def encode(ev: np.ndarray, thread: int) -> tuple[bytes, bytes]:
+    """The fixed parts and the words of one buffer filling, written as the format says (the
+    fields stored downwards from the end of the buffer)."""
+    fixed, words = [], []
+    last_t0, last_comm = 0, 0
+    for i, e in enumerate(ev):
+        t0, dur = int(e["t0"]), int(e["t1"]) - int(e["t0"])
+        flags, w = int(e["kind"]), []
+        dt = t0 - last_t0
+        if i > 0 and -2**31 <= dt < 2**31 and dur < 2**32:
+            fix_dt, fix_dur = dt, dur
+        else:
+            flags |= reader.LONG
+            fix_dt = fix_dur = 0
+            w += [t0 & 0xFFFFFFFF, t0 >> 32, dur & 0xFFFFFFFF, dur >> 32]
+        last_t0 = t0
+        if int(e["comm"]) != last_comm:
+            flags |= reader.COMM
+            w.append(int(e["comm"]))
+            last_comm = int(e["comm"])
+        for name, bit, absent in (("dst", reader.DST, -1), ("src", reader.SRC, -1), ("stag", reader.STAG, 0),
+                                  ("rtag", reader.RTAG, 0)):
+            if int(e[name]) != absent:
+                flags |= bit
+                w.append(int(e[name]) & 0xFFFFFFFF)
+        for name, shift in (("sent", reader.SENT), ("recv", reader.RECV)):
+            v = int(e[name]) & (2**64 - 1)
+            width = 0 if v == 0 else 1 if v < 2**32 else 2
+            flags |= width << shift
+            w += [v & 0xFFFFFFFF, v >> 32][:width]
+        req = int(e["req"])
+        if req:
+            own = (req >> 32) == (thread + 1) << 8
+            flags |= (1 if own else 2) << reader.REQ
+            w += [req & 0xFFFFFFFF] if own else [req & 0xFFFFFFFF, req >> 32]
+        fixed.append(struct.pack("<iIHH", fix_dt, fix_dur, int(e["fn"]), flags))
+        words += w
+    return b"".join(fixed), struct.pack(f"<{len(words)}I", *reversed(words))
+
+
+def block(thread: int, filling: int, first: int, fixed: bytes, words: bytes, number: int) -> bytes:
+    head = struct.pack("<8sIIQQQIIII", b"MLTB0002", thread, len(fixed) // 12, number, 0, 0, filling, first,
+                       len(words) // 4, 0)
+    return head + fixed + words
+
+
+def json_block(magic: bytes, obj: dict) -> bytes:
+    return magic + json.dumps(obj).encode() + b"\nMLTE0001"
+
+
+def events(rows: list[dict]) -> np.ndarray:
+    ev = np.zeros(len(rows), dtype=reader.EVENT)
+    ev["dst"] = ev["src"] = -1
+    for i, r in enumerate(rows):
+        for k, v in r.items():
+            ev[i][k] = v
+    return ev
+
+
+def test_every_field_form_decodes_exactly(tmp_path):
+    """Negative and long gaps, long calls, communicator changes (back to none), absent and
+    present ranks and tags, 0-, 1- and 2-word byte counts (and a negative one), own and foreign
+    requests, a counter's double; two threads; one filling split in two blocks written apart."""
+    big = 5 * 2**32
+    counter = struct.unpack("<q", struct.pack("<d", -2.5))[0]
+    own = (1 << 40) | 7  # thread 0's request 7
+    a = events([
+        dict(t0=10**12, t1=10**12 + 500, kind=1, fn=3, comm=5, dst=1, stag=9, sent=8, req=own),
+        dict(t0=10**12 + 900, t1=10**12 + 900, kind=2, fn=3, comm=5, dst=1, sent=8, req=own),
+        dict(t0=10**12 + 700, t1=10**12 + 1000, kind=1, fn=4, comm=0),  # before the previous: dt < 0
+        dict(t0=10**12 + 3 * 2**31, t1=10**12 + 3 * 2**31 + 2**33, kind=1, fn=5, comm=6, src=0, rtag=-1,
+             recv=big),  # long gap, long call
+        dict(t0=10**12 + 3 * 2**31 + 2**33 + 5, t1=10**12 + 3 * 2**31 + 2**33 + 5, kind=5, fn=1, comm=0,
+             sent=counter),
+        dict(t0=10**12 + 3 * 2**31 + 2**33 + 9, t1=10**12 + 3 * 2**31 + 2**33 + 20, kind=2, fn=3, comm=6,
+             dst=2, src=2, recv=-1, req=(3 << 40) | 2**33),  # another thread's request, past 2^32
+        dict(t0=10**12 + 3 * 2**31 + 2**33 + 30, t1=10**12 + 3 * 2**31 + 2**33 + 30, kind=3, fn=2),
+    ])
+    b = events([dict(t0=2 * 10**12, t1=2 * 10**12 + 1, kind=1, fn=1, comm=5, dst=0, sent=1, req=(2 << 40) | 1),
+                dict(t0=2 * 10**12 + 3, t1=2 * 10**12 + 3, kind=4, fn=2)])
+    fa, wa = encode(a, 0)
+    fb, wb = encode(b, 1)
+    # filling 0 of thread 0 in two blocks, events 0-3 and 4-6: the words grow downwards, so the
+    # second block's words come first in memory
+    later = wa[:len(wa) - len(encode(a[:4], 0)[1])]
+    earlier = wa[len(later):]
+    head = {"rank": 0, "nranks": 1, "tick0": 0, "ns0": 0, "functions": ["f0", "f1", "f2", "f3", "f4", "f5"]}
+    data = (json_block(b"MLTH0001", head)
+            + block(0, 0, 4, fa[4 * 12:], later, 2)
+            + block(1, 0, 0, fb, wb, 1)
+            + block(0, 0, 0, fa[:4 * 12], earlier, 0))
+    f = tmp_path / "rank-000000.bin"
+    f.write_bytes(data)
+    rt = reader.read_rank(f)
+    assert rt.problems == []
+    got = rt.events
+    want = np.concatenate([a, b])
+    assert got.tolist() == want.tolist()
+    assert rt.thread.tolist() == [0] * len(a) + [1] * len(b)
+    assert struct.unpack("<d", struct.pack("<q", int(got[4]["sent"])))[0] == -2.5
+
+    # a lost block: the rest of its filling cannot be decoded, the other thread's events stay
+    f.write_bytes(json_block(b"MLTH0001", head) + block(0, 0, 4, fa[4 * 12:], later, 2) + block(1, 0, 0, fb, wb, 1))
+    rt = reader.read_rank(f)
+    assert rt.events.tolist() == b.tolist()
+    assert any("3 events after a missing block" in p for p in rt.problems)
+
+
+def test_damaged_sizes_are_one_clear_error(tmp_path):
+    a = events([dict(t0=10**9, t1=10**9 + 5, kind=1, fn=1, comm=1, dst=0, sent=4)])
+    fa, wa = encode(a, 0)
+    head = {"rank": 0, "nranks": 1, "tick0": 0, "ns0": 0, "functions": ["f0", "f1"]}
+    f = tmp_path / "rank-000000.bin"
+    f.write_bytes(json_block(b"MLTH0001", head) + block(0, 0, 0, fa, wa[:-4], 0))  # one word short
+    try:
+        reader.read_rank(f)
+    except reader.RunDirectoryError as err:
+        assert "damaged events" in str(err)
+    else:
+        raise AssertionError("a block whose words do not add up was read")
+
+
+def test_blocks_written_while_filling_join_up(mpi, tmp_path):
+    """With a 10 ms flush period the writer writes the buffer being filled many times (blocks
+    of one filling); a lost middle block drops only the rest of that filling."""
+    job = run_example(mpi, "sleeper", 2, tmp_path, ["-n", "40", "-s", "5"],
+                      settings={**TRACE, "MPILENS_TRACE_FLUSH_MS": "10"})
+    f = job.rundir / "trace" / "rank-000000.bin"
+    whole = reader.read_rank(f)
+    assert whole.problems == []
+    raw = f.read_bytes()
+    spans = []  # (start, end, filling, first, count) of each compact block
+    pos = raw.index(b"MLTB0002")
+    while raw.startswith(b"MLTB0002", pos):
+        b = np.frombuffer(raw[pos:pos + reader.BLOCK2.itemsize], dtype=reader.BLOCK2)[0]
+        end = pos + reader.BLOCK2.itemsize + 12 * int(b["count"]) + 4 * int(b["words"])
+        spans.append((pos, end, int(b["filling"]), int(b["first"]), int(b["count"])))
+        pos = end
+    later = [s for s in spans if s[3] > 0]
+    assert len(later) >= 3, f"the flushes wrote whole fillings only: {spans}"
+    # the steps' allreduces are all there and in order
+    allreduce = whole.functions.index("MPI_Allreduce")
+    t0 = whole.events["t0"][whole.events["fn"] == allreduce]
+    assert len(t0) == 40 and (np.diff(t0.astype(np.int64)) > 0).all()
+    # a short run fills one buffer: every block is a piece of filling 0, in order
+    assert {sp[2] for sp in spans} == {0} and [sp[3] for sp in spans] == sorted(sp[3] for sp in spans)
+    # drop a middle block: what follows it cannot be decoded, what precedes it is exact
+    s, e, _, first, count = later[len(later) // 2]
+    f.write_bytes(raw[:s] + raw[e:])
+    cut = reader.read_rank(f)
+    assert cut.events.tolist() == whole.events[:first].tolist()
+    assert any(f"{len(whole.events) - first - count} events after a missing block" in p for p in cut.problems)
+
+
+def test_long_gaps_between_calls(mpi, tmp_path):
+    """Sleeps of 1.5 s between steps: gaps longer than a 32-bit tick delta, mid-buffer."""
+    job = run_example(mpi, "sleeper", 2, tmp_path, ["-n", "3", "-s", "1500"], settings=TRACE)
+    tl = timeline.load(job.rundir)
+    assert tl.problems == []
+    r0 = tl.ev[(tl.ev["rank"] == 0) & (tl.ev["fn"] == tl.functions.index("MPI_Allreduce"))]
+    gaps = np.diff(r0["t0"])
+    assert len(gaps) == 2 and ((gaps > 1.45) & (gaps < 3.0)).all(), gaps
+    assert ((r0["t1"] - r0["t0"]) < 1.0).all()
+    m = tl.messages
+    assert m.unmatched_sends == 0 and m.unmatched_recvs == 0 and len(m.send_ev) == 2 * 3
+
+
+def test_older_traces_still_read():
+    """A trace written with 64-byte events (\"MLTB0001\" blocks, ring 3 100, Open MPI, 2 ranks)."""
+    run = DATA / "trace-v1"
+    profile = json.loads((run / "profile.json").read_text())
+    tl = timeline.load(run)
+    assert tl.complete and tl.problems == []
+    m = tl.messages
+    assert m.unmatched_sends == 0 and m.unmatched_recvs == 0
+    assert len(m.send_ev) == sum(e["messages"] for e in profile["matrix"]) == 6
+    sends = tl.ev[tl.ev["fn"] == tl.functions.index("MPI_Send")]
+    assert (sends["sent"] == 100).all() and len(sends) == 6
