@@ -13,7 +13,7 @@ For each MPI it compiles bench/selfloop.c into build/bench/<mpi>/selfloop and
 - with --callgrind (valgrind needed): instructions per loop iteration with and without the tool,
   and the runtime's own functions (self instructions per call), from callgrind.
 
---mode trace measures the runs with mpilens in trace mode (each call also writes a 64-byte record).
+--mode trace measures the runs with mpilens in trace mode (each call also writes a trace record).
 --mode papi: papi mode with the default events, read before and after every MPI call
 (MPILENS_PAPI_READ=calls); --mode papi-regions: read at region boundaries only (the loops have none).
 
@@ -139,7 +139,8 @@ def cg_parse(path: Path) -> tuple[collections.Counter, collections.Counter, dict
     return self_ir, calls, obj, total
 
 
-def callgrind(exe: Path, lib: Path, tmp: Path, mode: str) -> tuple[float, float, list[tuple[str, float, float]]]:
+def callgrind(exe: Path, lib: Path, tmp: Path, mode: str,
+              tool_mode: str = "profile") -> tuple[float, float, list[tuple[str, float, float]]]:
     n = CG_ITERS[mode]
     iters = n // 10 + 1 + 11 * n  # warm-up + 11 batches, as selfloop.c runs them
     res = []
@@ -147,7 +148,8 @@ def callgrind(exe: Path, lib: Path, tmp: Path, mode: str) -> tuple[float, float,
     for with_tool in (False, True):
         out = tmp / f"cg.{mode}.{int(with_tool)}"
         run(exe, [mode, str(n)], lib if with_tool else None, tmp,
-            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", f"--toggle-collect=loop_{mode}"])
+            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", f"--toggle-collect=loop_{mode}"],
+            tool_mode=tool_mode)
         self_ir, calls, obj, total = cg_parse(out)
         res.append(total / iters)
         if with_tool:
@@ -202,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
                 print("|---|---:|---:|---:|")
                 tables = {}
                 for mode in MODES:
-                    a, b, tab = callgrind(exe, lib, tmp, mode)
+                    a, b, tab = callgrind(exe, lib, tmp, mode, args.mode)
                     tables[mode] = tab
                     print(f"| {mode} | {a:.0f} | {b:.0f} | {b - a:+.0f} |")
                 for mode in ("isend", "send"):

@@ -178,17 +178,22 @@ def check_profile(outdir: Path, prog: str, cmd: list[str]) -> str | None:
         return None
 
 
-def trace_size(outdir: Path) -> tuple[int, int, float]:
-    """(bytes on disk, events, wall seconds of the slowest rank) of a traced run."""
+def trace_size(outdir: Path) -> tuple[int, int, float, float | None]:
+    """(bytes on disk, events, wall seconds of the slowest rank, CPU seconds of the ranks' trace
+    writer threads or None when a rank did not record it) of a traced run."""
     from mpilens.trace import reader
 
     files = reader.trace_files(outdir)
     if not files:
         raise BenchError(f"trace mode wrote no trace into {outdir}")
     nbytes = sum(f.stat().st_size for f in files)
-    events = sum(len(r.events) for r in reader.read_all(outdir))
+    events, writer_ns = 0, 0
+    for r in reader.read_all(outdir):
+        events += len(r.events)
+        cpu = (r.trailer or {}).get("writer_cpu_ns")
+        writer_ns = None if cpu is None or writer_ns is None else writer_ns + cpu
     wall = max(r["wall_time_s"] for r in json.loads((outdir / "profile.json").read_text())["ranks"])
-    return nbytes, events, wall
+    return nbytes, events, wall, None if writer_ns is None else writer_ns * 1e-9
 
 
 def bootstrap_median_ci(xs: list[float], n: int = 4000, seed: int = 1) -> tuple[float, float]:
@@ -241,12 +246,19 @@ def table(mpi: str, series: list[Series], header: str, mode: str = "profile",
                  f"; message rate with/without {rate:.3f}")]
     summary["target"] = {"latency_8B_ok": ok_lat, "msgrate_ok": ok_rate}
     if trace_stats:
-        per_event = statistics.median(b / e for b, e, _ in trace_stats if e)
-        rate_w = statistics.median(e / w for _, e, w in trace_stats if w > 0)
+        per_event = statistics.median(b / e for b, e, _, _ in trace_stats if e)
+        rate_w = statistics.median(e / w for _, e, w, _ in trace_stats if w > 0)
         lines += ["", f"Trace written (median over the {len(trace_stats)} traced runs): "
                       f"{per_event:.1f} bytes per event on disk (headers and block framing included), "
                       f"{rate_w / 1e6:.2f} M events/s of run time (both ranks together)."]
         summary["trace"] = {"bytes_per_event": per_event, "events_per_s": rate_w, "runs": trace_stats}
+        cpu = [(c, e, w) for _, e, w, c in trace_stats if c is not None and e]
+        if cpu:
+            ns_per_event = statistics.median(c / e * 1e9 for c, e, _ in cpu)
+            share = statistics.median(c / w for c, _, w in cpu if w > 0)
+            lines.append(f"Writer threads' CPU time: {ns_per_event:.1f} ns per event, {share * 100:.1f} % of one "
+                         "core over the run (all ranks together, median over the runs).")
+            summary["trace"]["writer_ns_per_event"] = ns_per_event
     return "\n".join(lines), summary
 
 

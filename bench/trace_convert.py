@@ -82,7 +82,7 @@ def main() -> int:
         run_s = time.perf_counter() - t
         if r.returncode != 0:
             raise BenchError(f"the traced run failed:\n{r.stderr}")
-        size, events, _ = trace_size(rundir)
+        size, events, _, _ = trace_size(rundir)
         res: dict[str, float] = {"run_s": run_s, "bytes": size}
         for step in STEP:
             res[f"{step}_s"] = timed_step(step, rundir)
