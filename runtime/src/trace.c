@@ -257,7 +257,7 @@ typedef struct ml_tev {
 } ml_tev_t;
 
 /* Encode one event at the end of the thread's buffer (format at the top of this file). */
-static void emit(ml_thread_t *t, const ml_tev_t *e)
+static inline __attribute__((always_inline)) void emit(ml_thread_t *t, const ml_tev_t *e)
 {
     ml_tbuf_t *b = t->tcur;
     uint64_t c = b ? b->committed : 0;
@@ -331,7 +331,7 @@ static void emit(ml_thread_t *t, const ml_tev_t *e)
 
 static uint32_t world_uid; /* MPI_COMM_WORLD's, the communicator of most calls */
 
-static uint32_t comm_uid(MPI_Comm comm)
+static inline __attribute__((always_inline)) uint32_t comm_uid(MPI_Comm comm)
 {
     if (comm == MPI_COMM_WORLD) return world_uid;
     if (comm == MPI_COMM_NULL) return 0;
@@ -339,7 +339,7 @@ static uint32_t comm_uid(MPI_Comm comm)
     return c ? (uint32_t)c->uid : 0;
 }
 
-static int world(MPI_Comm comm, int rank)
+static inline __attribute__((always_inline)) int world(MPI_Comm comm, int rank)
 {
     if (rank < 0 || comm == MPI_COMM_NULL) return -1; /* MPI_PROC_NULL, MPI_ANY_SOURCE, MPI_ROOT */
     return ml_world_rank(comm, rank);
@@ -366,8 +366,8 @@ void ml_trace_call(ml_thread_t *t, const ml_call_t *c)
 
 void ml_trace_plain(ml_thread_t *t, int fn, uint64_t t0, uint64_t t1)
 {
-    const ml_call_t c = {.fn = fn, .t0 = t0, .t1 = t1, .comm = MPI_COMM_NULL, .dst = -1, .src = -1};
-    ml_trace_call(t, &c);
+    const ml_tev_t e = {.t0 = t0, .t1 = t1, .kind = TEV_CALL, .fn = (uint32_t)fn, .dst = -1, .src = -1};
+    emit(t, &e);
 }
 
 void ml_trace_done(ml_thread_t *t, const ml_req_t *r, const MPI_Status *st, int64_t sent, int64_t recv)
