@@ -9,7 +9,7 @@
  * reader from its header and skipped.
  *
  * An event is a fixed part of 12 bytes and 0 to 15 words of fields: only what differs from the
- * obvious is written (about 20 bytes for a point-to-point call instead of the 64 of all fields), so
+ * obvious is written (20 to 28 bytes for a point-to-point call instead of the 64 of all fields), so
  * the writer thread, the disk and the reader have a third of the bytes to move:
  *   fixed:  i32 dt (t0 minus the previous event's t0), u32 duration (t1 - t0), u16 fn, u16 flags
  *   flags:  bits 0-2 kind; 3 LONG: t0 and duration as 2 words each (the first event of a buffer,
