@@ -47,7 +47,7 @@ class _Block:
 
 @dataclass
 class RankTrace:
-    """One rank's events (in file order within each thread) and what is needed to read them."""
+    """One rank's events (in the order each thread recorded them) and what is needed to read them."""
 
     rank: int
     events: np.ndarray  # EVENT records
