@@ -263,6 +263,17 @@ def test_lammps_trace(tmp_path):
 def test_exports(tmp_path):
     job = run_example("mpich", "patterns", 2, tmp_path, ["halo", "1", "4"], settings=TRACE)
     tl = timeline.load(job.rundir)
+    # what the trace took: the files' size and the writer threads' CPU time, in the command's summary
+    # and the HTML report
+    q = subprocess.run([str(MPILENS), "trace", str(job.rundir), "--json", "--quiet"], capture_output=True, text=True)
+    summary = json.loads(q.stdout)
+    assert summary["trace_bytes"] == sum(f.stat().st_size for f in (job.rundir / "trace").glob("rank-*.bin"))
+    assert 0 < summary["writer_cpu_s"] < max(r["wall_time_s"] for r in job.profile["ranks"]) * 2
+    html = tmp_path / "r.html"
+    assert subprocess.run([str(MPILENS), "report", str(job.rundir), "--html", str(html), "--quiet"],
+                          capture_output=True).returncode == 0
+    per_event = summary["trace_bytes"] / len(tl.ev)
+    assert f"({per_event:.1f} bytes per event); writing it took the ranks' writer threads" in html.read_text()
     out = tmp_path / "t.parquet"
     assert subprocess.run([str(MPILENS), "trace", str(job.rundir), "--format", "parquet", "-o", str(out), "--quiet"],
                           capture_output=True).returncode == 0

@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from .. import units
 from ..cli import command
 from ..errors import MpilensError
 
@@ -47,6 +48,7 @@ def cmd_trace(a: argparse.Namespace) -> int:
     summary = {"run": str(a.rundir), "nranks": tl.nranks, "events": int(len(tl.ev)), "messages": int(len(m.send_ev)),
                "unmatched_sends": m.unmatched_sends, "unmatched_receives": m.unmatched_recvs,
                "collective_instances": int(tl.collectives.instance.max() + 1) if len(tl.collectives.instance) else 0,
+               "trace_bytes": tl.file_bytes, "writer_cpu_s": tl.writer_cpu_s,
                "complete": tl.complete, "problems": tl.problems, "export": written,
                "findings": [f.to_dict() for f in found]}
     if a.json:
@@ -56,6 +58,12 @@ def cmd_trace(a: argparse.Namespace) -> int:
     print(f"mpilens trace: {a.rundir}: {summary['events']} events of {tl.nranks} ranks, {summary['messages']} messages "
           f"matched ({m.unmatched_sends} sends and {m.unmatched_recvs} receives without a partner), "
           f"{summary['collective_instances']} collective instances")
+    size = f"Trace: {units.size(tl.file_bytes)}"
+    if len(tl.ev):
+        size += f", {tl.file_bytes / len(tl.ev):.1f} bytes per event"
+    if tl.writer_cpu_s is not None:
+        size += f"; the ranks' writer threads used {units.seconds(tl.writer_cpu_s)} of CPU"
+    print(size)
     for p in tl.problems:
         print(f"Note: {p}")
     if written is not None:

@@ -57,6 +57,13 @@ class RankTrace:
     clock_points: list[tuple[int, int]]  # (tick, ns) pairs: head, every block, trailer
     problems: list[str] = field(default_factory=list)
     same_host_as_rank0: bool = False  # then its clock is rank 0's: the measured offsets are noise
+    file_bytes: int = 0
+
+    @property
+    def writer_cpu_s(self) -> float | None:
+        """CPU time of the rank's trace writer thread (None: not recorded, e.g. killed)."""
+        ns = (self.trailer or {}).get("writer_cpu_ns")
+        return None if ns is None else ns * 1e-9
 
     @property
     def functions(self) -> list[str]:
@@ -168,7 +175,7 @@ def read_rank(path: Path) -> RankTrace:
         raise RunDirectoryError(f"{path.name}: damaged events ({err})") from err
     del data  # the map closes when the last view of it is gone
     clock.sort()
-    return RankTrace(int(head["rank"]), events, thread, head, trailer, clock, problems)
+    return RankTrace(int(head["rank"]), events, thread, head, trailer, clock, problems, file_bytes=size)
 
 
 def _whole_fillings(blocks: list[_Block], name: str, problems: list[str]) -> list[_Block]:

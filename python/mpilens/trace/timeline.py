@@ -99,6 +99,8 @@ class Timeline:
     counters: dict[int, list[tuple[str, str]]]  # per rank: id -> (name, kind)
     complete: bool
     problems: list[str] = field(default_factory=list)
+    file_bytes: int = 0  # the trace files' total size
+    writer_cpu_s: float | None = None  # CPU time of the ranks' trace writer threads (None: not all recorded)
     _messages: Messages | None = None
     _collectives: Collectives | None = None
 
@@ -139,6 +141,7 @@ def load(rundir: str | Path, progress: Callable[[str], None] | None = None) -> T
     classes: list[str] = []
     complete = True
     nranks = 0
+    file_bytes, writer_cpu_s = 0, 0.0
     for rt in reader.read_all(rundir):
         if progress:
             progress(f"reading the trace of rank {rt.rank}")
@@ -146,6 +149,9 @@ def load(rundir: str | Path, progress: Callable[[str], None] | None = None) -> T
         nranks = max(nranks, int(rt.head["nranks"]))
         problems += rt.problems
         complete &= rt.complete
+        file_bytes += rt.file_bytes
+        cpu = rt.writer_cpu_s
+        writer_cpu_s = None if cpu is None or writer_cpu_s is None else writer_cpu_s + cpu
         if rt.trailer:
             regions[rt.rank] = [(p, n) for p, n in rt.trailer.get("regions", [])]
             counters[rt.rank] = [(n, k) for n, k in rt.trailer.get("counters", [])]
@@ -174,7 +180,7 @@ def load(rundir: str | Path, progress: Callable[[str], None] | None = None) -> T
         ev["t1"][:] -= origin
     if not complete:
         problems.append("some ranks did not reach MPI_Finalize: the trace ends where they stopped")
-    return Timeline(nranks, functions, classes, ev, regions, counters, complete, problems)
+    return Timeline(nranks, functions, classes, ev, regions, counters, complete, problems, file_bytes, writer_cpu_s)
 
 
 # ------------------------------------------------------------------------------------- messages

@@ -73,6 +73,16 @@ def chart_data(tl: Any) -> dict[str, Any]:
             "functions": [tl.functions[f] for f in used_fn], "sampled_arrows": len(m.send_ev) > MAX_ARROWS}
 
 
+def cost(tl: Any) -> str:
+    """What the trace took: its size and its writer threads' CPU time."""
+    if not len(tl.ev):
+        return ""
+    text = f"The trace takes {units.size(tl.file_bytes)} ({tl.file_bytes / len(tl.ev):.1f} bytes per event)"
+    if tl.writer_cpu_s is not None:
+        text += f"; writing it took the ranks' writer threads {units.seconds(tl.writer_cpu_s)} of CPU"
+    return text + ". "
+
+
 @section
 class TimelineSection(Section):
     id, title, order = "timeline", "Timeline", 25
@@ -97,7 +107,7 @@ class TimelineSection(Section):
         return (f'<div class="legend">{legend}<span>&rarr; messages{note}</span></div>'
                 '<div data-chart="timeline" data-key="timeline" id="timeline-chart"></div>'
                 f'<p class="note">{len(tl.ev):,} events, {len(m.send_ev):,} messages matched send to receive '
-                f"({m.unmatched_sends} sends and {m.unmatched_recvs} receives without a partner). Drag to zoom, "
+                f"({m.unmatched_sends} sends and {m.unmatched_recvs} receives without a partner). {cost(tl)}Drag to zoom, "
                 "double-click to zoom out, hover for details. Export for Perfetto: <code>mpilens trace RUNDIR "
                 "--format chrome -o trace.json</code>.</p>" + table)
 
