@@ -13,7 +13,8 @@ CFLAGS := -std=c11 -D_GNU_SOURCE -O2 -g -fPIC -fvisibility=hidden -Wall -Wextra 
           -DML_VERSION='"$(VERSION)"'
 RUNTIME_SRC := $(wildcard runtime/src/*.c)
 RUNTIME_HDR := $(wildcard runtime/src/*.h) runtime/include/mpilens.h
-LIB_SRC := $(filter-out runtime/src/check.c runtime/src/annotate_stub.c runtime/src/mpit_list.c,$(RUNTIME_SRC))
+LIB_SRC := $(filter-out runtime/src/check.c runtime/src/annotate_stub.c runtime/src/mpit_list.c \
+             runtime/src/memory_interpose.c,$(RUNTIME_SRC))
 GEN_INPUT := runtime/spec/semantics.yaml runtime/spec/config.yaml $(wildcard runtime/gen/*.py)
 
 EXAMPLES_C := $(basename $(notdir $(wildcard examples/c/*.c)))
@@ -49,7 +50,7 @@ python/mpilens/_build.py: VERSION Makefile
 
 # ---------------------------------------------------------------- runtime, one per MPI
 runtime: $(foreach m,$(MPIS),$(BUILD)/lib/libmpilens-$(m).so $(BUILD)/$(m)/bin/mpilens-check $(BUILD)/$(m)/bin/mpilens-mpit) \
-         $(BUILD)/lib/libmpilens-annotate.so
+         $(BUILD)/lib/libmpilens-annotate.so $(BUILD)/lib/libmpilens-memory.so
 
 $(BUILD)/%/gen/wrappers_c.c: $(GEN_INPUT) $(VENV)/.ready
 	@mkdir -p $(dir $@)
@@ -70,6 +71,12 @@ $(BUILD)/%/bin/mpilens-check: runtime/src/check.c runtime/src/config.c runtime/s
 $(BUILD)/%/bin/mpilens-mpit: runtime/src/mpit_list.c runtime/src/mpit_common.c runtime/src/mpit_common.h
 	@mkdir -p $(dir $@)
 	mpicc.$* $(CFLAGS) -Iruntime/src -o $@ runtime/src/mpit_list.c runtime/src/mpit_common.c
+
+# memory mode's interposer of malloc & co (no MPI in it): preloaded with the runtime in memory mode
+# only; its references to the runtime's symbols are resolved when both are loaded
+$(BUILD)/lib/libmpilens-memory.so: runtime/src/memory_interpose.c runtime/src/memory_interpose.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -shared -o $@ $< -ldl
 
 $(BUILD)/lib/libmpilens-annotate.so: runtime/src/annotate_stub.c runtime/include/mpilens.h
 	@mkdir -p $(dir $@)

@@ -116,7 +116,10 @@ def launcher(mpi: str, bind: str) -> list[str]:
 
 
 def tool_env_args(mpi: str, lib: Path, outdir: Path, mode: str, settings: dict[str, str]) -> list[str]:
-    pairs = [("LD_PRELOAD", str(lib)), ("MPILENS_OUTPUT", str(outdir)), ("MPILENS_MODE", mode), *settings.items()]
+    preload = str(lib)
+    if "memory" in mode.split(","):  # memory mode's interposer, copied next to the runtime
+        preload = f"{lib.parent / 'libmpilens-memory.so'}:{preload}"
+    pairs = [("LD_PRELOAD", preload), ("MPILENS_OUTPUT", str(outdir)), ("MPILENS_MODE", mode), *settings.items()]
     args: list[str] = []
     for k, v in pairs:
         args += ["-x", f"{k}={v}"] if mpi == "openmpi" else ["-genv", k, v]
@@ -276,6 +279,8 @@ def bench_mpi(mpi: str, args: argparse.Namespace, tmp: Path) -> tuple[str, dict]
     exe_dir = compile_programs(mpi)
     lib = tmp / lib_src.name
     shutil.copy2(lib_src, lib)  # snapshot: others may rebuild build/lib during the benchmark
+    if "memory" in args.mode.split(","):
+        shutil.copy2(args.lib_dir / "libmpilens-memory.so", tmp / "libmpilens-memory.so")
     prog_args = [str(args.batches), str(args.scale)]
     lat = {s: Series(f"latency {s} B" if s < 1024 else f"latency {s // 1024} KiB", "us", False)
            for s in SIZES}

@@ -6,11 +6,14 @@
  *   selfloop recv   [ITERS]  MPI_Isend of 8 B to self + MPI_Recv + MPI_Wait
  *   selfloop isend  [ITERS]  MPI_Irecv + MPI_Isend of 8 B to self + MPI_Wait (recv) + MPI_Wait (send)
  *   selfloop window [ITERS]  64 MPI_Irecv + 64 MPI_Isend of 8 B to self + one MPI_Waitall of 128
+ *   selfloop alloc  [ITERS]  64 malloc (16 to 520 B) then 64 free, outside MPI calls: what an
+ *                            application's allocations pay for an interposed malloc
  *   selfloop pieces [ITERS]  what the building blocks of the hot path cost here (no MPI traffic):
  *                            rdtsc, clock_gettime, PMPI_Type_size, PMPI_Get_count, a locked add,
  *                            a compare-and-swap, a call through the PLT (PMPI_Comm_rank)
  *
- * Prints ns per iteration (median of 11 batches); for window, also ns per message.
+ * Prints ns per iteration (median of 11 batches); for window, also ns per message, for alloc ns
+ * per malloc + free pair.
  * Must run as one rank (a singleton: no mpirun needed).
  */
 #define _GNU_SOURCE
@@ -82,6 +85,18 @@ __attribute__((noinline)) static void loop_window(long n)
 
 static volatile uint64_t sink;
 
+__attribute__((noinline)) static void loop_alloc(long n)
+{
+    void *p[WINDOW];
+    for (long i = 0; i < n; i++) {
+        for (int k = 0; k < WINDOW; k++) {
+            p[k] = malloc(16 + 8 * (size_t)k);
+            *(volatile char *)p[k] = (char)k; /* used: the compiler may not drop the pair */
+        }
+        for (int k = 0; k < WINDOW; k++) free(p[k]);
+    }
+}
+
 static void pieces(long n)
 {
     MPI_Status st;
@@ -149,17 +164,19 @@ int main(int argc, char **argv)
     int size;
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     if (size != 1 || argc < 2) {
-        fprintf(stderr, "usage: selfloop send|recv|isend|window|pieces [ITERS] (one rank)\n");
+        fprintf(stderr, "usage: selfloop send|recv|isend|window|alloc|pieces [ITERS] (one rank)\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     const char *mode = argv[1];
     long n = argc > 2 ? atol(argv[2]) : 0;
     void (*fn)(long) = NULL;
     int per = 1;
+    const char *unit = "message";
     if (strcmp(mode, "send") == 0) fn = loop_send, n = n ? n : 200000;
     else if (strcmp(mode, "recv") == 0) fn = loop_recv, n = n ? n : 200000;
     else if (strcmp(mode, "isend") == 0) fn = loop_isend, n = n ? n : 200000;
     else if (strcmp(mode, "window") == 0) fn = loop_window, n = n ? n : 3000, per = WINDOW;
+    else if (strcmp(mode, "alloc") == 0) fn = loop_alloc, n = n ? n : 100000, per = WINDOW, unit = "pair";
     else if (strcmp(mode, "pieces") == 0) {
         pieces(n ? n : 1000000);
         MPI_Finalize();
@@ -176,7 +193,7 @@ int main(int argc, char **argv)
         t[b] = (MPI_Wtime() - t0) / (double)n * 1e9;
     }
     const double m = median(t, BATCHES);
-    printf("selfloop %s ns_per_iter=%.1f ns_per_message=%.1f iters=%ld\n", mode, m, m / per, n);
+    printf("selfloop %s ns_per_iter=%.1f ns_per_%s=%.2f iters=%ld\n", mode, m, unit, m / per, n);
     MPI_Finalize();
     return 0;
 }

@@ -188,10 +188,12 @@ def test_bad_setting_refused_before_start(mpi, tmp_path, how, name, value, why):
     assert_not_started(marker, out)
 
 
-@pytest.mark.parametrize("name,value", [("MPILENS_MAX_REGIONS", "0"), ("MPILENS_MODE", "tracee")])
+@pytest.mark.parametrize("name,value", [("MPILENS_MAX_REGIONS", "0"), ("MPILENS_MODE", "tracee"),
+                                        ("MPILENS_MODE", "profile,memory")])
 def test_preloaded_by_hand_with_bad_setting(mpi, tmp_path, name, value):
     """The runtime meets the bad value itself: one line naming the variable, from one rank, then
-    the application runs unprofiled with its normal output and exit status."""
+    the application runs unprofiled with its normal output and exit status. Memory mode without its
+    interposer (libmpilens-memory.so) preloaded is such a value: MPI's heap would read as zero."""
     lib = BUILD / "lib" / f"libmpilens-{mpi}.so"
     out = tmp_path / "run"
     forwarded = {"LD_PRELOAD": str(lib), name: value, "MPILENS_OUTPUT": str(out)}

@@ -20,8 +20,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import MPILENS, example, job_env, launcher, mpirun, run_example
+from conftest import BUILD, MPILENS, example, job_env, launcher, mpirun, run_example
 from mpilens import memory
+from mpilens.launch import plan_run
 
 MiB = 2**20
 
@@ -35,6 +36,40 @@ def mem_run(mpi: str, name: str, np_: int, tmp_path: Path, method: str = "fast",
 
 def extent(run: memory.MemoryRun, name: str) -> dict:
     return next(e for e in run.extents() if e["kind"] == "region" and e["name"] == name)
+
+
+# ------------------------------------------------------------------------------------- the interposer
+ALLOCATION_CALLS = {"malloc", "calloc", "realloc", "free", "posix_memalign", "aligned_alloc", "memalign",
+                    "valloc", "pvalloc", "mmap", "mmap64", "munmap", "mremap", "shm_open", "shmat", "shmdt"}
+
+
+def defined_symbols(lib: Path) -> set[str]:
+    out = subprocess.run(["nm", "-D", "--defined-only", str(lib)], capture_output=True, text=True, check=True).stdout
+    return {line.split()[-1].split("@")[0] for line in out.splitlines() if line.strip()}
+
+
+def test_only_the_memory_interposer_defines_allocation_calls():
+    """The runtime libraries leave malloc & co to the C library (the other modes must not pay for
+    memory mode's interposition); libmpilens-memory.so defines them all."""
+    for m in ("openmpi", "mpich"):
+        assert not ALLOCATION_CALLS & defined_symbols(BUILD / "lib" / f"libmpilens-{m}.so"), m
+    assert ALLOCATION_CALLS <= defined_symbols(BUILD / "lib" / "libmpilens-memory.so")
+
+
+@pytest.mark.parametrize("mode,interposed", [("profile", False), ("trace,counters", False), ("memory", True),
+                                             ("profile,memory", True)])
+def test_run_preloads_the_interposer_in_memory_mode_only(mpi, tmp_path, mode, interposed):
+    """mpilens run puts libmpilens-memory.so before the runtime in LD_PRELOAD for memory mode only."""
+    plan = plan_run([f"mpirun.{mpi}", "-np", "2", str(example(mpi, "mem_attrib"))], None, tmp_path / "run",
+                    {"MPILENS_MODE": mode})
+    args = plan.argv
+    if mpi == "openmpi":  # -x LD_PRELOAD=...
+        preload = next(a.removeprefix("LD_PRELOAD=") for a in args if a.startswith("LD_PRELOAD="))
+    else:  # -genv LD_PRELOAD ...
+        preload = args[args.index("LD_PRELOAD") + 1]
+    names = [Path(p).name for p in preload.split(":")]
+    runtime = f"libmpilens-{mpi}.so"
+    assert names == (["libmpilens-memory.so", runtime] if interposed else [runtime])
 
 
 # ------------------------------------------------------------------------------------- attribution

@@ -27,6 +27,22 @@ def runtime_library(mpi: str) -> Path:
     return lib
 
 
+def memory_interposer() -> Path:
+    """Return memory mode's interposer of the allocation calls (preloaded in memory mode only)."""
+    lib = build_dir() / "lib" / "libmpilens-memory.so"
+    if not lib.exists():
+        raise LaunchError(f"the mpilens memory interposer is not built ({lib} is missing); run `make`")
+    return lib
+
+
+def preload_libraries(mpi: str, mode: str) -> list[Path]:
+    """Return what LD_PRELOAD must hold for a run in MODE (the MPILENS_MODE list)."""
+    libs = [runtime_library(mpi)]
+    if "memory" in mode.split(","):
+        libs.insert(0, memory_interposer())
+    return libs
+
+
 def check_program(mpi: str) -> Path:
     """Return the settings checker built for an MPI flavor."""
     exe = build_dir() / mpi / "bin" / "mpilens-check"

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .build_info import MPI_FLAVORS, check_program, runtime_library
+from .build_info import MPI_FLAVORS, check_program, preload_libraries
 from .errors import ConfigError, LaunchError
 
 LAUNCHERS = {
@@ -203,7 +203,6 @@ def plan_run(command: list[str], mpi: str | None, outdir: Path | None, settings:
     if kind in MPI_FLAVORS and kind != mpi:
         notes.append(f"the launcher is {kind}'s but the program uses {mpi}: the job may not start")
 
-    lib = runtime_library(mpi)
     for name in ("MPILENS_OUTPUT", "MPILENS_COMMAND"):
         if name in settings:
             raise ConfigError(f"{name} is set by mpilens run itself" + (" (use -o DIR)" if name == "MPILENS_OUTPUT" else ""))
@@ -213,7 +212,8 @@ def plan_run(command: list[str], mpi: str | None, outdir: Path | None, settings:
     tool_env = {k: v for k, v in env.items() if k.startswith("MPILENS_")}
     tool_env["MPILENS_OUTPUT"] = str(out)
     tool_env["MPILENS_COMMAND"] = json.dumps(command)
-    preload = str(lib) + (":" + env["LD_PRELOAD"] if env.get("LD_PRELOAD") else "")
+    libs = preload_libraries(mpi, env.get("MPILENS_MODE", "profile"))
+    preload = ":".join([*map(str, libs), *([env["LD_PRELOAD"]] if env.get("LD_PRELOAD") else [])])
     env.update(tool_env)
     check_settings(mpi, env)  # before anything is created: a refused run leaves no trace
     created = create_outdir(out)

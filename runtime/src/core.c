@@ -88,6 +88,14 @@ __attribute__((constructor)) static void ml_constructor(void)
 {
     ml_g.rank = -1;
     ml_g.config_ok = ml_config_load(&ml_g.config, ml_g.config_error, sizeof ml_g.config_error) == 0;
+    if (ml_g.config_ok && (ml_g.config.mode & ML_MODE_MEMORY) && !ml_memory_interposer_loaded()) {
+        /* without the interposer, MPI's heap would be reported as zero: refuse instead */
+        ml_g.config_ok = 0;
+        const char *mode = getenv("MPILENS_MODE");
+        snprintf(ml_g.config_error, sizeof ml_g.config_error,
+                 "MPILENS_MODE=%s: memory mode needs libmpilens-memory.so in LD_PRELOAD with the runtime "
+                 "(mpilens run --mode memory puts both there)", mode ? mode : "");
+    }
     const int timer = ml_g.config_ok ? ml_g.config.timer : ML_TIMER_AUTO;
     ml_clock_is_tsc = timer == ML_TIMER_TSC || (timer == ML_TIMER_AUTO && cpu_has_invariant_tsc());
     if (ml_g.config_ok && (ml_g.config.mode & ML_MODE_PAPI)) ml_papi_preload();

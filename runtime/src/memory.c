@@ -1,10 +1,11 @@
 /* Memory mode: how much memory MPI takes, when, and in which call (memnesia, made cheap).
  *
  * Two methods (MPILENS_MEMORY_METHOD):
- *   fast   the allocation and mapping calls are interposed here (malloc family, mmap/munmap/mremap,
- *          shmat/shmdt). A thread-local flag, set by the observer hooks while the thread is inside
- *          an MPI call, decides who is charged: bytes allocated or freed inside a call go to MPI
- *          and to that MPI function, the others to the application. Residency (PSS, RSS from
+ *   fast   the allocation and mapping calls (malloc family, mmap/munmap/mremap, shmat/shmdt) are
+ *          seen by libmpilens-memory.so (memory_interpose.c), preloaded in memory mode only. A
+ *          thread-local flag, set by the observer hooks while the thread is inside an MPI call,
+ *          decides who is charged: bytes allocated or freed inside a call go to MPI and to that
+ *          MPI function (here), the others to the application. Residency (PSS, RSS from
  *          /proc/self/smaps_rollup) is sampled by a timer thread and at region boundaries, never
  *          on the path of a call.
  *   smaps  memnesia's method, for validation: PSS and RSS before and after every MPI call; the
@@ -17,94 +18,49 @@
  * process keeps its samples up to the last period. The tool's own memory is counted apart: its
  * mappings (registered by ml_sys_mmap) are measured with mincore at every sample, its file and
  * static data in smaps at MPI_Init and MPI_Finalize, and its small heap blocks by size.
- *
- * Interposition costs one predictable branch when memory mode is off. The real functions are
- * found with dlsym(RTLD_NEXT); while dlsym itself allocates, a static bootstrap arena serves it.
  */
-#define ML_MEMORY_C /* this file defines malloc & co: no redirection of the tool's own calls */
+#define ML_MEMORY_C /* the tool's allocations: ml_sys_* below, on the real functions */
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ipc.h>
 #include <sys/mman.h>
-#include <sys/shm.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "memory_interpose.h"
 #include "ml.h"
 
-size_t malloc_usable_size(void *ptr);
-
 /* ------------------------------------------------------------------------------- real functions */
-typedef void *(*malloc_fn)(size_t);
-static struct {
-    void *(*malloc)(size_t);
-    void *(*calloc)(size_t, size_t);
-    void *(*realloc)(void *, size_t);
-    void (*free)(void *);
-    int (*posix_memalign)(void **, size_t, size_t);
-    void *(*aligned_alloc)(size_t, size_t);
-    void *(*memalign)(size_t, size_t);
-    void *(*valloc)(size_t);
-    void *(*pvalloc)(size_t);
-    size_t (*usable)(void *);
-    void *(*mmap)(void *, size_t, int, int, int, off_t);
-    int (*munmap)(void *, size_t);
-    void *(*mremap)(void *, size_t, size_t, int, ...);
-    int (*shm_open)(const char *, int, mode_t);
-    void *(*shmat)(int, const void *, int);
-    int (*shmdt)(const void *);
-} real;
+/* The interposer's, when it is loaded (it found them after itself: the C library's); else the
+ * process's own (this library defines none), whichever allocator the application runs with. */
+__attribute__((weak)) extern const int ml_memory_interpose_abi;
+__attribute__((weak)) const ml_real_alloc_t *ml_memory_real(void);
+__attribute__((weak)) int ml_memory_in_boot(const void *p);
+__attribute__((weak)) void ml_memory_count(int on);
 
-static int resolving;
+static ml_real_alloc_t real;
 static int resolved;
-
-/* What dlsym allocates before malloc is known: served from here, never freed. */
-static _Alignas(64) char boot_arena[1 << 16];
-static size_t boot_used;
-
-static void *boot_alloc(size_t n)
-{
-    const size_t need = (n + 16 + 15) & ~(size_t)15;
-    const size_t at = __atomic_fetch_add(&boot_used, need, __ATOMIC_RELAXED);
-    if (at + need > sizeof boot_arena) return NULL;
-    memcpy(boot_arena + at, &n, sizeof n); /* size in the first 16 bytes, for realloc */
-    return boot_arena + at + 16;
-}
-
-static int in_boot(const void *p)
-{
-    return (const char *)p >= boot_arena && (const char *)p < boot_arena + sizeof boot_arena;
-}
 
 static void resolve(void)
 {
     if (__atomic_load_n(&resolved, __ATOMIC_ACQUIRE)) return;
-    resolving = 1;
-#define FIND(field, name) *(void **)&real.field = dlsym(RTLD_NEXT, name)
-    FIND(malloc, "malloc");
-    FIND(calloc, "calloc");
-    FIND(realloc, "realloc");
-    FIND(free, "free");
-    FIND(posix_memalign, "posix_memalign");
-    FIND(aligned_alloc, "aligned_alloc");
-    FIND(memalign, "memalign");
-    FIND(valloc, "valloc");
-    FIND(pvalloc, "pvalloc");
-    FIND(usable, "malloc_usable_size");
-    FIND(mmap, "mmap");
-    FIND(munmap, "munmap");
-    FIND(mremap, "mremap");
-    FIND(shm_open, "shm_open");
-    FIND(shmat, "shmat");
-    FIND(shmdt, "shmdt");
+    if (ml_memory_real != NULL) {
+        real = *ml_memory_real();
+    } else {
+#define FIND(field, name) *(void **)&real.field = dlsym(RTLD_DEFAULT, name)
+        FIND(malloc, "malloc");
+        FIND(calloc, "calloc");
+        FIND(realloc, "realloc");
+        FIND(free, "free");
+        FIND(usable, "malloc_usable_size");
+        FIND(mmap, "mmap");
+        FIND(munmap, "munmap");
 #undef FIND
-    resolving = 0;
+    }
     __atomic_store_n(&resolved, 1, __ATOMIC_RELEASE);
 }
 
@@ -113,10 +69,28 @@ __attribute__((constructor(101))) static void memory_constructor(void)
     resolve();
 }
 
+/* Whether the interposer of this build is loaded (memory mode needs it; core.c asks). */
+int ml_memory_interposer_loaded(void)
+{
+    return &ml_memory_interpose_abi != NULL && ml_memory_interpose_abi == ML_MEMORY_INTERPOSE_ABI;
+}
+
+static int counting_on; /* memory mode counts (the interposer keeps its own copy: ml_memory_count) */
+
+static void set_counting(int on)
+{
+    __atomic_store_n(&counting_on, on, __ATOMIC_RELEASE);
+    if (ml_memory_count != NULL) ml_memory_count(on);
+}
+
+static int in_boot(const void *p)
+{
+    return ml_memory_in_boot != NULL && ml_memory_in_boot(p);
+}
+
 /* ------------------------------------------------------------------------------- accounting state */
-int ml_mem_counting;                     /* memory mode is on: account allocations (read at every one) */
-__thread int ml_mem_fn __attribute__((tls_model("initial-exec")));   /* MPI function + 1 while inside it */
-__thread int ml_mem_tool __attribute__((tls_model("initial-exec"))); /* the tool's own thread */
+ML_EXPORT __thread int ml_mem_fn __attribute__((tls_model("initial-exec")));
+ML_EXPORT __thread int ml_mem_tool __attribute__((tls_model("initial-exec")));
 
 /* Net bytes of heap blocks allocated inside MPI calls, of the tool's own blocks. The application's
  * are not counted: its part is the rest of the process. Mappings are measured by residency. */
@@ -141,118 +115,11 @@ static void charge(int64_t d, int mapped, int shared)
     }
 }
 
-/* Memory mode is on and the calling thread is inside an MPI call. */
-static inline int counting(void)
-{
-    return ML_UNLIKELY(__atomic_load_n(&ml_mem_counting, __ATOMIC_RELAXED)) && ml_mem_fn > 0 && !ml_mem_tool;
-}
 
-static inline void heap_charge(void *p, int sign)
+/* A block allocated, freed or resized inside an MPI call (the interposer checked). */
+ML_EXPORT void ml_memory_heap_changed(int64_t bytes)
 {
-    if (p != NULL && !in_boot(p)) charge(sign * (int64_t)real.usable(p), 0, 0);
-}
-
-/* ------------------------------------------------------------------------------- malloc family */
-ML_EXPORT void *malloc(size_t n)
-{
-    if (ML_UNLIKELY(real.malloc == NULL)) {
-        if (resolving) return boot_alloc(n);
-        resolve();
-    }
-    void *p = real.malloc(n);
-    if (counting()) heap_charge(p, 1);
-    return p;
-}
-
-ML_EXPORT void *calloc(size_t m, size_t n)
-{
-    if (ML_UNLIKELY(real.calloc == NULL)) {
-        if (resolving) return boot_alloc(m * n); /* static memory: already zero */
-        resolve();
-    }
-    void *p = real.calloc(m, n);
-    if (counting()) heap_charge(p, 1);
-    return p;
-}
-
-ML_EXPORT void free(void *p)
-{
-    if (p == NULL || in_boot(p)) return;
-    if (ML_UNLIKELY(real.free == NULL)) resolve();
-    if (counting()) heap_charge(p, -1);
-    real.free(p);
-}
-
-ML_EXPORT void *realloc(void *p, size_t n)
-{
-    if (ML_UNLIKELY(real.realloc == NULL)) {
-        if (resolving) {
-            void *q = boot_alloc(n);
-            if (q != NULL && p != NULL) {
-                size_t old;
-                memcpy(&old, (char *)p - 16, sizeof old);
-                memcpy(q, p, old < n ? old : n);
-            }
-            return q;
-        }
-        resolve();
-    }
-    if (in_boot(p)) {
-        size_t old;
-        memcpy(&old, (char *)p - 16, sizeof old);
-        void *q = malloc(n);
-        if (q != NULL) memcpy(q, p, old < n ? old : n);
-        return q;
-    }
-    if (!counting()) return real.realloc(p, n);
-    const int64_t before = p != NULL ? (int64_t)real.usable(p) : 0;
-    void *q = real.realloc(p, n);
-    if (q != NULL) {
-        charge((int64_t)real.usable(q) - before, 0, 0);
-    } else if (n == 0 && p != NULL) {
-        charge(-before, 0, 0); /* realloc(p, 0) freed p */
-    }
-    return q;
-}
-
-ML_EXPORT int posix_memalign(void **out, size_t align, size_t n)
-{
-    if (ML_UNLIKELY(real.posix_memalign == NULL)) resolve();
-    const int rc = real.posix_memalign(out, align, n);
-    if (rc == 0 && counting()) heap_charge(*out, 1);
-    return rc;
-}
-
-ML_EXPORT void *aligned_alloc(size_t align, size_t n)
-{
-    if (ML_UNLIKELY(real.aligned_alloc == NULL)) resolve();
-    void *p = real.aligned_alloc(align, n);
-    if (counting()) heap_charge(p, 1);
-    return p;
-}
-
-ML_EXPORT void *memalign(size_t align, size_t n)
-{
-    if (ML_UNLIKELY(real.memalign == NULL)) resolve();
-    void *p = real.memalign(align, n);
-    if (counting()) heap_charge(p, 1);
-    return p;
-}
-
-ML_EXPORT void *valloc(size_t n)
-{
-    if (ML_UNLIKELY(real.valloc == NULL)) resolve();
-    void *p = real.valloc(n);
-    if (counting()) heap_charge(p, 1);
-    return p;
-}
-
-ML_EXPORT void *pvalloc(size_t n)
-{
-    if (ML_UNLIKELY(real.pvalloc == NULL)) resolve();
-    void *p = real.pvalloc(n);
-    if (counting()) heap_charge(p, 1);
-    return p;
+    charge(bytes, 0, 0);
 }
 
 /* ------------------------------------------------------------------------------- mappings */
@@ -343,44 +210,20 @@ static void map_charge_new(void *p, size_t len, int flags)
     charge((int64_t)len, 1, shared);
 }
 
-ML_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+ML_EXPORT void ml_memory_mapped(void *p, size_t len, int flags)
 {
-    if (ML_UNLIKELY(real.mmap == NULL)) resolve();
-    void *p = real.mmap(addr, len, prot, flags, fd, off);
-    if (counting() && p != MAP_FAILED) {
-        if (flags & MAP_FIXED) map_remove(p, len); /* replaces what was there */
-        map_charge_new(p, len, flags);
-    }
-    return p;
+    if (flags & MAP_FIXED) map_remove(p, len); /* replaces what was there */
+    map_charge_new(p, len, flags);
 }
 
-ML_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+ML_EXPORT void ml_memory_unmapped(void *p, size_t len)
 {
-    return mmap(addr, len, prot, flags, fd, off);
+    map_remove(p, len);
 }
 
-ML_EXPORT int munmap(void *addr, size_t len)
+/* Find who made the mapping, move it, and charge the change of size to that owner. */
+ML_EXPORT void ml_memory_remapped(void *old, void *p, size_t newlen, size_t oldlen)
 {
-    if (ML_UNLIKELY(real.munmap == NULL)) resolve();
-    const int rc = real.munmap(addr, len);
-    if (rc == 0 && __atomic_load_n(&ml_mem_counting, __ATOMIC_RELAXED)) map_remove(addr, len);
-    return rc;
-}
-
-ML_EXPORT void *mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
-{
-    if (ML_UNLIKELY(real.mremap == NULL)) resolve();
-    void *target = NULL;
-    if (flags & MREMAP_FIXED) {
-        va_list ap;
-        va_start(ap, flags);
-        target = va_arg(ap, void *);
-        va_end(ap);
-    }
-    void *p = (flags & MREMAP_FIXED) ? real.mremap(old, oldlen, newlen, flags, target)
-                                     : real.mremap(old, oldlen, newlen, flags);
-    if (p == MAP_FAILED || !__atomic_load_n(&ml_mem_counting, __ATOMIC_RELAXED)) return p;
-    /* find who made it, move it, and charge the change of size to that owner */
     lock_maps();
     int owner = 0, shared = 0;
     for (int i = 0; i < nmaps; i++)
@@ -393,42 +236,28 @@ ML_EXPORT void *mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
         }
     unlock_maps();
     if (owner != 0) charge_owner(owner, (int64_t)newlen - (int64_t)oldlen, shared);
-    return p;
 }
 
-ML_EXPORT int shm_open(const char *name, int oflag, mode_t mode)
+/* The segment costs memory when it is mapped (shmat, or mmap with MAP_SHARED, counted there). */
+ML_EXPORT void ml_memory_shm_opened(void)
 {
-    if (ML_UNLIKELY(real.shm_open == NULL)) resolve();
-    /* the segment costs memory when it is mapped (mmap with MAP_SHARED, counted there) */
-    if (counting() && ml_mem_fn > 0) __atomic_fetch_add(&fstats[ml_mem_fn - 1].nshm, 1, __ATOMIC_RELAXED);
-    return real.shm_open(name, oflag, mode);
+    if (ml_mem_fn > 0) __atomic_fetch_add(&fstats[ml_mem_fn - 1].nshm, 1, __ATOMIC_RELAXED);
 }
 
-ML_EXPORT void *shmat(int id, const void *addr, int flags)
+ML_EXPORT void ml_memory_attached(void *p, size_t len)
 {
-    if (ML_UNLIKELY(real.shmat == NULL)) resolve();
-    void *p = real.shmat(id, addr, flags);
-    if (counting() && p != (void *)-1) {
-        struct shmid_ds ds;
-        if (shmctl(id, IPC_STAT, &ds) == 0) {
-            if (ml_mem_fn > 0) __atomic_fetch_add(&fstats[ml_mem_fn - 1].nshm, 1, __ATOMIC_RELAXED);
-            map_charge_new(p, ds.shm_segsz, MAP_SHARED);
-        }
-    }
-    return p;
+    if (ml_mem_fn > 0) __atomic_fetch_add(&fstats[ml_mem_fn - 1].nshm, 1, __ATOMIC_RELAXED);
+    map_charge_new(p, len, MAP_SHARED);
 }
 
-ML_EXPORT int shmdt(const void *addr)
+ML_EXPORT size_t ml_memory_shm_len(const void *addr)
 {
-    if (ML_UNLIKELY(real.shmdt == NULL)) resolve();
     size_t len = 0;
     lock_maps();
     for (int i = 0; i < nmaps; i++)
         if (maps[i].owner != 0 && maps[i].addr == (uintptr_t)addr) len = maps[i].len;
     unlock_maps();
-    const int rc = real.shmdt(addr);
-    if (rc == 0 && len > 0) map_remove((void *)addr, len);
-    return rc;
+    return len;
 }
 
 /* ------------------------------------------------------------------------------- the tool's own */
@@ -529,7 +358,8 @@ int ml_sys_munmap(void *addr, size_t len)
 /* ------------------------------------------------------------------------------- residency */
 static int rollup_fd = -1;
 static int have_rollup;
-static char self_path[4096]; /* the tool library's own file: its mappings are the tool's */
+static char self_path[4096];       /* the tool library's own file: its mappings are the tool's */
+static char interposer_path[4096]; /* and the interposer's */
 
 /* Value in bytes of the "Key:  N kB" line of an smaps text starting at line. */
 static int64_t kb_field(const char *line, const char *key, size_t keylen, int *hit)
@@ -566,7 +396,9 @@ static int smaps_walk(int64_t *pss, int64_t *rss, int64_t *tool)
                     /* the library's zero-initialized data has no path: find it by an address in it */
                     mine = (uintptr_t)maps >= a && (uintptr_t)maps < b;
                     const char *path = strchr(line, '/');
-                    if (!mine && path != NULL && self_path[0] && strcmp(path, self_path) == 0) mine = 1;
+                    if (!mine && path != NULL && ((self_path[0] && strcmp(path, self_path) == 0) ||
+                                                  (interposer_path[0] && strcmp(path, interposer_path) == 0)))
+                        mine = 1;
                 }
             } else {
                 int hit = 0;
@@ -854,6 +686,17 @@ static void *timer_main(void *arg)
     return NULL;
 }
 
+/* The file of the library holding addr, as smaps names it (before counting begins: realpath
+ * allocates). */
+static void library_file(const void *addr, char *out, size_t n)
+{
+    Dl_info info;
+    if (dladdr(addr, &info) == 0 || info.dli_fname == NULL) return;
+    char *abs = realpath(info.dli_fname, NULL);
+    snprintf(out, n, "%s", abs ? abs : info.dli_fname);
+    real.free(abs);
+}
+
 /* MPI_Init and MPI_Init_thread, before the MPI call: sample, and charge what follows to it. */
 void ml_memory_init_begin(int fn)
 {
@@ -863,13 +706,9 @@ void ml_memory_init_begin(int fn)
     rollup_fd = open("/proc/self/smaps_rollup", O_RDONLY | O_CLOEXEC);
     have_rollup = rollup_fd >= 0;
     statm_fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
-    Dl_info info;
-    if (dladdr((void *)&ml_memory_init_begin, &info) != 0 && info.dli_fname != NULL) {
-        char *abs = realpath(info.dli_fname, NULL);
-        snprintf(self_path, sizeof self_path, "%s", abs ? abs : info.dli_fname);
-        real.free(abs); /* allocated before counting began */
-    }
-    __atomic_store_n(&ml_mem_counting, 1, __ATOMIC_RELEASE);
+    library_file((const void *)&ml_memory_init_begin, self_path, sizeof self_path);
+    library_file((const void *)&ml_memory_interpose_abi, interposer_path, sizeof interposer_path);
+    set_counting(1);
     refresh_tool_pss(); /* the library's own pages are resident already */
     sample(ML_MEM_INIT_BEGIN, fn, 0);
     ml_mem_fn = fn + 1;
@@ -919,10 +758,10 @@ int ml_memory_init(void)
 void ml_memory_init_end(int fn)
 {
     static int ended;
-    if (!__atomic_load_n(&ml_mem_counting, __ATOMIC_RELAXED) || ended++) return;
+    if (!__atomic_load_n(&counting_on, __ATOMIC_RELAXED) || ended++) return;
     ml_mem_fn = 0;
     if (out_fd < 0) { /* no run directory: memory mode is off */
-        __atomic_store_n(&ml_mem_counting, 0, __ATOMIC_RELEASE);
+        set_counting(0);
         return;
     }
     refresh_tool_pss();
@@ -992,7 +831,7 @@ void ml_memory_finish(void)
     close(out_fd);
     out_fd = -1;
     pthread_mutex_unlock(&out_lock);
-    __atomic_store_n(&ml_mem_counting, 0, __ATOMIC_RELEASE);
+    set_counting(0);
 }
 
 /* A process ending without MPI_Finalize (signal, exit, abort): what is buffered, and the end. */

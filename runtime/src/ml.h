@@ -452,11 +452,11 @@ void ml_mpit_finish(void);           /* before the profile is gathered at MPI_Fi
 void ml_mpit_meta_json(FILE *f);     /* the items of meta.json "cvars_set" */
 
 /* ------------------------------------------------------------------------------- memory mode
- * runtime/src/memory.c interposes the allocation and mapping calls of the process (malloc family,
- * mmap/munmap/mremap, shm_open, shmat/shmdt). While memory mode is off each costs one predictable
- * branch. The tool's own allocations must not be charged to anyone: every runtime file includes
- * this header, and the macros below send its calls to ml_sys_* (the real functions, counted as the
- * tool's). memory.c itself defines ML_MEMORY_C and sees the plain names. */
+ * In memory mode libmpilens-memory.so (memory_interpose.c) interposes the allocation and mapping
+ * calls of the process and memory.c charges them. The tool's own allocations must not be charged
+ * to anyone: every runtime file includes this header, and the macros below send its calls to
+ * ml_sys_* (the real functions, counted as the tool's). memory.c itself defines ML_MEMORY_C and
+ * sees the plain names. */
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/types.h>
@@ -527,7 +527,7 @@ typedef struct ml_mem_fstat {
     int64_t pss_grown, pss_shrunk;
 } ml_mem_fstat_t;
 
-extern int ml_mem_counting;
+int ml_memory_interposer_loaded(void); /* memory mode needs libmpilens-memory.so */
 void ml_memory_init_begin(int fn);
 int ml_memory_init(void);
 void ml_memory_init_end(int fn);
