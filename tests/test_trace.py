@@ -3,6 +3,7 @@ exports are valid; a killed job leaves a readable trace."""
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import re
@@ -180,6 +181,21 @@ def test_every_send_has_one_arrow(mpi, tmp_path):
     assert phases["s"] == phases["f"] == n * np_
     calls = sum(sum(c for c in f["calls"]) for f in job.profile["functions"].values())
     assert phases["X"] == calls + 2 * np_  # every MPI call, and the two regions of each rank
+    # each call's arguments: its bytes and world peer, only those it has
+    args = collections.Counter((e["name"], e["pid"], json.dumps(e["args"], sort_keys=True))
+                               for e in json.loads(out.read_text())["traceEvents"] if e.get("cat") == "mpi")
+    for r in range(np_):
+        assert args[("MPI_Send", r, json.dumps({"bytes_sent": size, "dst": (r + 1) % np_}))] == n
+        assert args[("MPI_Recv", r, json.dumps({"bytes_recv": size, "src": (r - 1) % np_}))] == n
+        assert args[("MPI_Allreduce", r, json.dumps({"bytes_recv": 8, "bytes_sent": 8}))] == 1
+
+
+def test_chrome_times_in_microseconds():
+    """The Chrome export's times: seconds to microseconds with nanosecond digits, rounded, signed."""
+    from mpilens.trace.export import _micros
+
+    t = np.array([0.0, 1e-9, 1.2345678e-3, -2.5e-6, 3.0, 4.9994e-10, 7.0000005e-6])
+    assert _micros(t).to_pylist() == ["0.000", "0.001", "1234.568", "-2.500", "3000000.000", "0.000", "7.000"]
 
 
 def test_small_buffers_lose_nothing(mpi, tmp_path):
