@@ -74,6 +74,26 @@ def test_late_sender(mpi, tmp_path):
     check_late_pairs({f.evidence["tag"]: f for f in late}, expected_waits(job, 0, 1, 3))
 
 
+def test_late_burst_is_one_finding(mpi, tmp_path):
+    """Eight receives completed by one MPI_Waitall, all sent late: one wait, so one finding (the
+    longest), which says how many late messages the call waited for."""
+    job = run_example(mpi, "patterns", 2, tmp_path, ["late_burst", "30", "3"], settings=TRACE)
+    tl = timeline.load(job.rundir)
+    late = [f for f in by_kind(findings.find(tl), "late_sender") if f.evidence["tag"] != WARMUP_TAG]
+    assert all((f.evidence["receiver"], f.evidence["sender"], f.bytes) == (0, 1, 512) for f in late)
+    by_rep = {}
+    for f in late:
+        by_rep.setdefault(f.evidence["tag"] // 8, []).append(f)
+    assert all(len(v) == 1 for v in by_rep.values()), [f.message for f in late]
+    expected = expected_waits(job, 0, 1, 3)
+    check_late_pairs({k: v[0] for k, v in by_rep.items()}, expected)
+    for k, w in expected.items():
+        if w > 2e-3:
+            f = by_rep[k][0]
+            assert f.evidence["late_messages_in_call"] == 8, f.message
+            assert "waited for 7 more late messages" in f.message
+
+
 def test_report_names_the_late_sender(tmp_path):
     """`mpilens report` of a traced run lists the timeline's findings, in text and in --json."""
     job = run_example("openmpi", "patterns", 2, tmp_path, ["late_sender", "30", "2"], settings=TRACE)

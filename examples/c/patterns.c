@@ -2,6 +2,8 @@
  * Usage: patterns MODE DELAY_MS [REPS]
  *   late_sender    rank 0 posts MPI_Recv at once; rank 1 computes DELAY_MS, then MPI_Send (4 KiB)
  *   late_receiver  rank 0 MPI_Ssend at once; rank 1 computes DELAY_MS, then MPI_Recv (4 KiB)
+ *   late_burst     rank 0 posts 8 MPI_Irecv and waits in one MPI_Waitall; rank 1 computes DELAY_MS,
+ *                  then sends the 8 messages (512 B each, tags 8 * rep + 0..7)
  *   late_barrier   the last rank computes DELAY_MS before MPI_Barrier; the others enter at once
  *   halo           all ranks exchange 4 KiB with both ring neighbours (Irecv/Isend/Waitall), the
  *                  same work everywhere: nothing is late
@@ -73,6 +75,21 @@ int main(int argc, char **argv)
                 compute(delay);
                 enter[r] = now();
                 MPI_Recv(in, sizeof buf, MPI_BYTE, 0, r, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            }
+        } else if (strcmp(mode, "late_burst") == 0) {
+            enum { BURST = 8, PIECE = 512 };
+            if (rank == 0) {
+                MPI_Request q[BURST];
+                enter[r] = now();
+                for (int k = 0; k < BURST; k++)
+                    MPI_Irecv(in + k * PIECE, PIECE, MPI_BYTE, 1, BURST * r + k, MPI_COMM_WORLD, &q[k]);
+                MPI_Waitall(BURST, q, MPI_STATUSES_IGNORE);
+            }
+            if (rank == 1) {
+                compute(delay);
+                enter[r] = now();
+                for (int k = 0; k < BURST; k++)
+                    MPI_Send(buf + k * PIECE, PIECE, MPI_BYTE, 0, BURST * r + k, MPI_COMM_WORLD);
             }
         } else if (strcmp(mode, "late_barrier") == 0) {
             if (rank == size - 1) compute(delay);

@@ -4,6 +4,7 @@ ranks, the time in the run, the size and the duration, with a one-line explanati
 
 from __future__ import annotations
 
+import collections
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,18 +37,33 @@ class TraceFinding:
 
 
 def late_senders(tl: Timeline, top: int = TOP) -> list[TraceFinding]:
-    """A receive waited because its message was sent after the receive was posted."""
+    """A receive waited because its message was sent after the receive was posted. Receives that
+    one call completed (an MPI_Waitall of many) were one wait: one finding, the longest."""
     m = tl.messages
+    ev = tl.ev
     wait = np.minimum(m.send_t - m.recv_post_t, m.recv_t - m.recv_post_t)
     idx = np.flatnonzero(wait > MIN_WAIT_S)
-    out = []
-    for i in idx[np.argsort(-wait[idx])][:top]:
+    # the completing call: its rank and thread, and its end (the same for all it completed)
+    call = list(zip(m.dst[idx].tolist(), ev["thread"][m.recv_ev[idx]].tolist(), m.recv_t[idx].tolist()))
+    late_in_call = collections.Counter(call)
+    key = dict(zip(idx.tolist(), call))
+    out, reported = [], set()
+    for i in idx[np.argsort(-wait[idx], kind="stable")].tolist():
+        if key[i] in reported:
+            continue
+        reported.add(key[i])
+        more = late_in_call[key[i]] - 1
         out.append(TraceFinding(
             "late_sender",
             f"Late sender: rank {m.dst[i]} waited {units.seconds(wait[i])} at {units.seconds(m.recv_post_t[i])} for a "
-            f"{units.size(m.bytes[i])} message that rank {m.src[i]} sent only then (tag {m.tag[i]}).",
+            f"{units.size(m.bytes[i])} message that rank {m.src[i]} sent only then (tag {m.tag[i]})"
+            + (f"; the call that completed it waited for {more} more late message{'s' if more > 1 else ''}."
+               if more else "."),
             int(m.dst[i]), float(m.recv_post_t[i]), float(wait[i]), int(m.bytes[i]),
-            {"sender": int(m.src[i]), "receiver": int(m.dst[i]), "tag": int(m.tag[i])}))
+            {"sender": int(m.src[i]), "receiver": int(m.dst[i]), "tag": int(m.tag[i]),
+             "late_messages_in_call": more + 1}))
+        if len(out) == top:
+            break
     return out
 
 
