@@ -206,6 +206,7 @@ def test_killed_job_keeps_samples(mpi, tmp_path):
         assert r.ended is None and len(r.t) >= 10 and r.t[-1] > 0.05, (r.rank, len(r.t))
         assert r.init_pss > 0
     assert any("killed" in p for p in run.problems), run.problems
+    assert not any("MPI_Init" in p for p in run.problems), run.problems  # killed well after it
     text = subprocess.run([str(MPILENS), "memory", str(out)], capture_output=True, text=True)
     assert text.returncode == 0 and "killed" in text.stdout, text.stderr
 
@@ -261,8 +262,22 @@ def test_peaks_and_functions_exact(tmp_path):
     assert e["name"] == "phase" and e["instances"] == 2 and e["mpi_change"] == 0
     assert e["mpi_peak"] == 21 * MiB and e["duration_s"] == pytest.approx(0.002)
     assert any("torn" in x for x in run.problems)
+    assert not any("MPI_Init" in x for x in run.problems)  # both ranks have their MPI_Init samples
     agg = run.aggregate(points=5)
     assert agg["mpi"][-1] == 2 * 4 * MiB  # both ranks back at MPI_Init's level at the end
+
+
+def test_missing_init_samples_are_said(tmp_path):
+    """A rank whose MPI_Init samples are missing: MPI's part starts at 0, and the reader says so."""
+    mem = tmp_path / "memory"
+    (tmp_path / "meta.json").write_text(json.dumps({"nranks": 1, "rank_host": [0]}))
+    mem.mkdir()
+    (mem / "functions.txt").write_text("MPI_Init\nMPI_Finalize\n")
+    write_rank(mem, 0, [(1, 0, 0, 1_000_000, 6 * MiB, 9 * MiB, 1 * MiB, 0, 0, 1 * MiB),
+                        (8, 0, 0, 2_000_000, 0, 0, 0, 0, 0, 0)])
+    run = memory.load(tmp_path)
+    assert run.ranks[0].init_pss == 0
+    assert any("rank-000000.bin: no MPI_Init samples" in p for p in run.problems), run.problems
 
 
 def test_no_memory_data(tmp_path):

@@ -263,12 +263,12 @@ def read_rank(file: Path, names: list[str], local: int, method: str | None = Non
     if len(ib) and len(ie):  # the tool's own growth (its state is set up inside MPI_Init) left out
         init_pss = int((ie[0]["pss"] - ie[0]["d"]) - (ib[0]["pss"] - ib[0]["d"]))
         init_rss = int((ie[0]["rss"] - ie[0]["d"]) - (ib[0]["rss"] - ib[0]["d"]))
-    fini = None
+    elif len(rec):
+        problems.append(f"{file.name}: no MPI_Init samples; MPI's part starts at 0")
+    fini = None  # absent when the process ended before MPI_Finalize (said by its end record)
     if len(fb) and len(fe):  # MPI_Finalize, like MPI_Init, by residency: the loader unmaps components
         fini = (float((fe[0]["pss"] - fe[0]["d"]) - (fb[0]["pss"] - fb[0]["d"])),
                 float((fe[0]["rss"] - fe[0]["d"]) - (fb[0]["rss"] - fb[0]["d"])))
-    elif len(rec):
-        problems.append(f"{file.name}: no MPI_Init samples; MPI's part starts at 0")
     t_ie = int(ie[0]["t"]) if len(ie) else 0
     share = 1.0 / max(local, 1)
 
