@@ -838,9 +838,17 @@ void ml_memory_finish(void)
 void ml_memory_emergency(int reason)
 {
     if (out_fd < 0) return;
-    /* the interrupted thread may hold the lock: write anyway, a record may be torn at worst */
-    const int locked = pthread_mutex_trylock(&out_lock) == 0;
+    __atomic_store_n(&timer_stop, 1, __ATOMIC_RELEASE); /* the timer takes no new sample */
+    /* The lock's holder is most likely the timer thread in a flush, done within milliseconds: wait
+     * for it (up to 100 ms). The interrupted thread itself may hold it (a signal in the middle of
+     * emit): then write anyway, a record may be torn at worst. */
+    int locked = 0;
+    for (int i = 0; i < 100 && !(locked = pthread_mutex_trylock(&out_lock) == 0); i++) {
+        const struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+    }
     write_trailer(reason);
+    out_fd = -1; /* the end is written: a sample the timer was taking goes nowhere */
     if (locked) pthread_mutex_unlock(&out_lock);
 }
 
