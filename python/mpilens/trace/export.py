@@ -79,18 +79,19 @@ class _Records:
         self.tid.append(np.broadcast_to(np.asarray(tid, dtype=np.int64), n))
         self.ts.append(np.broadcast_to(np.asarray(ts, dtype=np.float64), n))
 
-    def write(self, out: Path) -> None:
+    def write_into(self, f, after: bool) -> None:
+        """Append the records, sorted, to the open file f (after: records were written before)."""
+        if not self.text:
+            return
         order = np.lexsort((np.concatenate(self.ts), np.concatenate(self.tid), np.concatenate(self.pid)))
         text = pa.chunked_array([t.cast(pa.large_string()) for t in self.text]).combine_chunks()
-        with out.open("wb") as f:
-            f.write(b'{"displayTimeUnit":"ns","otherData":{"tool":"mpilens"},"traceEvents":[\n')
-            step = 1 << 20
-            sep, empty = pa.scalar(",\n", pa.large_string()), pa.scalar("", pa.large_string())
-            for a in range(0, len(order), step):  # in chunks: no second copy of the whole text
-                chunk = pc.binary_join_element_wise(text.take(pa.array(order[a:a + step])), sep, empty)
-                data = _bytes(chunk)
-                f.write(data[:-2] if a + step >= len(order) else data)  # no separator after the last
-            f.write(b"\n]}\n")
+        step = 1 << 20
+        sep, empty = pa.scalar(",\n", pa.large_string()), pa.scalar("", pa.large_string())
+        for a in range(0, len(order), step):  # in chunks: no second copy of the whole text
+            if after or a:
+                f.write(b",\n")
+            chunk = pc.binary_join_element_wise(text.take(pa.array(order[a:a + step])), sep, empty)
+            f.write(_bytes(chunk)[:-2])  # no separator after the chunk's last record
 
 
 def _bytes(strings: pa.Array) -> memoryview:
@@ -122,38 +123,19 @@ def _call_records(tl: Timeline, c: np.ndarray) -> pa.Array:
                   "}"])
 
 
+def _by_rank(ranks: np.ndarray, nranks: int) -> list[np.ndarray]:
+    """Indices of ranks' entries, one array per rank (in their order)."""
+    order = np.argsort(ranks, kind="stable")
+    bounds = np.searchsorted(ranks[order], np.arange(nranks + 1))
+    return [order[bounds[r]:bounds[r + 1]] for r in range(nranks)]
+
+
 def chrome(tl: Timeline, out: Path, progress: Progress = None) -> dict[str, int]:
     """Write the Trace Event Format JSON: one process per rank, one thread per thread, complete
     events for MPI calls and regions, flow arrows for messages, counter tracks; timestamps in
-    microseconds. Returns counts of what was written."""
+    microseconds. Rank by rank (records sorted by rank, thread and time), so that the text of
+    one rank at a time is in memory. Returns counts of what was written."""
     ev = tl.ev
-    rec = _Records()
-    ranks = list(range(tl.nranks))
-    rec.add([f'{{"ph":"M","name":"process_name","pid":{r},"args":{{"name":"rank {r}"}}}}' for r in ranks], ranks, -2, -1.0)
-    rec.add([f'{{"ph":"M","name":"process_sort_index","pid":{r},"args":{{"sort_index":{r}}}}}' for r in ranks], ranks, -1,
-            -1.0)
-    keys = np.unique((ev["rank"].astype(np.int64) << 32) | ev["thread"].astype(np.int64))
-    pairs = list(zip((keys >> 32).tolist(), (keys & 0xFFFFFFFF).tolist()))
-    rec.add([f'{{"ph":"M","name":"thread_name","pid":{r},"tid":{t},"args":{{"name":"thread {t}"}}}}' for r, t in pairs],
-            [r for r, _ in pairs], [t for _, t in pairs], -1.0)
-    if progress:
-        progress("Chrome trace: MPI calls")
-    calls = np.flatnonzero(ev["kind"] == reader.CALL)
-    c = ev[calls]
-    rec.add(_call_records(tl, c), c["rank"], c["thread"], c["t0"] * 1e6)
-    if progress:
-        progress("Chrome trace: regions and counters")
-    regs = _regions(tl)
-    rec.add([f'{{"ph":"X","cat":"region","name":{json.dumps(n)},"pid":{r},"tid":{th},"ts":{t0 * 1e6:.3f},'
-             f'"dur":{max(t1 - t0, 0) * 1e6:.3f}}}' for r, th, t0, t1, n in regs],
-            [x[0] for x in regs], [x[1] for x in regs], [x[2] * 1e6 for x in regs])
-    cidx = np.flatnonzero(ev["kind"] == reader.COUNTER)
-    values = ev["sent"][cidx].view(np.float64)  # counters keep their value's bits in "sent"
-    rec.add([f'{{"ph":"C","name":{json.dumps(tl.name(int(i)))},"pid":{int(ev["rank"][i])},'
-             f'"ts":{ev["t0"][i] * 1e6:.3f},"args":{{"value":{v!r}}}}}' for i, v in zip(cidx.tolist(), values.tolist())],
-            ev["rank"][cidx], ev["thread"][cidx], ev["t0"][cidx] * 1e6)
-    if progress:
-        progress("Chrome trace: message arrows")
     m = tl.messages
     s_t = ev["t0"][m.send_ev]
     f_t = m.recv_t
@@ -161,18 +143,54 @@ def chrome(tl: Timeline, out: Path, progress: Progress = None) -> dict[str, int]
     f_t = np.maximum(f_t, s_t)  # clocks not aligned well enough: draw the arrow straight down
     sr, st = ev["rank"][m.send_ev], ev["thread"][m.send_ev]
     dr, dt = ev["rank"][m.recv_ev], ev["thread"][m.recv_ev]
-    ids = _ints(np.arange(len(m.send_ev)))
-    # the arrow leaves the send call and lands at the end of the call that completed the receive
-    rec.add(_text(['{"ph":"s","cat":"message","name":"message","id":', ids, ',"pid":', _ints(sr), ',"tid":', _ints(st),
-                   ',"ts":', _micros(s_t), ',"args":{"bytes":', _ints(m.bytes), ',"tag":', _ints(m.tag), "}}"]),
-            sr, st, s_t * 1e6)
-    rec.add(_text(['{"ph":"f","bp":"e","cat":"message","name":"message","id":', ids, ',"pid":', _ints(dr), ',"tid":',
-                   _ints(dt), ',"ts":', _micros(f_t), "}"]),
-            dr, dt, f_t * 1e6)
-    if progress:
-        progress(f"Chrome trace: writing {len(rec)} records")
-    rec.write(out)
-    return {"events": len(rec), "calls": len(calls), "messages": len(m.send_ev), "backwards_arrows": backwards}
+    calls = np.flatnonzero(ev["kind"] == reader.CALL)
+    counters = np.flatnonzero(ev["kind"] == reader.COUNTER)
+    rank_calls = _by_rank(ev["rank"][calls], tl.nranks)
+    rank_counters = _by_rank(ev["rank"][counters], tl.nranks)
+    rank_sends, rank_recvs = _by_rank(sr, tl.nranks), _by_rank(dr, tl.nranks)
+    regions: dict[int, list] = {}
+    for reg in _regions(tl):
+        regions.setdefault(reg[0], []).append(reg)
+    keys = np.unique((ev["rank"].astype(np.int64) << 32) | ev["thread"].astype(np.int64))
+    threads: dict[int, list[int]] = {}
+    for r, t in zip((keys >> 32).tolist(), (keys & 0xFFFFFFFF).tolist()):
+        threads.setdefault(r, []).append(t)
+    written = 0
+    with out.open("wb") as f:
+        f.write(b'{"displayTimeUnit":"ns","otherData":{"tool":"mpilens"},"traceEvents":[\n')
+        for r in range(tl.nranks):
+            if progress and (r == 0 or tl.nranks <= 64 or r % (tl.nranks // 64) == 0):
+                progress(f"Chrome trace: rank {r} of {tl.nranks}")
+            rec = _Records()
+            rec.add([f'{{"ph":"M","name":"process_name","pid":{r},"args":{{"name":"rank {r}"}}}}',
+                     f'{{"ph":"M","name":"process_sort_index","pid":{r},"args":{{"sort_index":{r}}}}}'], r, -2, -1.0)
+            rec.add([f'{{"ph":"M","name":"thread_name","pid":{r},"tid":{t},"args":{{"name":"thread {t}"}}}}'
+                     for t in threads.get(r, [])], r, threads.get(r, []), -1.0)
+            c = ev[calls[rank_calls[r]]]
+            rec.add(_call_records(tl, c), r, c["thread"], c["t0"] * 1e6)
+            regs = regions.get(r, [])
+            rec.add([f'{{"ph":"X","cat":"region","name":{json.dumps(n)},"pid":{r},"tid":{th},"ts":{t0 * 1e6:.3f},'
+                     f'"dur":{max(t1 - t0, 0) * 1e6:.3f}}}' for _, th, t0, t1, n in regs],
+                    r, [x[1] for x in regs], [x[2] * 1e6 for x in regs])
+            ci = counters[rank_counters[r]]
+            values = ev["sent"][ci].view(np.float64)  # counters keep their value's bits in "sent"
+            rec.add([f'{{"ph":"C","name":{json.dumps(tl.name(int(i)))},"pid":{r},'
+                     f'"ts":{ev["t0"][i] * 1e6:.3f},"args":{{"value":{v!r}}}}}' for i, v in zip(ci.tolist(), values.tolist())],
+                    r, ev["thread"][ci], ev["t0"][ci] * 1e6)
+            # the arrow leaves the send call and lands at the end of the call that completed the receive
+            k = rank_sends[r]
+            rec.add(_text(['{"ph":"s","cat":"message","name":"message","id":', _ints(k), ',"pid":', str(r), ',"tid":',
+                           _ints(st[k]), ',"ts":', _micros(s_t[k]), ',"args":{"bytes":', _ints(m.bytes[k]), ',"tag":',
+                           _ints(m.tag[k]), "}}"]),
+                    r, st[k], s_t[k] * 1e6)
+            k = rank_recvs[r]
+            rec.add(_text(['{"ph":"f","bp":"e","cat":"message","name":"message","id":', _ints(k), ',"pid":', str(r),
+                           ',"tid":', _ints(dt[k]), ',"ts":', _micros(f_t[k]), "}"]),
+                    r, dt[k], f_t[k] * 1e6)
+            rec.write_into(f, after=r > 0)
+            written += len(rec)
+        f.write(b"\n]}\n")
+    return {"events": written, "calls": len(calls), "messages": len(m.send_ev), "backwards_arrows": backwards}
 
 
 # ------------------------------------------------------------------------------------- Parquet
