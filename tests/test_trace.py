@@ -234,6 +234,19 @@ def test_small_buffers_lose_nothing(mpi, tmp_path):
     assert all(int((tl.ev["rank"] == r).sum()) > 3 * 2048 for r in range(np_))  # both buffers refilled
 
 
+def test_ranks_of_one_host_share_one_clock(mpi, tmp_path):
+    """Ranks on one host read the same time-stamp counter: a tick is the same time on all of them
+    (converted with rank 0's clock points; each rank's own differ by tens of ns of read jitter,
+    enough to turn a fast message's arrow backwards)."""
+    job = run_example(mpi, "ring", 3, tmp_path, ["3", "100"], settings=TRACE)
+    ranks = list(reader.read_all(job.rundir))
+    assert [rt.rank for rt in ranks] == [0, 1, 2] and all(rt.same_host_as_rank0 for rt in ranks)
+    ticks = np.array([ranks[0].clock_points[0][0], ranks[0].clock_points[-1][0]], dtype=np.uint64)
+    for rt in ranks[1:]:
+        assert rt.host_clock_points == ranks[0].clock_points
+        assert np.array_equal(rt.to_seconds(ticks), ranks[0].to_seconds(ticks))
+
+
 def test_nonblocking_arrows(mpi, tmp_path):
     """The stencil's Isend/Irecv/Waitall halo (a 2 x 2 grid, not periodic: 2 neighbours per rank,
     one message each way per iteration) is matched message by message."""

@@ -57,6 +57,10 @@ class RankTrace:
     clock_points: list[tuple[int, int]]  # (tick, ns) pairs: head, every block, trailer
     problems: list[str] = field(default_factory=list)
     same_host_as_rank0: bool = False  # then its clock is rank 0's: the measured offsets are noise
+    # rank 0's (tick, ns) pairs, for a rank of its host: the same time-stamp counter and
+    # CLOCK_MONOTONIC, so one conversion for all of them keeps their order exact (each rank's own
+    # pairs differ by the tens of ns of jitter between reading the counter and the clock)
+    host_clock_points: list[tuple[int, int]] | None = None
     file_bytes: int = 0
 
     @property
@@ -76,7 +80,7 @@ class RankTrace:
     def to_seconds(self, ticks: np.ndarray) -> np.ndarray:
         """Convert ticks to seconds on rank 0's clock (CLOCK_MONOTONIC), aligned with the
         offsets measured at MPI_Init and MPI_Finalize (linear drift between them)."""
-        pts = np.array(self.clock_points, dtype=np.float64)
+        pts = np.array(self.host_clock_points or self.clock_points, dtype=np.float64)
         if len(pts) >= 2 and pts[-1, 0] > pts[0, 0]:
             rate = (pts[-1, 1] - pts[0, 1]) / (pts[-1, 0] - pts[0, 0])  # ns per tick
         else:
@@ -282,13 +286,19 @@ def trace_files(rundir: str | Path) -> list[Path]:
 
 def read_all(rundir: str | Path) -> Iterator[RankTrace]:
     """Read the ranks of a run one after the other. Ranks on rank 0's host share its clock
-    (CLOCK_MONOTONIC is per host), so only ranks on other hosts get the measured offsets."""
+    (CLOCK_MONOTONIC and the time-stamp counter are per host): their ticks are converted as rank 0's,
+    and only ranks on other hosts get the measured offsets."""
     try:
         meta = json.loads(Path(rundir, "meta.json").read_text())
         host_of = meta["rank_host"]
     except (OSError, ValueError, KeyError):
         host_of = None
+    host_clock = None  # rank 0's clock points (its file comes first)
     for f in trace_files(rundir):
         rt = read_rank(f)
         rt.same_host_as_rank0 = bool(host_of) and rt.rank < len(host_of) and host_of[rt.rank] == host_of[0]
+        if rt.rank == 0:
+            host_clock = rt.clock_points
+        elif rt.same_host_as_rank0 and host_clock:
+            rt.host_clock_points = host_clock
         yield rt
