@@ -287,8 +287,12 @@ def trace_line(fn: str, sem: Semantics, r: Roles, status_expr: str) -> str:
               f".stag = {r.stag or '0'}", f".rtag = {r.rtag or '0'}",
               f".sent = {'ml_sent' if data else '0'}", f".recv = {'ml_recv' if data else '0'}",
               f".req = {'ml_seq' if sem.request else '0'}", f".status = {status}"]
+    # the frequent, short functions get the trace event inlined (trace_event.h): their constant
+    # fields fold away; the others call it, which keeps the library small
+    # fields fold away; the others call it, which keeps the library small
+    hook = "ml_observe_call_inline(ml_t, &ml_call)" if sampled(sem) else "ml_observe_call(ml_t, &ml_call)"
     return ("if (ML_UNLIKELY(ml_t->observe & ML_OBS_AT_CALL)) { const ml_call_t ml_call = {" + ", ".join(fields) +
-            "}; ml_observe_call(ml_t, &ml_call); }")
+            "}; " + hook + "; }")
 
 
 def after_call(f: standard.StdFunction, sem: Semantics, lang: str, status_expr: str, req_expr: str) -> list[str]:
@@ -525,8 +529,8 @@ def main() -> int:
     b = Build(mpi=args.mpi)
     # deprecated functions of the standard are wrapped on purpose
     quiet = '#pragma GCC diagnostic ignored "-Wdeprecated-declarations"'
-    c_out = [STAMP, '#include "ml.h"', '#include "ml_semantics.h"', quiet, ""]
-    f_out = [STAMP, '#include "ml.h"', '#include "ml_semantics.h"', '#include "ml_fortran.h"', quiet, ""]
+    c_out = [STAMP, '#include "ml.h"', '#include "ml_semantics.h"', '#include "trace_event.h"', quiet, ""]
+    f_out = [STAMP, '#include "ml.h"', '#include "ml_semantics.h"', '#include "ml_fortran.h"', '#include "trace_event.h"', quiet, ""]
     for f in functions:
         sem = semantics_of(f, entries, classes)
         why = excluded(f.name, excludes)

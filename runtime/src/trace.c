@@ -43,41 +43,12 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "ml.h"
+#include "trace_event.h"
 
-enum { TEV_CALL = 1, TEV_DONE = 2, TEV_REGION_BEGIN = 3, TEV_REGION_END = 4, TEV_COUNTER = 5 };
 enum { BUF_FREE = 0, BUF_FILLING = 1, BUF_QUEUED = 2, BUF_WRITING = 3 };
-enum {
-    F_LONG = 1u << 3, F_COMM = 1u << 4, F_DST = 1u << 5, F_SRC = 1u << 6, F_STAG = 1u << 7, F_RTAG = 1u << 8,
-    F_SENT = 9, F_RECV = 11, F_REQ = 13, /* shifts of the two-bit widths */
-    MAX_WORDS = 15
-};
-
-typedef struct ml_tfix {
-    int32_t dt;
-    uint32_t dur;
-    uint16_t fn; /* function id, region path or counter id */
-    uint16_t flags;
-} ml_tfix_t;
-_Static_assert(sizeof(ml_tfix_t) == 12, "the fixed part of an event is 12 bytes");
-
-typedef struct ml_tbuf {
-    int state;
-    uint32_t thread;
-    /* events (low half) and words (high half) committed by the filling thread, in one atomic so
-     * that a writer flushing the buffer meanwhile sees both of the same moment */
-    uint64_t committed;
-    uint32_t flushed, wflushed; /* events and words already written */
-    int busy;                   /* held by whoever writes from this buffer: the writer or a dying process */
-    uint32_t filling;           /* this thread's count of buffer fillings, to group the blocks */
-    uint64_t last_t0;           /* the previous event of this filling (thread-private) */
-    uint32_t last_comm;
-    struct ml_tbuf *next;
-    _Alignas(8) unsigned char data[]; /* fixed parts from the start, words from the end */
-} ml_tbuf_t;
 
 static int fd = -1;
-static size_t data_bytes;   /* of each buffer */
+size_t ml_trace_data_bytes; /* of each buffer */
 static uint32_t nbuffers;
 static uint64_t blocks_written;
 static pthread_t writer;
@@ -91,9 +62,6 @@ static uint64_t offset_init_at, offset_end_at;
 static int64_t writer_cpu_ns = -1; /* CPU time of the writer thread, once it has ended */
 static char path[4300];
 
-static ml_tfix_t *fixed(ml_tbuf_t *b) { return (ml_tfix_t *)b->data; }
-/* the end of the buffer: the words grow downwards from here */
-static uint32_t *word_end(ml_tbuf_t *b) { return (uint32_t *)(b->data + data_bytes); }
 
 /* ------------------------------------------------------------------------------- writing */
 /* Write the events committed since the last write as one block. The caller holds b->busy. */
@@ -119,8 +87,8 @@ static void write_block(ml_tbuf_t *b)
     head.words = words - b->wflushed;
     head.zero = 0;
     struct iovec v[3] = {{&head, sizeof head},
-                         {fixed(b) + b->flushed, (size_t)head.count * sizeof(ml_tfix_t)},
-                         {word_end(b) - words, (size_t)head.words * 4}};
+                         {ml_tbuf_fixed(b) + b->flushed, (size_t)head.count * sizeof(ml_tfix_t)},
+                         {ml_tbuf_word_end(b) - words, (size_t)head.words * 4}};
     /* one writev per block on an O_APPEND file: blocks of several threads never interleave; a
      * short write (full disk, killed) leaves a block the reader recognizes as cut and skips */
     if (writev(fd, v, 3) < 0) ml_g.trace_write_errors++;
@@ -218,7 +186,7 @@ static int any_free(const ml_thread_t *t)
 }
 
 /* The thread's buffer is full: queue it and continue in a free one, waiting if there is none. */
-static ml_tbuf_t *swap(ml_thread_t *t)
+ml_tbuf_t *ml_trace_swap(ml_thread_t *t)
 {
     if (t->tcur != NULL) enqueue(t->tcur);
     t->tcur = NULL;
@@ -247,127 +215,14 @@ static ml_tbuf_t *swap(ml_thread_t *t)
 }
 
 /* ------------------------------------------------------------------------------- events */
-/* One event with all of its fields, before encoding. */
-typedef struct ml_tev {
-    uint64_t t0, t1; /* ticks */
-    uint32_t kind, fn, comm;
-    int32_t dst, src, stag, rtag; /* world ranks (-1: none); tags */
-    int64_t sent, recv;           /* bytes; counters: the value's bits in sent */
-    uint64_t req;                 /* operation number ((thread + 1) << 40 | sequence), 0: none */
-} ml_tev_t;
+uint32_t ml_trace_world_uid; /* MPI_COMM_WORLD's, the communicator of most calls */
 
-/* Encode one event at the end of the thread's buffer (format at the top of this file). */
-static inline __attribute__((always_inline)) void emit(ml_thread_t *t, const ml_tev_t *e)
-{
-    ml_tbuf_t *b = t->tcur;
-    uint64_t c = b ? b->committed : 0;
-    if (ML_UNLIKELY(b == NULL ||
-                    ((uint32_t)c + 1) * sizeof(ml_tfix_t) + ((c >> 32) + MAX_WORDS) * 4 > data_bytes)) {
-        b = swap(t);
-        c = 0;
-    }
-    const uint32_t n = (uint32_t)c;
-    uint32_t *const top = word_end(b) - (uint32_t)(c >> 32);
-    uint32_t *w = top; /* the fields are stored downwards */
-    uint32_t flags = e->kind;
-    ml_tfix_t *f = fixed(b) + n;
-    const int64_t dt = (int64_t)(e->t0 - b->last_t0);
-    const uint64_t dur = e->t1 - e->t0;
-    if (ML_LIKELY(n > 0 && dt == (int32_t)dt && dur <= UINT32_MAX)) {
-        f->dt = (int32_t)dt;
-        f->dur = (uint32_t)dur;
-    } else { /* the first event of the filling, or a long gap or call */
-        flags |= F_LONG;
-        f->dt = 0;
-        f->dur = 0;
-        *--w = (uint32_t)e->t0;
-        *--w = (uint32_t)(e->t0 >> 32);
-        *--w = (uint32_t)dur;
-        *--w = (uint32_t)(dur >> 32);
-    }
-    b->last_t0 = e->t0;
-    if (e->comm != b->last_comm) {
-        flags |= F_COMM;
-        *--w = e->comm;
-        b->last_comm = e->comm;
-    }
-    if (e->dst != -1) { flags |= F_DST; *--w = (uint32_t)e->dst; }
-    if (e->src != -1) { flags |= F_SRC; *--w = (uint32_t)e->src; }
-    if (e->stag != 0) { flags |= F_STAG; *--w = (uint32_t)e->stag; }
-    if (e->rtag != 0) { flags |= F_RTAG; *--w = (uint32_t)e->rtag; }
-    if (e->sent != 0) {
-        *--w = (uint32_t)e->sent;
-        if ((uint64_t)e->sent <= UINT32_MAX) {
-            flags |= 1u << F_SENT;
-        } else {
-            flags |= 2u << F_SENT;
-            *--w = (uint32_t)((uint64_t)e->sent >> 32);
-        }
-    }
-    if (e->recv != 0) {
-        *--w = (uint32_t)e->recv;
-        if ((uint64_t)e->recv <= UINT32_MAX) {
-            flags |= 1u << F_RECV;
-        } else {
-            flags |= 2u << F_RECV;
-            *--w = (uint32_t)((uint64_t)e->recv >> 32);
-        }
-    }
-    if (e->req != 0) {
-        *--w = (uint32_t)e->req;
-        if ((e->req >> 32) == (uint64_t)(t->index + 1) << 8) { /* a request this thread started */
-            flags |= 1u << F_REQ;
-        } else {
-            flags |= 2u << F_REQ;
-            *--w = (uint32_t)(e->req >> 32);
-        }
-    }
-    f->fn = (uint16_t)e->fn;
-    f->flags = (uint16_t)flags;
-    /* the event is complete: count it (a writer or a signal handler may copy the buffer any time) */
-    const uint64_t words = (uint64_t)(word_end(b) - w);
-    __atomic_store_n(&b->committed, words << 32 | (n + 1), __ATOMIC_RELEASE);
-}
-
-static uint32_t world_uid; /* MPI_COMM_WORLD's, the communicator of most calls */
-
-static inline __attribute__((always_inline)) uint32_t comm_uid(MPI_Comm comm)
-{
-    if (comm == MPI_COMM_WORLD) return world_uid;
-    if (comm == MPI_COMM_NULL) return 0;
-    const ml_comm_t *c = ml_comm_get(comm);
-    return c ? (uint32_t)c->uid : 0;
-}
-
-static inline __attribute__((always_inline)) int world(MPI_Comm comm, int rank)
-{
-    if (rank < 0 || comm == MPI_COMM_NULL) return -1; /* MPI_PROC_NULL, MPI_ANY_SOURCE, MPI_ROOT */
-    return ml_world_rank(comm, rank);
-}
-
-void ml_trace_call(ml_thread_t *t, const ml_call_t *c)
-{
-    const ml_tev_t e = {
-        .t0 = c->t0,
-        .t1 = c->t1,
-        .kind = TEV_CALL,
-        .fn = (uint32_t)c->fn,
-        .comm = comm_uid(c->comm),
-        .dst = world(c->comm, c->dst),
-        .src = world(c->comm, c->status ? c->status->MPI_SOURCE : c->src),
-        .stag = c->stag,
-        .rtag = c->status ? c->status->MPI_TAG : c->rtag,
-        .sent = c->sent,
-        .recv = c->recv,
-        .req = c->req,
-    };
-    emit(t, &e);
-}
+void ml_trace_call(ml_thread_t *t, const ml_call_t *c) { ml_trace_call_inline(t, c); }
 
 void ml_trace_plain(ml_thread_t *t, int fn, uint64_t t0, uint64_t t1)
 {
     const ml_tev_t e = {.t0 = t0, .t1 = t1, .kind = TEV_CALL, .fn = (uint32_t)fn, .dst = -1, .src = -1};
-    emit(t, &e);
+    ml_trace_emit(t, &e);
 }
 
 void ml_trace_done(ml_thread_t *t, const ml_req_t *r, const MPI_Status *st, int64_t sent, int64_t recv)
@@ -388,7 +243,7 @@ void ml_trace_done(ml_thread_t *t, const ml_req_t *r, const MPI_Status *st, int6
     if (st != NULL && st->MPI_SOURCE >= 0 && r->comm != NULL && r->comm->world != NULL &&
         st->MPI_SOURCE < (r->comm->is_inter ? r->comm->remote_size : r->comm->size))
         e.src = r->comm->world[st->MPI_SOURCE];
-    emit(t, &e);
+    ml_trace_emit(t, &e);
 }
 
 void ml_trace_region(ml_thread_t *t, int begin, uint32_t path_id)
@@ -396,7 +251,7 @@ void ml_trace_region(ml_thread_t *t, int begin, uint32_t path_id)
     const uint64_t now = ml_now();
     const ml_tev_t e = {.t0 = now, .t1 = now, .kind = begin ? TEV_REGION_BEGIN : TEV_REGION_END,
                         .fn = path_id, .dst = -1, .src = -1};
-    emit(t, &e);
+    ml_trace_emit(t, &e);
 }
 
 void ml_trace_counter(ml_thread_t *t, uint32_t id, double value)
@@ -404,7 +259,7 @@ void ml_trace_counter(ml_thread_t *t, uint32_t id, double value)
     const uint64_t now = ml_now();
     ml_tev_t e = {.t0 = now, .t1 = now, .kind = TEV_COUNTER, .fn = id, .dst = -1, .src = -1};
     memcpy(&e.sent, &value, sizeof value);
-    emit(t, &e);
+    ml_trace_emit(t, &e);
 }
 
 /* ------------------------------------------------------------------------------- clocks */
@@ -548,10 +403,10 @@ static void write_json_block(const char *magic, int trailer)
 /* ------------------------------------------------------------------------------- lifetime */
 int ml_trace_init(void)
 {
-    data_bytes = (size_t)ml_g.config.trace_buffer_kb * 1024;
+    ml_trace_data_bytes = (size_t)ml_g.config.trace_buffer_kb * 1024;
     nbuffers = (uint32_t)ml_g.config.trace_buffers;
     const ml_comm_t *w = ml_comm_get(MPI_COMM_WORLD);
-    world_uid = w ? (uint32_t)w->uid : 0;
+    ml_trace_world_uid = w ? (uint32_t)w->uid : 0;
     char dir[4200];
     snprintf(dir, sizeof dir, "%s/trace", ml_g.outdir);
     if (ml_g.rank == 0 && mkdir(dir, 0777) != 0 && errno != EEXIST) return -1;
@@ -572,7 +427,7 @@ void ml_trace_thread(ml_thread_t *t)
 {
     if (fd < 0) return;
     t->index = __atomic_fetch_add(&threads_seen, 1, __ATOMIC_RELAXED);
-    const size_t size = sizeof(ml_tbuf_t) + data_bytes;
+    const size_t size = sizeof(ml_tbuf_t) + ml_trace_data_bytes;
     for (uint32_t i = 0; i < nbuffers && i < 8; i++) {
         void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (p == MAP_FAILED) break;

@@ -1,0 +1,174 @@
+/* Trace mode's event encoding (format in trace.c) and the per-call hook inlined into the wrappers
+ * of the frequent, short functions: built in place, the constant fields of each wrapper's call
+ * (no source for a send, no tag for a wait, ...) fold away, which halves what an event costs on
+ * the path of an 8-byte message. trace.c holds the buffers' life and the writer thread. */
+#ifndef ML_TRACE_EVENT_H
+#define ML_TRACE_EVENT_H
+
+#include "ml.h"
+
+enum { TEV_CALL = 1, TEV_DONE = 2, TEV_REGION_BEGIN = 3, TEV_REGION_END = 4, TEV_COUNTER = 5 };
+enum {
+    F_LONG = 1u << 3, F_COMM = 1u << 4, F_DST = 1u << 5, F_SRC = 1u << 6, F_STAG = 1u << 7, F_RTAG = 1u << 8,
+    F_SENT = 9, F_RECV = 11, F_REQ = 13, /* shifts of the two-bit widths */
+    MAX_WORDS = 15
+};
+
+typedef struct ml_tfix {
+    int32_t dt;
+    uint32_t dur;
+    uint16_t fn; /* function id, region path or counter id */
+    uint16_t flags;
+} ml_tfix_t;
+_Static_assert(sizeof(ml_tfix_t) == 12, "the fixed part of an event is 12 bytes");
+
+typedef struct ml_tbuf {
+    int state;
+    uint32_t thread;
+    /* events (low half) and words (high half) committed by the filling thread, in one atomic so
+     * that a writer flushing the buffer meanwhile sees both of the same moment */
+    uint64_t committed;
+    uint32_t flushed, wflushed; /* events and words already written */
+    int busy;                   /* held by whoever writes from this buffer: the writer or a dying process */
+    uint32_t filling;           /* this thread's count of buffer fillings, to group the blocks */
+    uint64_t last_t0;           /* the previous event of this filling (thread-private) */
+    uint32_t last_comm;
+    struct ml_tbuf *next;
+    _Alignas(8) unsigned char data[]; /* fixed parts from the start, words from the end */
+} ml_tbuf_t;
+
+/* One event with all of its fields, before encoding. */
+typedef struct ml_tev {
+    uint64_t t0, t1; /* ticks */
+    uint32_t kind, fn, comm;
+    int32_t dst, src, stag, rtag; /* world ranks (-1: none); tags */
+    int64_t sent, recv;           /* bytes; counters: the value's bits in sent */
+    uint64_t req;                 /* operation number ((thread + 1) << 40 | sequence), 0: none */
+} ml_tev_t;
+
+extern size_t ml_trace_data_bytes;  /* of each buffer */
+extern uint32_t ml_trace_world_uid; /* MPI_COMM_WORLD's, the communicator of most calls */
+/* The thread's buffer is full (or it has none yet): queue it, return a free one. */
+ml_tbuf_t *ml_trace_swap(ml_thread_t *t);
+
+ML_HOT ml_tfix_t *ml_tbuf_fixed(ml_tbuf_t *b) { return (ml_tfix_t *)b->data; }
+/* the end of the buffer: the words grow downwards from here */
+ML_HOT uint32_t *ml_tbuf_word_end(ml_tbuf_t *b) { return (uint32_t *)(b->data + ml_trace_data_bytes); }
+
+/* Encode one event at the end of the thread's buffer (format at the top of trace.c). */
+ML_HOT void ml_trace_emit(ml_thread_t *t, const ml_tev_t *e)
+{
+    ml_tbuf_t *b = t->tcur;
+    uint64_t c = b ? b->committed : 0;
+    if (ML_UNLIKELY(b == NULL ||
+                    ((uint32_t)c + 1) * sizeof(ml_tfix_t) + ((c >> 32) + MAX_WORDS) * 4 > ml_trace_data_bytes)) {
+        b = ml_trace_swap(t);
+        c = 0;
+    }
+    const uint32_t n = (uint32_t)c;
+    uint32_t *const end = ml_tbuf_word_end(b);
+    uint32_t *w = end - (uint32_t)(c >> 32); /* the fields are stored downwards */
+    uint32_t flags = e->kind;
+    ml_tfix_t *f = ml_tbuf_fixed(b) + n;
+    const int64_t dt = (int64_t)(e->t0 - b->last_t0);
+    const uint64_t dur = e->t1 - e->t0;
+    if (ML_LIKELY(n > 0 && dt == (int32_t)dt && dur <= UINT32_MAX)) {
+        f->dt = (int32_t)dt;
+        f->dur = (uint32_t)dur;
+    } else { /* the first event of the filling, or a long gap or call */
+        flags |= F_LONG;
+        f->dt = 0;
+        f->dur = 0;
+        *--w = (uint32_t)e->t0;
+        *--w = (uint32_t)(e->t0 >> 32);
+        *--w = (uint32_t)dur;
+        *--w = (uint32_t)(dur >> 32);
+    }
+    b->last_t0 = e->t0;
+    if (e->comm != b->last_comm) {
+        flags |= F_COMM;
+        *--w = e->comm;
+        b->last_comm = e->comm;
+    }
+    if (e->dst != -1) { flags |= F_DST; *--w = (uint32_t)e->dst; }
+    if (e->src != -1) { flags |= F_SRC; *--w = (uint32_t)e->src; }
+    if (e->stag != 0) { flags |= F_STAG; *--w = (uint32_t)e->stag; }
+    if (e->rtag != 0) { flags |= F_RTAG; *--w = (uint32_t)e->rtag; }
+    if (e->sent != 0) {
+        *--w = (uint32_t)e->sent;
+        if ((uint64_t)e->sent <= UINT32_MAX) {
+            flags |= 1u << F_SENT;
+        } else {
+            flags |= 2u << F_SENT;
+            *--w = (uint32_t)((uint64_t)e->sent >> 32);
+        }
+    }
+    if (e->recv != 0) {
+        *--w = (uint32_t)e->recv;
+        if ((uint64_t)e->recv <= UINT32_MAX) {
+            flags |= 1u << F_RECV;
+        } else {
+            flags |= 2u << F_RECV;
+            *--w = (uint32_t)((uint64_t)e->recv >> 32);
+        }
+    }
+    if (e->req != 0) {
+        *--w = (uint32_t)e->req;
+        if ((e->req >> 32) == (uint64_t)(t->index + 1) << 8) { /* a request this thread started */
+            flags |= 1u << F_REQ;
+        } else {
+            flags |= 2u << F_REQ;
+            *--w = (uint32_t)(e->req >> 32);
+        }
+    }
+    f->fn = (uint16_t)e->fn;
+    f->flags = (uint16_t)flags;
+    /* the event is complete: count it (a writer or a signal handler may copy the buffer any time) */
+    const uint64_t words = (uint64_t)(end - w);
+    __atomic_store_n(&b->committed, words << 32 | (n + 1), __ATOMIC_RELEASE);
+}
+
+ML_HOT uint32_t ml_trace_comm_uid(MPI_Comm comm)
+{
+    if (comm == MPI_COMM_WORLD) return ml_trace_world_uid;
+    if (comm == MPI_COMM_NULL) return 0;
+    const ml_comm_t *c = ml_comm_get(comm);
+    return c ? (uint32_t)c->uid : 0;
+}
+
+/* World rank of a peer argument, -1 for none (MPI_PROC_NULL, MPI_ANY_SOURCE, MPI_ROOT). */
+ML_HOT int ml_trace_world(MPI_Comm comm, int rank)
+{
+    if (rank < 0 || comm == MPI_COMM_NULL) return -1;
+    return ml_world_rank(comm, rank);
+}
+
+/* The event of one MPI call as a wrapper describes it. */
+ML_HOT void ml_trace_call_inline(ml_thread_t *t, const ml_call_t *c)
+{
+    const ml_tev_t e = {
+        .t0 = c->t0,
+        .t1 = c->t1,
+        .kind = TEV_CALL,
+        .fn = (uint32_t)c->fn,
+        .comm = ml_trace_comm_uid(c->comm),
+        .dst = ml_trace_world(c->comm, c->dst),
+        .src = ml_trace_world(c->comm, c->status ? c->status->MPI_SOURCE : c->src),
+        .stag = c->stag,
+        .rtag = c->status ? c->status->MPI_TAG : c->rtag,
+        .sent = c->sent,
+        .recv = c->recv,
+        .req = c->req,
+    };
+    ml_trace_emit(t, &e);
+}
+
+/* ml_observe_call (observe.c) for the wrappers of the frequent, short functions: the trace's
+ * event inlined, the other observers called. */
+ML_HOT void ml_observe_call_inline(ml_thread_t *t, const ml_call_t *c)
+{
+    if (t->trace) ml_trace_call_inline(t, c);
+    if (t->observe & ML_OBS_COUNTERS) ml_spc_call(t, c);
+}
+
+#endif
