@@ -289,7 +289,6 @@ def trace_line(fn: str, sem: Semantics, r: Roles, status_expr: str) -> str:
               f".req = {'ml_seq' if sem.request else '0'}", f".status = {status}"]
     # the frequent, short functions get the trace event inlined (trace_event.h): their constant
     # fields fold away; the others call it, which keeps the library small
-    # fields fold away; the others call it, which keeps the library small
     hook = "ml_observe_call_inline(ml_t, &ml_call)" if sampled(sem) else "ml_observe_call(ml_t, &ml_call)"
     return ("if (ML_UNLIKELY(ml_t->observe & ML_OBS_AT_CALL)) { const ml_call_t ml_call = {" + ", ".join(fields) +
             "}; " + hook + "; }")

@@ -421,7 +421,8 @@ typedef struct ml_call {
  * the thread's `observe` bits are set (one predictable branch otherwise):
  *   ml_observe_enter(t, fn)  before the MPI call (bits in ML_OBS_AT_ENTER only)
  *   ml_observe_call(t, c)    after a successful call, with its peers, tags and bytes
- * runtime/src/observe.c dispatches them to each mode. */
+ * runtime/src/observe.c dispatches them to each mode; the wrappers of the frequent, short
+ * functions inline ml_observe_call's dispatch (ml_observe_call_inline, trace_event.h). */
 void ml_observe_enter(ml_thread_t *t, int fn);
 void ml_observe_call(ml_thread_t *t, const ml_call_t *c);
 /* Called once at the end of MPI_Init, when every mode has decided whether it is on. */

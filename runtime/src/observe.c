@@ -1,8 +1,9 @@
 /* Observers: the modes that see MPI calls besides the profile (trace; counters, memory, PAPI
  * and MPI_T sampling as they are built). The generated wrappers call these functions only when
  * the calling thread's `observe` bits are set, so a profile-only run pays one predictable branch.
- * Each mode adds its line to each dispatcher below and its bit in ml_observers_start. */
-#include "ml.h"
+ * Each mode adds its line to each dispatcher below (the one of ml_observe_call is
+ * ml_observe_call_inline in trace_event.h) and its bit in ml_observers_start. */
+#include "trace_event.h"
 
 void ml_observers_start(void)
 {
@@ -24,8 +25,5 @@ void ml_observe_leave(ml_thread_t *t, int fn)
     if (t->observe & ML_OBS_COUNTERS) ml_spc_leave(t, fn);
 }
 
-void ml_observe_call(ml_thread_t *t, const ml_call_t *c)
-{
-    if (t->trace) ml_trace_call(t, c);
-    if (t->observe & ML_OBS_COUNTERS) ml_spc_call(t, c);
-}
+/* the dispatch is ml_observe_call_inline (trace_event.h), shared with the inlining wrappers */
+void ml_observe_call(ml_thread_t *t, const ml_call_t *c) { ml_observe_call_inline(t, c); }
