@@ -14,7 +14,6 @@ Timers hold raw ticks; ticks_per_ns (layout of each rank) converts them, once, h
 from __future__ import annotations
 
 import json
-import struct
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,12 +21,14 @@ from typing import Any
 
 import numpy as np
 
+from . import _layout as L
 from .errors import RunDirectoryError
 
-LIVE_MAGIC = b"MLSPCLV1"
-SERIES_MAGIC = b"MLSPCTS1"
-LIVE_HDR = struct.Struct("<8sIIQQdQiiII")  # magic version nv seq t_ns ticks_per_ns updates rank pid state period
-SERIES_HDR = struct.Struct("<8sIIiIdQ")    # magic version nv rank period_ms ticks_per_ns records
+# layouts: runtime/spec/rundir.yaml, files counters_live and counters_series
+LIVE_MAGIC, SERIES_MAGIC = L.MAGIC_COUNTERS_LIVE, L.MAGIC_COUNTERS_SERIES
+LIVE_HDR = L.SPC_LIVE_HEADER  # magic version nv seq t_ns ticks_per_ns updates rank pid state period_ms
+SERIES_HDR = L.SPC_SERIES_HEADER  # magic version nv rank period_ms ticks_per_ns records pad
+SERIES_REC = L.SPC_SERIES_RECORD  # t_ns final, then nv int64
 # the counters shown first, in this order (seed names without OMPI_SPC_)
 MAIN = ["MPI_CALLS", "BYTES_SENT_USER", "BYTES_RECEIVED_USER", "MESSAGES_SENT_USER", "MESSAGES_RECEIVED_USER",
         "BYTES_SENT_MPI", "BYTES_RECEIVED_MPI", "COLLECTIVE_CALLS", "BYTES_PUT", "BYTES_GET", "EAGER_MESSAGES",
@@ -109,15 +110,16 @@ class Series:
 
 def read_series(path: Path, nv: int) -> Series:
     raw = path.read_bytes()
-    if len(raw) < 64 or raw[:8] != SERIES_MAGIC:
+    if len(raw) < SERIES_HDR.size or raw[:8] != SERIES_MAGIC:
         raise RunDirectoryError(f"{path}: not a counters time series")
-    _, _, fnv, rank, _, tpn, _ = SERIES_HDR.unpack_from(raw)
+    _, _, fnv, rank, _, tpn, _, _ = SERIES_HDR.unpack_from(raw)
     if fnv != nv:
         raise RunDirectoryError(f"{path}: {fnv} counters, layout.json says {nv}")
-    rec = (nv + 2) * 8
-    n = (len(raw) - 64) // rec  # a record cut short by a killed process is left out
-    a = np.frombuffer(raw, dtype="<i8", count=n * (nv + 2), offset=64).reshape(n, nv + 2)
-    return Series(rank, a[:, 0].astype(np.float64) * 1e-9, a[:, 2:], a[:, 1] != 0, float(tpn))
+    head = SERIES_REC.size // 8  # the record's head (t_ns, final) as int64 words, then the nv values
+    rec = SERIES_REC.size + nv * 8
+    n = (len(raw) - SERIES_HDR.size) // rec  # a record cut short by a killed process is left out
+    a = np.frombuffer(raw, dtype="<i8", count=n * rec // 8, offset=SERIES_HDR.size).reshape(n, rec // 8)
+    return Series(rank, a[:, 0].astype(np.float64) * 1e-9, a[:, head:], a[:, 1] != 0, float(tpn))
 
 
 @dataclass
@@ -214,16 +216,17 @@ def read_live_file(path: Path, nv: int | None = None, tries: int = 50) -> dict[s
             for _ in range(tries):
                 f.seek(0)
                 raw = f.read()
-                if len(raw) < 64 or raw[:8] != LIVE_MAGIC:
+                if len(raw) < LIVE_HDR.size or raw[:8] != LIVE_MAGIC:
                     return None
                 _, _, fnv, seq, t_ns, tpn, updates, rank, pid, state, period = LIVE_HDR.unpack_from(raw)
                 if nv is not None and fnv != nv:
                     return None
-                if len(raw) < 64 + 8 * fnv:
+                if len(raw) < LIVE_HDR.size + 8 * fnv:
                     return None
-                vals = np.frombuffer(raw, dtype="<i8", count=fnv, offset=64).copy()
-                f.seek(16)
-                seq2 = struct.unpack("<Q", f.read(8))[0]
+                vals = np.frombuffer(raw, dtype="<i8", count=fnv, offset=LIVE_HDR.size).copy()
+                seq_at = L.SPC_LIVE_HEADER_DTYPE.fields["seq"][1]  # read the sequence again: unchanged and even
+                f.seek(seq_at)
+                seq2 = int(np.frombuffer(f.read(8), dtype="<u8")[0])
                 if seq % 2 == 0 and seq == seq2:
                     return {"rank": rank, "pid": pid, "t_s": t_ns * 1e-9, "ticks_per_ns": tpn, "updates": updates,
                             "state": "finished" if state == 2 else "running", "period_ms": period, "values": vals}

@@ -1,6 +1,6 @@
 """Read the compute intervals recorded with MPILENS_INTERVALS (ranks/intervals-NNNNNN.bin): per
 rank, the time between consecutive synchronizing collectives on communicators of all ranks, and
-the time inside each. Format: runtime/src/intervals.c."""
+the time inside each. Layout: runtime/spec/rundir.yaml, file `intervals`."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import _layout as L
 from .errors import RunDirectoryError
 
 
@@ -30,13 +31,14 @@ class Intervals:
 def read_file(path: Path) -> tuple[int, np.ndarray, int]:
     """Return (rank, pairs[k, 2], dropped) of one intervals file."""
     data = path.read_bytes()
-    if len(data) < 32 or data[:8] != b"MLINTV01":
+    head = L.INTERVALS_HEADER
+    if len(data) < head.size or data[:8] != L.MAGIC_INTERVALS:
         raise RunDirectoryError(f"{path.name} is not an mpilens intervals file")
-    rank, _ = np.frombuffer(data, dtype="<u4", count=2, offset=8)
-    count, dropped = np.frombuffer(data, dtype="<u8", count=2, offset=16)
-    if len(data) < 32 + 16 * int(count):
+    _, rank, _, count, dropped = head.unpack_from(data)
+    if len(data) < head.size + L.INTERVAL.size * count:
         raise RunDirectoryError(f"{path.name} is truncated: {len(data)} bytes for {count} intervals")
-    pairs = np.frombuffer(data, dtype="<f8", count=2 * int(count), offset=32).reshape(-1, 2)
+    rec = np.frombuffer(data, dtype=L.INTERVAL_DTYPE, count=count, offset=head.size)
+    pairs = np.stack([rec["compute_s"], rec["collective_s"]], axis=1)
     return int(rank), pairs, int(dropped)
 
 

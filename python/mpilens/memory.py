@@ -32,18 +32,16 @@ from typing import Any
 
 import numpy as np
 
+from . import _layout as L
 from .errors import RunDirectoryError
-from .payload import END_REASONS
 
-HEADER = np.dtype([("magic", "S8"), ("rank", "<u4"), ("nranks", "<u4"), ("method", "<u4"), ("period_ms", "<u4"),
-                   ("record_size", "<u4"), ("pid", "<u4"), ("rollup", "<u4"), ("page_size", "<u4"),
-                   ("init_ns", "<u8"), ("pad", "<u8", 2)])
-RECORD = np.dtype([("kind", "<u2"), ("fn", "<u2"), ("aux", "<u4"), ("t", "<u8"), ("pss", "<i8"), ("rss", "<i8"),
-                   ("a", "<i8"), ("b", "<i8"), ("c", "<i8"), ("d", "<i8")])
-MAGIC = b"MLMEM01\n"
-SAMPLE, INIT_BEGIN, INIT_END, FINAL, CALL, MARK, FUNC, END, FINI_BEGIN = range(1, 10)
-MARK_BEGIN, MARK_END, MARK_PCONTROL = 1, 2, 3
-METHODS = ("fast", "smaps")
+# the file's layout (runtime/spec/rundir.yaml, file `memory`): a header, then records whose last 32
+# bytes are named after their kind (sample_*, call_*, func_*, mark_name)
+HEADER, RECORD, MAGIC = L.MEM_HEADER_DTYPE, L.MEM_RECORD_DTYPE, L.MAGIC_MEMORY
+SAMPLE, INIT_BEGIN, INIT_END, FINAL = L.MEM_KIND_SAMPLE, L.MEM_KIND_INIT_BEGIN, L.MEM_KIND_INIT_END, L.MEM_KIND_FINAL
+CALL, MARK, FUNC, END, FINI_BEGIN = L.MEM_KIND_CALL, L.MEM_KIND_MARK, L.MEM_KIND_FUNC, L.MEM_KIND_END, L.MEM_KIND_FINI_BEGIN
+MARK_BEGIN, MARK_END, MARK_PCONTROL = L.MEM_MARK_BEGIN, L.MEM_MARK_END, L.MEM_MARK_PCONTROL
+METHODS = tuple(L.MEM_METHOD_NAMES[i] for i in sorted(L.MEM_METHOD_NAMES))
 MAX_POINTS = 2000  # points per timeline in JSON documents and charts
 
 
@@ -261,29 +259,29 @@ def read_rank(file: Path, names: list[str], local: int, method: str | None = Non
     fe = samp[samp["kind"] == FINAL]
     init_pss = init_rss = 0
     if len(ib) and len(ie):  # the tool's own growth (its state is set up inside MPI_Init) left out
-        init_pss = int((ie[0]["pss"] - ie[0]["d"]) - (ib[0]["pss"] - ib[0]["d"]))
-        init_rss = int((ie[0]["rss"] - ie[0]["d"]) - (ib[0]["rss"] - ib[0]["d"]))
+        init_pss = int((ie[0]["pss"] - ie[0]["sample_tool"]) - (ib[0]["pss"] - ib[0]["sample_tool"]))
+        init_rss = int((ie[0]["rss"] - ie[0]["sample_tool"]) - (ib[0]["rss"] - ib[0]["sample_tool"]))
     elif len(rec):
         problems.append(f"{file.name}: no MPI_Init samples; MPI's part starts at 0")
     fini = None  # absent when the process ended before MPI_Finalize (said by its end record)
     if len(fb) and len(fe):  # MPI_Finalize, like MPI_Init, by residency: the loader unmaps components
-        fini = (float((fe[0]["pss"] - fe[0]["d"]) - (fb[0]["pss"] - fb[0]["d"])),
-                float((fe[0]["rss"] - fe[0]["d"]) - (fb[0]["rss"] - fb[0]["d"])))
-    t_ie = int(ie[0]["t"]) if len(ie) else 0
+        fini = (float((fe[0]["pss"] - fe[0]["sample_tool"]) - (fb[0]["pss"] - fb[0]["sample_tool"])),
+                float((fe[0]["rss"] - fe[0]["sample_tool"]) - (fb[0]["rss"] - fb[0]["sample_tool"])))
+    t_ie = int(ie[0]["t_ns"]) if len(ie) else 0
     share = 1.0 / max(local, 1)
 
-    ts = [samp["t"].astype(np.float64)]
+    ts = [samp["t_ns"].astype(np.float64)]
     pss = [samp["pss"].astype(np.float64)]
     rss = [samp["rss"].astype(np.float64)]
-    tool = [samp["d"].astype(np.float64)]
+    tool = [samp["sample_tool"].astype(np.float64)]
     if method == "fast":
         base = ie[0] if len(ie) else None
-        after = samp["t"] >= t_ie
+        after = samp["t_ns"] >= t_ie
 
         def since_init(col: str) -> np.ndarray:
             return samp[col] - (float(base[col]) if base is not None else 0.0)
 
-        growth = since_init("a") + since_init("b") + since_init("c") * share
+        growth = since_init("sample_mpi_heap") + since_init("sample_mpi_mapped") + since_init("sample_mpi_shared") * share
         level = np.where(after, init_pss + growth, 0.0)
         level_rss = np.where(after, init_rss + growth, 0.0)
         if fini is not None:
@@ -297,15 +295,15 @@ def read_rank(file: Path, names: list[str], local: int, method: str | None = Non
         mpi, mpi_rss = level[o], level_rss[o]
         p, q, tl = pss[0][o], rss[0][o], tool[0][o]
     else:
-        calls = rec[(kinds == CALL) & (rec["pss"] >= 0) & (rec["a"] >= 0)]
+        calls = rec[(kinds == CALL) & (rec["pss"] >= 0) & (rec["call_pss_before"] >= 0)]
         f_pss, f_rss = fini if fini is not None else (0.0, 0.0)
         inc = [np.where(samp["kind"] == INIT_END, float(init_pss), np.where(samp["kind"] == FINAL, f_pss, 0.0)),
-               np.zeros(len(calls)), (calls["pss"] - calls["a"]).astype(np.float64)]
+               np.zeros(len(calls)), (calls["pss"] - calls["call_pss_before"]).astype(np.float64)]
         inc_rss = [np.where(samp["kind"] == INIT_END, float(init_rss), np.where(samp["kind"] == FINAL, f_rss, 0.0)),
-                   np.zeros(len(calls)), (calls["rss"] - calls["b"]).astype(np.float64)]
-        ts += [calls["c"].astype(np.float64), calls["t"].astype(np.float64)]
-        pss += [calls["a"].astype(np.float64), calls["pss"].astype(np.float64)]
-        rss += [calls["b"].astype(np.float64), calls["rss"].astype(np.float64)]
+                   np.zeros(len(calls)), (calls["rss"] - calls["call_rss_before"]).astype(np.float64)]
+        ts += [calls["call_t_before"].astype(np.float64), calls["t_ns"].astype(np.float64)]
+        pss += [calls["call_pss_before"].astype(np.float64), calls["pss"].astype(np.float64)]
+        rss += [calls["call_rss_before"].astype(np.float64), calls["rss"].astype(np.float64)]
         tool += [np.full(len(calls), np.nan), np.full(len(calls), np.nan)]
         t = np.concatenate(ts)
         o = np.argsort(t, kind="stable")
@@ -321,8 +319,9 @@ def read_rank(file: Path, names: list[str], local: int, method: str | None = Non
 
     funcs: dict[str, dict[str, int]] = {}
     for f in rec[kinds == FUNC]:
-        funcs[name(int(f["fn"]))] = {"allocated": int(f["a"]), "freed": int(f["b"]), "allocations": int(f["t"]),
-                                     "frees": int(f["c"]), "shared": int(f["d"]), "shm": int(f["aux"]),
+        funcs[name(int(f["fn"]))] = {"allocated": int(f["func_alloc"]), "freed": int(f["func_freed"]),
+                                     "allocations": int(f["t_ns"]), "frees": int(f["func_nfree"]),
+                                     "shared": int(f["func_shared"]), "shm": int(f["aux"]),
                                      "pss_grown": int(f["pss"]), "pss_shrunk": int(f["rss"])}
     # MPI_Init's and MPI_Finalize's parts are their residency changes, in both methods
     for rec0, delta in ((ie, init_pss), (fe, int(fini[0]) if fini is not None else None)):
@@ -334,11 +333,11 @@ def read_rank(file: Path, names: list[str], local: int, method: str | None = Non
     marks = []
     for m in rec[kinds == MARK]:
         what = {MARK_BEGIN: "begin", MARK_END: "end", MARK_PCONTROL: "pcontrol"}.get(int(m["aux"]), "?")
-        label = m.tobytes()[32:64].split(b"\0", 1)[0].decode("utf-8", "replace")
-        marks.append({"t": float(m["t"]) * 1e-9, "what": what, "name": label, "level": int(m["fn"])})
+        label = bytes(m["mark_name"]).split(b"\0", 1)[0].decode("utf-8", "replace")
+        marks.append({"t": float(m["t_ns"]) * 1e-9, "what": what, "name": label, "level": int(m["fn"])})
     marks.sort(key=lambda m: m["t"])
     ends = rec[kinds == END]
-    ended = END_REASONS.get(int(ends[-1]["aux"]), "unknown") if len(ends) else None
+    ended = L.END_REASON_NAMES.get(int(ends[-1]["aux"]), "unknown") if len(ends) else None
     if ended is None:
         problems.append(f"{file.name}: no end record (the process was killed); samples up to "
                         f"{float(t[-1]) * 1e-9 if len(t) else 0:.3f} s are used")

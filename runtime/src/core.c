@@ -238,6 +238,21 @@ int ml_make_dirs(const char *path)
     return access(tmp, W_OK) == 0 ? 0 : -1;
 }
 
+int ml_rundir_path(char *path, size_t n, const char *format, ...)
+{
+    const int k = snprintf(path, n, "%s/", ml_g.outdir);
+    va_list ap;
+    va_start(ap, format);
+    const int m = k < 0 || (size_t)k >= n ? -1 : vsnprintf(path + k, n - (size_t)k, format, ap);
+    va_end(ap);
+    if (m < 0 || (size_t)(k + m) >= n) return -1;
+    char *slash = strrchr(path, '/');
+    *slash = 0;
+    const int rc = ml_make_dirs(path);
+    *slash = '/';
+    return rc;
+}
+
 static void choose_outdir(char *out, size_t n)
 {
     if (ml_g.config.output[0] != 0) {
@@ -286,7 +301,7 @@ void ml_init_after_mpi_init(int thread_level, uint64_t t_begin)
     /* an absolute path: the handlers that write partial data may run after a chdir() */
     char abs[PATH_MAX]; /* not realpath's malloc: in memory mode it would count as MPI_Init's */
     snprintf(ml_g.outdir, sizeof ml_g.outdir, "%s", realpath(dir.path, abs) ? abs : dir.path);
-    snprintf(ml_g.partial_path, sizeof ml_g.partial_path, "%s/ranks/rank-%06d.partial", ml_g.outdir, ml_g.rank);
+    snprintf(ml_g.partial_path, sizeof ml_g.partial_path, "%s/" ML_PATH_PARTIAL, ml_g.outdir, ml_g.rank);
     snprintf(ml_g.partial_tmp_path, sizeof ml_g.partial_tmp_path, "%s.tmp", ml_g.partial_path);
 
     ml_g.max_paths = (uint32_t)ml_g.config.max_regions + 2; /* + the root path and "(overflow)" */
@@ -409,7 +424,7 @@ void ml_finalize_before_mpi_finalize(void)
     const double gather_s = (double)(ml_clock_ns() - g0) * 1e-9;
     if (ml_g.rank == 0) {
         char path[4200];
-        snprintf(path, sizeof path, "%s/profile.json", ml_g.outdir);
+        snprintf(path, sizeof path, "%s/" ML_PATH_PROFILE, ml_g.outdir);
         if (rc != 0 || ml_profile_write(path, all, len, ml_g.size, gather_s) != 0)
             fprintf(stderr, "mpilens: could not write %s (%s)\n", path, rc != 0 ? "out of memory" : strerror(errno));
         ml_meta_finish();
@@ -441,13 +456,12 @@ static void reset_all(void)
 static void snapshot(void)
 {
     static int taken;
-    char dir[4200], path[4300], tmp[4310];
-    snprintf(dir, sizeof dir, "%s/pcontrol/%04d", ml_g.outdir, __atomic_add_fetch(&taken, 1, __ATOMIC_RELAXED));
-    if (ml_make_dirs(dir) != 0) {
-        ml_log(0, "MPI_Pcontrol: cannot create %s (%s): no snapshot", dir, strerror(errno));
+    char path[4300], tmp[4310];
+    if (ml_rundir_path(path, sizeof path, ML_PATH_SNAPSHOT, __atomic_add_fetch(&taken, 1, __ATOMIC_RELAXED),
+                       ml_g.rank) != 0) {
+        ml_log(0, "MPI_Pcontrol: cannot create the folder of %s (%s): no snapshot", path, strerror(errno));
         return;
     }
-    snprintf(path, sizeof path, "%s/rank-%06d.bin", dir, ml_g.rank);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     if (ml_payload_to_file(tmp, path, ML_END_SNAPSHOT, 0) != 0)
         ml_log(0, "MPI_Pcontrol: cannot write %s (%s): no snapshot", path, strerror(errno));

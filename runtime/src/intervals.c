@@ -3,8 +3,8 @@
  * compute between them) and the time inside it. The per-interval maximum over ranks is what the
  * variability models of `mpilens model variability` fit.
  *
- * ranks/intervals-NNNNNN.bin: "MLINTV01" u32 rank, u32 nranks, u64 count, u64 dropped, then count
- * pairs of f64 (compute seconds, collective seconds), in call order. */
+ * ranks/intervals-NNNNNN.bin: an ml_intervals_header_t, then count ml_interval_t (compute seconds,
+ * collective seconds) in call order (runtime/spec/rundir.yaml, file `intervals`). */
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -47,19 +47,18 @@ void ml_interval(MPI_Comm comm, uint64_t t0, uint64_t t1)
 int ml_intervals_write(void)
 {
     char path[4300], tmp[4310];
-    snprintf(path, sizeof path, "%s/ranks/intervals-%06d.bin", ml_g.outdir, ml_g.rank);
+    snprintf(path, sizeof path, "%s/" ML_PATH_INTERVALS, ml_g.outdir, ml_g.rank);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     FILE *f = fopen(tmp, "w");
     if (f == NULL) return -1;
     const uint64_t n = ml_intervals_recorded();
-    const uint32_t head[2] = {(uint32_t)ml_g.rank, (uint32_t)ml_g.size};
-    fwrite("MLINTV01", 1, 8, f);
-    fwrite(head, sizeof head, 1, f);
-    fwrite(&n, 8, 1, f);
-    fwrite(&dropped, 8, 1, f);
+    ml_intervals_header_t head = {.rank = (uint32_t)ml_g.rank, .nranks = (uint32_t)ml_g.size, .count = n,
+                                  .dropped = dropped};
+    memcpy(head.magic, ML_MAGIC_INTERVALS, ML_MAGIC_LEN);
+    fwrite(&head, sizeof head, 1, f);
     for (uint64_t i = 0; i < n; i++) {
-        const double pair[2] = {ml_ticks_to_ns(ticks[2 * i]) * 1e-9, ml_ticks_to_ns(ticks[2 * i + 1]) * 1e-9};
-        fwrite(pair, sizeof pair, 1, f);
+        const ml_interval_t x = {ml_ticks_to_ns(ticks[2 * i]) * 1e-9, ml_ticks_to_ns(ticks[2 * i + 1]) * 1e-9};
+        fwrite(&x, sizeof x, 1, f);
     }
     const int bad = ferror(f);
     if (fclose(f) != 0 || bad) return -1;

@@ -717,14 +717,12 @@ void ml_memory_init_begin(int fn)
 /* In ml_init_after_mpi_init, once the run directory is known: open this rank's file. */
 int ml_memory_init(void)
 {
-    char dir[4200], path[4300];
-    snprintf(dir, sizeof dir, "%s/memory", ml_g.outdir);
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST) return -1;
-    snprintf(path, sizeof path, "%s/rank-%06d.bin", dir, ml_g.rank);
+    char path[4300];
+    if (ml_rundir_path(path, sizeof path, ML_PATH_MEMORY, ml_g.rank) != 0) return -1;
     const int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
     if (fd < 0) return -1;
     ml_mem_header_t h = {0};
-    memcpy(h.magic, "MLMEM01\n", 8);
+    memcpy(h.magic, ML_MAGIC_MEMORY, ML_MAGIC_LEN);
     h.rank = (uint32_t)ml_g.rank;
     h.nranks = (uint32_t)ml_g.size;
     h.method = (uint32_t)method;
@@ -739,7 +737,7 @@ int ml_memory_init(void)
         return -1;
     }
     if (ml_g.rank == 0) { /* function numbers of this build, for the analysis */
-        snprintf(path, sizeof path, "%s/functions.txt", dir);
+        snprintf(path, sizeof path, "%s/" ML_PATH_MEMORY_FUNCTIONS, ml_g.outdir);
         FILE *f = fopen(path, "w");
         if (f != NULL) {
             for (int i = 0; i < ML_NFUNC; i++) fprintf(f, "%s\n", ml_fn_name[i]);

@@ -65,7 +65,7 @@ static void write_command(FILE *f)
 static int write_meta(int finished)
 {
     char path[4200], tmp[4300];
-    snprintf(path, sizeof path, "%s/meta.json", ml_g.outdir);
+    snprintf(path, sizeof path, "%s/" ML_PATH_META, ml_g.outdir);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     FILE *f = fopen(tmp, "w");
     if (f == NULL) return -1;

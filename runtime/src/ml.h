@@ -19,6 +19,7 @@
 
 #include "ml_functions.h"
 #include "ml_config.h"
+#include "ml_rundir.h" /* the run directory's layouts, generated from runtime/spec/rundir.yaml */
 
 #define ML_LIKELY(x) __builtin_expect(!!(x), 1)
 #define ML_UNLIKELY(x) __builtin_expect(!!(x), 0)
@@ -71,8 +72,9 @@ typedef struct ml_fstat {
     double sampled_sq; /* their sum of squares: the standard error of the estimate */
 } ml_fstat_t;
 
-/* Message-size bins: bin 0 holds 0-byte transfers, bin k holds sizes in [2^(k-1), 2^k). */
-#define ML_NBINS 65
+/* Message-size bins (runtime/spec/rundir.yaml): bin 0 holds 0-byte transfers, bin k holds sizes in
+ * [2^(k-1), 2^k). */
+#define ML_NBINS ML_SIZE_BINS
 typedef struct ml_hbin {
     uint64_t calls, ticks;
 } ml_hbin_t;
@@ -477,48 +479,10 @@ int ml_sys_munmap(void *addr, size_t len);
 #define munmap(a, l) ml_sys_munmap(a, l)
 #endif
 
-/* File memory/rank-NNNNNN.bin: one header, then 64-byte records (python/mpilens/memory.py). */
-typedef struct ml_mem_header {
-    char magic[8];            /* "MLMEM01\n" */
-    uint32_t rank, nranks;
-    uint32_t method;          /* ML_MEMORY_METHOD_FAST / _SMAPS */
-    uint32_t period_ms;
-    uint32_t record_size;     /* 64 */
-    uint32_t pid;
-    uint32_t rollup;          /* residency read from smaps_rollup (1) or the full smaps (0) */
-    uint32_t page_size;
-    uint64_t init_ns;         /* CLOCK_MONOTONIC at MPI_Init entry: t = 0 of the records */
-    uint64_t pad[2];
-} ml_mem_header_t;
-
-enum {
-    ML_MEM_SAMPLE = 1,     /* residency + allocation counters (timer; aux: mark that caused it) */
-    ML_MEM_INIT_BEGIN = 2, /* the same, before MPI_Init */
-    ML_MEM_INIT_END = 3,   /* the same, after MPI_Init */
-    ML_MEM_FINAL = 4,      /* the same, after MPI_Finalize */
-    ML_MEM_CALL = 5,       /* smaps method: residency before and after one MPI call */
-    ML_MEM_MARK = 6,       /* region begin (aux 1) / end (aux 2) / MPI_Pcontrol (aux 3, fn = level) */
-    ML_MEM_FUNC = 7,       /* trailer: what one MPI function allocated and freed */
-    ML_MEM_END = 8,        /* trailer: aux = how the process ended (ML_END_*) */
-    ML_MEM_FINI_BEGIN = 9, /* a SAMPLE before MPI_Finalize (ML_MEM_FINAL is the one after) */
-};
-enum { ML_MEM_MARK_BEGIN = 1, ML_MEM_MARK_END = 2, ML_MEM_MARK_PCONTROL = 3 };
-#define ML_MEM_ESTIMATED 0x100u /* SAMPLE aux: residency carried forward from statm, not measured */
-
-typedef struct ml_mem_rec {
-    uint16_t kind, fn;
-    uint32_t aux;
-    uint64_t t_ns;           /* since MPI_Init entry (FUNC: allocations counted) */
-    int64_t pss, rss;        /* bytes; -1 when unreadable (FUNC: PSS grown / shrunk in calls) */
-    union {
-        /* SAMPLE kinds: net bytes of MPI's heap blocks, resident bytes of MPI's private and shared
-         * mappings, the tool's own memory */
-        struct { int64_t mpi_heap, mpi_mapped, mpi_shared, tool; };
-        struct { int64_t pss_before, rss_before; uint64_t t_before; int64_t pad_; };  /* CALL */
-        struct { int64_t alloc, freed; uint64_t nfree; int64_t shared; };  /* FUNC */
-        char name[32];                                                      /* MARK */
-    };
-} ml_mem_rec_t;
+/* memory/rank-NNNNNN.bin: an ml_mem_header_t, then ml_mem_rec_t records (ML_MEM_* kinds), both
+ * generated from runtime/spec/rundir.yaml. */
+_Static_assert(ML_MEM_METHOD_FAST == ML_MEMORY_METHOD_FAST && ML_MEM_METHOD_SMAPS == ML_MEMORY_METHOD_SMAPS,
+               "memory files record the MPILENS_MEMORY_METHOD setting's value");
 
 /* Per MPI function, what was allocated and freed while inside it (both methods), and the PSS
  * changes measured inside it (smaps method). */
@@ -591,6 +555,9 @@ void ml_abort_dump(void);
 void ml_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* mkdir -p; 0 when the directory exists and is writable */
 int ml_make_dirs(const char *path);
+/* The path of a run-directory file: an ML_PATH_* format (runtime/spec/rundir.yaml) and its numbers,
+ * under the run directory; its folder is created. 0 when the folder exists and is writable. */
+int ml_rundir_path(char *path, size_t n, const char *format, ...) __attribute__((format(printf, 3, 4)));
 
 /* Make t's scratch arrays hold at least n entries. */
 void ml_scratch_reserve(ml_thread_t *t, size_t n);
@@ -606,7 +573,7 @@ int ml_regions_init(uint32_t max_paths);
 void ml_categories_init(const char *disabled);
 
 /* ------------------------------------------------------------------------------- user counters */
-enum { ML_COUNTER_SUM = 0, ML_COUNTER_LAST = 1 };
+/* kinds: ML_COUNTER_SUM, ML_COUNTER_LAST (ml_rundir.h) */
 uint32_t ml_counter_count(void);
 const char *ml_counter_name(uint32_t id);
 int ml_counter_kind(uint32_t id);
@@ -640,7 +607,7 @@ int ml_profile_write(const char *path, const char *payloads, size_t len, int nra
 int ml_meta_write(const char *hosts, int hostlen);
 int ml_meta_finish(void);
 
-enum { ML_END_FINALIZE = 0, ML_END_EXIT = 1, ML_END_SIGNAL = 2, ML_END_ABORT = 3,
-       ML_END_SNAPSHOT = 4 /* still running: an MPI_Pcontrol(3|4) snapshot */ };
+/* how a rank's measurements end: ML_END_* (ml_rundir.h); ML_END_SNAPSHOT: still running, an
+ * MPI_Pcontrol(3|4) snapshot */
 
 #endif

@@ -262,13 +262,13 @@ static void *sampler_main(void *arg)
 
 static void start_session(void)
 {
-    char dir[4200], path[4300];
-    snprintf(dir, sizeof dir, "%s/mpit", ml_g.outdir);
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
-        fprintf(stderr, "mpilens: rank %d cannot create %s (%s); no pvar series\n", ml_g.rank, dir, strerror(errno));
+    char path[4300];
+    if (ml_rundir_path(path, sizeof path, ML_PATH_MPIT, ml_g.rank) != 0) {
+        fprintf(stderr, "mpilens: rank %d cannot create the folder of %s (%s); no pvar series\n", ml_g.rank, path,
+                strerror(errno));
         return;
     }
-    snprintf(path, sizeof path, "%s/rank-%06d.jsonl", dir, ml_g.rank);
+
     out = fopen(path, "w");
     if (out == NULL) {
         fprintf(stderr, "mpilens: rank %d cannot write %s (%s); no pvar series\n", ml_g.rank, path, strerror(errno));

@@ -549,10 +549,9 @@ void ml_papi_finish(void)
     if (!ev.on && ev.refused[0] == 0 && ev.off_reason[0] == 0) return;
     ml_thread_t *t = ml_tls;
     if (ev.on && t != NULL && t->papi != NULL && t->papi->es != ML_PAPI_NULL) end_compute(t, t->papi);
-    char dir[4200], path[4300], tmp[4320];
-    snprintf(dir, sizeof dir, "%s/papi", ml_g.outdir);
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST) goto fail;
-    snprintf(path, sizeof path, "%s/rank-%06d.json", dir, ml_g.rank);
+    char path[4300], tmp[4320];
+    if (ml_rundir_path(path, sizeof path, ML_PATH_PAPI, ml_g.rank) != 0) goto fail;
+
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     FILE *f = fopen(tmp, "w");
     if (f == NULL) goto fail;
@@ -633,7 +632,7 @@ void ml_papi_finish(void)
     if (fclose(f) != 0 || rename(tmp, path) != 0) goto fail;
     return;
 fail:
-    fprintf(stderr, "mpilens: rank %d could not write papi/rank-%06d.json (%s)\n", ml_g.rank, ml_g.rank, strerror(errno));
+    fprintf(stderr, "mpilens: rank %d could not write " ML_PATH_PAPI " (%s)\n", ml_g.rank, ml_g.rank, strerror(errno));
 }
 
 int ml_papi_sde_events(void) { return sde_count; }

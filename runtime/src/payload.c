@@ -1,22 +1,8 @@
 /* One process's measurements as a compact binary record ("payload"): what rank 0 gathers at
  * MPI_Finalize, and what a rank writes to ranks/rank-NNNNNN.partial when it ends without
- * MPI_Finalize. python/mpilens/payload.py reads the same format.
- *
- * Layout (host byte order, no padding; str = u16 length + bytes):
- *   "MLPAYLD2" u64 total_length
- *   u32 rank, nranks, complete, reason, signo, nthreads
- *   u64 wall_ns, mpi_ns, mpi_se_ns, init_ns
- *   u64 dropped_requests, dropped_regions, region_mismatch, requests_outstanding
- *   str host
- *   u32 n; n x { u32 path, u32 parent, u64 visits, u64 ns, str name }          regions used
- *   u32 n; n x { u16 fn, u8 class, str name }                                  functions used
- *   u32 n; n x { u32 path, u16 fn, u64 calls, ns, min_ns, max_ns, timed, se_ns, i64 sent, recv }
- *   u32 n; n x { u16 fn, u8 bin, u64 calls, ns }                               message sizes
- *   u32 n; n x { u32 dst, u64 messages, i64 bytes }                            sends by peer
- *   u32 n; n x { u16 id, u8 kind, str name }                                   user counters
- *   u32 n; n x { u32 path, u16 id, f64 value, u64 updates, u64 when_ns }       their values
- *   u64 intervals_recorded, intervals_dropped
- *   "MLEND\0\0\0"
+ * MPI_Finalize or to pcontrol/NNNN/ at a snapshot. Its layout (the ml_payload_* records, in the
+ * order of the `payload` entry) is runtime/spec/rundir.yaml's, documented in docs/run-directory.md;
+ * merge.c reads it back, here at MPI_Finalize and in mpilens-merge for partial runs and snapshots.
  *
  * With MPILENS_TIME_SAMPLE > 1, ns (per function, per size bin and mpi_ns) are estimates made
  * here from the timed calls, `timed` says how many calls were timed (= calls otherwise) and the
@@ -77,10 +63,9 @@ void ml_sink_put(ml_sink_t *s, const void *p, size_t n)
     s->len += n;
 }
 
-static void put_u8(ml_sink_t *s, uint8_t v) { ml_sink_put(s, &v, 1); }
 static void put_u16(ml_sink_t *s, uint16_t v) { ml_sink_put(s, &v, 2); }
 static void put_u32(ml_sink_t *s, uint32_t v) { ml_sink_put(s, &v, 4); }
-static void put_u64(ml_sink_t *s, uint64_t v) { ml_sink_put(s, &v, 8); }
+#define put_record(s, r) ml_sink_put((s), &(r), sizeof(r))
 static void put_str(ml_sink_t *s, const char *str)
 {
     const size_t n = strnlen(str, 65535);
@@ -197,22 +182,25 @@ void ml_payload_write(ml_sink_t *s, int complete, int reason, int signo)
         mismatch += t->region_mismatch;
     }
 
-    ml_sink_put(s, "MLPAYLD2", 8);
-    put_u64(s, 0); /* total length, patched below */
-    put_u32(s, (uint32_t)ml_g.rank);
-    put_u32(s, (uint32_t)ml_g.size);
-    put_u32(s, (uint32_t)complete);
-    put_u32(s, (uint32_t)reason);
-    put_u32(s, (uint32_t)signo);
-    put_u32(s, nthreads);
-    put_u64(s, ml_ticks_to_ns(now - ml_g.t_init_end));
-    put_u64(s, ml_ticks_to_ns(mpi_ticks));
-    put_u64(s, ml_ticks_to_ns(sqrt_ticks(mpi_var)));
-    put_u64(s, ml_ticks_to_ns(ml_g.t_init_end - ml_g.t_init_begin));
-    put_u64(s, dropped_req);
-    put_u64(s, ml_g.dropped_regions);
-    put_u64(s, mismatch);
-    put_u64(s, ml_requests_outstanding());
+    ml_payload_head_t head = {
+        .total_length = 0, /* patched below */
+        .rank = (uint32_t)ml_g.rank,
+        .nranks = (uint32_t)ml_g.size,
+        .complete = (uint32_t)complete,
+        .reason = (uint32_t)reason,
+        .signo = (uint32_t)signo,
+        .nthreads = nthreads,
+        .wall_ns = ml_ticks_to_ns(now - ml_g.t_init_end),
+        .mpi_ns = ml_ticks_to_ns(mpi_ticks),
+        .mpi_se_ns = ml_ticks_to_ns(sqrt_ticks(mpi_var)),
+        .init_ns = ml_ticks_to_ns(ml_g.t_init_end - ml_g.t_init_begin),
+        .dropped_requests = dropped_req,
+        .dropped_regions = ml_g.dropped_regions,
+        .region_mismatch = mismatch,
+        .requests_outstanding = ml_requests_outstanding(),
+    };
+    memcpy(head.magic, ML_MAGIC_PAYLOAD, ML_MAGIC_LEN);
+    put_record(s, head);
     char host[MPI_MAX_PROCESSOR_NAME] = {0};
     if (gethostname(host, sizeof host - 1) != 0) host[0] = 0;
     put_str(s, host);
@@ -229,10 +217,8 @@ void ml_payload_write(ml_sink_t *s, int complete, int reason, int signo)
             v += t->rstats[p].visits;
             ticks += t->rstats[p].ticks;
         }
-        put_u32(s, p);
-        put_u32(s, ml_region_parent(p));
-        put_u64(s, v);
-        put_u64(s, ml_ticks_to_ns(ticks));
+        const ml_payload_region_t r = {p, ml_region_parent(p), v, ml_ticks_to_ns(ticks)};
+        put_record(s, r);
         put_str(s, ml_region_name(p));
     }
 
@@ -248,8 +234,8 @@ void ml_payload_write(ml_sink_t *s, int complete, int reason, int signo)
         int used = 0;
         for (uint32_t p = 0; p < npaths && !used; p++) used = fstat_used(threads, p, f);
         if (!used) continue;
-        put_u16(s, (uint16_t)f);
-        put_u8(s, ml_fn_class[f]);
+        const ml_payload_function_t r = {(uint16_t)f, ml_fn_class[f]};
+        put_record(s, r);
         put_str(s, ml_fn_name[f]);
     }
 
@@ -280,16 +266,9 @@ void ml_payload_write(ml_sink_t *s, int complete, int reason, int signo)
                 m.recv += x->recv;
             }
             if (m.calls == 0 && m.sent == 0 && m.recv == 0) continue;
-            put_u32(s, p);
-            put_u16(s, (uint16_t)f);
-            put_u64(s, m.calls);
-            put_u64(s, ml_ticks_to_ns(m.ticks));
-            put_u64(s, ml_ticks_to_ns(m.min));
-            put_u64(s, ml_ticks_to_ns(m.max));
-            put_u64(s, timed);
-            put_u64(s, ml_ticks_to_ns(sqrt_ticks(var)));
-            put_u64(s, (uint64_t)m.sent);
-            put_u64(s, (uint64_t)m.recv);
+            const ml_payload_stat_t r = {p, (uint16_t)f, m.calls, ml_ticks_to_ns(m.ticks), ml_ticks_to_ns(m.min),
+                                         ml_ticks_to_ns(m.max), timed, ml_ticks_to_ns(sqrt_ticks(var)), m.sent, m.recv};
+            put_record(s, r);
         }
 
     /* message sizes */
@@ -313,10 +292,8 @@ void ml_payload_write(ml_sink_t *s, int complete, int reason, int signo)
                     ticks += h->ticks;
             }
             if (c == 0) continue;
-            put_u16(s, (uint16_t)f);
-            put_u8(s, (uint8_t)b);
-            put_u64(s, c);
-            put_u64(s, ml_ticks_to_ns(ticks));
+            const ml_payload_size_t r = {(uint16_t)f, (uint8_t)b, c, ml_ticks_to_ns(ticks)};
+            put_record(s, r);
         }
 
     /* point-to-point sends by destination */
@@ -335,16 +312,15 @@ void ml_payload_write(ml_sink_t *s, int complete, int reason, int signo)
             bytes += t->matrix[r].bytes;
         }
         if (m == 0) continue;
-        put_u32(s, (uint32_t)r);
-        put_u64(s, m);
-        put_u64(s, (uint64_t)bytes);
+        const ml_payload_peer_t rec = {(uint32_t)r, m, bytes};
+        put_record(s, rec);
     }
     /* user counters: sums add up over threads; "set" counters keep the latest value */
     const uint32_t ncounters = ml_counter_count();
     put_u32(s, ncounters);
     for (uint32_t id = 0; id < ncounters; id++) {
-        put_u16(s, (uint16_t)id);
-        put_u8(s, (uint8_t)ml_counter_kind(id));
+        const ml_payload_counter_name_t r = {(uint16_t)id, (uint8_t)ml_counter_kind(id)};
+        put_record(s, r);
         put_str(s, ml_counter_name(id));
     }
     n = 0;
@@ -365,25 +341,23 @@ void ml_payload_write(ml_sink_t *s, int complete, int reason, int signo)
                 m.updates += u->updates;
                 if (u->when > m.when) m.when = u->when;
             }
-            put_u32(s, p);
-            put_u16(s, (uint16_t)id);
-            ml_sink_put(s, &m.value, 8);
-            put_u64(s, m.updates);
-            put_u64(s, ml_ticks_to_ns(m.when - ml_g.t_init_begin));
+            const ml_payload_counter_t r = {p, (uint16_t)id, m.value, m.updates, ml_ticks_to_ns(m.when - ml_g.t_init_begin)};
+            put_record(s, r);
         }
-    put_u64(s, ml_g.intervals ? ml_intervals_recorded() : 0);
-    put_u64(s, ml_g.intervals ? ml_intervals_dropped() : 0);
-    ml_sink_put(s, "MLEND\0\0\0", 8);
+    ml_payload_tail_t tail = {ml_g.intervals ? ml_intervals_recorded() : 0, ml_g.intervals ? ml_intervals_dropped() : 0,
+                              {0}};
+    memcpy(tail.end, ML_MAGIC_PAYLOAD_END, ML_MAGIC_LEN);
+    put_record(s, tail);
 
     if (s->fd < 0) {
         if (!s->failed) {
             const uint64_t len = s->len - start;
-            memcpy(s->data + start + 8, &len, 8);
+            memcpy(s->data + start + offsetof(ml_payload_head_t, total_length), &len, 8);
         }
     } else {
         ml_sink_flush(s);
         const uint64_t len = (uint64_t)lseek(s->fd, 0, SEEK_CUR);
-        if (pwrite(s->fd, &len, 8, 8) != 8) s->failed = 1;
+        if (pwrite(s->fd, &len, 8, offsetof(ml_payload_head_t, total_length)) != 8) s->failed = 1;
     }
 }
 

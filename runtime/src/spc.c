@@ -599,30 +599,12 @@ static int64_t pvar_read(struct pvar *p)
 }
 
 /* ------------------------------------------------------------------------------- snapshots */
-#define LIVE_HDR 64
-struct live_hdr {
-    char magic[8];      /* "MLSPCLV1" */
-    uint32_t version, nv;
-    uint64_t seq;       /* odd while the values are being written */
-    uint64_t t_ns;      /* since MPI_Init */
-    double ticks_per_ns;
-    uint64_t updates;
-    int32_t rank, pid;
-    uint32_t state;     /* 1 running, 2 finished */
-    uint32_t period_ms;
-};
-_Static_assert(sizeof(struct live_hdr) <= LIVE_HDR, "live header");
-
-struct series_hdr {
-    char magic[8];      /* "MLSPCTS1" */
-    uint32_t version, nv;
-    int32_t rank;
-    uint32_t period_ms;
-    double ticks_per_ns;
-    uint64_t records;
-    char pad[24];
-};
-_Static_assert(sizeof(struct series_hdr) == 64, "series header");
+/* The live file (an ml_spc_live_header_t, then the values) and the time series (an
+ * ml_spc_series_header_t, then per snapshot an ml_spc_series_record_t and the values) are laid out
+ * in runtime/spec/rundir.yaml (files counters_live and counters_series). */
+#define LIVE_HDR sizeof(ml_spc_live_header_t)
+typedef ml_spc_live_header_t live_hdr_t;
+typedef ml_spc_series_header_t series_hdr_t;
 
 static double rate_now(void)
 {
@@ -667,7 +649,7 @@ static void snapshot(int final)
     S.ticks_per_ns = rate_now();
     const uint64_t t_ns = s0 - ml_g.ns_init_end;
     if (S.live != NULL) {
-        struct live_hdr *h = (struct live_hdr *)S.live;
+        live_hdr_t *h = (live_hdr_t *)S.live;
         __atomic_store_n(&h->seq, h->seq + 1, __ATOMIC_RELEASE);
         __atomic_thread_fence(__ATOMIC_RELEASE);
         memcpy(S.live + LIVE_HDR, S.cur, S.nv * sizeof *S.cur);
@@ -680,8 +662,8 @@ static void snapshot(int final)
     }
     if (S.series != NULL) {
         /* deltas; levels and watermarks as values (watermarks of the interval) */
-        uint64_t rec[2] = {t_ns, (uint64_t)final};
-        fwrite(rec, sizeof rec, 1, S.series);
+        const ml_spc_series_record_t rec = {t_ns, (uint64_t)final};
+        fwrite(&rec, sizeof rec, 1, S.series);
         for (size_t i = 0; i < S.nv; i++) {
             int64_t d;
             if (i == S_MAX_POSTED_RECVQ) d = ivl[0];
@@ -770,7 +752,7 @@ static int write_layout(const char *path)
         }
     fprintf(f, "],\n  \"live_dir\": ");
     ml_json_str(f, S.livedir);
-    fprintf(f, ",\n  \"live_header_bytes\": %d,\n  \"series_header_bytes\": 64,\n", LIVE_HDR);
+    fprintf(f, ",\n  \"live_header_bytes\": %d,\n  \"series_header_bytes\": %d,\n", (int)LIVE_HDR, (int)sizeof(series_hdr_t));
     fprintf(f, "  \"eager\": {\"shm_limit\": ");
     if (S.eager_shm >= 0) {
         fprintf(f, "%lld, \"shm_source\": ", (long long)S.eager_shm);
@@ -894,13 +876,19 @@ int ml_spc_init(void)
 
     /* files: the live view and the time series */
     if (ml_g.config.live_dir[0]) snprintf(S.livedir, sizeof S.livedir, "%.4000s", ml_g.config.live_dir);
-    else snprintf(S.livedir, sizeof S.livedir, "%.4000s/live", ml_g.outdir);
     char path[4400];
-    snprintf(path, sizeof path, "%s/counters", ml_g.outdir);
-    int ok = ml_make_dirs(path) == 0 && ml_make_dirs(S.livedir) == 0;
+    int ok = ml_rundir_path(path, sizeof path, ML_PATH_COUNTERS_SERIES, ml_g.rank) == 0;
+    if (!ml_g.config.live_dir[0]) { /* the folder of the live files in the run directory */
+        ok &= ml_rundir_path(path, sizeof path, ML_PATH_COUNTERS_LIVE, ml_g.rank) == 0;
+        snprintf(S.livedir, sizeof S.livedir, "%.4000s", path);
+        *strrchr(S.livedir, '/') = 0;
+    }
+    ok &= ml_make_dirs(S.livedir) == 0;
     PMPI_Barrier(ml_g.comm); /* rank 0 may have created them; everyone sees them now */
     if (ok) {
-        snprintf(path, sizeof path, "%s/rank-%06d.spc", S.livedir, ml_g.rank);
+        char name[64];
+        snprintf(name, sizeof name, strrchr(ML_PATH_COUNTERS_LIVE, '/') + 1, ml_g.rank);
+        snprintf(path, sizeof path, "%s/%s", S.livedir, name);
         S.live_len = LIVE_HDR + S.nv * sizeof(int64_t);
         S.live_fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
         if (S.live_fd >= 0 && ftruncate(S.live_fd, (off_t)S.live_len) == 0) {
@@ -908,8 +896,8 @@ int ml_spc_init(void)
             if (m != MAP_FAILED) S.live = m;
         }
         if (S.live != NULL) {
-            struct live_hdr *h = (struct live_hdr *)S.live;
-            memcpy(h->magic, "MLSPCLV1", 8);
+            live_hdr_t *h = (live_hdr_t *)S.live;
+            memcpy(h->magic, ML_MAGIC_COUNTERS_LIVE, ML_MAGIC_LEN);
             h->version = 1;
             h->nv = (uint32_t)S.nv;
             h->rank = ml_g.rank;
@@ -917,12 +905,12 @@ int ml_spc_init(void)
             h->state = 1;
             h->period_ms = (uint32_t)ml_g.config.snapshot_ms;
         }
-        snprintf(path, sizeof path, "%s/counters/rank-%06d.bin", ml_g.outdir, ml_g.rank);
+        ml_rundir_path(path, sizeof path, ML_PATH_COUNTERS_SERIES, ml_g.rank);
         S.series = fopen(path, "wb");
         if (S.series != NULL) {
-            struct series_hdr h;
+            series_hdr_t h;
             memset(&h, 0, sizeof h);
-            memcpy(h.magic, "MLSPCTS1", 8);
+            memcpy(h.magic, ML_MAGIC_COUNTERS_SERIES, ML_MAGIC_LEN);
             h.version = 1;
             h.nv = (uint32_t)S.nv;
             h.rank = ml_g.rank;
@@ -933,10 +921,10 @@ int ml_spc_init(void)
     if (S.live == NULL || S.series == NULL)
         fprintf(stderr, "mpilens: rank %d cannot write its counter files (%s)\n", ml_g.rank, strerror(errno));
     if (ml_g.rank == 0) {
-        snprintf(path, sizeof path, "%s/counters/layout.json", ml_g.outdir);
+        ml_rundir_path(path, sizeof path, ML_PATH_COUNTERS_LAYOUT);
         if (write_layout(path) != 0) fprintf(stderr, "mpilens: cannot write %s (%s)\n", path, strerror(errno));
         if (strcmp(S.livedir, ml_g.outdir) != 0) {
-            snprintf(path, sizeof path, "%s/layout.json", S.livedir);
+            snprintf(path, sizeof path, "%s/%s", S.livedir, strrchr(ML_PATH_COUNTERS_LAYOUT, '/') + 1);
             write_layout(path);
         }
     }
@@ -955,7 +943,7 @@ int ml_spc_init(void)
 static void write_rank_json(void)
 {
     char path[4400], tmp[4500];
-    snprintf(path, sizeof path, "%s/counters/rank-%06d.json", ml_g.outdir, ml_g.rank);
+    ml_rundir_path(path, sizeof path, ML_PATH_COUNTERS_TOTALS, ml_g.rank);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     FILE *f = fopen(tmp, "w");
     if (f == NULL) return;
@@ -1035,9 +1023,9 @@ void ml_spc_finish(void)
     }
     snapshot(1);
     if (S.series != NULL) {
-        struct series_hdr h;
+        series_hdr_t h;
         memset(&h, 0, sizeof h);
-        memcpy(h.magic, "MLSPCTS1", 8);
+        memcpy(h.magic, ML_MAGIC_COUNTERS_SERIES, ML_MAGIC_LEN);
         h.version = 1;
         h.nv = (uint32_t)S.nv;
         h.rank = ml_g.rank;

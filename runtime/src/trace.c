@@ -10,27 +10,16 @@
  *
  * An event is a fixed part of 12 bytes and 0 to 15 words of fields: only what differs from the
  * obvious is written (20 to 28 bytes for a point-to-point call instead of the 64 of all fields), so
- * the writer thread, the disk and the reader have a third of the bytes to move:
- *   fixed:  i32 dt (t0 minus the previous event's t0), u32 duration (t1 - t0), u16 fn, u16 flags
- *   flags:  bits 0-2 kind; 3 LONG: t0 and duration as 2 words each (the first event of a buffer,
- *           or when they do not fit); 4 COMM: the communicator uid, else the previous event's;
- *           5 DST, 6 SRC: world rank, else -1; 7 STAG, 8 RTAG: tag, else 0; 9-10 SENT and 11-12
- *           RECV: 0 bytes, 1 word or 2 words; 13-14 REQ: none, 1 word (the sequence of a request
- *           this thread started) or 2 words (the whole operation number)
- *   words:  in the order of the flags: LONG (t0, duration: low word first), COMM, DST, SRC, STAG,
- *           RTAG, SENT, RECV, REQ.
- * Within a buffer the fixed parts grow from the start and the words downwards from the end, so a
- * block of events is two contiguous pieces, and its words read backwards are the events' fields
- * in order. The previous event (for dt and COMM) is the previous one in the same filling of the
- * same buffer: every filling decodes alone.
+ * the writer thread, the disk and the reader have a third of the bytes to move. Within a buffer the
+ * fixed parts grow from the start and the words downwards from the end, so a block of events is two
+ * contiguous pieces, and its words read backwards are the events' fields in order. The previous
+ * event (for dt and COMM) is the previous one in the same filling of the same buffer: every filling
+ * decodes alone.
  *
- * File layout (host byte order), a sequence of blocks:
- *   "MLTH0001" JSON "MLTE0001"        head: rank, size, clock reference, function names
- *   "MLTB0002" u32 thread, u32 count, u64 block number, u64 tick, u64 ns, u32 filling, u32 first
- *              event of the block in that filling, u32 words, u32 0; count fixed parts; words
- *   "MLTM0001" JSON "MLTE0001"        trailer: clock, offsets to rank 0, names of regions/counters
- * python/mpilens/trace/reader.py reads it (and the 64-byte events of "MLTB0001" blocks of older
- * traces). */
+ * The file (its blocks, the event's fixed part, the flags saying which words follow) is laid out
+ * in runtime/spec/rundir.yaml, file `trace` (docs/run-directory.md); the structures and constants
+ * used here are generated from it (ml_rundir.h). python/mpilens/trace/reader.py reads it, and
+ * the 64-byte events of the older blocks the spec lists. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -70,13 +59,8 @@ static void write_block(ml_tbuf_t *b)
     const uint64_t c = __atomic_load_n(&b->committed, __ATOMIC_ACQUIRE);
     const uint32_t n = (uint32_t)c, words = (uint32_t)(c >> 32);
     if (n <= b->flushed) return;
-    struct {
-        char magic[8];
-        uint32_t thread, count;
-        uint64_t number, tick, ns;
-        uint32_t filling, first, words, zero;
-    } head;
-    memcpy(head.magic, "MLTB0002", 8);
+    ml_trace_block_t head;
+    memcpy(head.magic, ML_MAGIC_TRACE_EVENTS, ML_MAGIC_LEN);
     head.thread = b->thread;
     head.count = n - b->flushed;
     head.number = __atomic_fetch_add(&blocks_written, 1, __ATOMIC_RELAXED);
@@ -221,7 +205,7 @@ void ml_trace_call(ml_thread_t *t, const ml_call_t *c) { ml_trace_call_inline(t,
 
 void ml_trace_plain(ml_thread_t *t, int fn, uint64_t t0, uint64_t t1)
 {
-    const ml_tev_t e = {.t0 = t0, .t1 = t1, .kind = TEV_CALL, .fn = (uint32_t)fn, .dst = -1, .src = -1};
+    const ml_tev_t e = {.t0 = t0, .t1 = t1, .kind = ML_TEV_CALL, .fn = (uint32_t)fn, .dst = -1, .src = -1};
     ml_trace_emit(t, &e);
 }
 
@@ -230,7 +214,7 @@ void ml_trace_done(ml_thread_t *t, const ml_req_t *r, const MPI_Status *st, int6
     ml_tev_t e = {
         .t0 = t->done_at,
         .t1 = t->done_at,
-        .kind = TEV_DONE,
+        .kind = ML_TEV_DONE,
         .fn = r->fn,
         .comm = r->comm ? (uint32_t)r->comm->uid : 0,
         .dst = r->peer,
@@ -249,7 +233,7 @@ void ml_trace_done(ml_thread_t *t, const ml_req_t *r, const MPI_Status *st, int6
 void ml_trace_region(ml_thread_t *t, int begin, uint32_t path_id)
 {
     const uint64_t now = ml_now();
-    const ml_tev_t e = {.t0 = now, .t1 = now, .kind = begin ? TEV_REGION_BEGIN : TEV_REGION_END,
+    const ml_tev_t e = {.t0 = now, .t1 = now, .kind = begin ? ML_TEV_REGION_BEGIN : ML_TEV_REGION_END,
                         .fn = path_id, .dst = -1, .src = -1};
     ml_trace_emit(t, &e);
 }
@@ -257,7 +241,7 @@ void ml_trace_region(ml_thread_t *t, int begin, uint32_t path_id)
 void ml_trace_counter(ml_thread_t *t, uint32_t id, double value)
 {
     const uint64_t now = ml_now();
-    ml_tev_t e = {.t0 = now, .t1 = now, .kind = TEV_COUNTER, .fn = id, .dst = -1, .src = -1};
+    ml_tev_t e = {.t0 = now, .t1 = now, .kind = ML_TEV_COUNTER, .fn = id, .dst = -1, .src = -1};
     memcpy(&e.sent, &value, sizeof value);
     ml_trace_emit(t, &e);
 }
@@ -334,7 +318,7 @@ static void write_json_block(const char *magic, int trailer)
     ml_sink_t s = {buffer, 0, sizeof buffer, fd, 0};
     const uint64_t tick = ml_now(), ns = ml_clock_ns();
     /* the block's length is not known before the JSON is written: mark the end instead */
-    ml_sink_put(&s, magic, 8);
+    ml_sink_put(&s, magic, ML_MAGIC_LEN);
     put(&s, "{\"rank\": ");
     put_int(&s, ml_g.rank);
     put(&s, ", \"nranks\": ");
@@ -396,7 +380,7 @@ static void write_json_block(const char *magic, int trailer)
         put(&s, trailer == 1 ? "true" : "false");
     }
     put(&s, "}\n");
-    ml_sink_put(&s, "MLTE0001", 8); /* end of the JSON block */
+    ml_sink_put(&s, ML_MAGIC_TRACE_JSON_END, ML_MAGIC_LEN); /* end of the JSON block */
     ml_sink_flush(&s);
 }
 
@@ -407,16 +391,12 @@ int ml_trace_init(void)
     nbuffers = (uint32_t)ml_g.config.trace_buffers;
     const ml_comm_t *w = ml_comm_get(MPI_COMM_WORLD);
     ml_trace_world_uid = w ? (uint32_t)w->uid : 0;
-    char dir[4200];
-    snprintf(dir, sizeof dir, "%s/trace", ml_g.outdir);
-    if (ml_g.rank == 0 && mkdir(dir, 0777) != 0 && errno != EEXIST) return -1;
-    PMPI_Barrier(ml_g.comm);
-    snprintf(path, sizeof path, "%s/rank-%06d.bin", dir, ml_g.rank);
+    if (ml_rundir_path(path, sizeof path, ML_PATH_TRACE, ml_g.rank) != 0) return -1;
     fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0666);
     if (fd < 0) return -1;
     offset_init_ns = measure_offset();
     offset_init_at = ml_clock_ns();
-    write_json_block("MLTH0001", 0);
+    write_json_block(ML_MAGIC_TRACE_HEAD, 0);
     if (pthread_create(&writer, NULL, writer_main, NULL) != 0) return -1;
     writer_running = 1;
     return 0;
@@ -470,7 +450,7 @@ void ml_trace_finish(void)
         writer_running = 0;
     }
     flush_all_direct();
-    write_json_block("MLTM0001", 1);
+    write_json_block(ML_MAGIC_TRACE_TRAILER, 1);
     close(fd);
     fd = -1;
     for (ml_thread_t *t = __atomic_load_n(&ml_g.threads, __ATOMIC_ACQUIRE); t; t = t->next) t->trace = 0;
@@ -481,6 +461,6 @@ void ml_trace_emergency(void)
 {
     if (fd < 0) return;
     flush_all_direct();
-    write_json_block("MLTM0001", 2);
+    write_json_block(ML_MAGIC_TRACE_TRAILER, 2);
     fd = -1;
 }

@@ -8,20 +8,8 @@
 
 #include "ml.h"
 
-enum { TEV_CALL = 1, TEV_DONE = 2, TEV_REGION_BEGIN = 3, TEV_REGION_END = 4, TEV_COUNTER = 5 };
-enum {
-    F_LONG = 1u << 3, F_COMM = 1u << 4, F_DST = 1u << 5, F_SRC = 1u << 6, F_STAG = 1u << 7, F_RTAG = 1u << 8,
-    F_SENT = 9, F_RECV = 11, F_REQ = 13, /* shifts of the two-bit widths */
-    MAX_WORDS = 15
-};
-
-typedef struct ml_tfix {
-    int32_t dt;
-    uint32_t dur;
-    uint16_t fn; /* function id, region path or counter id */
-    uint16_t flags;
-} ml_tfix_t;
-_Static_assert(sizeof(ml_tfix_t) == 12, "the fixed part of an event is 12 bytes");
+/* The event kinds (ML_TEV_*), the flags (ML_TF_*) and the fixed part of an event (ml_tfix_t) are
+ * the run directory's, generated from runtime/spec/rundir.yaml into ml_rundir.h. */
 
 typedef struct ml_tbuf {
     int state;
@@ -62,7 +50,7 @@ ML_HOT void ml_trace_emit(ml_thread_t *t, const ml_tev_t *e)
     ml_tbuf_t *b = t->tcur;
     uint64_t c = b ? b->committed : 0;
     if (ML_UNLIKELY(b == NULL ||
-                    ((uint32_t)c + 1) * sizeof(ml_tfix_t) + ((c >> 32) + MAX_WORDS) * 4 > ml_trace_data_bytes)) {
+                    ((uint32_t)c + 1) * sizeof(ml_tfix_t) + ((c >> 32) + ML_TF_MAX_WORDS) * 4 > ml_trace_data_bytes)) {
         b = ml_trace_swap(t);
         c = 0;
     }
@@ -77,7 +65,7 @@ ML_HOT void ml_trace_emit(ml_thread_t *t, const ml_tev_t *e)
         f->dt = (int32_t)dt;
         f->dur = (uint32_t)dur;
     } else { /* the first event of the filling, or a long gap or call */
-        flags |= F_LONG;
+        flags |= ML_TF_LONG;
         f->dt = 0;
         f->dur = 0;
         *--w = (uint32_t)e->t0;
@@ -87,38 +75,38 @@ ML_HOT void ml_trace_emit(ml_thread_t *t, const ml_tev_t *e)
     }
     b->last_t0 = e->t0;
     if (e->comm != b->last_comm) {
-        flags |= F_COMM;
+        flags |= ML_TF_COMM;
         *--w = e->comm;
         b->last_comm = e->comm;
     }
-    if (e->dst != -1) { flags |= F_DST; *--w = (uint32_t)e->dst; }
-    if (e->src != -1) { flags |= F_SRC; *--w = (uint32_t)e->src; }
-    if (e->stag != 0) { flags |= F_STAG; *--w = (uint32_t)e->stag; }
-    if (e->rtag != 0) { flags |= F_RTAG; *--w = (uint32_t)e->rtag; }
+    if (e->dst != -1) { flags |= ML_TF_DST; *--w = (uint32_t)e->dst; }
+    if (e->src != -1) { flags |= ML_TF_SRC; *--w = (uint32_t)e->src; }
+    if (e->stag != 0) { flags |= ML_TF_STAG; *--w = (uint32_t)e->stag; }
+    if (e->rtag != 0) { flags |= ML_TF_RTAG; *--w = (uint32_t)e->rtag; }
     if (e->sent != 0) {
         *--w = (uint32_t)e->sent;
         if ((uint64_t)e->sent <= UINT32_MAX) {
-            flags |= 1u << F_SENT;
+            flags |= 1u << ML_TF_SENT;
         } else {
-            flags |= 2u << F_SENT;
+            flags |= 2u << ML_TF_SENT;
             *--w = (uint32_t)((uint64_t)e->sent >> 32);
         }
     }
     if (e->recv != 0) {
         *--w = (uint32_t)e->recv;
         if ((uint64_t)e->recv <= UINT32_MAX) {
-            flags |= 1u << F_RECV;
+            flags |= 1u << ML_TF_RECV;
         } else {
-            flags |= 2u << F_RECV;
+            flags |= 2u << ML_TF_RECV;
             *--w = (uint32_t)((uint64_t)e->recv >> 32);
         }
     }
     if (e->req != 0) {
         *--w = (uint32_t)e->req;
         if ((e->req >> 32) == (uint64_t)(t->index + 1) << 8) { /* a request this thread started */
-            flags |= 1u << F_REQ;
+            flags |= 1u << ML_TF_REQ;
         } else {
-            flags |= 2u << F_REQ;
+            flags |= 2u << ML_TF_REQ;
             *--w = (uint32_t)(e->req >> 32);
         }
     }
@@ -150,7 +138,7 @@ ML_HOT void ml_trace_call_inline(ml_thread_t *t, const ml_call_t *c)
     const ml_tev_t e = {
         .t0 = c->t0,
         .t1 = c->t1,
-        .kind = TEV_CALL,
+        .kind = ML_TEV_CALL,
         .fn = (uint32_t)c->fn,
         .comm = ml_trace_comm_uid(c->comm),
         .dst = ml_trace_world(c->comm, c->dst),

@@ -1,5 +1,5 @@
-"""Read the per-rank trace files of trace mode (trace/rank-NNNNNN.bin; format in
-runtime/src/trace.c) into numpy arrays, one rank at a time, without copying more than one rank's
+"""Read the per-rank trace files of trace mode (trace/rank-NNNNNN.bin; layout in
+runtime/spec/rundir.yaml, file `trace`, and docs/run-directory.md) into numpy arrays, one rank at a time, without copying more than one rank's
 events. A block cut short (the process was killed while writing it) is detected and skipped."""
 
 from __future__ import annotations
@@ -12,24 +12,23 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from .. import _layout as L
 from ..errors import RunDirectoryError
 
 # kinds of events
-CALL, DONE, REGION_BEGIN, REGION_END, COUNTER = 1, 2, 3, 4, 5
+CALL, DONE, REGION_BEGIN, REGION_END, COUNTER = (L.TRACE_KIND_CALL, L.TRACE_KIND_DONE, L.TRACE_KIND_REGION_BEGIN,
+                                                 L.TRACE_KIND_REGION_END, L.TRACE_KIND_COUNTER)
 
-EVENT = np.dtype([("t0", "<u8"), ("t1", "<u8"), ("kind", "<u2"), ("fn", "<u2"), ("comm", "<u4"), ("dst", "<i4"),
-                  ("src", "<i4"), ("stag", "<i4"), ("rtag", "<i4"), ("sent", "<i8"), ("recv", "<i8"), ("req", "<u8")])
-assert EVENT.itemsize == 64
-# the blocks of older traces: 64-byte events as they are
-BLOCK = np.dtype([("magic", "S8"), ("thread", "<u4"), ("count", "<u4"), ("number", "<u8"), ("tick", "<u8"),
-                  ("ns", "<u8")])
-# compact events: a 12-byte fixed part each, then the blocks' words (layout in runtime/src/trace.c)
-BLOCK2 = np.dtype([("magic", "S8"), ("thread", "<u4"), ("count", "<u4"), ("number", "<u8"), ("tick", "<u8"),
-                   ("ns", "<u8"), ("filling", "<u4"), ("first", "<u4"), ("words", "<u4"), ("zero", "<u4")])
-FIXED = np.dtype([("dt", "<i4"), ("dur", "<u4"), ("fn", "<u2"), ("flags", "<u2")])
-assert FIXED.itemsize == 12
-LONG, COMM, DST, SRC, STAG, RTAG = 1 << 3, 1 << 4, 1 << 5, 1 << 6, 1 << 7, 1 << 8
-SENT, RECV, REQ = 9, 11, 13  # shifts of two-bit widths (0, 1 or 2 words)
+# an event with all of its fields: the 64-byte events of older traces as they are, and what the
+# compact events are decoded into
+EVENT = L.TRACE_EVENT_V1_DTYPE
+BLOCK = L.TRACE_BLOCK_V1_DTYPE  # the blocks of older traces
+# compact events: a fixed part each, then the blocks' words
+BLOCK2 = L.TRACE_BLOCK_DTYPE
+FIXED = L.TRACE_FIXED_DTYPE
+LONG, COMM, DST, SRC, STAG, RTAG = (L.TRACE_EVENT_LONG, L.TRACE_EVENT_COMM, L.TRACE_EVENT_DST, L.TRACE_EVENT_SRC,
+                                    L.TRACE_EVENT_STAG, L.TRACE_EVENT_RTAG)
+SENT, RECV, REQ = L.TRACE_EVENT_SENT, L.TRACE_EVENT_RECV, L.TRACE_EVENT_REQ  # shifts of two-bit widths
 
 
 @dataclass
@@ -98,7 +97,7 @@ class RankTrace:
 
 
 def _json_block(data: memoryview, pos: int) -> tuple[dict[str, Any], int]:
-    end = bytes(data[pos:pos + (1 << 24)]).find(b"MLTE0001")
+    end = bytes(data[pos:pos + (1 << 24)]).find(L.MAGIC_TRACE_JSON_END)
     if end < 0:
         raise ValueError("a metadata block has no end")
     return json.loads(bytes(data[pos:pos + end])), pos + end + 8
@@ -112,7 +111,7 @@ def read_rank(path: Path) -> RankTrace:
             raise RunDirectoryError(f"{path.name} is empty or truncated ({size} bytes)")
         mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
     data = memoryview(mm)
-    if bytes(data[:8]) != b"MLTH0001":
+    if bytes(data[:8]) != L.MAGIC_TRACE_HEAD:
         raise RunDirectoryError(f"{path.name} is not an mpilens trace file")
     try:
         head, pos = _json_block(data, 8)
@@ -126,7 +125,7 @@ def read_rank(path: Path) -> RankTrace:
     cut = f"{path.name}: last block cut short at byte {{}} (skipped)"
     while pos + 8 <= size:
         magic = bytes(data[pos:pos + 8])
-        if magic == b"MLTB0002":
+        if magic == L.MAGIC_TRACE_EVENTS:
             if pos + BLOCK2.itemsize > size:
                 problems.append(cut.format(pos))
                 break
@@ -141,7 +140,7 @@ def read_rank(path: Path) -> RankTrace:
                                  start + count * FIXED.itemsize, words))
             clock.append((int(b["tick"]), int(b["ns"])))
             pos = end
-        elif magic == b"MLTB0001":
+        elif magic == L.MAGIC_TRACE_EVENTS_V1:
             if pos + BLOCK.itemsize > size:
                 problems.append(cut.format(pos))
                 break
@@ -153,7 +152,7 @@ def read_rank(path: Path) -> RankTrace:
             chunks.append((start, int(b["count"]), int(b["thread"])))
             clock.append((int(b["tick"]), int(b["ns"])))
             pos = start + int(b["count"]) * EVENT.itemsize
-        elif magic == b"MLTM0001":
+        elif magic == L.MAGIC_TRACE_TRAILER:
             try:
                 trailer, pos = _json_block(data, pos + 8)
             except (ValueError, json.JSONDecodeError):
