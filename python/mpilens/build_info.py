@@ -49,3 +49,11 @@ def check_program(mpi: str) -> Path:
     if not exe.exists():
         raise LaunchError(f"{exe} is missing; run `make`")
     return exe
+
+
+def merge_program() -> Path:
+    """Return mpilens-merge, the merge of per-rank payloads into a profile (one for both MPIs)."""
+    exe = build_dir() / "bin" / "mpilens-merge"
+    if not exe.exists():
+        raise LaunchError(f"{exe} is missing; run `make`")
+    return exe

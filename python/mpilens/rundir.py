@@ -5,7 +5,6 @@ is still readable is returned."""
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -80,112 +79,6 @@ def validate_profile(doc: Any) -> list[str]:
     return errs
 
 
-def _seconds(ns: int) -> float:
-    return ns / 1e9
-
-
-def profile_from_payloads(payloads: list[pl.Payload], nranks: int, time_sample: int = 1) -> dict[str, Any]:
-    """Assemble the profile.json structure from per-rank payloads (missing ranks are null);
-    time_sample: the run's MPILENS_TIME_SAMPLE (its estimates' keys are added when > 1)."""
-    by_rank = {p.rank: p for p in payloads if 0 <= p.rank < nranks}
-
-    def per_rank(value: Any = 0) -> list[Any]:
-        return [value if r in by_rank else None for r in range(nranks)]
-
-    def new_function(cls: str) -> dict[str, Any]:
-        return {"class": cls, "calls": per_rank(0), "time_s": per_rank(0.0), "min_s": per_rank(None),
-                "max_s": per_rank(None), "bytes_sent": per_rank(0), "bytes_recv": per_rank(0)}
-
-    sampled = time_sample > 1
-
-    def add(f: dict[str, Any], r: int, calls: int, ns: int, mn: int, mx: int, timed: int, se_ns: int, sent: int,
-            recv: int) -> None:
-        if sampled:
-            f.setdefault("timed_calls", per_rank(0))[r] += timed
-            se = f.setdefault("time_s_se", per_rank(0.0))
-            se[r] = math.hypot(se[r], _seconds(se_ns))  # independent estimates: variances add
-        if calls:
-            f["min_s"][r] = _seconds(mn) if f["min_s"][r] is None else min(f["min_s"][r], _seconds(mn))
-            f["max_s"][r] = _seconds(mx) if f["max_s"][r] is None else max(f["max_s"][r], _seconds(mx))
-        f["calls"][r] += calls
-        f["time_s"][r] += _seconds(ns)
-        f["bytes_sent"][r] += sent
-        f["bytes_recv"][r] += recv
-
-    def count(into: dict[str, Any], name: str, kind: str, r: int, value: float) -> None:
-        c = into.setdefault(name, {"kind": kind, "values": per_rank(None)})
-        old = c["values"][r]
-        c["values"][r] = value if old is None or kind == "last" else old + value
-
-    functions: dict[str, dict[str, Any]] = {}
-    counters: dict[str, dict[str, Any]] = {}
-    sizes: dict[str, dict[int, dict[str, Any]]] = {}
-    regions: list[dict[str, Any]] = []  # global regions; index 0 is the root
-    root: dict[str, Any] = {"regions": []}
-    matrix = []
-    for r in sorted(by_rank):
-        p = by_rank[r]
-        local: dict[int, dict[str, Any]] = {0: root}
-        for path, parent, visits, ns, name in p.regions:
-            up = local.get(parent, root)
-            node = next((c for c in up["regions"] if c["name"] == name), None)
-            if node is None:
-                node = {"name": name, "visits": per_rank(0), "time_s": per_rank(0.0), "functions": {}, "counters": {},
-                        "regions": []}
-                up["regions"].append(node)
-                regions.append(node)
-            node["visits"][r] += visits
-            node["time_s"][r] += _seconds(ns)
-            local[path] = node
-        for path, fn, *stat in p.stats:
-            name, cls = p.functions.get(fn, (f"function {fn}", "other"))
-            add(functions.setdefault(name, new_function(cls)), r, *stat)
-            if path != 0 and path in local:
-                add(local[path]["functions"].setdefault(name, new_function(cls)), r, *stat)
-        for fn, b, calls, ns in p.sizes:
-            name = p.functions.get(fn, (f"function {fn}", "other"))[0]
-            slot = sizes.setdefault(name, {}).setdefault(b, {
-                "bin": b, "min_bytes": 0 if b == 0 else 1 << (b - 1), "max_bytes": 0 if b == 0 else (1 << b) - 1,
-                "calls": per_rank(0), "time_s": per_rank(0.0)})
-            slot["calls"][r] += calls
-            slot["time_s"][r] += _seconds(ns)
-        matrix += [{"src": r, "dst": d, "messages": m, "bytes": b} for d, m, b in p.matrix]
-        # a "last" counter's value over the whole run is its most recent one, whatever the region
-        for path, cid, value, _, when in sorted(p.counters, key=lambda c: c[4]):
-            name, kind = p.counter_names.get(cid, (f"counter {cid}", "sum"))
-            count(counters, name, kind, r, value)
-            if path != 0 and path in local:
-                count(local[path]["counters"], name, kind, r, value)
-    ranks = []
-    for r in range(nranks):
-        p = by_rank.get(r)
-        ranks.append({"rank": r, "host": p.host if p else None, "wall_time_s": _seconds(p.wall_ns) if p else None,
-                      "mpi_time_s": _seconds(p.mpi_ns) if p else None,
-                      **({"mpi_time_s_se": _seconds(p.mpi_se_ns) if p else None} if sampled else {}),
-                      "init_time_s": _seconds(p.init_ns) if p else None, "threads": p.threads if p else None,
-                      "ended_by": (p.reason + (f" {p.signal}" if p.signal else "")) if p else None})
-    dropped: dict[str, int] = {}
-    for p in by_rank.values():
-        for k, v in p.dropped.items():
-            dropped[k] = dropped.get(k, 0) + v
-    walls = [x["wall_time_s"] for x in ranks if x["wall_time_s"] is not None]
-    return {
-        "schema": SCHEMA,
-        "tool": {"name": "mpilens"},
-        "complete": False,
-        "nranks": nranks,
-        "wall_time_s": max(walls) if walls else None,
-        **({"time_sample": time_sample} if sampled else {}),
-        "ranks": ranks,
-        "functions": dict(sorted(functions.items())),
-        "message_sizes": {k: [v[b] for b in sorted(v)] for k, v in sorted(sizes.items())},
-        "matrix": matrix,
-        "counters": counters,
-        "regions": root["regions"],
-        "dropped": dropped,
-    }
-
-
 def load(path: str | Path) -> Run:
     """Read a run directory; raise RunDirectoryError when it holds nothing usable."""
     path = Path(path)
@@ -208,41 +101,40 @@ def load(path: str | Path) -> Run:
             return Run(path, meta, doc, "profile.json", problems)
         problems += errs
 
-    payloads = _read_payloads(path, "ranks/rank-*.partial", problems)
-    if not payloads:
+    nranks, profile, missing = _aggregate(path, "ranks/rank-*.partial", meta, problems)
+    if profile is None:
         if not (path / "profile.json").exists():
             why = "no profile.json (the job did not reach MPI_Finalize) and no per-rank data"
         else:
             why = "profile.json is unusable and there is no per-rank data"
         detail = f" ({'; '.join(problems)})" if problems else ""
         raise RunDirectoryError(f"{path}: {why}{detail}")
-    nranks, profile, missing = _aggregate(payloads, meta)
-    problems.append(f"incomplete run: {len(payloads)} of {nranks} ranks left data"
+    problems.append(f"incomplete run: {nranks - len(missing)} of {nranks} ranks left data"
                     + (f" (missing: {_ranges(missing)})" if missing else "")
                     + "; the job did not reach MPI_Finalize")
     return Run(path, meta, profile, "per-rank files", problems)
 
 
-def _read_payloads(path: Path, pattern: str, problems: list[str]) -> list[pl.Payload]:
-    """The per-rank files matching pattern (relative to the run directory); damaged ones noted."""
-    out = []
-    for f in sorted(path.glob(pattern)):
-        try:
-            out.append(pl.parse(f.read_bytes()))
-        except (pl.PayloadError, OSError) as err:
-            problems.append(f"{f.relative_to(path)} is damaged: {err}")
-    return out
-
-
-def _aggregate(payloads: list[pl.Payload], meta: dict[str, Any] | None) -> tuple[int, dict[str, Any], list[int]]:
-    """The profile of some ranks' files: (ranks in the job, profile, ranks without a file)."""
-    nranks = int((meta or {}).get("nranks") or max(p.nranks for p in payloads))
-    try:  # the setting the run used, as meta.json recorded it
-        time_sample = int(((meta or {}).get("config") or {}).get("MPILENS_TIME_SAMPLE", 1))
+def _aggregate(path: Path, pattern: str, meta: dict[str, Any] | None,
+               problems: list[str]) -> tuple[int, dict[str, Any] | None, list[int]]:
+    """The profile of the payload files matching pattern (relative to the run directory), merged by
+    mpilens-merge: (ranks in the job, profile or None when no file is usable, ranks without data)."""
+    files = sorted(path.glob(pattern))
+    config = (meta or {}).get("config") or {}
+    try:  # the settings the run used, as meta.json recorded them
+        time_sample = int(config.get("MPILENS_TIME_SAMPLE", 1))
     except (TypeError, ValueError):
         time_sample = 1
-    profile = profile_from_payloads(payloads, nranks, time_sample)
-    return nranks, profile, [r for r in range(nranks) if profile["ranks"][r]["host"] is None]
+    tool, mpi = (meta or {}).get("tool") or {}, (meta or {}).get("mpi") or {}
+    profile, bad = pl.merge(files, path, nranks=(meta or {}).get("nranks"), time_sample=time_sample,
+                            intervals=str(config.get("MPILENS_INTERVALS", "0")).lower() in ("1", "true", "yes", "on"),
+                            version=tool.get("version") if isinstance(tool, dict) else None,
+                            mpi=mpi.get("flavor") if isinstance(mpi, dict) else None)
+    problems += bad
+    if profile is None:
+        return 0, None, []
+    nranks = int(profile["nranks"])
+    return nranks, profile, [r["rank"] for r in profile["ranks"] if r["host"] is None]
 
 
 def snapshots(path: str | Path) -> list[int]:
@@ -270,11 +162,10 @@ def load_snapshot(path: str | Path, number: int) -> Run:
     meta = _load_json(path / "meta.json", problems)
     if not isinstance(meta, dict):
         meta = None
-    payloads = _read_payloads(path, f"pcontrol/{folder.name}/rank-*.bin", problems)
-    if not payloads:
+    _, profile, missing = _aggregate(path, f"pcontrol/{folder.name}/rank-*.bin", meta, problems)
+    if profile is None:
         detail = f" ({'; '.join(problems)})" if problems else ""
         raise RunDirectoryError(f"{folder}: no readable snapshot file{detail}")
-    _, profile, missing = _aggregate(payloads, meta)
     problems.insert(0, f"MPI_Pcontrol snapshot {number}: each rank's statistics as of its MPI_Pcontrol(3|4) call "
                        f"number {number}; the run went on"
                        + (f"; ranks {_ranges(missing)} wrote no such snapshot" if missing else ""))

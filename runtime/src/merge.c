@@ -1,0 +1,741 @@
+/* The merge of per-rank payloads into profile.json (see merge.h). No analysis happens here:
+ * values are laid out per rank, as measured; statistics across ranks are the Python side's job.
+ * Functions, regions and user counters are matched across ranks by name (each payload names its
+ * own), so the merge needs no table of the runtime build. */
+#include "merge.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json.h"
+#include "ml_rundir.h"
+
+/* ------------------------------------------------------------------------------- reading */
+typedef struct cursor {
+    const char *p, *end;
+    int bad;
+} cursor_t;
+
+static void take(cursor_t *c, void *out, size_t n)
+{
+    if (c->bad || (size_t)(c->end - c->p) < n) {
+        c->bad = 1;
+        memset(out, 0, n);
+        return;
+    }
+    memcpy(out, c->p, n);
+    c->p += n;
+}
+static uint32_t u32(cursor_t *c) { uint32_t v; take(c, &v, 4); return v; }
+static const char *str(cursor_t *c, uint16_t *len)
+{
+    take(c, len, 2);
+    if (c->bad || (size_t)(c->end - c->p) < *len) {
+        c->bad = 1;
+        *len = 0;
+        return "";
+    }
+    const char *s = c->p;
+    c->p += *len;
+    return s;
+}
+/* Skip a table of n records of `record` bytes, each followed by a string when named. */
+static void skip_table(cursor_t *c, size_t record, int named)
+{
+    const uint32_t n = u32(c);
+    if (!named) {
+        if ((size_t)(c->end - c->p) < (size_t)n * record) c->bad = 1;
+        else c->p += (size_t)n * record;
+        return;
+    }
+    for (uint32_t i = 0; i < n && !c->bad; i++) {
+        if ((size_t)(c->end - c->p) < record) c->bad = 1;
+        else c->p += record;
+        uint16_t l;
+        str(c, &l);
+    }
+}
+
+typedef struct rankrec {
+    int present;
+    ml_payload_head_t head;
+    ml_payload_tail_t tail;
+    const char *host;
+    uint16_t hostlen;
+    /* each positioned at its table's count (the payload's order: runtime/spec/rundir.yaml) */
+    cursor_t regions, functions, stats, sizes, matrix, counter_names, counters;
+} rankrec_t;
+
+/* Parse one payload at c (which moves past it) into r; -1 with a reason when it is not whole. */
+static int parse_payload(cursor_t *c, rankrec_t *r, char *why, size_t whylen)
+{
+    const size_t avail = (size_t)(c->end - c->p);
+    if (avail < 4 || memcmp(c->p, ML_MAGIC_PAYLOAD, 4) != 0) { /* "MLPA": a payload of some version */
+        snprintf(why, whylen, "not an mpilens payload (bad magic)");
+        return -1;
+    }
+    if (avail >= ML_MAGIC_LEN && memcmp(c->p, ML_MAGIC_PAYLOAD, ML_MAGIC_LEN) != 0) {
+        snprintf(why, whylen, "a payload of another version (magic %.8s; this mpilens reads %s)", c->p,
+                 ML_MAGIC_PAYLOAD);
+        return -1;
+    }
+    take(c, &r->head, sizeof r->head);
+    if (c->bad) {
+        snprintf(why, whylen, "truncated: %zu bytes, less than the head of a payload", avail);
+        return -1;
+    }
+    const uint64_t total = r->head.total_length;
+    if (total > avail) {
+        snprintf(why, whylen, "truncated: %zu of %llu bytes", avail, (unsigned long long)total);
+        return -1;
+    }
+    if (total < sizeof r->head + sizeof r->tail) {
+        snprintf(why, whylen, "damaged head (length %llu)", (unsigned long long)total);
+        return -1;
+    }
+    cursor_t body = {c->p, c->p - sizeof r->head + total, 0};
+    c->p = body.end;
+    r->host = str(&body, &r->hostlen);
+    r->regions = body;
+    skip_table(&body, sizeof(ml_payload_region_t), 1);
+    r->functions = body;
+    skip_table(&body, sizeof(ml_payload_function_t), 1);
+    r->stats = body;
+    skip_table(&body, sizeof(ml_payload_stat_t), 0);
+    r->sizes = body;
+    skip_table(&body, sizeof(ml_payload_size_t), 0);
+    r->matrix = body;
+    skip_table(&body, sizeof(ml_payload_peer_t), 0);
+    r->counter_names = body;
+    skip_table(&body, sizeof(ml_payload_counter_name_t), 1);
+    r->counters = body;
+    skip_table(&body, sizeof(ml_payload_counter_t), 0);
+    take(&body, &r->tail, sizeof r->tail);
+    if (body.bad) {
+        snprintf(why, whylen, "truncated at byte %zu of %llu", (size_t)(body.end - (c->p - total)),
+                 (unsigned long long)total);
+        return -1;
+    }
+    if (memcmp(r->tail.end, ML_MAGIC_PAYLOAD_END, ML_MAGIC_LEN) != 0 || body.p != body.end) {
+        snprintf(why, whylen, "missing end marker");
+        return -1;
+    }
+    r->present = 1;
+    return 0;
+}
+
+size_t ml_payload_check(const char *data, size_t len, char *why, size_t whylen)
+{
+    cursor_t c = {data, data + len, 0};
+    rankrec_t r;
+    memset(&r, 0, sizeof r);
+    return parse_payload(&c, &r, why, whylen) == 0 ? (size_t)(c.p - data) : 0;
+}
+
+/* ------------------------------------------------------------------------------- merging */
+typedef struct name {
+    const char *s;
+    uint16_t len;
+} name_t;
+
+static int name_eq(name_t a, const char *s, uint16_t len) { return a.len == len && memcmp(a.s, s, len) == 0; }
+
+typedef struct region {
+    name_t name;
+    uint32_t parent;
+    uint64_t *visits, *ns; /* per rank */
+} region_t;
+
+typedef struct function {
+    name_t name;
+    uint8_t cls;
+    uint64_t *hist_calls, *hist_ns; /* [ML_SIZE_BINS][nranks], allocated when the function has one */
+} function_t;
+
+typedef struct series { /* one function (in one region, or overall): values per rank */
+    uint32_t region;      /* UINT32_MAX: the whole run */
+    uint32_t fn;          /* index in table.functions */
+    uint64_t *calls, *ns, *min, *max, *sent, *recv;
+    uint64_t *timed; /* calls timed (MPILENS_TIME_SAMPLE) */
+    double *var;     /* variance of the estimated ns (MPILENS_TIME_SAMPLE) */
+} series_t;
+
+typedef struct counter {
+    name_t name;
+    uint8_t kind;
+} counter_t;
+
+typedef struct cvalue {
+    uint32_t region, counter;
+    double *value; /* NaN: the rank never touched it */
+    uint64_t *when;
+} cvalue_t;
+
+typedef struct table {
+    int nranks;
+    const rankrec_t *ranks;
+    const ml_merge_opts_t *o;
+    region_t *regions;
+    uint32_t nregions, cap_regions;
+    function_t *functions;
+    uint32_t nfunctions, cap_functions;
+    series_t *series;
+    uint32_t nseries, cap_series;
+    counter_t *counters;
+    uint32_t ncounters, cap_counters;
+    cvalue_t *cvalues;
+    uint32_t ncvalues, cap_cvalues;
+    int failed; /* out of memory */
+} table_t;
+
+/* Grow an array of `size`-byte items to hold one more; NULL (and t->failed) when it cannot. */
+static void *grow(table_t *t, void *items, uint32_t n, uint32_t *cap, size_t size)
+{
+    if (n < *cap) return items;
+    const uint32_t c = *cap ? 2 * *cap : 16;
+    void *p = realloc(items, (size_t)c * size);
+    if (p == NULL) {
+        t->failed = 1;
+        return NULL;
+    }
+    *cap = c;
+    return p;
+}
+
+static uint64_t *per_rank(table_t *t)
+{
+    uint64_t *v = calloc((size_t)t->nranks, sizeof(uint64_t));
+    if (v == NULL) t->failed = 1;
+    return v;
+}
+
+static uint32_t region_global(table_t *t, uint32_t parent, const char *name, uint16_t nlen)
+{
+    for (uint32_t i = 1; i < t->nregions; i++)
+        if (t->regions[i].parent == parent && name_eq(t->regions[i].name, name, nlen)) return i;
+    region_t *r = grow(t, t->regions, t->nregions, &t->cap_regions, sizeof *r);
+    if (r == NULL) return UINT32_MAX;
+    t->regions = r;
+    t->regions[t->nregions] = (region_t){{name, nlen}, parent, per_rank(t), per_rank(t)};
+    return t->failed ? UINT32_MAX : t->nregions++;
+}
+
+static uint32_t function_global(table_t *t, const char *name, uint16_t nlen, uint8_t cls)
+{
+    for (uint32_t i = 0; i < t->nfunctions; i++)
+        if (name_eq(t->functions[i].name, name, nlen)) return i;
+    function_t *f = grow(t, t->functions, t->nfunctions, &t->cap_functions, sizeof *f);
+    if (f == NULL) return UINT32_MAX;
+    t->functions = f;
+    t->functions[t->nfunctions] = (function_t){{name, nlen}, cls, NULL, NULL};
+    return t->nfunctions++;
+}
+
+static series_t *series_of(table_t *t, uint32_t region, uint32_t fn)
+{
+    for (uint32_t i = 0; i < t->nseries; i++)
+        if (t->series[i].region == region && t->series[i].fn == fn) return &t->series[i];
+    series_t *s = grow(t, t->series, t->nseries, &t->cap_series, sizeof *s);
+    if (s == NULL) return NULL;
+    t->series = s;
+    s = &t->series[t->nseries++];
+    *s = (series_t){region, fn, per_rank(t), per_rank(t), per_rank(t), per_rank(t), per_rank(t), per_rank(t),
+                    per_rank(t), calloc((size_t)t->nranks, sizeof(double))};
+    if (s->var == NULL) t->failed = 1;
+    return t->failed ? NULL : s;
+}
+
+static void add(series_t *s, int rank, const ml_payload_stat_t *x)
+{
+    if (s == NULL) return;
+    s->timed[rank] += x->timed;
+    s->var[rank] += (double)x->se_ns * (double)x->se_ns; /* independent estimates: variances add */
+    if (x->calls > 0) {
+        if (s->calls[rank] == 0 || x->min_ns < s->min[rank]) s->min[rank] = x->min_ns;
+        if (x->max_ns > s->max[rank]) s->max[rank] = x->max_ns;
+    }
+    s->calls[rank] += x->calls;
+    s->ns[rank] += x->ns;
+    s->sent[rank] += (uint64_t)x->sent;
+    s->recv[rank] += (uint64_t)x->recv;
+}
+
+static uint32_t counter_global(table_t *t, const char *name, uint16_t len, uint8_t kind)
+{
+    for (uint32_t i = 0; i < t->ncounters; i++)
+        if (name_eq(t->counters[i].name, name, len)) return i;
+    counter_t *c = grow(t, t->counters, t->ncounters, &t->cap_counters, sizeof *c);
+    if (c == NULL) return UINT32_MAX;
+    t->counters = c;
+    t->counters[t->ncounters] = (counter_t){{name, len}, kind};
+    return t->ncounters++;
+}
+
+/* The values of one counter in one region (UINT32_MAX: the whole run), per rank; NaN: unset. */
+static cvalue_t *cvalue_of(table_t *t, uint32_t region, uint32_t counter)
+{
+    for (uint32_t i = 0; i < t->ncvalues; i++)
+        if (t->cvalues[i].region == region && t->cvalues[i].counter == counter) return &t->cvalues[i];
+    cvalue_t *c = grow(t, t->cvalues, t->ncvalues, &t->cap_cvalues, sizeof *c);
+    if (c == NULL) return NULL;
+    t->cvalues = c;
+    c = &t->cvalues[t->ncvalues++];
+    c->region = region;
+    c->counter = counter;
+    c->value = malloc((size_t)t->nranks * sizeof(double));
+    c->when = per_rank(t);
+    if (c->value == NULL) {
+        t->failed = 1;
+        return NULL;
+    }
+    for (int i = 0; i < t->nranks; i++) c->value[i] = __builtin_nan("");
+    return c;
+}
+
+static void counter_add(table_t *t, uint32_t region, uint32_t counter, int rank, double v, uint64_t when)
+{
+    cvalue_t *c = cvalue_of(t, region, counter);
+    if (c == NULL) return;
+    const int unset = c->value[rank] != c->value[rank];
+    if (t->counters[counter].kind == ML_COUNTER_SUM)
+        c->value[rank] = unset ? v : c->value[rank] + v;
+    else if (unset || when >= c->when[rank]) /* "last": the most recent value, whatever the region */
+        c->value[rank] = v;
+    if (when > c->when[rank]) c->when[rank] = when;
+}
+
+/* A table's count and its first record; *n = 0 when the cursor is bad. */
+static const char *table_start(cursor_t c, uint32_t *n)
+{
+    *n = u32(&c);
+    if (c.bad) *n = 0;
+    return c.p;
+}
+
+static void merge_rank(table_t *t, int rank, const rankrec_t *r)
+{
+    /* local function ids -> global functions; local region paths -> global regions */
+    uint32_t nf, nreg;
+    cursor_t c = r->functions;
+    u32(&c);
+    uint32_t *gfn = calloc(65536, sizeof(uint32_t)); /* fn ids are u16 */
+    if (gfn == NULL) {
+        t->failed = 1;
+        return;
+    }
+    for (uint32_t i = 0; i < 65536; i++) gfn[i] = UINT32_MAX;
+    table_start(r->functions, &nf);
+    for (uint32_t i = 0; i < nf && !c.bad; i++) {
+        ml_payload_function_t f;
+        take(&c, &f, sizeof f);
+        uint16_t len;
+        const char *name = str(&c, &len);
+        gfn[f.fn] = function_global(t, name, len, f.class);
+    }
+    /* region paths are small integers; the largest one sizes the local map */
+    uint32_t maxpath = 0;
+    table_start(r->regions, &nreg);
+    c = r->regions;
+    u32(&c);
+    for (uint32_t i = 0; i < nreg && !c.bad; i++) {
+        ml_payload_region_t x;
+        take(&c, &x, sizeof x);
+        uint16_t len;
+        str(&c, &len);
+        if (x.path > maxpath) maxpath = x.path;
+    }
+    uint32_t *local = calloc((size_t)maxpath + 1, sizeof(uint32_t)); /* path 0 (no region) -> 0 */
+    if (local == NULL) {
+        free(gfn);
+        t->failed = 1;
+        return;
+    }
+    c = r->regions;
+    u32(&c);
+    for (uint32_t i = 0; i < nreg && !c.bad; i++) {
+        ml_payload_region_t x;
+        take(&c, &x, sizeof x);
+        uint16_t len;
+        const char *name = str(&c, &len);
+        if (x.parent > maxpath) continue;
+        const uint32_t g = region_global(t, local[x.parent], name, len);
+        if (g == UINT32_MAX) break;
+        local[x.path] = g;
+        t->regions[g].visits[rank] += x.visits;
+        t->regions[g].ns[rank] += x.ns;
+    }
+    uint32_t n;
+    const char *p = table_start(r->stats, &n);
+    for (uint32_t i = 0; i < n; i++) {
+        ml_payload_stat_t x;
+        memcpy(&x, p + (size_t)i * sizeof x, sizeof x);
+        if (gfn[x.fn] == UINT32_MAX || x.path > maxpath) continue;
+        add(series_of(t, UINT32_MAX, gfn[x.fn]), rank, &x);
+        if (x.path != 0) add(series_of(t, local[x.path], gfn[x.fn]), rank, &x);
+    }
+    /* user counters: local ids -> global names */
+    uint32_t gid[65536 / 64]; /* ids are u16, and a process has at most ML_MAX_COUNTERS of them */
+    for (size_t k = 0; k < sizeof gid / sizeof *gid; k++) gid[k] = UINT32_MAX;
+    c = r->counter_names;
+    table_start(r->counter_names, &n);
+    u32(&c);
+    for (uint32_t i = 0; i < n && !c.bad; i++) {
+        ml_payload_counter_name_t x;
+        take(&c, &x, sizeof x);
+        uint16_t len;
+        const char *name = str(&c, &len);
+        if (x.id < sizeof gid / sizeof *gid) gid[x.id] = counter_global(t, name, len, x.kind);
+    }
+    p = table_start(r->counters, &n);
+    for (uint32_t i = 0; i < n; i++) {
+        ml_payload_counter_t x;
+        memcpy(&x, p + (size_t)i * sizeof x, sizeof x);
+        if (x.id >= sizeof gid / sizeof *gid || gid[x.id] == UINT32_MAX || x.path > maxpath) continue;
+        counter_add(t, UINT32_MAX, gid[x.id], rank, x.value, x.when_ns);
+        if (x.path != 0) counter_add(t, local[x.path], gid[x.id], rank, x.value, x.when_ns);
+    }
+    free(local);
+    p = table_start(r->sizes, &n);
+    for (uint32_t i = 0; i < n && !t->failed; i++) {
+        ml_payload_size_t x;
+        memcpy(&x, p + (size_t)i * sizeof x, sizeof x);
+        if (gfn[x.fn] == UINT32_MAX || x.bin >= ML_SIZE_BINS) continue;
+        function_t *f = &t->functions[gfn[x.fn]];
+        if (f->hist_calls == NULL) {
+            f->hist_calls = calloc((size_t)ML_SIZE_BINS * (size_t)t->nranks, sizeof(uint64_t));
+            f->hist_ns = calloc((size_t)ML_SIZE_BINS * (size_t)t->nranks, sizeof(uint64_t));
+            if (f->hist_calls == NULL || f->hist_ns == NULL) t->failed = 1;
+            if (t->failed) break;
+        }
+        const size_t k = (size_t)x.bin * (size_t)t->nranks + (size_t)rank;
+        f->hist_calls[k] += x.calls;
+        f->hist_ns[k] += x.ns;
+    }
+    free(gfn);
+}
+
+/* ------------------------------------------------------------------------------- writing */
+static void u64_array(FILE *f, const uint64_t *v, const table_t *t)
+{
+    fputc('[', f);
+    for (int i = 0; i < t->nranks; i++) {
+        if (i) fputs(", ", f);
+        if (!t->ranks[i].present)
+            fputs("null", f); /* a rank that left no data measured nothing, not zero */
+        else
+            fprintf(f, "%llu", (unsigned long long)v[i]);
+    }
+    fputc(']', f);
+}
+
+static void seconds_array(FILE *f, const uint64_t *ns, const uint64_t *calls, const table_t *t)
+{
+    fputc('[', f);
+    for (int i = 0; i < t->nranks; i++) {
+        if (i) fputs(", ", f);
+        /* a minimum or maximum over no call, or a rank that left no data, is not a number */
+        if ((calls != NULL && calls[i] == 0) || !t->ranks[i].present)
+            fputs("null", f);
+        else
+            ml_json_seconds(f, ns[i]);
+    }
+    fputc(']', f);
+}
+
+static void write_counters(FILE *f, table_t *t, uint32_t region, const char *indent)
+{
+    fputc('{', f);
+    int first = 1;
+    for (uint32_t k = 0; k < t->ncounters; k++) {
+        cvalue_t *c = NULL;
+        for (uint32_t i = 0; i < t->ncvalues && !c; i++)
+            if (t->cvalues[i].region == region && t->cvalues[i].counter == k) c = &t->cvalues[i];
+        if (c == NULL) continue;
+        fprintf(f, "%s\n%s  ", first ? "" : ",", indent);
+        ml_json_strn(f, t->counters[k].name.s, t->counters[k].name.len);
+        fprintf(f, ": {\"kind\": \"%s\", \"values\": [", t->counters[k].kind == ML_COUNTER_SUM ? "sum" : "last");
+        for (int r = 0; r < t->nranks; r++)
+            if (c->value[r] != c->value[r])
+                fprintf(f, "%snull", r ? ", " : ""); /* a rank that never touched it */
+            else
+                fprintf(f, "%s%.17g", r ? ", " : "", c->value[r]);
+        fputs("]}", f);
+        first = 0;
+    }
+    if (!first) fprintf(f, "\n%s", indent);
+    fputc('}', f);
+}
+
+static const table_t *sorting; /* qsort has no context argument in C11 */
+static int name_cmp(name_t a, name_t b)
+{
+    const int c = memcmp(a.s, b.s, a.len < b.len ? a.len : b.len);
+    return c ? c : (int)a.len - (int)b.len;
+}
+static int series_by_name(const void *a, const void *b)
+{
+    const series_t *x = *(series_t *const *)a, *y = *(series_t *const *)b;
+    return name_cmp(sorting->functions[x->fn].name, sorting->functions[y->fn].name);
+}
+static int functions_by_name(const void *a, const void *b)
+{
+    return name_cmp(sorting->functions[*(const uint32_t *)a].name, sorting->functions[*(const uint32_t *)b].name);
+}
+
+static void write_functions(FILE *f, table_t *t, uint32_t region, const char *indent)
+{
+    static const char *const class_names[] = ML_FUNCTION_CLASS_LABELS;
+    series_t **sel = malloc((t->nseries + 1) * sizeof *sel);
+    if (sel == NULL) {
+        t->failed = 1;
+        return;
+    }
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < t->nseries; i++)
+        if (t->series[i].region == region) sel[k++] = &t->series[i];
+    sorting = t;
+    qsort(sel, k, sizeof *sel, series_by_name);
+    fputc('{', f);
+    for (uint32_t i = 0; i < k; i++) {
+        series_t *s = sel[i];
+        const function_t *fn = &t->functions[s->fn];
+        fprintf(f, "%s\n%s  ", i ? "," : "", indent);
+        ml_json_strn(f, fn->name.s, fn->name.len);
+        fprintf(f, ": {\"class\": \"%s\",\n%s    \"calls\": ",
+                fn->cls < ML_FUNCTION_CLASS_COUNT ? class_names[fn->cls] : "other", indent);
+        u64_array(f, s->calls, t);
+        fprintf(f, ",\n%s    \"time_s\": ", indent);
+        seconds_array(f, s->ns, NULL, t);
+        fprintf(f, ",\n%s    \"min_s\": ", indent);
+        seconds_array(f, s->min, s->calls, t);
+        fprintf(f, ",\n%s    \"max_s\": ", indent);
+        seconds_array(f, s->max, s->calls, t);
+        if (t->o->time_sample > 1) {
+            fprintf(f, ",\n%s    \"timed_calls\": ", indent);
+            u64_array(f, s->timed, t);
+            for (int r = 0; r < t->nranks; r++) /* the standard error, in the ns array (written last) */
+                s->ns[r] = s->var[r] > 0 ? (uint64_t)__builtin_sqrt(s->var[r]) : 0;
+            fprintf(f, ",\n%s    \"time_s_se\": ", indent);
+            seconds_array(f, s->ns, NULL, t);
+        }
+        fprintf(f, ",\n%s    \"bytes_sent\": ", indent);
+        u64_array(f, s->sent, t);
+        fprintf(f, ",\n%s    \"bytes_recv\": ", indent);
+        u64_array(f, s->recv, t);
+        fputc('}', f);
+    }
+    if (k) fprintf(f, "\n%s", indent);
+    fputc('}', f);
+    free(sel);
+}
+
+static void write_regions(FILE *f, table_t *t, uint32_t parent, int depth)
+{
+    char indent[300];
+    snprintf(indent, sizeof indent, "%*s", depth < 64 ? 2 + 4 * depth : 258, "");
+    fputc('[', f);
+    int first = 1;
+    for (uint32_t i = 1; i < t->nregions; i++) {
+        region_t *r = &t->regions[i];
+        if (r->parent != parent) continue;
+        fprintf(f, "%s\n%s  {\"name\": ", first ? "" : ",", indent);
+        ml_json_strn(f, r->name.s, r->name.len);
+        fprintf(f, ",\n%s   \"visits\": ", indent);
+        u64_array(f, r->visits, t);
+        fprintf(f, ",\n%s   \"time_s\": ", indent);
+        seconds_array(f, r->ns, NULL, t);
+        fprintf(f, ",\n%s   \"functions\": ", indent);
+        char sub[320];
+        snprintf(sub, sizeof sub, "%s   ", indent);
+        write_functions(f, t, i, sub);
+        fprintf(f, ",\n%s   \"counters\": ", indent);
+        write_counters(f, t, i, sub);
+        fprintf(f, ",\n%s   \"regions\": ", indent);
+        write_regions(f, t, i, depth + 1);
+        fputc('}', f);
+        first = 0;
+    }
+    if (!first) fprintf(f, "\n%s", indent);
+    fputc(']', f);
+}
+
+static void write_message_sizes(FILE *f, table_t *t)
+{
+    fputc('{', f);
+    int first_fn = 1;
+    const int n = t->nranks;
+    uint32_t *order = malloc((t->nfunctions + 1) * sizeof *order); /* functions in name order, like "functions" */
+    if (order == NULL) {
+        t->failed = 1;
+        fputc('}', f);
+        return;
+    }
+    for (uint32_t i = 0; i < t->nfunctions; i++) order[i] = i;
+    sorting = t;
+    qsort(order, t->nfunctions, sizeof *order, functions_by_name);
+    for (uint32_t oi = 0; oi < t->nfunctions; oi++) {
+        const function_t *fn = &t->functions[order[oi]];
+        if (fn->hist_calls == NULL) continue;
+        int first_bin = 1;
+        for (int b = 0; b < ML_SIZE_BINS; b++) {
+            const size_t k = (size_t)b * (size_t)n;
+            uint64_t any = 0;
+            for (int r = 0; r < n; r++) any |= fn->hist_calls[k + r];
+            if (!any) continue;
+            if (first_bin) {
+                fprintf(f, "%s\n    ", first_fn ? "" : ",");
+                ml_json_strn(f, fn->name.s, fn->name.len);
+                fputs(": [", f);
+            }
+            const unsigned long long lo = b == 0 ? 0 : 1ull << (b - 1);
+            const unsigned long long hi = b == 0 ? 0 : (b == 64 ? ~0ull : (1ull << b) - 1);
+            fprintf(f, "%s\n      {\"bin\": %d, \"min_bytes\": %llu, \"max_bytes\": %llu, \"calls\": ", first_bin ? "" : ",",
+                    b, lo, hi);
+            u64_array(f, fn->hist_calls + k, t);
+            fputs(", \"time_s\": ", f);
+            seconds_array(f, fn->hist_ns + k, NULL, t);
+            fputc('}', f);
+            first_bin = 0;
+            first_fn = 0;
+        }
+        if (!first_bin) fputs("]", f);
+    }
+    free(order);
+    fputs(first_fn ? "}" : "\n  }", f);
+}
+
+static void free_table(table_t *t)
+{
+    for (uint32_t i = 0; i < t->nseries; i++) {
+        series_t *s = &t->series[i];
+        free(s->calls), free(s->ns), free(s->min), free(s->max), free(s->sent), free(s->recv), free(s->timed), free(s->var);
+    }
+    for (uint32_t i = 1; i < t->nregions; i++) free(t->regions[i].visits), free(t->regions[i].ns);
+    for (uint32_t i = 0; i < t->nfunctions; i++) free(t->functions[i].hist_calls), free(t->functions[i].hist_ns);
+    for (uint32_t i = 0; i < t->ncvalues; i++) free(t->cvalues[i].value), free(t->cvalues[i].when);
+    free(t->cvalues), free(t->counters), free(t->series), free(t->regions), free(t->functions);
+}
+
+int ml_merge_profile(FILE *f, const char *payloads, size_t len, const ml_merge_opts_t *o)
+{
+    static const char *const reasons[] = ML_END_REASON_LABELS;
+    const int nranks = o->nranks;
+    if (nranks < 1) return -1;
+    rankrec_t *ranks = calloc((size_t)nranks, sizeof *ranks);
+    table_t t = {.nranks = nranks, .ranks = ranks, .o = o, .nregions = 1};
+    if (ranks == NULL) return -1;
+    t.regions = grow(&t, NULL, 0, &t.cap_regions, sizeof *t.regions); /* index 0: the root (no region) */
+    cursor_t c = {payloads, payloads + len, 0};
+    while (c.p < c.end) {
+        rankrec_t r;
+        char why[200];
+        memset(&r, 0, sizeof r);
+        const char *at = c.p;
+        if (parse_payload(&c, &r, why, sizeof why) != 0) {
+            /* skip it: whole payloads are checked (and named) by the caller */
+            if (c.p == at || c.p > c.end) break;
+            continue;
+        }
+        if (r.head.rank < (uint32_t)nranks) ranks[r.head.rank] = r;
+    }
+    for (int r = 0; r < nranks && !t.failed; r++)
+        if (ranks[r].present) merge_rank(&t, r, &ranks[r]);
+    if (t.failed) {
+        free_table(&t);
+        free(ranks);
+        return -1;
+    }
+
+    uint64_t wall = 0, dropped_req = 0, dropped_reg = 0, mismatch = 0, outstanding = 0;
+    int complete = 1, any = 0;
+    for (int r = 0; r < nranks; r++) {
+        const rankrec_t *x = &ranks[r];
+        complete &= x->present && x->head.complete;
+        if (!x->present) continue;
+        any = 1;
+        if (x->head.wall_ns > wall) wall = x->head.wall_ns;
+        dropped_req += x->head.dropped_requests;
+        dropped_reg += x->head.dropped_regions;
+        mismatch += x->head.region_mismatch;
+        outstanding += x->head.requests_outstanding;
+    }
+    fputs("{\n  \"schema\": \"mpilens.profile/1\",\n  \"tool\": {\"name\": \"mpilens\"", f);
+    if (o->version) fprintf(f, ", \"version\": \"%s\"", o->version);
+    if (o->mpi) fprintf(f, ", \"mpi\": \"%s\"", o->mpi);
+    fprintf(f, "},\n  \"complete\": %s,\n  \"nranks\": %d,\n  \"wall_time_s\": ", complete ? "true" : "false", nranks);
+    if (any) ml_json_seconds(f, wall);
+    else fputs("null", f);
+    if (o->time_sample > 1) fprintf(f, ",\n  \"time_sample\": %ld", o->time_sample);
+    fputs(",\n  \"ranks\": [", f);
+    for (int r = 0; r < nranks; r++) {
+        const rankrec_t *x = &ranks[r];
+        fprintf(f, "%s\n    {\"rank\": %d, \"host\": ", r ? "," : "", r);
+        if (!x->present) {
+            fputs("null, \"wall_time_s\": null, \"mpi_time_s\": null, ", f);
+            if (o->time_sample > 1) fputs("\"mpi_time_s_se\": null, ", f);
+            fputs("\"init_time_s\": null, \"threads\": null, \"ended_by\": null}", f);
+            continue;
+        }
+        ml_json_strn(f, x->host, x->hostlen);
+        fputs(", \"wall_time_s\": ", f);
+        ml_json_seconds(f, x->head.wall_ns);
+        fputs(", \"mpi_time_s\": ", f);
+        ml_json_seconds(f, x->head.mpi_ns);
+        if (o->time_sample > 1) {
+            fputs(", \"mpi_time_s_se\": ", f);
+            ml_json_seconds(f, x->head.mpi_se_ns);
+        }
+        fputs(", \"init_time_s\": ", f);
+        ml_json_seconds(f, x->head.init_ns);
+        fprintf(f, ", \"threads\": %u, \"ended_by\": \"%s", x->head.nthreads,
+                x->head.reason < ML_END_REASON_COUNT ? reasons[x->head.reason] : "unknown");
+        if (x->head.signo) fprintf(f, " %u", x->head.signo);
+        fputs("\"}", f);
+    }
+    fputs("\n  ],\n  \"functions\": ", f);
+    write_functions(f, &t, UINT32_MAX, "  ");
+    fputs(",\n  \"message_sizes\": ", f);
+    write_message_sizes(f, &t);
+    fputs(",\n  \"matrix\": [", f);
+    int first = 1;
+    for (int r = 0; r < nranks; r++) {
+        if (!ranks[r].present) continue;
+        uint32_t n;
+        const char *p = table_start(ranks[r].matrix, &n);
+        for (uint32_t i = 0; i < n; i++) {
+            ml_payload_peer_t x;
+            memcpy(&x, p + (size_t)i * sizeof x, sizeof x);
+            fprintf(f, "%s\n    {\"src\": %d, \"dst\": %u, \"messages\": %llu, \"bytes\": %llu}", first ? "" : ",", r,
+                    x.dst, (unsigned long long)x.messages, (unsigned long long)x.bytes);
+            first = 0;
+        }
+    }
+    fputs(first ? "]" : "\n  ]", f);
+    fputs(",\n  \"counters\": ", f);
+    write_counters(f, &t, UINT32_MAX, "  ");
+    fputs(",\n  \"regions\": ", f);
+    write_regions(f, &t, 0, 0);
+    if (o->intervals) {
+        fputs(",\n  \"intervals\": {\"recorded\": [", f);
+        for (int r = 0; r < nranks; r++)
+            if (ranks[r].present) fprintf(f, "%s%llu", r ? ", " : "", (unsigned long long)ranks[r].tail.intervals_recorded);
+            else fprintf(f, "%snull", r ? ", " : "");
+        fputs("], \"dropped\": [", f);
+        for (int r = 0; r < nranks; r++)
+            if (ranks[r].present) fprintf(f, "%s%llu", r ? ", " : "", (unsigned long long)ranks[r].tail.intervals_dropped);
+            else fprintf(f, "%snull", r ? ", " : "");
+        fprintf(f, "], \"files\": \"%s\"}", "ranks/intervals-NNNNNN.bin");
+    }
+    fprintf(f, ",\n  \"dropped\": {\"requests_untracked\": %llu, \"region_paths\": %llu, \"region_mismatches\": %llu, "
+               "\"requests_outstanding_at_finalize\": %llu}",
+            (unsigned long long)dropped_req, (unsigned long long)dropped_reg, (unsigned long long)mismatch,
+            (unsigned long long)outstanding);
+    if (o->gather_s >= 0)
+        fprintf(f, ",\n  \"tool_cost\": {\"finalize_gather_s\": %.6f, \"payload_bytes\": %zu}", o->gather_s, len);
+    fputs("\n}\n", f);
+    const int failed = t.failed;
+    free_table(&t);
+    free(ranks);
+    return failed ? -1 : 0;
+}

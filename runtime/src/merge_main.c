@@ -1,0 +1,124 @@
+/* mpilens-merge: the profile of a run that did not reach MPI_Finalize, or of an MPI_Pcontrol
+ * snapshot, from its per-rank payload files, by the merge rank 0 runs at MPI_Finalize (merge.c).
+ * `mpilens report` calls it; it needs no MPI.
+ *
+ *   mpilens-merge [--nranks N] [--time-sample N] [--intervals] [--version V] [--mpi NAME] FILE...
+ *
+ * Writes profile.json's document on stdout, and one line per file it cannot use on stderr
+ * ("FILE: what is wrong"). Exit status: 0 when at least one file was merged, 2 when none could be,
+ * 1 for a usage error. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "merge.h"
+#include "ml_rundir.h"
+
+static int usage(const char *why)
+{
+    fprintf(stderr, "mpilens-merge: %s\nusage: mpilens-merge [--nranks N] [--time-sample N] [--intervals] "
+                    "[--version V] [--mpi NAME] FILE...\n", why);
+    return 1;
+}
+
+/* The whole file in a growing buffer; NULL (errno set) when it cannot be read. */
+static char *read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) return NULL;
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    while (buf != NULL) {
+        n += fread(buf + n, 1, cap - n, f);
+        if (n < cap) break;
+        char *b = realloc(buf, cap *= 2);
+        if (b == NULL) free(buf);
+        buf = b;
+    }
+    const int err = ferror(f);
+    fclose(f);
+    if (buf == NULL || err) {
+        free(buf);
+        errno = buf == NULL ? ENOMEM : EIO;
+        return NULL;
+    }
+    *len = n;
+    return buf;
+}
+
+int main(int argc, char **argv)
+{
+    ml_merge_opts_t o = {.nranks = 0, .time_sample = 1, .gather_s = -1};
+    int i = 1;
+    for (; i < argc && strncmp(argv[i], "--", 2) == 0; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--") == 0) {
+            i++;
+            break;
+        }
+        if (strcmp(a, "--intervals") == 0) {
+            o.intervals = 1;
+            continue;
+        }
+        if (i + 1 >= argc) return usage("an option lacks its value");
+        char *end;
+        if (strcmp(a, "--nranks") == 0) {
+            o.nranks = (int)strtol(argv[++i], &end, 10);
+            if (*end || o.nranks < 1) return usage("--nranks: not a positive integer");
+        } else if (strcmp(a, "--time-sample") == 0) {
+            o.time_sample = strtol(argv[++i], &end, 10);
+            if (*end || o.time_sample < 1) return usage("--time-sample: not a positive integer");
+        } else if (strcmp(a, "--version") == 0) {
+            o.version = argv[++i];
+        } else if (strcmp(a, "--mpi") == 0) {
+            o.mpi = argv[++i];
+        } else {
+            return usage("unknown option");
+        }
+    }
+    if (i == argc) return usage("no payload file given");
+
+    char *all = NULL;
+    size_t len = 0, cap = 0;
+    int merged = 0, nranks = 0;
+    for (; i < argc; i++) {
+        size_t n = 0;
+        char *data = read_file(argv[i], &n);
+        if (data == NULL) {
+            fprintf(stderr, "%s: cannot read (%s)\n", argv[i], strerror(errno));
+            continue;
+        }
+        char why[256];
+        const size_t whole = ml_payload_check(data, n, why, sizeof why);
+        if (whole == 0) {
+            fprintf(stderr, "%s: %s\n", argv[i], why);
+            free(data);
+            continue;
+        }
+        ml_payload_head_t head;
+        memcpy(&head, data, sizeof head);
+        if ((int)head.nranks > nranks) nranks = (int)head.nranks;
+        if (len + whole > cap) {
+            cap = 2 * (len + whole);
+            char *b = realloc(all, cap);
+            if (b == NULL) {
+                fprintf(stderr, "mpilens-merge: out of memory\n");
+                return 2;
+            }
+            all = b;
+        }
+        memcpy(all + len, data, whole);
+        len += whole;
+        merged++;
+        free(data);
+    }
+    if (merged == 0) return 2;
+    if (o.nranks == 0) o.nranks = nranks;
+    if (ml_merge_profile(stdout, all, len, &o) != 0 || fflush(stdout) != 0) {
+        fprintf(stderr, "mpilens-merge: cannot write the profile (%s)\n", strerror(errno));
+        return 2;
+    }
+    free(all);
+    return 0;
+}
