@@ -172,6 +172,15 @@ def test_merge_program_usage_and_exit_status(tmp_path):
     ok = subprocess.run([str(MERGE), *files], capture_output=True, text=True)
     assert ok.returncode == 0 and ok.stderr == ""
     assert json.loads(ok.stdout)["nranks"] == 3  # from the payloads when not given
+    # one file of several payloads in a row (rank 0's gather buffer) is the same as one file each
+    together = tmp_path / "all.payloads"
+    together.write_bytes(b"".join(Path(f).read_bytes() for f in files))
+    one = subprocess.run([str(MERGE), str(together)], capture_output=True, text=True)
+    assert one.returncode == 0 and json.loads(one.stdout) == json.loads(ok.stdout)
+    together.write_bytes(together.read_bytes()[:-5])  # the last one cut short: the others are merged
+    cut = subprocess.run([str(MERGE), str(together)], capture_output=True, text=True)
+    assert cut.returncode == 0 and "at byte" in cut.stderr and "truncated" in cut.stderr, cut.stderr
+    assert json.loads(cut.stdout)["functions"]["MPI_Sendrecv"]["calls"] == [3, 3, None]
     bad = tmp_path / "x.partial"
     bad.write_bytes(b"not a payload at all")
     none = subprocess.run([str(MERGE), str(bad)], capture_output=True, text=True)

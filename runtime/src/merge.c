@@ -186,7 +186,8 @@ typedef struct table {
     uint32_t ncounters, cap_counters;
     cvalue_t *cvalues;
     uint32_t ncvalues, cap_cvalues;
-    int failed; /* out of memory */
+    uint32_t *gfn; /* [65536]: a rank's function ids (u16) -> functions; reset after each rank */
+    int failed;    /* out of memory */
 } table_t;
 
 /* Grow an array of `size`-byte items to hold one more; NULL (and t->failed) when it cannot. */
@@ -319,12 +320,7 @@ static void merge_rank(table_t *t, int rank, const rankrec_t *r)
     uint32_t nf, nreg;
     cursor_t c = r->functions;
     u32(&c);
-    uint32_t *gfn = calloc(65536, sizeof(uint32_t)); /* fn ids are u16 */
-    if (gfn == NULL) {
-        t->failed = 1;
-        return;
-    }
-    for (uint32_t i = 0; i < 65536; i++) gfn[i] = UINT32_MAX;
+    uint32_t *const gfn = t->gfn;
     table_start(r->functions, &nf);
     for (uint32_t i = 0; i < nf && !c.bad; i++) {
         ml_payload_function_t f;
@@ -347,7 +343,6 @@ static void merge_rank(table_t *t, int rank, const rankrec_t *r)
     }
     uint32_t *local = calloc((size_t)maxpath + 1, sizeof(uint32_t)); /* path 0 (no region) -> 0 */
     if (local == NULL) {
-        free(gfn);
         t->failed = 1;
         return;
     }
@@ -412,7 +407,15 @@ static void merge_rank(table_t *t, int rank, const rankrec_t *r)
         f->hist_calls[k] += x.calls;
         f->hist_ns[k] += x.ns;
     }
-    free(gfn);
+    c = r->functions; /* back to "unknown" for the next rank: only the ids this one used */
+    u32(&c);
+    for (uint32_t i = 0; i < nf && !c.bad; i++) {
+        ml_payload_function_t f;
+        take(&c, &f, sizeof f);
+        uint16_t len;
+        str(&c, &len);
+        gfn[f.fn] = UINT32_MAX;
+    }
 }
 
 /* ------------------------------------------------------------------------------- writing */
@@ -614,7 +617,7 @@ static void free_table(table_t *t)
     for (uint32_t i = 1; i < t->nregions; i++) free(t->regions[i].visits), free(t->regions[i].ns);
     for (uint32_t i = 0; i < t->nfunctions; i++) free(t->functions[i].hist_calls), free(t->functions[i].hist_ns);
     for (uint32_t i = 0; i < t->ncvalues; i++) free(t->cvalues[i].value), free(t->cvalues[i].when);
-    free(t->cvalues), free(t->counters), free(t->series), free(t->regions), free(t->functions);
+    free(t->cvalues), free(t->counters), free(t->series), free(t->regions), free(t->functions), free(t->gfn);
 }
 
 int ml_merge_profile(FILE *f, const char *payloads, size_t len, const ml_merge_opts_t *o)
@@ -626,6 +629,9 @@ int ml_merge_profile(FILE *f, const char *payloads, size_t len, const ml_merge_o
     table_t t = {.nranks = nranks, .ranks = ranks, .o = o, .nregions = 1};
     if (ranks == NULL) return -1;
     t.regions = grow(&t, NULL, 0, &t.cap_regions, sizeof *t.regions); /* index 0: the root (no region) */
+    t.gfn = malloc(65536 * sizeof *t.gfn);
+    if (t.gfn == NULL) t.failed = 1;
+    for (uint32_t i = 0; t.gfn && i < 65536; i++) t.gfn[i] = UINT32_MAX;
     cursor_t c = {payloads, payloads + len, 0};
     while (c.p < c.end) {
         rankrec_t r;

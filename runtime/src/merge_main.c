@@ -4,7 +4,7 @@
  *
  *   mpilens-merge [--nranks N] [--time-sample N] [--intervals] [--version V] [--mpi NAME] FILE...
  *
- * Writes profile.json's document on stdout, and one line per file it cannot use on stderr
+ * A file holds one payload or several in a row. Writes profile.json's document on stdout, and one line per file it cannot use on stderr
  * ("FILE: what is wrong"). Exit status: 0 when at least one file was merged, 2 when none could be,
  * 1 for a usage error. */
 #include <errno.h>
@@ -89,16 +89,25 @@ int main(int argc, char **argv)
             fprintf(stderr, "%s: cannot read (%s)\n", argv[i], strerror(errno));
             continue;
         }
-        char why[256];
-        const size_t whole = ml_payload_check(data, n, why, sizeof why);
+        /* a file holds one payload, or several one after the other (as rank 0 gathers them) */
+        size_t whole = 0;
+        for (size_t at = 0, k; at < n; at += k) {
+            char why[256];
+            k = ml_payload_check(data + at, n - at, why, sizeof why);
+            if (k == 0) {
+                if (at == 0) fprintf(stderr, "%s: %s\n", argv[i], why);
+                else fprintf(stderr, "%s: at byte %zu: %s\n", argv[i], at, why);
+                break;
+            }
+            ml_payload_head_t head;
+            memcpy(&head, data + at, sizeof head);
+            if ((int)head.nranks > nranks) nranks = (int)head.nranks;
+            whole = at + k;
+        }
         if (whole == 0) {
-            fprintf(stderr, "%s: %s\n", argv[i], why);
             free(data);
             continue;
         }
-        ml_payload_head_t head;
-        memcpy(&head, data, sizeof head);
-        if ((int)head.nranks > nranks) nranks = (int)head.nranks;
         if (len + whole > cap) {
             cap = 2 * (len + whole);
             char *b = realloc(all, cap);

@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""How long the merge of per-rank payloads into profile.json takes, as the number of ranks grows.
+
+Writes synthetic payloads (the layout of runtime/spec/rundir.yaml, through mpilens._layout) of a
+3-D stencil: each rank sends to its 6 neighbours with MPI_Isend/MPI_Irecv/MPI_Waitall, reduces with
+MPI_Allreduce, in 3 nested regions, with 2 user counters; then times mpilens-merge on them (the
+merge rank 0 runs at MPI_Finalize, and `mpilens report` on partial runs), median of --reps runs,
+with its peak memory.
+
+  bench/merge.py [--ranks 64,1024,8192] [--reps 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "python"))
+from mpilens import _layout as L  # noqa: E402
+from mpilens.build_info import merge_program  # noqa: E402
+
+FUNCTIONS = [("MPI_Isend", L.FUNCTION_CLASS_P2P), ("MPI_Irecv", L.FUNCTION_CLASS_P2P),
+             ("MPI_Waitall", L.FUNCTION_CLASS_COMPLETION), ("MPI_Allreduce", L.FUNCTION_CLASS_COLLECTIVE),
+             ("MPI_Barrier", L.FUNCTION_CLASS_COLLECTIVE), ("MPI_Comm_rank", L.FUNCTION_CLASS_SETUP)]
+REGIONS = [(1, 0, "timestep"), (2, 1, "halo"), (3, 1, "solve")]
+
+
+def string(s: str) -> bytes:
+    b = s.encode()
+    return struct.pack("<H", len(b)) + b
+
+
+def table(rows: list[bytes]) -> bytes:
+    return struct.pack("<I", len(rows)) + b"".join(rows)
+
+
+def neighbours(rank: int, dims: tuple[int, int, int]) -> list[int]:
+    x, y, z = rank % dims[0], rank // dims[0] % dims[1], rank // (dims[0] * dims[1])
+    out = []
+    for dx, dy, dz in ((1, 0, 0), (-1, 0, 0), (0, 1, 0), (0, -1, 0), (0, 0, 1), (0, 0, -1)):
+        out.append((x + dx) % dims[0] + (y + dy) % dims[1] * dims[0] + (z + dz) % dims[2] * dims[0] * dims[1])
+    return out
+
+
+def payload(rank: int, nranks: int, dims: tuple[int, int, int]) -> bytes:
+    steps, halo = 1000, 8 * 64 * 64
+    head = L.PAYLOAD_HEAD.pack(L.MAGIC_PAYLOAD, 0, rank, nranks, 1, L.END_REASON_FINALIZE, 0, 1, 10**10,
+                               2 * 10**9, 0, 10**8, 0, 0, 0, 0)
+    regions = [L.PAYLOAD_REGION.pack(p, parent, steps, 10**9) + string(name) for p, parent, name in REGIONS]
+    functions = [L.PAYLOAD_FUNCTION.pack(i, cls) + string(name) for i, (name, cls) in enumerate(FUNCTIONS)]
+    stats = [L.PAYLOAD_STAT.pack(2, 0, 6 * steps, 10**7, 500, 9000, 6 * steps, 0, 6 * steps * halo, 0),
+             L.PAYLOAD_STAT.pack(2, 1, 6 * steps, 10**7, 400, 8000, 6 * steps, 0, 0, 6 * steps * halo),
+             L.PAYLOAD_STAT.pack(2, 2, steps, 10**9, 10**4, 10**7, steps, 0, 0, 0),
+             L.PAYLOAD_STAT.pack(3, 3, steps, 10**8, 10**4, 10**6, steps, 0, 8 * steps, 8 * steps),
+             L.PAYLOAD_STAT.pack(0, 4, 2, 10**6, 10**5, 9 * 10**5, 2, 0, 0, 0),
+             L.PAYLOAD_STAT.pack(0, 5, 1, 100, 100, 100, 1, 0, 0, 0)]
+    sizes = [L.PAYLOAD_SIZE.pack(0, 16, 6 * steps, 10**7), L.PAYLOAD_SIZE.pack(1, 16, 6 * steps, 10**7),
+             L.PAYLOAD_SIZE.pack(3, 4, steps, 10**8)]
+    matrix = [L.PAYLOAD_PEER.pack(d, steps, steps * halo) for d in sorted(set(neighbours(rank, dims)))]
+    cnames = [L.PAYLOAD_COUNTER_NAME.pack(0, L.COUNTER_KIND_SUM) + string("cells"),
+              L.PAYLOAD_COUNTER_NAME.pack(1, L.COUNTER_KIND_LAST) + string("residual")]
+    counters = [L.PAYLOAD_COUNTER.pack(3, 0, 1e6, steps, 10**9), L.PAYLOAD_COUNTER.pack(3, 1, 1e-6, steps, 10**9)]
+    body = (string(f"node{rank // 32:05d}") + table(regions) + table(functions) + table(stats) + table(sizes)
+            + table(matrix) + table(cnames) + table(counters) + L.PAYLOAD_TAIL.pack(0, 0, L.MAGIC_PAYLOAD_END))
+    data = bytearray(head + body)
+    struct.pack_into("<Q", data, 8, len(data))
+    return bytes(data)
+
+
+def dims_of(n: int) -> tuple[int, int, int]:
+    best = (n, 1, 1)
+    for x in range(1, n + 1):
+        for y in range(1, n // x + 1):
+            if n % (x * y) == 0:
+                z = n // (x * y)
+                if max(x, y, z) < max(best):
+                    best = (x, y, z)
+    return best
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--ranks", default="64,1024,8192")
+    ap.add_argument("--reps", type=int, default=3)
+    args = ap.parse_args()
+    exe = str(merge_program())
+    print("| ranks | payload bytes | merge (median) | profile.json | peak memory |")
+    print("|---:|---:|---:|---:|---:|")
+    for n in (int(x) for x in args.ranks.split(",")):
+        with tempfile.TemporaryDirectory() as tmp:
+            all_payloads = Path(tmp) / "all.payloads"  # one file: the gather's buffer, as rank 0 has it
+            dims = dims_of(n)
+            with all_payloads.open("wb") as f:
+                for r in range(n):
+                    f.write(payload(r, n, dims))
+            times = []
+            for _ in range(args.reps):
+                out = Path(tmp) / "profile.json"
+                t0 = time.perf_counter()
+                with out.open("w") as f:
+                    subprocess.run([exe, "--nranks", str(n), str(all_payloads)], stdout=f, check=True)
+                times.append(time.perf_counter() - t0)
+            peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+            print(f"| {n} | {all_payloads.stat().st_size / 1e6:.1f} MB | {statistics.median(times):.3f} s | "
+                  f"{out.stat().st_size / 1e6:.1f} MB | {peak_kib / 1024:.0f} MiB |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
