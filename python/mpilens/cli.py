@@ -41,7 +41,7 @@ def _setup_run(p: argparse.ArgumentParser) -> None:
 
 @command("run", "run an MPI job under mpilens and print its run directory", _setup_run)
 def cmd_run(a: argparse.Namespace) -> int:
-    from . import launch
+    from . import launch, layout
 
     cmd = a.command[1:] if a.command[:1] == ["--"] else a.command
     settings: dict[str, str] = {}
@@ -57,17 +57,17 @@ def cmd_run(a: argparse.Namespace) -> int:
         _err(note)
     status = launch.execute(plan)
     out = plan.outdir
-    partial = sorted((out / "ranks").glob("*.partial")) if (out / "ranks").is_dir() else []
-    if (out / "profile.json").exists():
+    partial = layout.partial_files(out)
+    if layout.profile_file(out).exists():
         print(f"mpilens: run directory {out}", file=sys.stderr)
         return status
-    if partial or (out / "meta.json").exists():
+    if partial or layout.meta_file(out).exists():
         what = f"partial data of {len(partial)} rank{'s' if len(partial) != 1 else ''} in {out} (`mpilens report " \
-               f"{out}` shows what was measured)" if partial else f"no measurements; see {out}/meta.json"
+               f"{out}` shows what was measured)" if partial else f"no measurements; see {layout.meta_file(out)}"
         _err(f"the job ended before MPI_Finalize (exit status {status}); {what}")
         return status or 1  # an incomplete run is not a success, whatever the launcher says
     if plan.created_outdir:
-        for d in (out / "ranks", out):
+        for d in (layout.partial_dir(out), out):
             try:
                 d.rmdir()
             except OSError:
@@ -90,14 +90,14 @@ def _setup_report(p: argparse.ArgumentParser) -> None:
 
 @command("report", "print the report of a run directory", _setup_report)
 def cmd_report(a: argparse.Namespace) -> int:
-    from . import findings, rundir, summary
+    from . import findings, layout, rundir, summary
     from .progress import Steps
     from .report import text
     from .report.sections import Context, all_sections
 
     # steps: read, statistics, one per HTML section, one per PNG figure (about five per section)
     sections = len(all_sections()) if (a.html or a.png) else 0
-    traced = (a.rundir / "trace").is_dir() and a.snapshot is None  # a trace covers the whole run
+    traced = layout.present(a.rundir, "trace") and a.snapshot is None  # a trace covers the whole run
     with Steps(2 + traced + (sections if a.html else 0) + (5 * sections if a.png else 0), quiet=a.quiet) as step:
         step("reading the run directory")
         run = rundir.load(a.rundir) if a.snapshot is None else rundir.load_snapshot(a.rundir, a.snapshot)

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from . import layout as paths
 from .errors import RunDirectoryError
 
 LIVE_MAGIC = b"MLSPCLV1"
@@ -87,9 +88,10 @@ def format_value(name: str, v: Any, missing: str = "n/a") -> str:
 
 
 def load_layout(rundir: Path) -> Layout:
-    path = Path(rundir) / "counters" / "layout.json"
+    path = paths.counters_layout_file(rundir)
     if not path.exists():
-        raise RunDirectoryError(f"{rundir}: no counters/layout.json (was the run made with --mode counters?)")
+        raise RunDirectoryError(f"{rundir}: no {paths.relative('counters_layout')} (was the run made with --mode "
+                                "counters?)")
     try:
         return Layout(json.loads(path.read_text()))
     except (json.JSONDecodeError, KeyError) as err:
@@ -181,25 +183,26 @@ def load(rundir: str | Path) -> Counters:
     docs: dict[int, dict[str, Any]] = {}
     series: dict[int, Series] = {}
     for r in range(int(layout.doc["nranks"])):
-        sp = rundir / "counters" / f"rank-{r:06d}.bin"
+        sp = paths.counters_series_file(rundir, r)
         if sp.exists():
             try:
                 series[r] = read_series(sp, layout.nv)
             except RunDirectoryError as err:
                 problems.append(str(err))
         else:
-            problems.append(f"counters/rank-{r:06d}.bin is missing")
-        jp = rundir / "counters" / f"rank-{r:06d}.json"
+            problems.append(f"{paths.relative('counters_series', rank=r)} is missing")
+        jp = paths.counters_totals_file(rundir, r)
         if jp.exists():
             try:
                 docs[r] = json.loads(jp.read_text())
                 totals[r] = np.asarray(docs[r]["values"], dtype=np.int64)
                 continue
             except (json.JSONDecodeError, KeyError) as err:
-                problems.append(f"counters/rank-{r:06d}.json is damaged ({err})")
+                problems.append(f"{paths.relative('counters_totals', rank=r)} is damaged ({err})")
         else:
-            problems.append(f"counters/rank-{r:06d}.json is missing (rank {r} did not reach MPI_Finalize)")
-        live = read_live_file(Path(layout.doc["live_dir"]) / f"rank-{r:06d}.spc", layout.nv)
+            problems.append(f"{paths.relative('counters_totals', rank=r)} is missing (rank {r} did not reach "
+                            "MPI_Finalize)")
+        live = read_live_file(paths.live_file(layout.doc["live_dir"], r), layout.nv)
         if live is not None:  # the last values the rank published
             totals[r] = live["values"]
             problems.append(f"rank {r}: totals taken from its live file")
@@ -237,10 +240,9 @@ def read_live(rundir: str | Path) -> tuple[Layout, list[dict[str, Any]]]:
     """The live values of every rank that has published them."""
     rundir = Path(rundir)
     layout = load_layout(rundir)
-    d = Path(layout.doc["live_dir"])
     out = []
     for r in range(int(layout.doc["nranks"])):
-        v = read_live_file(d / f"rank-{r:06d}.spc", layout.nv)
+        v = read_live_file(paths.live_file(layout.doc["live_dir"], r), layout.nv)
         if v is not None:
             out.append(v)
     return layout, out

@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from . import units
+from . import layout, units
 from .build_info import MPI_FLAVORS, build_dir
 from .errors import LaunchError, RunDirectoryError
 
@@ -153,26 +153,27 @@ def load(path: str | Path, meta: dict[str, Any] | None = None) -> MpitRun:
     problems: list[str] = []
     if meta is None:
         try:
-            meta = json.loads((path / "meta.json").read_text())
+            meta = json.loads(layout.meta_file(path).read_text())
         except FileNotFoundError:
-            raise RunDirectoryError(f"{path}/meta.json is missing: {path} is not an mpilens run directory") from None
+            raise RunDirectoryError(f"{layout.meta_file(path)} is missing: {path} is not an mpilens run directory") \
+                from None
         except (OSError, json.JSONDecodeError) as err:
-            raise RunDirectoryError(f"{path}/meta.json cannot be read: {err}") from None
+            raise RunDirectoryError(f"{layout.meta_file(path)} cannot be read: {err}") from None
     mpi = (meta.get("mpi") or {}).get("flavor")
     series: list[Series] = []
     skipped: list[dict[str, str]] = []
     pvars_total: int | None = None
     regex = ""
-    mdir = path / "mpit"
-    for f in sorted(mdir.glob("rank-*.jsonl")) if mdir.is_dir() else []:
+    mdir = layout.mpit_dir(path)
+    for f in layout.mpit_files(path):
         handles: dict[int, Series] = {}
-        rank = int(re.sub(r"\D", "", f.stem) or 0)
+        rank = layout.rank_of("mpit", f) or 0
         ended = False
         for lineno, line in enumerate(f.read_text(errors="replace").splitlines(), 1):
             try:
                 rec = json.loads(line)
             except json.JSONDecodeError:
-                problems.append(f"mpit/{f.name} line {lineno} is damaged (the rank may have been killed); "
+                problems.append(f"{mdir.name}/{f.name} line {lineno} is damaged (the rank may have been killed); "
                                 "later samples of this rank are ignored")
                 break
             if "schema" in rec:
@@ -198,7 +199,7 @@ def load(path: str | Path, meta: dict[str, Any] | None = None) -> MpitRun:
             elif rec.get("end"):
                 ended = True
         if not ended:
-            problems.append(f"mpit/{f.name} has no end record (rank {rank} did not reach MPI_Finalize)")
+            problems.append(f"{mdir.name}/{f.name} has no end record (rank {rank} did not reach MPI_Finalize)")
     return MpitRun(path=path, mpi=mpi, library=(meta.get("mpi") or {}).get("library", ""),
                    cvars_set=list(meta.get("cvars_set") or []), recorded=mdir.is_dir(), pvars_total=pvars_total,
                    regex=regex, series=series, skipped=skipped, problems=problems)
@@ -491,13 +492,13 @@ def rule_pool(ctx: RuleContext) -> RuleResult:
         if ctx.mpit.recorded else "the run was not recorded with --mode mpit"])
 
 
-def context(path: str | Path) -> RuleContext:
-    """Everything the rules need of a run directory."""
+def context(path: Any) -> RuleContext:
+    """Everything the rules need of a run directory (a path, or a mpilens.Run already read)."""
     from . import rundir
 
-    run = rundir.load(path)
+    run = path if isinstance(path, rundir.Run) else rundir.load(path)
     meta = run.meta or {}
-    m = load(run.path, meta)
+    m = run.mpit
     lib = (meta.get("mpi") or {}).get("library", "")
     dev = re.search(r"Device:\s*(\S+)", lib)
     hosts = meta.get("hosts") or []
@@ -523,8 +524,8 @@ def context(path: str | Path) -> RuleContext:
                        device=dev.group(1) if dev else "", single_host=len(hosts) <= 1, cvar_default=default)
 
 
-def recommend(path: str | Path, rules: list[str] | None = None) -> list[RuleResult]:
-    """Run the rules (all, or those named) on a run directory."""
+def recommend(path: Any, rules: list[str] | None = None) -> list[RuleResult]:
+    """Run the rules (all, or those named) on a run directory (a path or a mpilens.Run)."""
     ctx = context(path)
     out = []
     for name, (title, fn) in RULES.items():

@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+from .. import layout
 from ..cli import command
 from ..errors import LaunchError, MpilensError
 
@@ -143,7 +144,7 @@ def cmd_repeat(a: argparse.Namespace) -> int:
         if log is not None:
             log.parent.mkdir(exist_ok=True)
         status, secs = _run_once(commands[side], path, a, log)
-        ok = status == 0 and (path / "profile.json").exists()
+        ok = status == 0 and layout.profile_file(path).exists()
         manifest["order"].append({"side": side, "name": name, "dir": str(path), "status": status, "seconds": secs,
                                   "ok": ok})
         print(f"mpilens repeat: [{k}/{len(plan)}] {name} {'ok' if ok else f'FAILED (exit status {status})'} "

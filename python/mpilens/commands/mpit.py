@@ -170,13 +170,13 @@ def _setup_tune(p: argparse.ArgumentParser) -> None:
 
 
 def _one_run(cmd: list[str], mpi: str | None, out: Path, settings: dict[str, str]) -> float:
-    from .. import launch, rundir
+    from .. import launch, layout, rundir
 
     plan = launch.plan_run(cmd, mpi, out, settings)
     import subprocess
 
     proc = subprocess.run(plan.argv, env=plan.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    if proc.returncode != 0 or not (out / "profile.json").exists():
+    if proc.returncode != 0 or not layout.profile_file(out).exists():
         raise MpilensError(f"the job failed (exit {proc.returncode}) under {settings or 'the current settings'}: "
                            f"{proc.stderr.strip()[-300:]}")
     return float(rundir.load(out).profile["wall_time_s"])

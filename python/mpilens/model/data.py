@@ -27,6 +27,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .. import layout
 from ..errors import RunDirectoryError
 
 BSP_SCHEMA = "mpilens.bsp/1"
@@ -148,8 +149,8 @@ def load(path: str | Path, skip: int | None = None, load_timeline: Callable[[], 
     `load_timeline`: returns the run's trace Timeline, when the caller has it loaded already."""
     p = Path(path)
     if p.is_dir():
-        has_intervals = any(Path(p, "ranks").glob("intervals-*.bin"))
-        has_trace = any(Path(p, "trace").glob("rank-*.bin"))
+        has_intervals = bool(layout.intervals_files(p))
+        has_trace = bool(layout.trace_files(p))
         if not has_intervals and has_trace:
             sample = _from_trace(p, skip, load_timeline)
         elif not has_intervals:

@@ -12,6 +12,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from .. import layout
 from ..errors import RunDirectoryError
 
 # kinds of events
@@ -278,7 +279,7 @@ def _decode_block(fix: np.ndarray, words: np.ndarray, thread: int, ev: np.ndarra
 
 def trace_files(rundir: str | Path) -> list[Path]:
     """The trace files of a run directory, by rank; RunDirectoryError when there are none."""
-    files = sorted(Path(rundir, "trace").glob("rank-*.bin"))
+    files = layout.trace_files(rundir)
     if not files:
         raise RunDirectoryError(f"{rundir}: no trace (run with `mpilens run --mode trace`)")
     return files
@@ -289,7 +290,7 @@ def read_all(rundir: str | Path) -> Iterator[RankTrace]:
     (CLOCK_MONOTONIC and the time-stamp counter are per host): their ticks are converted as rank 0's,
     and only ranks on other hosts get the measured offsets."""
     try:
-        meta = json.loads(Path(rundir, "meta.json").read_text())
+        meta = json.loads(layout.meta_file(rundir).read_text())
         host_of = meta["rank_host"]
     except (OSError, ValueError, KeyError):
         host_of = None

@@ -7,7 +7,6 @@ from __future__ import annotations
 import base64
 import io
 from html import escape
-from pathlib import Path
 from typing import Any
 
 from . import Context, Figure, Section, section
@@ -21,9 +20,7 @@ TABLE = ["MPI_CALLS", "BYTES_SENT_USER", "BYTES_RECEIVED_USER", "BYTES_SENT_MPI"
 def counters_of(ctx: Context):
     """The run's counters, loaded once per report (None without counters)."""
     def read():
-        from ...counters_spc import load
-
-        return load(ctx.run.path) if Path(ctx.run.path, "counters", "layout.json").exists() else None
+        return ctx.run.counters if "counters" in ctx.run.modes else None
     return ctx.once("spc", read)
 
 

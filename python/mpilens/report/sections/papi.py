@@ -38,10 +38,10 @@ class PapiSection(Section):
         from ... import papi
         from ...errors import RunDirectoryError
 
-        if not (ctx.run.path / "papi").is_dir():
+        if "papi" not in ctx.run.modes:
             return None
         try:
-            run = papi.load(ctx.run.path)
+            run = ctx.run.papi
         except RunDirectoryError as err:
             return f'<ul class="problems"><li>{escape(str(err))}</li></ul>'
         s = papi.summary(run)

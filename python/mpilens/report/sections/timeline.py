@@ -5,7 +5,6 @@ durations, gaps)."""
 from __future__ import annotations
 
 from html import escape
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -22,9 +21,7 @@ CLASS_COLORS = {"p2p": "#5b8db8", "collective": "#c8553d", "completion": "#e3a33
 def timeline_of(ctx: Context):
     """The run's Timeline, loaded once per report (None without a trace)."""
     def load():
-        from ...trace import timeline
-
-        return timeline.load(ctx.run.path) if Path(ctx.run.path, "trace").is_dir() else None
+        return ctx.run.trace if "trace" in ctx.run.modes else None
     return ctx.once("timeline", load)
 
 
