@@ -177,8 +177,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="mpilens", description="Insight into the performance of MPI applications.")
     parser.add_argument("--version", action="version", version=f"mpilens {__version__}")
     sub = parser.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
+    # only the chosen command's arguments are set up: a command's setup may import what it needs to
+    # list its choices (e.g. every exporter), which the other commands need not pay for
+    args = sys.argv[1:] if argv is None else argv
+    chosen = next((x for x in args if not x.startswith("-")), None)
     for name, (_, setup, help_text) in COMMANDS.items():
-        setup(sub.add_parser(name, help=help_text, description=help_text))
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        if name == chosen:
+            setup(p)
     a = parser.parse_args(argv)
     fn = COMMANDS[a.cmd][0]
     try:

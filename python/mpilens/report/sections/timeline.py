@@ -105,8 +105,8 @@ class TimelineSection(Section):
                 '<div data-chart="timeline" data-key="timeline" id="timeline-chart"></div>'
                 f'<p class="note">{len(tl.ev):,} events, {len(m.send_ev):,} messages matched send to receive '
                 f"({m.unmatched_sends} sends and {m.unmatched_recvs} receives without a partner). {cost(tl)}Drag to zoom, "
-                "double-click to zoom out, hover for details. Export for Perfetto: <code>mpilens trace RUNDIR "
-                "--format chrome -o trace.json</code>.</p>" + table)
+                "double-click to zoom out, hover for details. Export for Perfetto: <code>mpilens export chrome RUNDIR "
+                "-o trace.json</code>.</p>" + table)
 
     def figures(self, ctx: Context) -> list[Figure]:
         tl = timeline_of(ctx)
