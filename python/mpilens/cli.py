@@ -41,6 +41,8 @@ def _setup_run(p: argparse.ArgumentParser) -> None:
 
 @command("run", "run an MPI job under mpilens and print its run directory", _setup_run)
 def cmd_run(a: argparse.Namespace) -> int:
+    """`mpilens run`: run the job under mpilens; the launcher's exit status (1 when nothing was measured or the job
+    ended before MPI_Finalize)."""
     from . import launch, layout
 
     cmd = a.command[1:] if a.command[:1] == ["--"] else a.command
@@ -90,6 +92,8 @@ def _setup_report(p: argparse.ArgumentParser) -> None:
 
 @command("report", "print the report of a run directory", _setup_report)
 def cmd_report(a: argparse.Namespace) -> int:
+    """`mpilens report`: print the text report (or the JSON one), and write the HTML report and PNG figures when
+    asked."""
     from . import findings, layout, rundir, summary
     from .progress import Steps
     from .report import text
@@ -129,10 +133,10 @@ def cmd_report(a: argparse.Namespace) -> int:
             except OSError as err:
                 raise MpilensError(f"cannot write figures into {a.png}: {err.strerror}") from err
     if a.json:
-        json.dump(text.as_json(run, s, found, timeline_found), sys.stdout, indent=2)
+        json.dump(text.as_json(run, s, found, timeline_found, cache=ctx.cache), sys.stdout, indent=2)
         print()
     else:
-        sys.stdout.write(text.render(run, s, found, timeline_found))
+        sys.stdout.write(text.render(run, s, found, timeline_found, cache=ctx.cache))
     if a.html:
         print(f"mpilens: HTML report {a.html}", file=sys.stderr)
     return 0
@@ -145,6 +149,7 @@ def _setup_config(p: argparse.ArgumentParser) -> None:
 
 @command("config", "list the MPILENS_* settings of the runtime", _setup_config)
 def cmd_config(a: argparse.Namespace) -> int:
+    """`mpilens config`: print the table of MPILENS_* settings (text or JSON)."""
     from .settings import load_settings
 
     table = load_settings()

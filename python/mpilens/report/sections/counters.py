@@ -38,6 +38,8 @@ def _shown(c: Any) -> list[str]:
 
 @section
 class CountersSection(Section):
+    """The counters mode: main counters per rank, pvars, rank x time heatmaps."""
+
     id, title, order = "counters", "Low-level counters", 27
 
     def html(self, ctx: Context) -> str | None:

@@ -68,6 +68,8 @@ def _pm(row: dict[str, Any]) -> str:
 
 @section
 class MemorySection(Section):
+    """Memory mode: MPI's memory against the application's, over time and at peak."""
+
     id, title, order = "memory", "Memory: MPI and application", 40
 
     def html(self, ctx: Context) -> str | None:

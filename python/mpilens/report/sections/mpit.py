@@ -54,6 +54,8 @@ def _spark(series: list[Any]) -> str:
 
 @section
 class MpitSection(Section):
+    """MPI_T: cvars set, pvar series of mpit mode, and the recommendation rules."""
+
     id, title, order = "mpit", "MPI_T: control and performance variables", 60
 
     def html(self, ctx: Context) -> str | None:

@@ -32,6 +32,8 @@ def _table(tid: str, head: list[str], rows: list[list[str]]) -> str:
 
 @section
 class PapiSection(Section):
+    """PAPI mode: counts per rank and region, derived metrics, work vs time imbalance."""
+
     id, title, order = "papi", "Hardware counters (PAPI)", 80
 
     def html(self, ctx: Context) -> str | None:

@@ -82,7 +82,27 @@ def cost(tl: Any) -> str:
 
 @section
 class TimelineSection(Section):
+    """Trace mode: the timeline (HTML) and its findings (all forms)."""
+
     id, title, order = "timeline", "Timeline", 25
+    text_order = json_order = 95  # after the profile's findings
+
+    @staticmethod
+    def _covered(ctx: Context) -> bool:
+        """Whether the text and JSON reports give the timeline's findings: a trace covers the
+        whole run, not an MPI_Pcontrol snapshot."""
+        return "trace" in ctx.run.modes and ctx.run.snapshot is None
+
+    def text(self, ctx: Context) -> list[str] | None:
+        if not self._covered(ctx):
+            return None
+        found = findings_of(ctx)  # what the timeline shows, worst first per kind
+        return ["@ Timeline findings (trace)"] + ([] if found else ["Nothing stands out in the timeline."]) \
+            + [f"[{f.kind}] {f.message}" for f in found]
+
+    def json(self, ctx: Context) -> dict[str, Any]:
+        # null without a trace, a list (maybe empty) with one
+        return {"timeline_findings": [f.to_dict() for f in findings_of(ctx)] if self._covered(ctx) else None}
 
     def html(self, ctx: Context) -> str | None:
         tl = timeline_of(ctx)

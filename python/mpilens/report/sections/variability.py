@@ -60,6 +60,8 @@ def _analyse(ctx: Context) -> dict[str, Any] | None:
 
 @section
 class VariabilitySection(Section):
+    """MPILENS_INTERVALS runs: interval maxima, GEV fits and EMMA projections."""
+
     id, title, order = "variability", "Variability (intervals)", 80
 
     def html(self, ctx: Context) -> str | None:
