@@ -30,6 +30,7 @@ class Finding:
     evidence: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        """The finding as a JSON object."""
         return asdict(self)
 
 

@@ -118,6 +118,7 @@ class Series:
         return [None if x is None else float(sum(x) if isinstance(x, list) else x) for x in self.v]
 
     def maxima(self) -> list[float | None]:
+        """Each sample as one number: the largest element of per-peer arrays (0 for an empty one)."""
         return [None if x is None else float(max(x) if isinstance(x, list) and x else x if not isinstance(x, list) else 0)
                 for x in self.v]
 
@@ -138,12 +139,15 @@ class MpitRun:
     problems: list[str]
 
     def names(self) -> list[str]:
+        """Names of the pvars recorded, sorted."""
         return sorted({s.name for s in self.series})
 
     def by_name(self, name: str) -> list[Series]:
+        """Every series (rank, handle) of one pvar."""
         return [s for s in self.series if s.name == name]
 
     def has(self, name: str) -> bool:
+        """Whether a pvar was recorded with at least one value."""
         return any(s.name == name and any(v is not None for v in s.v) for s in self.series)
 
 
@@ -247,6 +251,8 @@ class Recommendation:
 
 @dataclass
 class RuleResult:
+    """What a recommendation rule concluded: fired, quiet or not evaluated, with its evidence and
+    recommendations."""
     rule: str
     title: str
     status: str                    # fired | quiet | not evaluated
@@ -254,6 +260,7 @@ class RuleResult:
     recommendations: list[Recommendation] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
+        """The result as a JSON object."""
         return asdict(self)
 
 
@@ -341,6 +348,8 @@ def _apply_lines(ctx: RuleContext, name: str, value: str) -> list[str]:
 
 @rule("eager", "Eager limit vs the measured point-to-point sizes")
 def rule_eager(ctx: RuleContext) -> RuleResult:
+    """Rule: compare the MPI's eager limit with the point-to-point message sizes measured; recommend a limit when
+    many messages are just above it."""
     title = RULES["eager"][0]
     sizes = ctx.profile.get("message_sizes") or {}
     funcs = ctx.profile.get("functions") or {}
@@ -409,6 +418,8 @@ COLL_ALGO = {  # function -> (Open MPI coll_tuned parameter, MPICH cvar)
 
 @rule("collective-wait", "Collective wait dominance")
 def rule_collective(ctx: RuleContext) -> RuleResult:
+    """Rule: a collective that dominates the run: recommend balancing the work when the ranks' times differ much,
+    else trying its algorithms."""
     title = RULES["collective-wait"][0]
     funcs = ctx.profile.get("functions") or {}
     wall = float(ctx.profile.get("wall_time_s") or 0.0)
@@ -448,6 +459,8 @@ UNEXPECTED_PVARS = ("pml_ob1_unexpected_msgq_length", "unexpected_recvq_length")
 
 @rule("unexpected", "Unexpected-message flood")
 def rule_unexpected(ctx: RuleContext) -> RuleResult:
+    """Rule: a flood of unexpected messages (from the MPI's unexpected-queue pvars): recommend pre-posting
+    receives."""
     title = RULES["unexpected"][0]
     counters = ctx.profile.get("counters") or {}
     have = [p for p in UNEXPECTED_PVARS if ctx.mpit.has(p)]
@@ -474,6 +487,7 @@ POOL_PVARS = (("mv2_vbuf_max_use", "mv2_vbuf_allocated", "MPIR_CVAR_VBUF_POOL_SI
 
 @rule("pool", "Queue and pool over-provisioning")
 def rule_pool(ctx: RuleContext) -> RuleResult:
+    """Rule: queue or pool buffers over-provisioned (used against allocated pvars): recommend a smaller pool."""
     title = RULES["pool"][0]
     for used, allocated, cvar in POOL_PVARS:
         if ctx.mpit.has(used) and ctx.mpit.has(allocated):

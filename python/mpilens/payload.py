@@ -6,13 +6,11 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
+from .errors import PayloadError  # defined with the other errors of mpilens
+
 END_REASONS = {0: "MPI_Finalize", 1: "exit without MPI_Finalize", 2: "signal", 3: "MPI_Abort",
                4: "MPI_Pcontrol snapshot"}
 CLASSES = ["p2p", "collective", "rma", "completion", "probe", "io", "setup", "other"]
-
-
-class PayloadError(ValueError):
-    """A payload is truncated or not a payload."""
 
 
 @dataclass

@@ -61,6 +61,7 @@ def export(name: str, rundir: Path, out: Path, options: dict[str, Any], step: An
 
 @command("export", "write a run for other tools: chrome, parquet, otf2 (the trace), hatchet (the profile)", _setup)
 def cmd_export(a: argparse.Namespace) -> int:
+    """`mpilens export FORMAT RUN [-o OUT]`: write the run in one of the formats of mpilens.exports."""
     from .. import exports
     from ..progress import Steps
 

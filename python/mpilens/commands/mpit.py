@@ -121,6 +121,7 @@ def _recommend_text(results: list[Any]) -> None:
 
 @command("mpit", "MPI_T: list the MPI's variables, show what a run set and recorded, recommend settings", _setup)
 def cmd_mpit(a: argparse.Namespace) -> int:
+    """`mpilens mpit`: list the MPI's MPI_T variables, show what a run set and recorded, or recommend settings."""
     from .. import mpit
 
     if a.what == "list":
@@ -196,6 +197,7 @@ def speedup_ci(base: list[float], tuned: list[float]) -> tuple[float, float, flo
 
 @command("tune", "run a job with the current and the recommended setting of a rule and measure the speedup", _setup_tune)
 def cmd_tune(a: argparse.Namespace) -> int:
+    """`mpilens tune`: run a job with the current and the recommended setting of a rule and report the speedup."""
     from .. import mpit
     from ..progress import Steps
 

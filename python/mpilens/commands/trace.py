@@ -24,6 +24,7 @@ def _setup(p: argparse.ArgumentParser) -> None:
 
 @command("trace", "export a trace (chrome, parquet, otf2) and print its findings", _setup)
 def cmd_trace(a: argparse.Namespace) -> int:
+    """`mpilens trace`: print a trace's summary and findings, and export it with --format."""
     from .. import exports
     from ..progress import Steps
     from ..trace import findings, timeline

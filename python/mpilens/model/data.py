@@ -46,10 +46,12 @@ class Sample:
 
     @property
     def nranks(self) -> int:
+        """Number of ranks (rows of times)."""
         return int(self.times.shape[0])
 
     @property
     def intervals(self) -> int:
+        """Number of intervals kept (columns of times)."""
         return int(self.times.shape[1])
 
     @property

@@ -72,10 +72,12 @@ class RankTrace:
 
     @property
     def functions(self) -> list[str]:
+        """Names of the functions, by the id the events use."""
         return self.head["functions"]
 
     @property
     def complete(self) -> bool:
+        """Whether the rank reached MPI_Finalize (its trailer says so)."""
         return bool(self.trailer and self.trailer.get("complete"))
 
     def to_seconds(self, ticks: np.ndarray) -> np.ndarray:
