@@ -7,8 +7,8 @@ import json
 
 import pyarrow.parquet as pq
 import pytest
-from conftest import ROOT
 
+from conftest import ROOT
 from mpilens import cli, exports
 
 RUN = ROOT / "tests" / "data" / "trace-v1"

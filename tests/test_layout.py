@@ -9,8 +9,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
 
+from conftest import ROOT
 from mpilens import layout, rundir
 from mpilens.errors import RunDirectoryError
 
@@ -128,9 +128,9 @@ def test_run_modes_and_lazy_families(tmp_path):
     tl = run.trace
     assert tl.nranks == 2 and run.trace is tl  # and once
     with pytest.raises(RunDirectoryError):
-        run.memory
+        _ = run.memory
     with pytest.raises(RunDirectoryError):
-        run.counters
+        _ = run.counters
 
     # the trace removed: the mode is gone, meta.json still says it was asked for
     copy = tmp_path / "run"

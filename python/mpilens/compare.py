@@ -22,9 +22,10 @@ against known values in tests/test_compare.py.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -233,7 +234,7 @@ class CompareNode:
     ratio: float | None = None
     ci: tuple[float, float] | None = None
     p: float | None = None
-    children: list["CompareNode"] = field(default_factory=list)
+    children: list[CompareNode] = field(default_factory=list)
 
     @property
     def impact(self) -> float:
@@ -270,7 +271,7 @@ class CompareNode:
             return "B slower"
         return "no difference"
 
-    def walk(self, depth: int = 0) -> Iterable[tuple[int, "CompareNode"]]:
+    def walk(self, depth: int = 0) -> Iterable[tuple[int, CompareNode]]:
         """This node and every node under it, depth first, with their depths."""
         yield depth, self
         for c in self.children:
@@ -459,7 +460,8 @@ def render_text(c: Comparison, show_all: bool = False, min_share: float = 0.001,
     out = [f"mpilens compare: A (baseline) {len(c.a.runs)} runs vs B (experimental) {len(c.b.runs)} runs"]
     for s in (c.a, c.b):
         desc = s.description()
-        out.append(f"  {s.label}: {desc}" if desc else f"  {s.label}: {', '.join(s.paths[:3])}" + (" ..." if len(s.paths) > 3 else ""))
+        out.append(f"  {s.label}: {desc}" if desc
+                   else f"  {s.label}: {', '.join(s.paths[:3])}" + (" ..." if len(s.paths) > 3 else ""))
         for p, why in s.excluded:
             out.append(f"  {s.label}: left out {p}: {why}")
     out.append(f"Value: time per {'rank (mean over ranks)' if c.ranks == 'mean' else c.ranks + ' over ranks'} of each "

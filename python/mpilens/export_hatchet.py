@@ -2,8 +2,18 @@
 
 from __future__ import annotations
 
-from .exports.hatchet import (EXC_METRICS, INC_METRICS, ROOT_NAME, TreeNode, build_tree, to_dict, to_hatchet,
-                              to_literal, to_thicket, write)
+from .exports.hatchet import (
+                              EXC_METRICS,
+                              INC_METRICS,
+                              ROOT_NAME,
+                              TreeNode,
+                              build_tree,
+                              to_dict,
+                              to_hatchet,
+                              to_literal,
+                              to_thicket,
+                              write,
+)
 
 __all__ = ["EXC_METRICS", "INC_METRICS", "ROOT_NAME", "TreeNode", "build_tree", "to_dict", "to_hatchet", "to_literal",
            "to_thicket", "write"]

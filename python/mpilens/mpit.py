@@ -18,13 +18,15 @@ import json
 import os
 import re
 import subprocess
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from . import layout, units
 from .build_info import MPI_FLAVORS, build_dir
 from .errors import LaunchError, RunDirectoryError
+
 
 # ------------------------------------------------------------------------------------- listing
 def list_program(mpi: str) -> Path:
@@ -385,7 +387,7 @@ def rule_eager(ctx: RuleContext) -> RuleResult:
     # the smallest power of two that covers 95 % of the rendezvous-sized messages
     above.sort()
     acc, target = 0, 0
-    for lo, hi, c in above:
+    for _lo, hi, c in above:
         acc += c
         target = hi + 1
         if acc >= 0.95 * n_above:
@@ -542,7 +544,7 @@ def recommend(path: Any, rules: list[str] | None = None) -> list[RuleResult]:
     """Run the rules (all, or those named) on a run directory (a path or a mpilens.Run)."""
     ctx = context(path)
     out = []
-    for name, (title, fn) in RULES.items():
+    for name, (_title, fn) in RULES.items():
         if rules and name not in rules:
             continue
         out.append(fn(ctx))

@@ -41,7 +41,8 @@ def export(name: str, rundir: Path, out: Path, options: dict[str, Any], step: An
     Raises:
         MpilensError: the output cannot be written, or an OTF2 directory exists already.
     """
-    from .. import exports, rundir as rd
+    from .. import exports
+    from .. import rundir as rd
 
     e = exports.get(name)
     e.check_output(out)

@@ -12,6 +12,7 @@ from .. import units
 from ..cli import command
 from ..errors import MpilensError
 
+
 def _setup(p: argparse.ArgumentParser) -> None:
     from .. import exports
 

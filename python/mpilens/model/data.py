@@ -21,9 +21,10 @@ barrier-fenced step lasts as long as its slowest rank), the quantity the thesis 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import json
 import mmap
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 

@@ -4,9 +4,9 @@ collective instances."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
 
 import numpy as np
 
@@ -25,12 +25,12 @@ class Events:
         self.columns = columns
 
     @classmethod
-    def empty(cls) -> "Events":
+    def empty(cls) -> Events:
         """A table of no events."""
         return cls({k: np.empty(0, dtype=t) for k, t in COLUMNS.items()})
 
     @classmethod
-    def concatenate(cls, parts: list["Events"]) -> "Events":
+    def concatenate(cls, parts: list[Events]) -> Events:
         """The events of several tables, one after the other."""
         if not parts:
             return cls.empty()

@@ -46,9 +46,9 @@ class CountersSection(Section):
         c = counters_of(ctx)
         if c is None:
             return None
-        from ...counters_spc import draw_heatmap, format_value
-
         import matplotlib
+
+        from ...counters_spc import draw_heatmap, format_value
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
@@ -58,7 +58,8 @@ class CountersSection(Section):
         head = "".join(f"<th>{escape(n)}</th>" for n in TABLE)
         body = "".join(
             f"<tr><td>{r}</td>" + "".join(f'<td data-v="{c.value(n, r) if c.value(n, r) is not None else ""}">'
-                                          f"{escape(format_value(n, c.value(n, r), 'not measured'))}</td>" for n in TABLE) + "</tr>"
+                                          f"{escape(format_value(n, c.value(n, r), 'not measured'))}</td>"
+                                          for n in TABLE) + "</tr>"
             for r in ranks)
         e = lay.doc.get("eager") or {}
         eager = (f"eager limit {e.get('shm_limit')} B on a node ({escape(str(e.get('shm_source')))}), "

@@ -114,7 +114,8 @@ class TimelineSection(Section):
                          for c in sorted(set(tl.classes)) if c in ("p2p", "collective", "completion", "rma", "io"))
         rows = "".join(
             f'<tr><td class="l">{escape(f.kind.replace("_", " "))}</td><td>{f.rank}</td>'
-            f'<td data-v="{f.time_s}">{units.seconds(f.time_s)}</td><td data-v="{f.duration_s}">{units.seconds(f.duration_s)}</td>'
+            f'<td data-v="{f.time_s}">{units.seconds(f.time_s)}</td>'
+            f'<td data-v="{f.duration_s}">{units.seconds(f.duration_s)}</td>'
             f'<td>{units.size(f.bytes) if f.bytes is not None else ""}</td><td class="l wrap">{escape(f.message)}</td></tr>'
             for f in findings_of(ctx))
         table = ('<table class="ml-sortable" id="trace-findings"><thead><tr><th>Kind</th><th>Rank</th><th>When</th>'

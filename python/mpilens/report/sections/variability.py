@@ -27,7 +27,6 @@ def _analyse(ctx: Context) -> dict[str, Any] | None:
         from ...errors import RunDirectoryError
         from ...model import data, emma
         from ...model.variability import Options, fit_row, rank_correlation
-
         from .timeline import timeline_of
 
         try:
