@@ -15,7 +15,7 @@ RUN = ROOT / "tests" / "data" / "trace-v1"
 
 
 def test_registry_lists_every_format():
-    assert exports.names() == ["chrome", "hatchet", "otf2", "parquet", "toy"]
+    assert exports.names() == ["chrome", "hatchet", "otf2", "parquet"]
     assert exports.names("trace") == ["chrome", "otf2", "parquet"]
     assert exports.get("hatchet").source == "profile"
 
