@@ -121,6 +121,7 @@ $(foreach m,$(MPIS),$(eval $(call example_rules,$(m))))
 
 # ---------------------------------------------------------------- checks
 test: deps all
+	$(VENV)/bin/ruff check python tests bench
 	$(VENV)/bin/python -m pytest -q tests
 
 demo: deps all

@@ -180,12 +180,12 @@ def main(argv: list[str] | None = None) -> int:
             print("| metric | base | off | on | on+unexp | off/base | on/off | on+unexp/off |")
             print("|---|---|---|---|---|---|---|---|")
             doc = {}
-            for prog, unit in (("pingpong", "µs"), ("msgrate", "msg/s")):
+            for prog, _unit in (("pingpong", "µs"), ("msgrate", "msg/s")):
                 r = res[prog]
                 med = {c: statistics.median(r[c]) for c in CONFIGS}
 
                 def ratio(x: str, y: str) -> str:
-                    rr = [b / a_ for a_, b in zip(r[y], r[x])]
+                    rr = [b / a_ for a_, b in zip(r[y], r[x])]  # noqa: B023 - called in this iteration
                     return f"{statistics.median(rr):.3f} ({min(rr):.3f}–{max(rr):.3f})"
                 fmt = (lambda v: f"{v:.3f} µs") if prog == "pingpong" else (lambda v: f"{v / 1e6:.2f} M/s")
                 name = "8 B ping-pong latency" if prog == "pingpong" else "8 B message rate"

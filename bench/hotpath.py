@@ -164,7 +164,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--reps", type=int, default=9, help="interleaved plain/tool pairs per loop (default 9)")
     p.add_argument("--mpi", default="openmpi,mpich")
     p.add_argument("--callgrind", action="store_true", help="also count instructions with valgrind")
-    p.add_argument("--mode", choices=("profile", "trace", "papi", "papi-regions"), default="profile", help="MPILENS_MODE of the runs with mpilens")
+    p.add_argument("--mode", choices=("profile", "trace", "papi", "papi-regions"), default="profile",
+                   help="MPILENS_MODE of the runs with mpilens")
     p.add_argument("--set", action="append", default=[], metavar="K=V", help="an MPILENS_* setting of the tool runs")
     p.add_argument("--iters-div", type=int, default=1, help="run the loops for 1/N of their iterations (papi mode)")
     p.add_argument("--lib-dir", type=Path, default=ROOT / "build" / "lib",

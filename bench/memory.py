@@ -30,6 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "python"))
 sys.path.insert(0, str(ROOT / "bench"))
 import overhead  # noqa: E402  (compile_program, base_env)
+
 from mpilens import memory  # noqa: E402
 
 MPILENS = ROOT / ".venv" / "bin" / "mpilens"

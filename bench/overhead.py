@@ -142,7 +142,7 @@ def run_once(mpi: str, prog: str, exe_dir: Path, prog_args: list[str], bind: str
     try:
         r = subprocess.run(cmd, capture_output=True, text=True, env=base_env(), timeout=timeout, cwd=tmp)
     except subprocess.TimeoutExpired:
-        raise BenchError(f"timed out after {timeout:.0f} s: {' '.join(cmd)}")
+        raise BenchError(f"timed out after {timeout:.0f} s: {' '.join(cmd)}") from None
     if r.returncode != 0:
         raise BenchError(f"failed (exit {r.returncode}): {' '.join(cmd)}\n{r.stdout}\n{r.stderr}")
     if prog == "pingpong":
@@ -168,7 +168,7 @@ def check_profile(outdir: Path, prog: str, cmd: list[str]) -> str | None:
     try:
         data = json.loads(prof.read_text())
     except (OSError, ValueError) as e:
-        raise BenchError(f"the preloaded run wrote no readable {prof} ({e}): {' '.join(cmd)}")
+        raise BenchError(f"the preloaded run wrote no readable {prof} ({e}): {' '.join(cmd)}") from e
     fn = "MPI_Send" if prog == "pingpong" else "MPI_Isend"
     calls = sum(data.get("functions", {}).get(fn, {}).get("calls", [0]))
     if calls <= 0:

@@ -100,10 +100,10 @@ def main(argv: list[str] | None = None) -> int:
               f"{a.fast_below} µs (runs with / without) | message rate kept | 95 % CI |")
         print("|---:|---:|---|---:|---:|---|")
         for c in [1, *samples]:
-            (l, llo, lhi), (m, mlo, mhi) = r[c]["lat8"], r[c]["rate"]
+            (lat, llo, lhi), (m, mlo, mhi) = r[c]["lat8"], r[c]["rate"]
             label = "1 (every call)" if c == 1 else str(c)
             added = f"{r[c]['fast_added_ns']:+.0f} ns" if r[c]["fast_added_ns"] is not None else "n/a"
-            print(f"| {label} | **{l:.3f}** | {llo:.3f} – {lhi:.3f} | {added} ({r[c]['fast_runs'][0]} / "
+            print(f"| {label} | **{lat:.3f}** | {llo:.3f} – {lhi:.3f} | {added} ({r[c]['fast_runs'][0]} / "
                   f"{r[c]['fast_runs'][1]}) | **{m:.3f}** | {mlo:.3f} – {mhi:.3f} |")
     if a.json:
         a.json.write_text(json.dumps(results, indent=1, default=str))

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import MPILENS, example, job_env, launcher
 
+from conftest import MPILENS, example, job_env, launcher
 from mpilens import compare as cmp
 from mpilens.rundir import SCHEMA, Run
 

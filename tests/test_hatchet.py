@@ -8,9 +8,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import MPILENS, job_env, run_example
 
 import mpilens
+from conftest import MPILENS, job_env, run_example
 from mpilens import export_hatchet as eh
 from mpilens.rundir import SCHEMA, Run
 

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from conftest import MPILENS, job_env, run_example
 
 CHROMIUM = "/usr/bin/chromium"

@@ -8,8 +8,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import MPILENS, job_env, run_example
 
+from conftest import MPILENS, job_env, run_example
 from mpilens import imbalance as im
 from mpilens.rundir import SCHEMA, Run
 

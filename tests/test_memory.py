@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import BUILD, MPILENS, example, job_env, launcher, mpirun, run_example
+from conftest import BUILD, MPILENS, example, job_env, launcher, run_example
 from mpilens import memory
 from mpilens.launch import plan_run
 

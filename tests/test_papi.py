@@ -19,8 +19,8 @@ import re
 import subprocess
 
 import pytest
-from conftest import BUILD, MPILENS, run_example
 
+from conftest import BUILD, MPILENS, run_example
 from mpilens import papi
 
 PAPI = {"MPILENS_MODE": "profile,papi"}

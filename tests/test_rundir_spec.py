@@ -19,7 +19,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from conftest import BUILD, MPILENS, ROOT
 
 sys.path.insert(0, str(ROOT / "runtime" / "gen"))

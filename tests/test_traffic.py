@@ -16,7 +16,7 @@ Conventions checked throughout:
 from __future__ import annotations
 
 import re
-from typing import Callable
+from collections.abc import Callable
 
 import pytest
 

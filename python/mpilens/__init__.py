@@ -21,13 +21,13 @@ __all__ = ["Run", "frames", "load", "to_hatchet", "to_thicket", "__version__"]
 
 def to_hatchet(run: Any) -> Any:
     """Return a run (a Run or a run directory) as a Hatchet GraphFrame: regions -> MPI functions,
-    metrics time/calls/bytes per (node, rank). See mpilens.export_hatchet."""
-    return importlib.import_module(".export_hatchet", __name__).to_hatchet(run)
+    metrics time/calls/bytes per (node, rank). See mpilens.exports.hatchet."""
+    return importlib.import_module(".exports.hatchet", __name__).to_hatchet(run)
 
 
 def to_thicket(runs: Any) -> Any:
-    """Return several runs (Runs or run directories) as one Thicket ensemble. See mpilens.export_hatchet."""
-    return importlib.import_module(".export_hatchet", __name__).to_thicket(runs)
+    """Return several runs (Runs or run directories) as one Thicket ensemble. See mpilens.exports.hatchet."""
+    return importlib.import_module(".exports.hatchet", __name__).to_thicket(runs)
 
 
 def __getattr__(name: str) -> Any:

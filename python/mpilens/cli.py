@@ -8,8 +8,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from . import __version__
 from .errors import MpilensError
@@ -41,7 +41,9 @@ def _setup_run(p: argparse.ArgumentParser) -> None:
 
 @command("run", "run an MPI job under mpilens and print its run directory", _setup_run)
 def cmd_run(a: argparse.Namespace) -> int:
-    from . import launch
+    """`mpilens run`: run the job under mpilens; the launcher's exit status (1 when nothing was measured or the job
+    ended before MPI_Finalize)."""
+    from . import launch, layout
 
     cmd = a.command[1:] if a.command[:1] == ["--"] else a.command
     settings: dict[str, str] = {}
@@ -57,17 +59,17 @@ def cmd_run(a: argparse.Namespace) -> int:
         _err(note)
     status = launch.execute(plan)
     out = plan.outdir
-    partial = sorted((out / "ranks").glob("*.partial")) if (out / "ranks").is_dir() else []
-    if (out / "profile.json").exists():
+    partial = layout.partial_files(out)
+    if layout.profile_file(out).exists():
         print(f"mpilens: run directory {out}", file=sys.stderr)
         return status
-    if partial or (out / "meta.json").exists():
+    if partial or layout.meta_file(out).exists():
         what = f"partial data of {len(partial)} rank{'s' if len(partial) != 1 else ''} in {out} (`mpilens report " \
-               f"{out}` shows what was measured)" if partial else f"no measurements; see {out}/meta.json"
+               f"{out}` shows what was measured)" if partial else f"no measurements; see {layout.meta_file(out)}"
         _err(f"the job ended before MPI_Finalize (exit status {status}); {what}")
         return status or 1  # an incomplete run is not a success, whatever the launcher says
     if plan.created_outdir:
-        for d in (out / "ranks", out):
+        for d in (layout.partial_dir(out), out):
             try:
                 d.rmdir()
             except OSError:
@@ -90,14 +92,16 @@ def _setup_report(p: argparse.ArgumentParser) -> None:
 
 @command("report", "print the report of a run directory", _setup_report)
 def cmd_report(a: argparse.Namespace) -> int:
-    from . import findings, rundir, summary
+    """`mpilens report`: print the text report (or the JSON one), and write the HTML report and PNG figures when
+    asked."""
+    from . import findings, layout, rundir, summary
     from .progress import Steps
     from .report import text
     from .report.sections import Context, all_sections
 
     # steps: read, statistics, one per HTML section, one per PNG figure (about five per section)
     sections = len(all_sections()) if (a.html or a.png) else 0
-    traced = (a.rundir / "trace").is_dir() and a.snapshot is None  # a trace covers the whole run
+    traced = layout.present(a.rundir, "trace") and a.snapshot is None  # a trace covers the whole run
     with Steps(2 + traced + (sections if a.html else 0) + (5 * sections if a.png else 0), quiet=a.quiet) as step:
         step("reading the run directory")
         run = rundir.load(a.rundir) if a.snapshot is None else rundir.load_snapshot(a.rundir, a.snapshot)
@@ -129,10 +133,10 @@ def cmd_report(a: argparse.Namespace) -> int:
             except OSError as err:
                 raise MpilensError(f"cannot write figures into {a.png}: {err.strerror}") from err
     if a.json:
-        json.dump(text.as_json(run, s, found, timeline_found), sys.stdout, indent=2)
+        json.dump(text.as_json(run, s, found, timeline_found, cache=ctx.cache), sys.stdout, indent=2)
         print()
     else:
-        sys.stdout.write(text.render(run, s, found, timeline_found))
+        sys.stdout.write(text.render(run, s, found, timeline_found, cache=ctx.cache))
     if a.html:
         print(f"mpilens: HTML report {a.html}", file=sys.stderr)
     return 0
@@ -145,6 +149,7 @@ def _setup_config(p: argparse.ArgumentParser) -> None:
 
 @command("config", "list the MPILENS_* settings of the runtime", _setup_config)
 def cmd_config(a: argparse.Namespace) -> int:
+    """`mpilens config`: print the table of MPILENS_* settings (text or JSON)."""
     from .settings import load_settings
 
     table = load_settings()
@@ -177,8 +182,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="mpilens", description="Insight into the performance of MPI applications.")
     parser.add_argument("--version", action="version", version=f"mpilens {__version__}")
     sub = parser.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
+    # only the chosen command's arguments are set up: a command's setup may import what it needs to
+    # list its choices (e.g. every exporter), which the other commands need not pay for
+    args = sys.argv[1:] if argv is None else argv
+    chosen = next((x for x in args if not x.startswith("-")), None)
     for name, (_, setup, help_text) in COMMANDS.items():
-        setup(sub.add_parser(name, help=help_text, description=help_text))
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        if name == chosen:
+            setup(p)
     a = parser.parse_args(argv)
     fn = COMMANDS[a.cmd][0]
     try:

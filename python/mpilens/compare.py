@@ -22,9 +22,10 @@ against known values in tests/test_compare.py.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -52,6 +53,7 @@ class Describe:
     cv: float | None  # sample standard deviation / mean (None for fewer than 2 runs or a zero mean)
 
     def to_dict(self) -> dict[str, Any]:
+        """The statistics as a JSON object."""
         return {"n": self.n, "mean": self.mean, "median": self.median, "min": self.min, "max": self.max, "cv": self.cv}
 
 
@@ -197,6 +199,7 @@ class Side:
 
     @property
     def paths(self) -> list[str]:
+        """The run directories of this side."""
         return [str(r.path) for r in self.runs]
 
     def description(self) -> str:
@@ -231,7 +234,7 @@ class CompareNode:
     ratio: float | None = None
     ci: tuple[float, float] | None = None
     p: float | None = None
-    children: list["CompareNode"] = field(default_factory=list)
+    children: list[CompareNode] = field(default_factory=list)
 
     @property
     def impact(self) -> float:
@@ -256,6 +259,8 @@ class CompareNode:
 
     @property
     def verdict(self) -> str:
+        """The comparison in words: "only in <side>", "B faster" or "B slower" when the interval of the
+        ratio excludes 1, "no difference", or "" without an interval."""
         if self.only:
             return f"only in {self.only}"
         if self.ci is None:
@@ -266,12 +271,14 @@ class CompareNode:
             return "B slower"
         return "no difference"
 
-    def walk(self, depth: int = 0) -> Iterable[tuple[int, "CompareNode"]]:
+    def walk(self, depth: int = 0) -> Iterable[tuple[int, CompareNode]]:
+        """This node and every node under it, depth first, with their depths."""
         yield depth, self
         for c in self.children:
             yield from c.walk(depth + 1)
 
     def to_dict(self) -> dict[str, Any]:
+        """The node as a JSON object (its children nested)."""
         return {
             "path": [list(step) for step in self.key], "name": self.name, "kind": self.kind,
             "a": self.a.to_dict(), "b": self.b.to_dict(), "a_values": self.a_values, "b_values": self.b_values,
@@ -304,6 +311,7 @@ class Comparison:
     regions: list[CompareNode]  # top-level regions, then "(outside regions)"; empty without regions
 
     def nodes(self) -> Iterable[tuple[int, CompareNode]]:
+        """Every node of the comparison (whole-run ones, then regions), depth first, with their depths."""
         for n in self.whole + self.regions:
             yield from n.walk()
 
@@ -320,6 +328,7 @@ class Comparison:
         return node
 
     def to_dict(self) -> dict[str, Any]:
+        """The comparison as one JSON document."""
         return {
             "a": {"label": self.a.label, "runs": self.a.paths, "excluded": [list(x) for x in self.a.excluded],
                   "description": self.a.description()},
@@ -451,7 +460,8 @@ def render_text(c: Comparison, show_all: bool = False, min_share: float = 0.001,
     out = [f"mpilens compare: A (baseline) {len(c.a.runs)} runs vs B (experimental) {len(c.b.runs)} runs"]
     for s in (c.a, c.b):
         desc = s.description()
-        out.append(f"  {s.label}: {desc}" if desc else f"  {s.label}: {', '.join(s.paths[:3])}" + (" ..." if len(s.paths) > 3 else ""))
+        out.append(f"  {s.label}: {desc}" if desc
+                   else f"  {s.label}: {', '.join(s.paths[:3])}" + (" ..." if len(s.paths) > 3 else ""))
         for p, why in s.excluded:
             out.append(f"  {s.label}: left out {p}: {why}")
     out.append(f"Value: time per {'rank (mean over ranks)' if c.ranks == 'mean' else c.ranks + ' over ranks'} of each "

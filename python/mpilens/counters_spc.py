@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from . import _layout as L
+from . import layout as paths
 from .errors import RunDirectoryError
 
 # layouts: runtime/spec/rundir.yaml, files counters_live and counters_series
@@ -40,6 +41,7 @@ GROUP_OF = {"EAGER_MESSAGES": "eager", "NOT_EAGER_MESSAGES": "eager", "UNEXPECTE
 
 @dataclass
 class Layout:
+    """counters/layout.json as read: names, types, offsets and bins of the counters, pvars, live folder."""
     doc: dict[str, Any]
     by_name: dict[str, dict[str, Any]] = field(default_factory=dict)
 
@@ -48,13 +50,17 @@ class Layout:
 
     @property
     def nv(self) -> int:
+        """Number of values per record (the counters and pvar values)."""
         return int(self.doc["nv"])
 
     @property
     def groups(self) -> list[str]:
+        """The counter groups that were on (MPILENS_COUNTERS)."""
         return list(self.doc.get("groups", []))
 
     def counter(self, name: str) -> dict[str, Any]:
+        """The layout entry of a counter, by name (upper case or pvar name accepted); RunDirectoryError when
+        there is none."""
         c = self.by_name.get(name) or self.by_name.get(name.upper()) or self.by_name.get("PVAR:" + name)
         if c is None:
             raise RunDirectoryError(f"no counter named {name!r} (see `mpilens counters RUNDIR --list`)")
@@ -88,9 +94,11 @@ def format_value(name: str, v: Any, missing: str = "n/a") -> str:
 
 
 def load_layout(rundir: Path) -> Layout:
-    path = Path(rundir) / "counters" / "layout.json"
+    """Read counters/layout.json of a run directory; RunDirectoryError when it is missing or damaged."""
+    path = paths.counters_layout_file(rundir)
     if not path.exists():
-        raise RunDirectoryError(f"{rundir}: no counters/layout.json (was the run made with --mode counters?)")
+        raise RunDirectoryError(f"{rundir}: no {paths.relative('counters_layout')} (was the run made with --mode "
+                                "counters?)")
     try:
         return Layout(json.loads(path.read_text()))
     except (json.JSONDecodeError, KeyError) as err:
@@ -109,6 +117,7 @@ class Series:
 
 
 def read_series(path: Path, nv: int) -> Series:
+    """Read one rank's counters time series (nv values per record); a record cut short is left out."""
     raw = path.read_bytes()
     if len(raw) < SERIES_HDR.size or raw[:8] != SERIES_MAGIC:
         raise RunDirectoryError(f"{path}: not a counters time series")
@@ -135,9 +144,11 @@ class Counters:
 
     @property
     def nranks(self) -> int:
+        """Number of ranks of the run."""
         return int(self.layout.doc["nranks"])
 
     def ticks_per_ns(self, rank: int) -> float:
+        """The timer rate of a rank (1.0 when unknown), which converts its raw timer values."""
         d = self.ranks_doc.get(rank, {})
         tpn = d.get("ticks_per_ns") or (self.series[rank].ticks_per_ns if rank in self.series else 0.0)
         return float(tpn) if tpn else 1.0
@@ -153,6 +164,7 @@ class Counters:
         return v
 
     def bins(self, name: str, rank: int) -> list[int]:
+        """The per-bin totals of a binned counter on one rank."""
         c = self.layout.counter(name)
         return [int(self.totals[rank][i]) for i in c["bins"]]
 
@@ -176,6 +188,8 @@ class Counters:
 
 
 def load(rundir: str | Path) -> Counters:
+    """Read the counters of a run directory: layout, per-rank totals (from the live file when a rank left none)
+    and time series; what is missing goes to problems."""
     rundir = Path(rundir)
     layout = load_layout(rundir)
     problems: list[str] = []
@@ -183,25 +197,26 @@ def load(rundir: str | Path) -> Counters:
     docs: dict[int, dict[str, Any]] = {}
     series: dict[int, Series] = {}
     for r in range(int(layout.doc["nranks"])):
-        sp = rundir / "counters" / f"rank-{r:06d}.bin"
+        sp = paths.counters_series_file(rundir, r)
         if sp.exists():
             try:
                 series[r] = read_series(sp, layout.nv)
             except RunDirectoryError as err:
                 problems.append(str(err))
         else:
-            problems.append(f"counters/rank-{r:06d}.bin is missing")
-        jp = rundir / "counters" / f"rank-{r:06d}.json"
+            problems.append(f"{paths.relative('counters_series', rank=r)} is missing")
+        jp = paths.counters_totals_file(rundir, r)
         if jp.exists():
             try:
                 docs[r] = json.loads(jp.read_text())
                 totals[r] = np.asarray(docs[r]["values"], dtype=np.int64)
                 continue
             except (json.JSONDecodeError, KeyError) as err:
-                problems.append(f"counters/rank-{r:06d}.json is damaged ({err})")
+                problems.append(f"{paths.relative('counters_totals', rank=r)} is damaged ({err})")
         else:
-            problems.append(f"counters/rank-{r:06d}.json is missing (rank {r} did not reach MPI_Finalize)")
-        live = read_live_file(Path(layout.doc["live_dir"]) / f"rank-{r:06d}.spc", layout.nv)
+            problems.append(f"{paths.relative('counters_totals', rank=r)} is missing (rank {r} did not reach "
+                            "MPI_Finalize)")
+        live = read_live_file(paths.live_file(layout.doc["live_dir"], r), layout.nv)
         if live is not None:  # the last values the rank published
             totals[r] = live["values"]
             problems.append(f"rank {r}: totals taken from its live file")
@@ -240,10 +255,9 @@ def read_live(rundir: str | Path) -> tuple[Layout, list[dict[str, Any]]]:
     """The live values of every rank that has published them."""
     rundir = Path(rundir)
     layout = load_layout(rundir)
-    d = Path(layout.doc["live_dir"])
     out = []
     for r in range(int(layout.doc["nranks"])):
-        v = read_live_file(d / f"rank-{r:06d}.spc", layout.nv)
+        v = read_live_file(paths.live_file(layout.doc["live_dir"], r), layout.nv)
         if v is not None:
             out.append(v)
     return layout, out
@@ -259,6 +273,7 @@ def grid_remap(values: np.ndarray, grid: tuple[int, int]) -> np.ndarray:
 
 
 def parse_grid(text: str) -> tuple[int, int]:
+    """Parse a process grid "WxH" (e.g. 8x5); RunDirectoryError when it is not one."""
     try:
         w, h = (int(x) for x in text.lower().split("x"))
     except ValueError as err:

@@ -30,6 +30,7 @@ class Finding:
     evidence: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        """The finding as a JSON object."""
         return asdict(self)
 
 
@@ -102,7 +103,7 @@ def find(run: Run, s: Summary) -> list[Finding]:
                                 "imbalance": f.time.imbalance}))
 
     p2p_calls = small = 0
-    for lo_b, hi_b, calls, _ in s.sizes:
+    for _lo_b, hi_b, calls, _ in s.sizes:
         p2p_calls += calls
         if hi_b < SMALL_MESSAGE:
             small += calls

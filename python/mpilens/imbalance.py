@@ -55,6 +55,7 @@ class Spread:
 
     @property
     def max_over_mean(self) -> float | None:
+        """Slowest rank's value over the mean (None when the mean is 0)."""
         return self.max / self.mean if self.mean > 0 else None
 
     @property
@@ -68,6 +69,7 @@ class Spread:
         return self.max / med - 1.0 if med > 0 else None
 
     def to_dict(self) -> dict[str, Any]:
+        """The spread as a JSON object."""
         return {"values": self.values, "n": self.n, "mean": self.mean, "median": self.median, "max": self.max,
                 "max_rank": self.max_rank, "min": self.min, "min_rank": self.min_rank, "imbalance": self.imbalance,
                 "max_over_mean": self.max_over_mean, "slowest_rank": self.max_rank, "excess_over_others": self.excess}
@@ -116,6 +118,7 @@ class Scope:
     work_imbalance: dict[str, float | None] = field(default_factory=dict)  # (max - mean) / mean of each counter
 
     def to_dict(self) -> dict[str, Any]:
+        """The scope's analysis as a JSON object."""
         return {"kind": self.kind, "name": self.name, "quantity": self.quantity, "load": self.load.to_dict(),
                 "work": self.work, "work_imbalance": self.work_imbalance, "correlation": self.correlation,
                 "efficiency": self.efficiency, "adjusted": None if self.adjusted is None else self.adjusted.to_dict(),
@@ -134,12 +137,14 @@ class Analysis:
     notes: list[str] = field(default_factory=list)
 
     def scope(self, kind: str, name: str) -> Scope:
+        """The scope of a kind ("run", "region", "function") and name; KeyError when there is none."""
         for s in self.scopes:
             if s.kind == kind and s.name == name:
                 return s
         raise KeyError(f"{kind} {name}")
 
     def to_dict(self) -> dict[str, Any]:
+        """The analysis as one JSON document, with the definitions of its quantities."""
         return {"run": self.run, "nranks": self.nranks, "work_counters": self.work_counters,
                 "efficiency_counter": self.efficiency_counter, "notes": self.notes,
                 "definitions": {

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from . import _layout as L
+from . import layout
 from .errors import RunDirectoryError
 
 
@@ -44,7 +45,7 @@ def read_file(path: Path) -> tuple[int, np.ndarray, int]:
 
 def load(rundir: str | Path) -> Intervals:
     """Load the intervals of every rank of a run; raise RunDirectoryError when there are none."""
-    files = sorted(Path(rundir, "ranks").glob("intervals-*.bin"))
+    files = layout.intervals_files(rundir)
     if not files:
         raise RunDirectoryError(f"{rundir}: no intervals recorded (run with --set MPILENS_INTERVALS=1)")
     per_rank = {}

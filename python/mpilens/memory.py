@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from . import _layout as L
+from . import layout
 from .errors import RunDirectoryError
 
 # the file's layout (runtime/spec/rundir.yaml, file `memory`): a header, then records whose last 32
@@ -208,7 +209,7 @@ def thin(r: RankMemory, points: int) -> dict[str, list[float]]:
 def _local_counts(path: Path, nranks: int) -> dict[int, int]:
     """Ranks on the host of each rank, from meta.json (all on one host when unknown)."""
     try:
-        meta = json.loads((path / "meta.json").read_text())
+        meta = json.loads(layout.meta_file(path).read_text())
         hosts = meta["rank_host"]
         per = Counter(hosts)
         return {r: per[h] for r, h in enumerate(hosts)}
@@ -217,7 +218,7 @@ def _local_counts(path: Path, nranks: int) -> dict[int, int]:
 
 
 def _functions(path: Path) -> list[str]:
-    f = path / "memory" / "functions.txt"
+    f = layout.memory_functions_file(path)
     try:
         return f.read_text().split("\n")
     except OSError:
@@ -248,7 +249,8 @@ def read_rank(file: Path, names: list[str], local: int, method: str | None = Non
         method = METHODS[int(h["method"])] if int(h["method"]) < len(METHODS) else "fast"
     elif method not in METHODS or (method == "smaps" and int(h["method"]) != METHODS.index("smaps")):
         raise ValueError(f"method must be 'fast', or 'smaps' for a run made with it; got {method!r}")
-    name = (lambda f: names[f] if f < len(names) and names[f] else f"fn{f}")
+    def name(f: int) -> str:
+        return names[f] if f < len(names) and names[f] else f"fn{f}"
 
     # points of the timeline, and what each adds to MPI's part
     kinds = rec["kind"]
@@ -361,12 +363,13 @@ def load(path: str | Path, method: str | None = None) -> MemoryRun:
         RunDirectoryError: the run has no memory data (not run with --mode memory) or none is readable.
     """
     path = Path(path)
-    folder = path / "memory"
-    files = sorted(folder.glob("rank-*.bin"))
+    folder = layout.memory_dir(path)
+    files = layout.memory_files(path)
     if not folder.is_dir() or not files:
-        raise RunDirectoryError(f"{path}: no memory data (memory/rank-*.bin); run with `mpilens run --mode memory`")
+        raise RunDirectoryError(f"{path}: no memory data ({layout.describe('memory')}); "
+                                "run with `mpilens run --mode memory`")
     try:
-        nranks = int(json.loads((path / "meta.json").read_text())["nranks"])
+        nranks = int(json.loads(layout.meta_file(path).read_text())["nranks"])
     except (OSError, ValueError, KeyError, TypeError):
         nranks = len(files)
     local = _local_counts(path, nranks)
@@ -374,7 +377,7 @@ def load(path: str | Path, method: str | None = None) -> MemoryRun:
     ranks, problems = [], []
     for f in files:
         try:
-            r = read_rank(f, names, local.get(int(f.stem.split("-")[1]), nranks), method)
+            r = read_rank(f, names, local.get(layout.rank_of("memory", f), nranks), method)
         except (RunDirectoryError, OSError, ValueError) as err:
             problems.append(str(err))
             continue

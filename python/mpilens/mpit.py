@@ -18,13 +18,15 @@ import json
 import os
 import re
 import subprocess
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from . import units
+from . import layout, units
 from .build_info import MPI_FLAVORS, build_dir
 from .errors import LaunchError, RunDirectoryError
+
 
 # ------------------------------------------------------------------------------------- listing
 def list_program(mpi: str) -> Path:
@@ -118,6 +120,7 @@ class Series:
         return [None if x is None else float(sum(x) if isinstance(x, list) else x) for x in self.v]
 
     def maxima(self) -> list[float | None]:
+        """Each sample as one number: the largest element of per-peer arrays (0 for an empty one)."""
         return [None if x is None else float(max(x) if isinstance(x, list) and x else x if not isinstance(x, list) else 0)
                 for x in self.v]
 
@@ -138,12 +141,15 @@ class MpitRun:
     problems: list[str]
 
     def names(self) -> list[str]:
+        """Names of the pvars recorded, sorted."""
         return sorted({s.name for s in self.series})
 
     def by_name(self, name: str) -> list[Series]:
+        """Every series (rank, handle) of one pvar."""
         return [s for s in self.series if s.name == name]
 
     def has(self, name: str) -> bool:
+        """Whether a pvar was recorded with at least one value."""
         return any(s.name == name and any(v is not None for v in s.v) for s in self.series)
 
 
@@ -153,26 +159,27 @@ def load(path: str | Path, meta: dict[str, Any] | None = None) -> MpitRun:
     problems: list[str] = []
     if meta is None:
         try:
-            meta = json.loads((path / "meta.json").read_text())
+            meta = json.loads(layout.meta_file(path).read_text())
         except FileNotFoundError:
-            raise RunDirectoryError(f"{path}/meta.json is missing: {path} is not an mpilens run directory") from None
+            raise RunDirectoryError(f"{layout.meta_file(path)} is missing: {path} is not an mpilens run directory") \
+                from None
         except (OSError, json.JSONDecodeError) as err:
-            raise RunDirectoryError(f"{path}/meta.json cannot be read: {err}") from None
+            raise RunDirectoryError(f"{layout.meta_file(path)} cannot be read: {err}") from None
     mpi = (meta.get("mpi") or {}).get("flavor")
     series: list[Series] = []
     skipped: list[dict[str, str]] = []
     pvars_total: int | None = None
     regex = ""
-    mdir = path / "mpit"
-    for f in sorted(mdir.glob("rank-*.jsonl")) if mdir.is_dir() else []:
+    mdir = layout.mpit_dir(path)
+    for f in layout.mpit_files(path):
         handles: dict[int, Series] = {}
-        rank = int(re.sub(r"\D", "", f.stem) or 0)
+        rank = layout.rank_of("mpit", f) or 0
         ended = False
         for lineno, line in enumerate(f.read_text(errors="replace").splitlines(), 1):
             try:
                 rec = json.loads(line)
             except json.JSONDecodeError:
-                problems.append(f"mpit/{f.name} line {lineno} is damaged (the rank may have been killed); "
+                problems.append(f"{mdir.name}/{f.name} line {lineno} is damaged (the rank may have been killed); "
                                 "later samples of this rank are ignored")
                 break
             if "schema" in rec:
@@ -198,7 +205,7 @@ def load(path: str | Path, meta: dict[str, Any] | None = None) -> MpitRun:
             elif rec.get("end"):
                 ended = True
         if not ended:
-            problems.append(f"mpit/{f.name} has no end record (rank {rank} did not reach MPI_Finalize)")
+            problems.append(f"{mdir.name}/{f.name} has no end record (rank {rank} did not reach MPI_Finalize)")
     return MpitRun(path=path, mpi=mpi, library=(meta.get("mpi") or {}).get("library", ""),
                    cvars_set=list(meta.get("cvars_set") or []), recorded=mdir.is_dir(), pvars_total=pvars_total,
                    regex=regex, series=series, skipped=skipped, problems=problems)
@@ -246,6 +253,8 @@ class Recommendation:
 
 @dataclass
 class RuleResult:
+    """What a recommendation rule concluded: fired, quiet or not evaluated, with its evidence and
+    recommendations."""
     rule: str
     title: str
     status: str                    # fired | quiet | not evaluated
@@ -253,6 +262,7 @@ class RuleResult:
     recommendations: list[Recommendation] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
+        """The result as a JSON object."""
         return asdict(self)
 
 
@@ -340,6 +350,8 @@ def _apply_lines(ctx: RuleContext, name: str, value: str) -> list[str]:
 
 @rule("eager", "Eager limit vs the measured point-to-point sizes")
 def rule_eager(ctx: RuleContext) -> RuleResult:
+    """Rule: compare the MPI's eager limit with the point-to-point message sizes measured; recommend a limit when
+    many messages are just above it."""
     title = RULES["eager"][0]
     sizes = ctx.profile.get("message_sizes") or {}
     funcs = ctx.profile.get("functions") or {}
@@ -375,7 +387,7 @@ def rule_eager(ctx: RuleContext) -> RuleResult:
     # the smallest power of two that covers 95 % of the rendezvous-sized messages
     above.sort()
     acc, target = 0, 0
-    for lo, hi, c in above:
+    for _lo, hi, c in above:
         acc += c
         target = hi + 1
         if acc >= 0.95 * n_above:
@@ -408,6 +420,8 @@ COLL_ALGO = {  # function -> (Open MPI coll_tuned parameter, MPICH cvar)
 
 @rule("collective-wait", "Collective wait dominance")
 def rule_collective(ctx: RuleContext) -> RuleResult:
+    """Rule: a collective that dominates the run: recommend balancing the work when the ranks' times differ much,
+    else trying its algorithms."""
     title = RULES["collective-wait"][0]
     funcs = ctx.profile.get("functions") or {}
     wall = float(ctx.profile.get("wall_time_s") or 0.0)
@@ -447,6 +461,8 @@ UNEXPECTED_PVARS = ("pml_ob1_unexpected_msgq_length", "unexpected_recvq_length")
 
 @rule("unexpected", "Unexpected-message flood")
 def rule_unexpected(ctx: RuleContext) -> RuleResult:
+    """Rule: a flood of unexpected messages (from the MPI's unexpected-queue pvars): recommend pre-posting
+    receives."""
     title = RULES["unexpected"][0]
     counters = ctx.profile.get("counters") or {}
     have = [p for p in UNEXPECTED_PVARS if ctx.mpit.has(p)]
@@ -473,6 +489,7 @@ POOL_PVARS = (("mv2_vbuf_max_use", "mv2_vbuf_allocated", "MPIR_CVAR_VBUF_POOL_SI
 
 @rule("pool", "Queue and pool over-provisioning")
 def rule_pool(ctx: RuleContext) -> RuleResult:
+    """Rule: queue or pool buffers over-provisioned (used against allocated pvars): recommend a smaller pool."""
     title = RULES["pool"][0]
     for used, allocated, cvar in POOL_PVARS:
         if ctx.mpit.has(used) and ctx.mpit.has(allocated):
@@ -491,13 +508,13 @@ def rule_pool(ctx: RuleContext) -> RuleResult:
         if ctx.mpit.recorded else "the run was not recorded with --mode mpit"])
 
 
-def context(path: str | Path) -> RuleContext:
-    """Everything the rules need of a run directory."""
+def context(path: Any) -> RuleContext:
+    """Everything the rules need of a run directory (a path, or a mpilens.Run already read)."""
     from . import rundir
 
-    run = rundir.load(path)
+    run = path if isinstance(path, rundir.Run) else rundir.load(path)
     meta = run.meta or {}
-    m = load(run.path, meta)
+    m = run.mpit
     lib = (meta.get("mpi") or {}).get("library", "")
     dev = re.search(r"Device:\s*(\S+)", lib)
     hosts = meta.get("hosts") or []
@@ -523,11 +540,11 @@ def context(path: str | Path) -> RuleContext:
                        device=dev.group(1) if dev else "", single_host=len(hosts) <= 1, cvar_default=default)
 
 
-def recommend(path: str | Path, rules: list[str] | None = None) -> list[RuleResult]:
-    """Run the rules (all, or those named) on a run directory."""
+def recommend(path: Any, rules: list[str] | None = None) -> list[RuleResult]:
+    """Run the rules (all, or those named) on a run directory (a path or a mpilens.Run)."""
     ctx = context(path)
     out = []
-    for name, (title, fn) in RULES.items():
+    for name, (_title, fn) in RULES.items():
         if rules and name not in rules:
             continue
         out.append(fn(ctx))

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import layout
 from .errors import RunDirectoryError
 
 SCHEMA = "mpilens.papi/1"
@@ -214,12 +215,12 @@ def load(rundir: Path) -> PapiRun:
         RunDirectoryError: the run has no papi/ folder (not run with --mode papi) or no readable file.
     """
     rundir = Path(rundir)
-    folder = rundir / "papi"
+    folder = layout.papi_dir(rundir)
     if not folder.is_dir():
-        raise RunDirectoryError(f"{rundir} has no papi/ folder: run the job with `mpilens run --mode papi`")
-    files = sorted(folder.glob("rank-*.json"))
+        raise RunDirectoryError(f"{rundir} has no {folder.name}/ folder: run the job with `mpilens run --mode papi`")
+    files = layout.papi_files(rundir)
     nranks = 0
-    meta = rundir / "meta.json"
+    meta = layout.meta_file(rundir)
     try:
         nranks = int(json.loads(meta.read_text()).get("nranks") or 0)
     except (OSError, ValueError, AttributeError):
@@ -243,7 +244,7 @@ def load(rundir: Path) -> PapiRun:
     for r in range(nranks):
         d = parsed.get(r)
         if d is None:
-            problems.append(f"rank {r}: no papi/rank-{r:06d}.json (the rank did not reach MPI_Finalize?)")
+            problems.append(f"rank {r}: no {layout.relative('papi', rank=r)} (the rank did not reach MPI_Finalize?)")
             ranks.append(None)
             continue
         regions = {}

@@ -4,15 +4,18 @@ is still readable is returned."""
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import layout
 from . import payload as pl
 from .errors import RunDirectoryError
 
 SCHEMA = "mpilens.profile/1"
+PROFILE_SOURCE = "profile.json"  # Run.source of a run read from its aggregated profile
 FUNCTION_KEYS = ("calls", "time_s", "min_s", "max_s", "bytes_sent", "bytes_recv")
 
 
@@ -23,14 +26,86 @@ class Run:
     path: Path
     meta: dict[str, Any] | None
     profile: dict[str, Any]
-    source: str  # "profile.json", "per-rank files" or "MPI_Pcontrol snapshot N"
+    source: str  # PROFILE_SOURCE ("profile.json"), "per-rank files" or "MPI_Pcontrol snapshot N"
     problems: list[str] = field(default_factory=list)
     snapshot: int | None = None  # N when this is the N-th MPI_Pcontrol(3|4) snapshot, not the whole run
 
     @property
     def complete(self) -> bool:
         """Whether every rank reached MPI_Finalize and the profile was aggregated."""
-        return bool(self.profile.get("complete")) and self.source == "profile.json"
+        return bool(self.profile.get("complete")) and self.source == PROFILE_SOURCE
+
+    # What the directory holds, and each family read lazily through its one reader (cached on first
+    # use; a reader's RunDirectoryError is raised again on each use, not cached). The per-rank files
+    # cover the whole run, also for a Run of an MPI_Pcontrol snapshot.
+    @functools.cached_property
+    def modes(self) -> frozenset[str]:
+        """The modes whose data the directory holds, from the files present: some of profile,
+        trace, counters, memory, mpit, papi, intervals, partial (ranks that left a payload without
+        MPI_Finalize's aggregation) and snapshots (MPI_Pcontrol(3|4)). See configured_modes."""
+        return layout.modes(self.path)
+
+    @property
+    def configured_modes(self) -> frozenset[str]:
+        """The modes the run was started with, from meta.json's config (MPILENS_MODE, and
+        intervals for MPILENS_INTERVALS=1); empty when meta.json is missing."""
+        config = (self.meta or {}).get("config") or {}
+        names = {m.strip() for m in str(config.get("MPILENS_MODE") or "").split(",") if m.strip()}
+        if str(config.get("MPILENS_INTERVALS", "0")).strip() not in ("", "0"):
+            names.add("intervals")
+        return frozenset(names)
+
+    @property
+    def missing_modes(self) -> frozenset[str]:
+        """Modes the run was started with whose data the directory does not hold."""
+        return self.configured_modes - self.modes
+
+    @property
+    def snapshots(self) -> list[int]:
+        """Numbers of the MPI_Pcontrol(3|4) snapshots the directory holds."""
+        return layout.snapshot_numbers(self.path)
+
+    @functools.cached_property
+    def trace(self) -> Any:
+        """The trace of every rank as one mpilens.trace.timeline.Timeline (RunDirectoryError without one)."""
+        from .trace import timeline
+
+        return timeline.load(self.path)
+
+    @functools.cached_property
+    def memory(self) -> Any:
+        """Memory mode's data, a mpilens.memory.MemoryRun (RunDirectoryError without it)."""
+        from . import memory
+
+        return memory.load(self.path)
+
+    @functools.cached_property
+    def counters(self) -> Any:
+        """Counters mode's data, a mpilens.counters_spc.Counters (RunDirectoryError without it)."""
+        from . import counters_spc
+
+        return counters_spc.load(self.path)
+
+    @functools.cached_property
+    def mpit(self) -> Any:
+        """What the run holds about MPI_T (cvars set, mpit mode's series), a mpilens.mpit.MpitRun."""
+        from . import mpit
+
+        return mpit.load(self.path, self.meta or {})
+
+    @functools.cached_property
+    def papi(self) -> Any:
+        """PAPI mode's counts, a mpilens.papi.PapiRun (RunDirectoryError without them)."""
+        from . import papi
+
+        return papi.load(self.path)
+
+    @functools.cached_property
+    def intervals(self) -> Any:
+        """The MPILENS_INTERVALS data, a mpilens.intervals.Intervals (RunDirectoryError without it)."""
+        from . import intervals
+
+        return intervals.load(self.path)
 
 
 def _load_json(path: Path, problems: list[str]) -> Any:
@@ -87,23 +162,25 @@ def load(path: str | Path) -> Run:
     if not path.is_dir():
         raise RunDirectoryError(f"{path}: not a run directory (expected a directory with profile.json)")
     problems: list[str] = []
-    meta = _load_json(path / "meta.json", problems)
+    meta_file = layout.meta_file(path)
+    meta = _load_json(meta_file, problems)
     if meta is not None and not isinstance(meta, dict):
-        problems.append("meta.json is not a JSON object")
+        problems.append(f"{meta_file.name} is not a JSON object")
         meta = None
-    if meta is None and not (path / "meta.json").exists():
-        problems.append("meta.json is missing")
+    if meta is None and not meta_file.exists():
+        problems.append(f"{meta_file.name} is missing")
 
-    doc = _load_json(path / "profile.json", problems)
+    profile_file = layout.profile_file(path)
+    doc = _load_json(profile_file, problems)
     if doc is not None:
         errs = validate_profile(doc)
         if not errs:
-            return Run(path, meta, doc, "profile.json", problems)
+            return Run(path, meta, doc, PROFILE_SOURCE, problems)
         problems += errs
 
-    nranks, profile, missing = _aggregate(path, "ranks/rank-*.partial", meta, problems)
+    nranks, profile, missing = _aggregate(path, layout.partial_files(path), meta, problems)
     if profile is None:
-        if not (path / "profile.json").exists():
+        if not profile_file.exists():
             why = "no profile.json (the job did not reach MPI_Finalize) and no per-rank data"
         else:
             why = "profile.json is unusable and there is no per-rank data"
@@ -115,11 +192,10 @@ def load(path: str | Path) -> Run:
     return Run(path, meta, profile, "per-rank files", problems)
 
 
-def _aggregate(path: Path, pattern: str, meta: dict[str, Any] | None,
+def _aggregate(path: Path, files: list[Path], meta: dict[str, Any] | None,
                problems: list[str]) -> tuple[int, dict[str, Any] | None, list[int]]:
-    """The profile of the payload files matching pattern (relative to the run directory), merged by
-    mpilens-merge: (ranks in the job, profile or None when no file is usable, ranks without data)."""
-    files = sorted(path.glob(pattern))
+    """The profile of per-rank payload files of run directory `path`, merged by mpilens-merge:
+    (ranks in the job, profile or None when no file is usable, ranks without data)."""
     config = (meta or {}).get("config") or {}
     try:  # the settings the run used, as meta.json recorded them
         time_sample = int(config.get("MPILENS_TIME_SAMPLE", 1))
@@ -139,8 +215,7 @@ def _aggregate(path: Path, pattern: str, meta: dict[str, Any] | None,
 
 def snapshots(path: str | Path) -> list[int]:
     """Numbers of the MPI_Pcontrol(3|4) snapshots a run directory holds (pcontrol/NNNN/)."""
-    folder = Path(path) / "pcontrol"
-    return sorted(int(d.name) for d in folder.iterdir() if d.is_dir() and d.name.isdigit()) if folder.is_dir() else []
+    return layout.snapshot_numbers(path)
 
 
 def load_snapshot(path: str | Path, number: int) -> Run:
@@ -153,16 +228,16 @@ def load_snapshot(path: str | Path, number: int) -> Run:
     path = Path(path)
     if not path.is_dir():
         raise RunDirectoryError(f"{path}: no such run directory")
-    folder = path / "pcontrol" / f"{number:04d}"
+    folder = layout.snapshot_dir(path, number)
     have = snapshots(path)
     if not folder.is_dir():
         which = f"it has {', '.join(map(str, have))}" if have else "the program never called MPI_Pcontrol(3) or (4)"
         raise RunDirectoryError(f"{path}: no MPI_Pcontrol snapshot {number} ({which})")
     problems: list[str] = []
-    meta = _load_json(path / "meta.json", problems)
+    meta = _load_json(layout.meta_file(path), problems)
     if not isinstance(meta, dict):
         meta = None
-    _, profile, missing = _aggregate(path, f"pcontrol/{folder.name}/rank-*.bin", meta, problems)
+    _, profile, missing = _aggregate(path, layout.snapshot_files(path, number), meta, problems)
     if profile is None:
         detail = f" ({'; '.join(problems)})" if problems else ""
         raise RunDirectoryError(f"{folder}: no readable snapshot file{detail}")

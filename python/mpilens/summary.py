@@ -67,15 +67,18 @@ class FunctionSummary:
 
     @property
     def bytes_total(self) -> float:
+        """Bytes sent and received, summed over ranks."""
         return self.sent.total + self.recv.total
 
     @property
     def bytes_per_call(self) -> float:
+        """Bytes (sent + received) per call (0 without calls)."""
         return self.bytes_total / self.calls.total if self.calls.total else 0.0
 
 
 @dataclass
 class RankSummary:
+    """One rank: host, wall and MPI time, how it ended."""
     rank: int
     host: str | None
     wall: float | None
@@ -85,11 +88,13 @@ class RankSummary:
 
     @property
     def mpi_share(self) -> float | None:
+        """MPI time over wall time (None when either is missing)."""
         return self.mpi / self.wall if self.wall and self.mpi is not None else None
 
 
 @dataclass
 class RegionSummary:
+    """One user region (path "outer/inner"): visits, time and MPI time across ranks, its MPI functions."""
     path: str
     depth: int
     visits: Spread | None
@@ -100,6 +105,7 @@ class RegionSummary:
 
 @dataclass
 class Summary:
+    """The cross-rank statistics of a profile, which the reports show."""
     nranks: int
     measured_ranks: int
     wall: Spread | None
@@ -126,6 +132,7 @@ class Sampling:
     mpi_se: float | None  # standard error of the MPI time summed over ranks, seconds
 
     def sentence(self) -> str:
+        """How the calls were timed, in one sentence for the reports."""
         every = f"1 in {self.every} calls"
         se = f" (MPI time summed over ranks: ± {units.seconds(self.mpi_se)} standard error)" if self.mpi_se else ""
         return (f"{every} of point-to-point, completion, probe and one-sided functions timed "

@@ -229,7 +229,7 @@ def struct_format(r: Record) -> str:
     return "<" + "".join(codes)
 
 
-def dtype_spec(r: Record) -> str:
+def dtype_dict(r: Record) -> str:
     names, formats, offsets = [], [], []
     for f in r.fields:
         names.append(f"{f.variant}_{f.name}" if f.variant else f.name)
@@ -238,14 +238,14 @@ def dtype_spec(r: Record) -> str:
         else:
             formats.append(("(%d,)" % f.count if f.count else "") + "<" + SCALARS[f.type][3])
         offsets.append(f.offset)
-    return (f"np.dtype({{'names': {names!r}, 'formats': {formats!r}, 'offsets': {offsets!r}, "
-            f"'itemsize': {r.size}}})")
+    return (f"{{'names': {names!r}, 'formats': {formats!r}, 'offsets': {offsets!r}, "
+            f"'itemsize': {r.size}}}")
 
 
 def gen_python(spec: dict) -> str:
     out = [f'"""{STAMP}', "", "The run directory's layouts for the readers: magics, paths, enums, record formats.", '"""', "",
-           "from __future__ import annotations", "", "import struct", "from typing import NamedTuple", "",
-           "import numpy as np", "", "", "class FileSpec(NamedTuple):",
+           "from __future__ import annotations", "", "import struct", "from typing import Any, NamedTuple", "", "",
+           "class FileSpec(NamedTuple):",
            '    """One file of a run directory (runtime/spec/rundir.yaml, docs/run-directory.md)."""', "",
            "    name: str", "    path: str  # str.format pattern: {rank:06d}, {snapshot:04d}", "    glob: str",
            "    placeholders: tuple[str, ...]", "    format: str  # json, jsonl, text, binary or payload",
@@ -267,13 +267,22 @@ def gen_python(spec: dict) -> str:
         for k, v in fl["values"].items():
             out.append(f"{ident(fname)}_{k} = {v['value']:#x}" if not v.get("shift") else
                        f"{ident(fname)}_{k} = {v['value']}  # shift")
+    dtypes = []
     for r in spec["_records"].values():
         n = ident(r.name)
         out += ["", f"# {r.name}: {r.doc}"]
         if not r.union:
             out.append(f"{n} = struct.Struct({struct_format(r)!r})")
             out.append(f"{n}_FIELDS = {tuple(f.name for f in r.fields)!r}")
-        out.append(f"{n}_DTYPE = {dtype_spec(r)}")
+        dtypes.append(f"    {n + '_DTYPE'!r}: {dtype_dict(r)},")
+    out += ["", "# the records as numpy dtypes (NAME_DTYPE), made on first use: numpy is not imported until a",
+            "# reader needs it (the command line starts without it)", "_DTYPES: dict[str, dict[str, Any]] = {"]
+    out += dtypes + ["}", "", "", "def __getattr__(name: str) -> Any:",
+                     '    """NAME_DTYPE: the numpy dtype of a record, made once."""',
+                     "    if name not in _DTYPES:",
+                     '        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")',
+                     "    import numpy as np", "", "    value = globals()[name] = np.dtype(_DTYPES[name])",
+                     "    return value"]
     out += ["", "", "FILES: dict[str, FileSpec] = {"]
     for fname, f in spec["files"].items():
         _, py, glob, names = path_parts(f["path"])

@@ -60,6 +60,7 @@ def _launcher(a: argparse.Namespace) -> list[str]:
 
 @command("bench", "measure the machine: pingpong (latency/bandwidth table for the partitioned model)", _setup)
 def cmd_bench(a: argparse.Namespace) -> int:
+    """`mpilens bench pingpong`: measure the latency/bandwidth table the partitioned model uses."""
     from ..model.partitioned import parse_size
 
     max_size = int(parse_size(a.max_size))

@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+from .. import layout
 from ..cli import command
 from ..errors import LaunchError, MpilensError
 
@@ -35,6 +36,7 @@ def _setup_compare(p: argparse.ArgumentParser) -> None:
 @command("compare", "compare runs of a baseline A with runs of an experiment B, region by region, call by call",
          _setup_compare)
 def cmd_compare(a: argparse.Namespace) -> int:
+    """`mpilens compare A... --vs B...`: compare two sets of runs, with confidence intervals and tests."""
     from .. import compare
     from ..progress import Steps
 
@@ -101,6 +103,7 @@ def _run_once(cmd: list[str], outdir: Path, a: argparse.Namespace, log: Path | N
 
 @command("repeat", "run a job N times under mpilens (or two jobs, interleaved) for mpilens compare", _setup_repeat)
 def cmd_repeat(a: argparse.Namespace) -> int:
+    """`mpilens repeat`: run a job (or two, interleaved) several times under mpilens for `mpilens compare`."""
     cmd = a.command[1:] if a.command[:1] == ["--"] else a.command
     if (a.cmd_a is None) != (a.cmd_b is None):
         raise MpilensError("give both --a 'CMD_A' and --b 'CMD_B', or one command after --")
@@ -143,7 +146,7 @@ def cmd_repeat(a: argparse.Namespace) -> int:
         if log is not None:
             log.parent.mkdir(exist_ok=True)
         status, secs = _run_once(commands[side], path, a, log)
-        ok = status == 0 and (path / "profile.json").exists()
+        ok = status == 0 and layout.profile_file(path).exists()
         manifest["order"].append({"side": side, "name": name, "dir": str(path), "status": status, "seconds": secs,
                                   "ok": ok})
         print(f"mpilens repeat: [{k}/{len(plan)}] {name} {'ok' if ok else f'FAILED (exit status {status})'} "

@@ -74,6 +74,7 @@ def counters_doc(c: Any) -> dict[str, Any]:
 
 @command("counters", "low-level counters of a counters-mode run (per rank, bins, eager, pvars)", _setup_counters)
 def cmd_counters(a: argparse.Namespace) -> int:
+    """`mpilens counters`: print the counters of a counters-mode run (per rank, bins, eager, pvars)."""
     from ..counters_spc import format_value, load
 
     c = load(a.rundir)
@@ -138,6 +139,7 @@ def _setup_top(p: argparse.ArgumentParser) -> None:
 
 
 def top_doc(rundir: Path, names: list[str]) -> dict[str, Any]:
+    """The live values of the named counters of every rank that published them, as one document."""
     from ..counters_spc import read_live
 
     layout, live = read_live(rundir)
@@ -187,6 +189,7 @@ def _plain_table(doc: dict[str, Any]) -> str:
 
 @command("top", "live per-rank counters of a running counters-mode job", _setup_top)
 def cmd_top(a: argparse.Namespace) -> int:
+    """`mpilens top`: show the live per-rank counters of a running counters-mode job."""
     names = [n.strip().upper() for n in a.counters.split(",") if n.strip()]
     if a.once:
         doc = top_doc(a.rundir, names)
@@ -221,6 +224,7 @@ def _setup_heatmap(p: argparse.ArgumentParser) -> None:
 
 @command("heatmap", "rank x time heatmap of a counter from the snapshots (counters mode)", _setup_heatmap)
 def cmd_heatmap(a: argparse.Namespace) -> int:
+    """`mpilens heatmap`: draw a rank x time heatmap of a counter from the snapshots."""
     import numpy as np
 
     from ..counters_spc import draw_heatmap, grid_remap, load, parse_grid, rank_totals

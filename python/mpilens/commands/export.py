@@ -1,38 +1,80 @@
-"""`mpilens export hatchet RUN -o FILE`: write a run for Hatchet (LLNL) to read."""
+"""`mpilens export FORMAT RUN [-o OUT]`: write a run for other tools, in any format of mpilens.exports
+(chrome, parquet, otf2: the trace; hatchet: the profile). `mpilens trace RUN --format F -o OUT`
+writes the trace formats too."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from ..cli import command
 from ..errors import MpilensError
 
-TARGETS = ("hatchet",)
-
 
 def _setup(p: argparse.ArgumentParser) -> None:
-    p.add_argument("target", choices=TARGETS, help="hatchet: a GraphFrame file (regions -> MPI functions, per rank)")
+    from .. import exports
+
+    formats = exports.all_exporters()
+    p.add_argument("target", metavar="FORMAT", choices=[e.name for e in formats],
+                   help="; ".join(f"{e.name}: {e.help}" for e in formats))
     p.add_argument("rundir", type=Path)
-    p.add_argument("-o", "--output", type=Path, required=True, help="file to write (.json)")
-    p.add_argument("--format", choices=["json", "literal"], default="json",
-                   help="json: Hatchet's GraphFrame serialization, all ranks (GraphFrame.from_json); literal: "
-                        "Hatchet's literal format, mean over ranks (GraphFrame.from_literal); default json")
+    p.add_argument("-o", "--output", type=Path,
+                   help="file (or OTF2 directory) to write; default: the run directory's name with "
+                        + ", ".join(f"{e.suffix} ({e.name})" for e in formats) + " in the current directory")
+    seen: set[str] = set()
+    for e in formats:
+        for opt in e.options:
+            if opt.dest not in seen:
+                seen.add(opt.dest)
+                p.add_argument(*opt.flags, **opt.kwargs)
+    p.add_argument("--json", action="store_true", help="print what was written as one JSON document")
+    p.add_argument("--quiet", action="store_true", help="no progress display")
 
 
-@command("export", "write a run for other tools: hatchet (GraphFrame for Hatchet/Thicket)", _setup)
-def cmd_export(a: argparse.Namespace) -> int:
-    from .. import export_hatchet, rundir
+def export(name: str, rundir: Path, out: Path, options: dict[str, Any], step: Any = None) -> dict[str, int]:
+    """Write run directory `rundir` in format `name` into `out`; return the counts written. The
+    run is read through its family's reader: the trace for trace formats, the profile otherwise.
 
-    run = rundir.load(a.rundir)
-    for problem in run.problems:
-        print(f"mpilens: note: {problem}", file=sys.stderr)
+    Raises:
+        MpilensError: the output cannot be written, or an OTF2 directory exists already.
+    """
+    from .. import exports
+    from .. import rundir as rd
+
+    e = exports.get(name)
+    e.check_output(out)
+    if e.source == "trace":
+        from ..trace import timeline
+
+        data: Any = timeline.load(rundir, step)
+    else:
+        data = rd.load(rundir)
+        for problem in data.problems:
+            print(f"mpilens: note: {problem}", file=sys.stderr)
     try:
-        written = export_hatchet.write(run, a.output, a.format)
+        return e.write(data, out, step, **options)
     except OSError as err:
-        raise MpilensError(f"cannot write {a.output}: {err.strerror}") from err
-    reader = "GraphFrame.from_json(open(FILE).read())" if a.format == "json" else \
-        "GraphFrame.from_literal(json.load(open(FILE)))"
-    print(f"Wrote {a.output}: {written['nodes']} nodes, {written['rows']} rows; read it with hatchet's {reader}")
+        raise MpilensError(f"cannot write {out}: {err.strerror}") from err
+
+
+@command("export", "write a run for other tools: chrome, parquet, otf2 (the trace), hatchet (the profile)", _setup)
+def cmd_export(a: argparse.Namespace) -> int:
+    """`mpilens export FORMAT RUN [-o OUT]`: write the run in one of the formats of mpilens.exports."""
+    from .. import exports
+    from ..progress import Steps
+
+    e = exports.get(a.target)
+    out = a.output if a.output is not None else e.default_output(a.rundir)
+    options = {o.dest: getattr(a, o.dest) for o in e.options}
+    with Steps(2 if e.source == "trace" else 1, quiet=a.quiet or e.source != "trace") as step:
+        written = export(e.name, a.rundir, out, options, step)
+    if a.json:
+        json.dump({"run": str(a.rundir), "format": e.name, "output": str(out), "written": written}, sys.stdout,
+                  indent=2)
+        print()
+    else:
+        print(e.message(out, written, options))
     return 0

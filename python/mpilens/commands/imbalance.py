@@ -23,6 +23,7 @@ def _setup(p: argparse.ArgumentParser) -> None:
 
 @command("imbalance", "load imbalance per region and MPI function, related to the work each rank reports", _setup)
 def cmd_imbalance(a: argparse.Namespace) -> int:
+    """`mpilens imbalance`: print the load imbalance per region and MPI function (text or JSON)."""
     from .. import imbalance, rundir
 
     run = rundir.load(a.rundir)

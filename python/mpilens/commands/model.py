@@ -90,6 +90,7 @@ def _setup(p: argparse.ArgumentParser) -> None:
 
 @command("model", "statistical performance models: variability (GEV/EMMA/bootstrap), partitioned sends", _setup)
 def cmd_model(a: argparse.Namespace) -> int:
+    """`mpilens model variability|partitioned`: fit and print a statistical performance model."""
     if a.model == "variability":
         return _variability(a)
     return _partitioned(a)

@@ -121,6 +121,7 @@ def _recommend_text(results: list[Any]) -> None:
 
 @command("mpit", "MPI_T: list the MPI's variables, show what a run set and recorded, recommend settings", _setup)
 def cmd_mpit(a: argparse.Namespace) -> int:
+    """`mpilens mpit`: list the MPI's MPI_T variables, show what a run set and recorded, or recommend settings."""
     from .. import mpit
 
     if a.what == "list":
@@ -170,13 +171,13 @@ def _setup_tune(p: argparse.ArgumentParser) -> None:
 
 
 def _one_run(cmd: list[str], mpi: str | None, out: Path, settings: dict[str, str]) -> float:
-    from .. import launch, rundir
+    from .. import launch, layout, rundir
 
     plan = launch.plan_run(cmd, mpi, out, settings)
     import subprocess
 
     proc = subprocess.run(plan.argv, env=plan.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    if proc.returncode != 0 or not (out / "profile.json").exists():
+    if proc.returncode != 0 or not layout.profile_file(out).exists():
         raise MpilensError(f"the job failed (exit {proc.returncode}) under {settings or 'the current settings'}: "
                            f"{proc.stderr.strip()[-300:]}")
     return float(rundir.load(out).profile["wall_time_s"])
@@ -196,6 +197,7 @@ def speedup_ci(base: list[float], tuned: list[float]) -> tuple[float, float, flo
 
 @command("tune", "run a job with the current and the recommended setting of a rule and measure the speedup", _setup_tune)
 def cmd_tune(a: argparse.Namespace) -> int:
+    """`mpilens tune`: run a job with the current and the recommended setting of a rule and report the speedup."""
     from .. import mpit
     from ..progress import Steps
 

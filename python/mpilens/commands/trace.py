@@ -1,4 +1,5 @@
-"""`mpilens trace`: export a trace (Chrome/Perfetto JSON, Parquet, OTF2) and list its findings."""
+"""`mpilens trace`: list the findings of a trace, and export it (--format: the trace formats of
+mpilens.exports, as `mpilens export FORMAT` writes them)."""
 
 from __future__ import annotations
 
@@ -11,12 +12,12 @@ from .. import units
 from ..cli import command
 from ..errors import MpilensError
 
-FORMATS = ("chrome", "parquet", "otf2")
-
 
 def _setup(p: argparse.ArgumentParser) -> None:
+    from .. import exports
+
     p.add_argument("rundir", type=Path)
-    p.add_argument("--format", choices=FORMATS, help="export the trace in this format (with -o)")
+    p.add_argument("--format", choices=exports.names("trace"), help="export the trace in this format (with -o)")
     p.add_argument("-o", "--output", type=Path, help="file (chrome: .json, parquet: .parquet) or OTF2 directory")
     p.add_argument("--json", action="store_true", help="print the summary and findings as one JSON document")
     p.add_argument("--quiet", action="store_true", help="no progress display")
@@ -24,8 +25,10 @@ def _setup(p: argparse.ArgumentParser) -> None:
 
 @command("trace", "export a trace (chrome, parquet, otf2) and print its findings", _setup)
 def cmd_trace(a: argparse.Namespace) -> int:
+    """`mpilens trace`: print a trace's summary and findings, and export it with --format."""
+    from .. import exports
     from ..progress import Steps
-    from ..trace import export, findings, timeline
+    from ..trace import findings, timeline
 
     if a.format and not a.output:
         raise MpilensError("--format needs -o FILE")
@@ -39,10 +42,10 @@ def cmd_trace(a: argparse.Namespace) -> int:
         found = findings.find(tl)
         written = None
         if a.format:
-            if a.format == "otf2" and a.output.exists():
-                raise MpilensError(f"{a.output} already exists; OTF2 archives are written into a new directory")
+            e = exports.get(a.format)
+            e.check_output(a.output)
             try:
-                written = getattr(export, a.format)(tl, a.output, step)
+                written = e.write(tl, a.output, step)
             except OSError as err:
                 raise MpilensError(f"cannot write {a.output}: {err.strerror}") from err
     summary = {"run": str(a.rundir), "nranks": tl.nranks, "events": int(len(tl.ev)), "messages": int(len(m.send_ev)),

@@ -21,12 +21,14 @@ barrier-fenced step lasts as long as its slowest rank), the quantity the thesis 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
+from .. import layout
 from ..errors import RunDirectoryError
 
 BSP_SCHEMA = "mpilens.bsp/1"
@@ -45,10 +47,12 @@ class Sample:
 
     @property
     def nranks(self) -> int:
+        """Number of ranks (rows of times)."""
         return int(self.times.shape[0])
 
     @property
     def intervals(self) -> int:
+        """Number of intervals kept (columns of times)."""
         return int(self.times.shape[1])
 
     @property
@@ -148,8 +152,8 @@ def load(path: str | Path, skip: int | None = None, load_timeline: Callable[[], 
     `load_timeline`: returns the run's trace Timeline, when the caller has it loaded already."""
     p = Path(path)
     if p.is_dir():
-        has_intervals = any(Path(p, "ranks").glob("intervals-*.bin"))
-        has_trace = any(Path(p, "trace").glob("rank-*.bin"))
+        has_intervals = bool(layout.intervals_files(p))
+        has_trace = bool(layout.trace_files(p))
         if not has_intervals and has_trace:
             sample = _from_trace(p, skip, load_timeline)
         elif not has_intervals:

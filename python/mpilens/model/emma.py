@@ -15,7 +15,8 @@ draws are independent and identically distributed with CDF F.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from scipy.special import ndtri

@@ -129,15 +129,19 @@ class GEV:
 
     @property
     def type(self) -> str:
+        """The GEV type of the fitted shape: "I" (Gumbel), "II" (Frechet) or "III" (Weibull); see gev_type."""
         return gev_type(self.k)
 
     def ppf(self, p: Any) -> np.ndarray:
+        """Quantiles of the distribution at probabilities p."""
         return ppf(p, self.k, self.loc, self.scale)
 
     def cdf(self, x: Any) -> np.ndarray:
+        """Cumulative distribution function at x."""
         return cdf(x, self.k, self.loc, self.scale)
 
     def mean(self) -> float:
+        """Mean of the distribution."""
         return float(mean(self.k, self.loc, self.scale))
 
     def scipy(self):
@@ -147,6 +151,7 @@ class GEV:
         return genextreme(self.k, loc=self.loc, scale=self.scale)
 
     def to_dict(self) -> dict[str, Any]:
+        """The fit as a JSON object (non-finite values as null)."""
         return {"method": self.method, "shape_k": _f(self.k), "loc": _f(self.loc), "scale": _f(self.scale),
                 "shape_jenkinson": _f(-self.k), "n": self.n, "notes": self.notes}
 

@@ -86,9 +86,11 @@ class PingPongTable:
         return np.exp(np.interp(np.log(m), np.log(self.size), np.log(y)))
 
     def latency(self, m: Any) -> np.ndarray:
+        """Latency (us) at message sizes m bytes, interpolated in the table."""
         return self._interp(m, self.latency_us)
 
     def bandwidth(self, m: Any) -> np.ndarray:
+        """Bandwidth (MB/s) at message sizes m bytes, interpolated in the table."""
         return self._interp(m, self.bandwidth_mbps)
 
     def postal(self, m: Any, mode: str = "thesis") -> np.ndarray:

@@ -152,7 +152,7 @@ def _units(calib: list[Sample]) -> tuple[list[np.ndarray], list[np.ndarray], int
     inter, slots = [], {}
     per_node = []
     for s in calib:
-        for host, ranks in s.host_groups().items():
+        for _host, ranks in s.host_groups().items():
             inter.append(s.times[ranks].max(axis=0))
             per_node.append(len(ranks))
             for i, r in enumerate(ranks):
@@ -239,7 +239,8 @@ def analyze(calib: list[Sample], measured: list[Sample], opts: Options) -> Resul
                             "max-stability (F^f with f < 1)")
         methods = []
 
-        def add(name: str, fit: str | None, what: str, reps: bs.Replicas, trusted: bool, reasons: list[str]) -> None:
+        def add(name: str, fit: str | None, what: str, reps: bs.Replicas, trusted: bool, reasons: list[str],
+                p: int = p, methods: list[dict[str, Any]] = methods) -> None:  # this iteration's p and methods
             s = reps.summary(opts.level)
             label = name + (f" / {fit}" if fit else "")
             notes = list(reps.notes)

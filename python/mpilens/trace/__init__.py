@@ -1,2 +1,3 @@
-"""Trace mode: reading per-rank traces, the run's timeline (messages matched, collectives grouped),
-findings, and exports (Chrome/Perfetto JSON, Parquet, OTF2)."""
+"""Trace mode: reading per-rank traces, the run's timeline (messages matched, collectives grouped)
+and its findings. The exports of a trace (Chrome/Perfetto JSON, Parquet, OTF2) are in
+mpilens.exports; trace.export keeps their old names."""

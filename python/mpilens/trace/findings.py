@@ -23,6 +23,7 @@ MIN_GAP_S = 1e-3
 
 @dataclass
 class TraceFinding:
+    """One thing that stands out in a trace: its kind, message, where and when, and its evidence."""
     kind: str  # late_sender | late_receiver | collective_wait | irregular | gap
     message: str
     rank: int
@@ -32,6 +33,7 @@ class TraceFinding:
     evidence: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        """The finding as a JSON object."""
         return {"kind": self.kind, "message": self.message, "rank": self.rank, "time_s": self.time_s,
                 "duration_s": self.duration_s, "bytes": self.bytes, **self.evidence}
 

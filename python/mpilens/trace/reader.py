@@ -1,18 +1,21 @@
 """Read the per-rank trace files of trace mode (trace/rank-NNNNNN.bin; layout in
-runtime/spec/rundir.yaml, file `trace`, and docs/run-directory.md) into numpy arrays, one rank at a time, without copying more than one rank's
-events. A block cut short (the process was killed while writing it) is detected and skipped."""
+runtime/spec/rundir.yaml, file `trace`, and docs/run-directory.md) into numpy arrays, one rank at
+a time, without copying more than one rank's events. A block cut short (the process was killed
+while writing it) is detected and skipped."""
 
 from __future__ import annotations
 
 import json
 import mmap
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
 from .. import _layout as L
+from .. import layout
 from ..errors import RunDirectoryError
 
 # kinds of events
@@ -70,10 +73,12 @@ class RankTrace:
 
     @property
     def functions(self) -> list[str]:
+        """Names of the functions, by the id the events use."""
         return self.head["functions"]
 
     @property
     def complete(self) -> bool:
+        """Whether the rank reached MPI_Finalize (its trailer says so)."""
         return bool(self.trailer and self.trailer.get("complete"))
 
     def to_seconds(self, ticks: np.ndarray) -> np.ndarray:
@@ -277,7 +282,7 @@ def _decode_block(fix: np.ndarray, words: np.ndarray, thread: int, ev: np.ndarra
 
 def trace_files(rundir: str | Path) -> list[Path]:
     """The trace files of a run directory, by rank; RunDirectoryError when there are none."""
-    files = sorted(Path(rundir, "trace").glob("rank-*.bin"))
+    files = layout.trace_files(rundir)
     if not files:
         raise RunDirectoryError(f"{rundir}: no trace (run with `mpilens run --mode trace`)")
     return files
@@ -288,7 +293,7 @@ def read_all(rundir: str | Path) -> Iterator[RankTrace]:
     (CLOCK_MONOTONIC and the time-stamp counter are per host): their ticks are converted as rank 0's,
     and only ranks on other hosts get the measured offsets."""
     try:
-        meta = json.loads(Path(rundir, "meta.json").read_text())
+        meta = json.loads(layout.meta_file(rundir).read_text())
         host_of = meta["rank_host"]
     except (OSError, ValueError, KeyError):
         host_of = None

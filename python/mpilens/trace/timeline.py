@@ -4,9 +4,9 @@ collective instances."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
 
 import numpy as np
 
@@ -25,11 +25,13 @@ class Events:
         self.columns = columns
 
     @classmethod
-    def empty(cls) -> "Events":
+    def empty(cls) -> Events:
+        """A table of no events."""
         return cls({k: np.empty(0, dtype=t) for k, t in COLUMNS.items()})
 
     @classmethod
-    def concatenate(cls, parts: list["Events"]) -> "Events":
+    def concatenate(cls, parts: list[Events]) -> Events:
+        """The events of several tables, one after the other."""
         if not parts:
             return cls.empty()
         return cls({k: np.concatenate([p.columns[k] for p in parts]) for k in COLUMNS})
@@ -105,6 +107,7 @@ class Timeline:
     _collectives: Collectives | None = None
 
     def fn_ids(self, names: set[str]) -> np.ndarray:
+        """Ids of the functions named, as the events' fn column holds them."""
         return np.array([i for i, n in enumerate(self.functions) if n in names], dtype=np.uint16)
 
     def name(self, i: int) -> str:
@@ -118,17 +121,20 @@ class Timeline:
         return self.functions[e["fn"]]
 
     def region_name(self, rank: int, path: int) -> str:
+        """Name of region path id `path` of a rank ("region N" when the rank's trailer does not say)."""
         table = self.regions.get(rank, [])
         return table[path][1] if path < len(table) else f"region {path}"
 
     @property
     def messages(self) -> Messages:
+        """The messages matched send to receive (computed on first use)."""
         if self._messages is None:
             self._messages = match_messages(self)
         return self._messages
 
     @property
     def collectives(self) -> Collectives:
+        """The collective calls grouped into instances (computed on first use)."""
         if self._collectives is None:
             self._collectives = collective_instances(self)
         return self._collectives

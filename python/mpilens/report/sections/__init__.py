@@ -1,11 +1,18 @@
-"""Sections of the HTML report (and their static figures).
+"""Sections of the reports of `mpilens report`: the text report, the `--json` document, the HTML
+page and its static figures are all assembled from the one list of sections here.
 
-A section is a class with an id, a title, an order on the page, and two methods:
-html(ctx) returns its HTML (None when it has nothing to show) and may put chart data into
-ctx.data; figures(ctx) returns the matplotlib figures it offers for `--png`. What a section
-loads or computes from the run goes through ctx.once(key, fn), so that html(), figures() and the
-command line (one cache for the text, HTML and PNG reports) compute it once. To add a section for
-a new analysis, add one module to this package with a class decorated by @section: it is found
+A section is a class with an id, a title, an order, and a method per form it takes (each returns
+None, the default, to leave the section out of that form):
+
+- html(ctx): its HTML, placed by `order` on the page; it may put chart data into ctx.data;
+- text(ctx): its lines of the text report (the first one its "@ Title" heading), placed by
+  `text_order` (default: `order`); sections are separated by an empty line;
+- json(ctx): the keys it adds to the `--json` document, placed by `json_order` (default: `order`);
+- figures(ctx): the matplotlib figures it offers for `--png` (none by default).
+
+What a section loads or computes from the run goes through ctx.once(key, fn), so that every form
+and the command line (one cache for all of them) compute it once. To add a section for a new
+analysis, add one module to this package with a class decorated by @section: it is found
 automatically and touches no other section.
 """
 
@@ -13,8 +20,9 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 from ...findings import Finding
 from ...rundir import Run
@@ -54,11 +62,21 @@ class Section:
 
     id = ""
     title = ""
-    order = 100
+    order = 100                    # place on the HTML page
+    text_order: int | None = None  # place in the text report (None: order)
+    json_order: int | None = None  # place of its keys in the JSON document (None: order)
 
     def html(self, ctx: Context) -> str | None:
         """Return the section's HTML body, or None to leave it out."""
-        raise NotImplementedError
+        return None
+
+    def text(self, ctx: Context) -> list[str] | None:
+        """Return the section's lines of the text report, or None to leave it out."""
+        return None
+
+    def json(self, ctx: Context) -> dict[str, Any] | None:
+        """Return the keys the section adds to the JSON report, or None to add none."""
+        return None
 
     def figures(self, ctx: Context) -> list[Figure]:
         """Return the section's static figures (none by default)."""
@@ -74,8 +92,25 @@ def section(cls: type[Section]) -> type[Section]:
     return cls
 
 
-def all_sections() -> list[Section]:
-    """Return one instance of every section, in page order."""
+def all_sections(form: str = "html") -> list[Section]:
+    """Return one instance of every section, in the order of `form`: "html" (the page, and the
+    figures), "text" or "json"."""
     for mod in pkgutil.iter_modules(__path__):
         importlib.import_module(f"{__name__}.{mod.name}")
-    return [cls() for cls in sorted(_REGISTRY, key=lambda c: (c.order, c.id))]
+
+    def place(c: type[Section]) -> int:
+        own = {"text": c.text_order, "json": c.json_order}.get(form)
+        return c.order if own is None else own
+    return [cls() for cls in sorted(_REGISTRY, key=lambda c: (place(c), c.order, c.id))]
+
+
+def text_table(headers: list[str], rows: list[list[str]], right: set[int] | None = None) -> list[str]:
+    """Lines of a text table: a header, a rule, the rows; columns in `right` (default: all but the
+    first) are right-aligned."""
+    right = right if right is not None else set(range(1, len(headers)))
+    widths = [max(len(str(x)) for x in col) for col in zip(headers, *rows)] if rows else [len(h) for h in headers]
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(str(c).rjust(w) if i in right else str(c).ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))
+
+    return [line(headers), line(["-" * w for w in widths])] + [line(r) for r in rows]

@@ -7,7 +7,6 @@ from __future__ import annotations
 import base64
 import io
 from html import escape
-from pathlib import Path
 from typing import Any
 
 from . import Context, Figure, Section, section
@@ -21,9 +20,7 @@ TABLE = ["MPI_CALLS", "BYTES_SENT_USER", "BYTES_RECEIVED_USER", "BYTES_SENT_MPI"
 def counters_of(ctx: Context):
     """The run's counters, loaded once per report (None without counters)."""
     def read():
-        from ...counters_spc import load
-
-        return load(ctx.run.path) if Path(ctx.run.path, "counters", "layout.json").exists() else None
+        return ctx.run.counters if "counters" in ctx.run.modes else None
     return ctx.once("spc", read)
 
 
@@ -41,15 +38,17 @@ def _shown(c: Any) -> list[str]:
 
 @section
 class CountersSection(Section):
+    """The counters mode: main counters per rank, pvars, rank x time heatmaps."""
+
     id, title, order = "counters", "Low-level counters", 27
 
     def html(self, ctx: Context) -> str | None:
         c = counters_of(ctx)
         if c is None:
             return None
-        from ...counters_spc import draw_heatmap, format_value
-
         import matplotlib
+
+        from ...counters_spc import draw_heatmap, format_value
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
@@ -59,7 +58,8 @@ class CountersSection(Section):
         head = "".join(f"<th>{escape(n)}</th>" for n in TABLE)
         body = "".join(
             f"<tr><td>{r}</td>" + "".join(f'<td data-v="{c.value(n, r) if c.value(n, r) is not None else ""}">'
-                                          f"{escape(format_value(n, c.value(n, r), 'not measured'))}</td>" for n in TABLE) + "</tr>"
+                                          f"{escape(format_value(n, c.value(n, r), 'not measured'))}</td>"
+                                          for n in TABLE) + "</tr>"
             for r in ranks)
         e = lay.doc.get("eager") or {}
         eager = (f"eager limit {e.get('shm_limit')} B on a node ({escape(str(e.get('shm_source')))}), "

@@ -83,6 +83,8 @@ def _svg_chart(a: Any, whole: Any) -> str:
 
 @section
 class ImbalanceSection(Section):
+    """Load imbalance across ranks, for the whole run and per region (mpilens.imbalance)."""
+
     id, title, order = "imbalance", "Load imbalance", 75
 
     def html(self, ctx: Context) -> str | None:

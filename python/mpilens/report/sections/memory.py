@@ -4,7 +4,6 @@ for the job), the peak table, and MPI memory by function. Charts are inline SVG 
 from __future__ import annotations
 
 from html import escape
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -20,9 +19,7 @@ MAX_RANK_LINES = 64
 def memory_of(ctx: Context):
     """The run's MemoryRun, loaded once per report (None without memory data)."""
     def read():
-        from ...memory import load
-
-        return load(ctx.run.path) if Path(ctx.run.path, "memory").is_dir() else None
+        return ctx.run.memory if "memory" in ctx.run.modes else None
     return ctx.once("memory", read)
 
 
@@ -71,6 +68,8 @@ def _pm(row: dict[str, Any]) -> str:
 
 @section
 class MemorySection(Section):
+    """Memory mode: MPI's memory against the application's, over time and at peak."""
+
     id, title, order = "memory", "Memory: MPI and application", 40
 
     def html(self, ctx: Context) -> str | None:

@@ -19,11 +19,11 @@ def mpit_of(ctx: Context) -> tuple[Any, list[Any], str | None] | None:
     def compute() -> tuple[Any, list[Any], str | None] | None:
         from ... import mpit
 
-        m = mpit.load(ctx.run.path, ctx.run.meta or {}) if ctx.run.meta is not None else None
+        m = ctx.run.mpit if ctx.run.meta is not None else None
         if m is None or (not m.cvars_set and not m.recorded):
             return None  # a run that did not use MPI_T: `mpilens mpit recommend RUNDIR` still applies the rules
         try:
-            return m, mpit.recommend(ctx.run.path), None
+            return m, mpit.recommend(ctx.run), None
         except Exception as err:  # noqa: BLE001 - a rule must not break the report
             # shown in this section: the Summary section has printed the run's problems already
             return m, [], f"MPI_T recommendations could not be computed: {err}"
@@ -54,6 +54,8 @@ def _spark(series: list[Any]) -> str:
 
 @section
 class MpitSection(Section):
+    """MPI_T: cvars set, pvar series of mpit mode, and the recommendation rules."""
+
     id, title, order = "mpit", "MPI_T: control and performance variables", 60
 
     def html(self, ctx: Context) -> str | None:

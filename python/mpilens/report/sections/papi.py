@@ -32,16 +32,18 @@ def _table(tid: str, head: list[str], rows: list[list[str]]) -> str:
 
 @section
 class PapiSection(Section):
+    """PAPI mode: counts per rank and region, derived metrics, work vs time imbalance."""
+
     id, title, order = "papi", "Hardware counters (PAPI)", 80
 
     def html(self, ctx: Context) -> str | None:
         from ... import papi
         from ...errors import RunDirectoryError
 
-        if not (ctx.run.path / "papi").is_dir():
+        if "papi" not in ctx.run.modes:
             return None
         try:
-            run = papi.load(ctx.run.path)
+            run = ctx.run.papi
         except RunDirectoryError as err:
             return f'<ul class="problems"><li>{escape(str(err))}</li></ul>'
         s = papi.summary(run)

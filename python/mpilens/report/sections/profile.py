@@ -1,5 +1,7 @@
 """Report sections of profile mode: summary, findings, time per rank, top functions,
-communication matrix, message sizes, regions."""
+communication matrix, message sizes, regions, and the run's settings (JSON only). The text report
+is laid out in the spirit of mpiP: MPI time per rank, top functions by time and by bytes with their
+spread across ranks, message sizes, top talkers, regions, findings."""
 
 from __future__ import annotations
 
@@ -8,14 +10,32 @@ from html import escape
 from typing import Any
 
 from ... import units
-from . import Context, Figure, Section, section
+from . import Context, Figure, Section, section, text_table
 
 MATRIX_MAX_CELLS = 256  # matrices of more ranks are shown in blocks of ranks
 MPI_COLOR, COMPUTE_COLOR = "#c8553d", "#5b8db8"
+MAX_RANK_ROWS = 16  # text report: ranks listed in full up to this many
+TOP = 20  # text report: functions listed
 
 
 def _num(v: Any, text: str) -> str:
     return f'<td data-v="{"" if v is None else v}">{escape(text)}</td>'
+
+
+def _command(ctx: Context) -> str:
+    cmd = (ctx.run.meta or {}).get("command")
+    return " ".join(cmd) if isinstance(cmd, list) else "n/a"
+
+
+def _mpi(ctx: Context) -> str:
+    lib = ((ctx.run.meta or {}).get("mpi") or {}).get("library", "")
+    return lib.splitlines()[0].strip() if lib else (ctx.run.profile.get("tool") or {}).get("mpi", "n/a")
+
+
+def spread(x: Any) -> dict[str, Any] | None:
+    """A Spread (statistics across ranks) as the JSON report gives it."""
+    return None if x is None else {"total": x.total, "mean": x.mean, "min": x.min, "max": x.max,
+                                   "min_rank": x.min_rank, "max_rank": x.max_rank, "cov": x.cov}
 
 
 def compute_times(ctx: Context) -> list[float | None]:
@@ -25,6 +45,8 @@ def compute_times(ctx: Context) -> list[float | None]:
 
 @section
 class SummarySection(Section):
+    """The run at a glance: headline figures (HTML), the report's head (text), the run's figures (JSON)."""
+
     id, title, order = "summary", "Summary", 10
 
     def html(self, ctx: Context) -> str:
@@ -56,10 +78,50 @@ class SummarySection(Section):
             out.append('<ul class="problems">' + "".join(f"<li>{escape(p)}</li>" for p in ctx.run.problems) + "</ul>")
         return "\n".join(out)
 
+    def text(self, ctx: Context) -> list[str]:
+        run, s = ctx.run, ctx.summary
+        out: list[str] = []
+        hosts = {r.host for r in s.ranks if r.host}
+        out.append(f"mpilens report: {run.path}")
+        out.append(f"Command   : {_command(ctx)}")
+        out.append(f"MPI       : {_mpi(ctx)}")
+        out.append(f"Ranks     : {s.nranks} on {len(hosts)} host{'s' if len(hosts) != 1 else ''}"
+                   + ("" if run.complete or run.snapshot is not None
+                      else f"  (INCOMPLETE: data from {s.measured_ranks} ranks)"))
+        if s.wall and s.mpi:
+            out.append(f"Wall time : {units.seconds(s.wall.max)} (slowest rank), MPI time "
+                       f"{units.percent(s.mpi.total / s.wall.total)} of the total")
+        if s.sampling:
+            out.append(f"Timing    : {s.sampling.sentence()}")
+        for c in (run.meta or {}).get("cvars_set") or []:  # MPI_T cvars mpilens set (see `mpilens mpit`)
+            where = f" when communicator {c['communicator']!r} was named" if c.get("communicator") else ""
+            new = c.get("new") if c.get("new") is not None else "not applied"
+            out.append(f"MPI_T cvar: {c.get('name')} {c.get('old')} -> {new}{where}")
+        for p in run.problems:
+            out.append(f"Note      : {p}")
+        return out
+
+    def json(self, ctx: Context) -> dict[str, Any]:
+        run, s = ctx.run, ctx.summary
+        return {
+            "run": str(run.path),
+            "complete": run.complete,
+            "snapshot": run.snapshot,  # N for `--snapshot N`: the statistics as of MPI_Pcontrol(3|4) number N
+            "problems": run.problems,
+            "nranks": s.nranks,
+            "measured_ranks": s.measured_ranks,
+            "wall_time_s": spread(s.wall),
+            "mpi_time_s": spread(s.mpi),
+            "mpi_share": (s.mpi.total / s.wall.total) if s.mpi and s.wall and s.wall.total else None,
+        }
+
 
 @section
 class FindingsSection(Section):
+    """What stands out in the profile, worst first."""
+
     id, title, order = "findings", "Findings", 20
+    text_order = json_order = 90  # after the tables
 
     def html(self, ctx: Context) -> str:
         if not ctx.findings:
@@ -67,9 +129,21 @@ class FindingsSection(Section):
         return "\n".join(f'<div class="finding {escape(f.severity)}"><b>{escape(f.severity)}</b>{escape(f.message)}</div>'
                          for f in ctx.findings)
 
+    def text(self, ctx: Context) -> list[str]:
+        out = ["@ Findings"]
+        if not ctx.findings:
+            out.append("Nothing stands out.")
+        out += [f"[{f.severity}] {f.message}" for f in ctx.findings]
+        return out
+
+    def json(self, ctx: Context) -> dict[str, Any]:
+        return {"findings": [f.to_dict() for f in ctx.findings]}
+
 
 @section
 class RanksSection(Section):
+    """Wall time and MPI time of each rank."""
+
     id, title, order = "ranks", "Time per rank", 30
 
     def html(self, ctx: Context) -> str:
@@ -102,9 +176,32 @@ class RanksSection(Section):
             ax.legend()
         return [Figure("ranks", draw)]
 
+    def text(self, ctx: Context) -> list[str]:
+        run, s = ctx.run, ctx.summary
+        out = ["@ MPI time per rank"]
+        ended = not run.complete and run.snapshot is None  # how each rank ended, when not all reached MPI_Finalize
+        se = s.sampling is not None  # sampled timing: each rank's MPI time is an estimate, with its standard error
+        rows = [[str(r.rank), r.host or "n/a", units.seconds(r.wall), units.seconds(r.mpi), units.percent(r.mpi_share)]
+                + ([units.seconds(r.mpi_se)] if se else [])
+                + ([r.ended_by or "no data"] if ended else []) for r in s.ranks]
+        if len(rows) > MAX_RANK_ROWS:
+            keyed = sorted((r for r in s.ranks if r.mpi_share is not None), key=lambda r: -r.mpi_share)  # type: ignore
+            keep = {r.rank for r in keyed[:MAX_RANK_ROWS // 2]} | {r.rank for r in keyed[-(MAX_RANK_ROWS // 2):]}
+            rows = [row for row, r in zip(rows, s.ranks) if r.rank in keep]
+            out.append(f"(the {MAX_RANK_ROWS // 2} ranks with the most and the least MPI time of {s.nranks})")
+        if s.wall and s.mpi:
+            rows.append(["*", "", units.seconds(s.wall.total), units.seconds(s.mpi.total),
+                         units.percent(s.mpi.total / s.wall.total)]
+                        + ([units.seconds(s.sampling.mpi_se)] if s.sampling else []) + ([""] if ended else []))
+        out += text_table(["Rank", "Host", "Wall", "MPI", "MPI%"] + (["MPI ± (s.e.)"] if se else [])
+                          + (["Ended by"] if ended else []), rows, {2, 3, 4, 5} if se else {2, 3, 4})
+        return out
+
 
 @section
 class FunctionsSection(Section):
+    """MPI functions by time (and, in the text report, by bytes), with their spread across ranks."""
+
     id, title, order = "functions", "MPI functions", 40
 
     def html(self, ctx: Context) -> str:
@@ -137,6 +234,30 @@ class FunctionsSection(Section):
             fig.tight_layout()
         return [Figure("functions", draw)]
 
+    def text(self, ctx: Context) -> list[str]:
+        s = ctx.summary
+        out = ["@ Top MPI functions by time (aggregate over ranks; spread = per-rank time)"]
+        rows = []
+        for f in s.functions[:TOP]:
+            rows.append([f.name, f.cls, units.count(f.calls.total), units.seconds(f.time.total),
+                         units.percent(f.share_of_mpi), units.percent(f.share_of_wall), units.seconds(f.time.min),
+                         units.seconds(f.time.mean), units.seconds(f.time.max), f"{f.time.max_rank}",
+                         f"{f.time.max_over_mean:.2f}"])
+        out += text_table(["Function", "Class", "Calls", "Time", "MPI%", "Wall%", "Min", "Mean", "Max", "MaxRank",
+                           "Max/Mean"], rows, set(range(2, 11)))
+        by_bytes = sorted((f for f in s.functions if f.bytes_total > 0), key=lambda f: (-f.bytes_total, f.name))
+        if by_bytes:
+            out += ["", "@ Top MPI functions by bytes (sent + received, aggregate over ranks)"]
+            rows = [[f.name, units.count(f.calls.total), units.size(f.sent.total), units.size(f.recv.total),
+                     units.size(f.bytes_per_call), units.size(f.sent.max), f"{f.sent.max_rank}"] for f in by_bytes[:TOP]]
+            out += text_table(["Function", "Calls", "Sent", "Received", "Bytes/call", "MaxSent/rank", "Rank"], rows)
+        return out
+
+    def json(self, ctx: Context) -> dict[str, Any]:
+        return {"functions": [{"name": f.name, "class": f.cls, "calls": f.calls.total, "time_s": spread(f.time),
+                               "bytes_sent": f.sent.total, "bytes_recv": f.recv.total, "share_of_mpi": f.share_of_mpi,
+                               "imbalance": f.time.imbalance} for f in ctx.summary.functions]}
+
 
 def matrix_blocks(matrix: list[dict[str, Any]], nranks: int, max_cells: int = MATRIX_MAX_CELLS) -> dict[str, Any]:
     """Return the matrix as sparse cells, grouped in blocks of ranks when there are many ranks."""
@@ -153,7 +274,10 @@ def matrix_blocks(matrix: list[dict[str, Any]], nranks: int, max_cells: int = MA
 
 @section
 class MatrixSection(Section):
+    """Point-to-point traffic between ranks: the matrix (HTML) and the top talkers."""
+
     id, title, order = "matrix", "Communication matrix", 50
+    text_order = 65  # the top talkers, after the message sizes
 
     def html(self, ctx: Context) -> str | None:
         s = ctx.summary
@@ -193,6 +317,15 @@ class MatrixSection(Section):
             fig.colorbar(im, ax=ax, label="bytes")
         return [Figure("matrix", draw)]
 
+    def text(self, ctx: Context) -> list[str] | None:
+        s = ctx.summary
+        if not s.talkers:
+            return None
+        rows = [[str(m["src"]), str(m["dst"]), units.count(m["messages"]), units.size(m["bytes"]),
+                 units.size(m["bytes"] / m["messages"] if m["messages"] else 0)] for m in s.talkers[:10]]
+        return ["@ Top talkers (point-to-point, by bytes)"] + text_table(["From", "To", "Messages", "Bytes",
+                                                                           "Bytes/msg"], rows)
+
 
 def size_bins(ctx: Context) -> list[dict[str, Any]]:
     """Message-size bins over all functions, for the histogram: every power of two between the
@@ -212,6 +345,8 @@ def size_bins(ctx: Context) -> list[dict[str, Any]]:
 
 @section
 class SizesSection(Section):
+    """Transfers by message size (power-of-two bins)."""
+
     id, title, order = "sizes", "Message sizes", 60
 
     def html(self, ctx: Context) -> str | None:
@@ -237,9 +372,24 @@ class SizesSection(Section):
             fig.tight_layout()
         return [Figure("sizes", draw)]
 
+    def text(self, ctx: Context) -> list[str] | None:
+        s = ctx.summary
+        if not s.sizes:
+            return None
+        out = ["@ Message sizes (transfers of all functions; nonblocking ones are timed by their Wait/Test)"]
+        total = sum(c for _, _, c, _ in s.sizes) or 1
+        rows = []
+        for lo, hi, calls, t in s.sizes:
+            label = "0 B" if hi == 0 else f"{units.size(lo)} - {units.size(hi + 1)}"
+            bar = "#" * max(1, round(40 * calls / total)) if calls else ""
+            rows.append([label, units.count(calls), units.percent(calls / total), units.seconds(t), bar])
+        return out + text_table(["Size", "Calls", "Share", "Time (blocking)", ""], rows, {1, 2, 3})
+
 
 @section
 class RegionsSection(Section):
+    """User regions: time per rank, MPI time inside, top MPI function."""
+
     id, title, order = "regions", "Regions", 70
 
     def html(self, ctx: Context) -> str | None:
@@ -281,3 +431,33 @@ class RegionsSection(Section):
             ax.legend()
             fig.tight_layout()
         return [Figure("regions", draw)]
+
+    def text(self, ctx: Context) -> list[str] | None:
+        s = ctx.summary
+        if not s.regions:
+            return None
+        rows = []
+        for r in s.regions:
+            top = r.functions[0].name if r.functions else ""
+            share = (r.mpi_time.total / r.time.total) if r.mpi_time and r.time and r.time.total else None
+            rows.append(["  " * r.depth + r.path.split("/")[-1], units.count(r.visits.total if r.visits else None),
+                         units.seconds(r.time.mean if r.time else None), units.seconds(r.time.max if r.time else None),
+                         units.seconds(r.mpi_time.mean if r.mpi_time else 0.0), units.percent(share), top])
+        return ["@ Regions (time per rank: mean / max; MPI time inside)"] + text_table(
+            ["Region", "Visits", "Mean", "Max", "MPI(mean)", "MPI%", "Top MPI function"], rows, {1, 2, 3, 4, 5})
+
+
+@section
+class SettingsSection(Section):
+    """How the run was measured, for the JSON report (the text report's summary says it in words)."""
+
+    id, title, order = "settings", "Settings", 1000
+
+    def json(self, ctx: Context) -> dict[str, Any]:
+        s = ctx.summary
+        return {
+            "cvars_set": (ctx.run.meta or {}).get("cvars_set") or [],
+            # null when every call was timed; else {every: N, timed, calls} (MPILENS_TIME_SAMPLE)
+            "time_sampling": None if s.sampling is None else {"every": s.sampling.every, "timed_calls": s.sampling.timed,
+                                                              "calls": s.sampling.calls},
+        }

@@ -5,7 +5,6 @@ durations, gaps)."""
 from __future__ import annotations
 
 from html import escape
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -22,9 +21,7 @@ CLASS_COLORS = {"p2p": "#5b8db8", "collective": "#c8553d", "completion": "#e3a33
 def timeline_of(ctx: Context):
     """The run's Timeline, loaded once per report (None without a trace)."""
     def load():
-        from ...trace import timeline
-
-        return timeline.load(ctx.run.path) if Path(ctx.run.path, "trace").is_dir() else None
+        return ctx.run.trace if "trace" in ctx.run.modes else None
     return ctx.once("timeline", load)
 
 
@@ -85,7 +82,27 @@ def cost(tl: Any) -> str:
 
 @section
 class TimelineSection(Section):
+    """Trace mode: the timeline (HTML) and its findings (all forms)."""
+
     id, title, order = "timeline", "Timeline", 25
+    text_order = json_order = 95  # after the profile's findings
+
+    @staticmethod
+    def _covered(ctx: Context) -> bool:
+        """Whether the text and JSON reports give the timeline's findings: a trace covers the
+        whole run, not an MPI_Pcontrol snapshot."""
+        return "trace" in ctx.run.modes and ctx.run.snapshot is None
+
+    def text(self, ctx: Context) -> list[str] | None:
+        if not self._covered(ctx):
+            return None
+        found = findings_of(ctx)  # what the timeline shows, worst first per kind
+        return ["@ Timeline findings (trace)"] + ([] if found else ["Nothing stands out in the timeline."]) \
+            + [f"[{f.kind}] {f.message}" for f in found]
+
+    def json(self, ctx: Context) -> dict[str, Any]:
+        # null without a trace, a list (maybe empty) with one
+        return {"timeline_findings": [f.to_dict() for f in findings_of(ctx)] if self._covered(ctx) else None}
 
     def html(self, ctx: Context) -> str | None:
         tl = timeline_of(ctx)
@@ -97,7 +114,8 @@ class TimelineSection(Section):
                          for c in sorted(set(tl.classes)) if c in ("p2p", "collective", "completion", "rma", "io"))
         rows = "".join(
             f'<tr><td class="l">{escape(f.kind.replace("_", " "))}</td><td>{f.rank}</td>'
-            f'<td data-v="{f.time_s}">{units.seconds(f.time_s)}</td><td data-v="{f.duration_s}">{units.seconds(f.duration_s)}</td>'
+            f'<td data-v="{f.time_s}">{units.seconds(f.time_s)}</td>'
+            f'<td data-v="{f.duration_s}">{units.seconds(f.duration_s)}</td>'
             f'<td>{units.size(f.bytes) if f.bytes is not None else ""}</td><td class="l wrap">{escape(f.message)}</td></tr>'
             for f in findings_of(ctx))
         table = ('<table class="ml-sortable" id="trace-findings"><thead><tr><th>Kind</th><th>Rank</th><th>When</th>'
@@ -108,8 +126,8 @@ class TimelineSection(Section):
                 '<div data-chart="timeline" data-key="timeline" id="timeline-chart"></div>'
                 f'<p class="note">{len(tl.ev):,} events, {len(m.send_ev):,} messages matched send to receive '
                 f"({m.unmatched_sends} sends and {m.unmatched_recvs} receives without a partner). {cost(tl)}Drag to zoom, "
-                "double-click to zoom out, hover for details. Export for Perfetto: <code>mpilens trace RUNDIR "
-                "--format chrome -o trace.json</code>.</p>" + table)
+                "double-click to zoom out, hover for details. Export for Perfetto: <code>mpilens export chrome RUNDIR "
+                "-o trace.json</code>.</p>" + table)
 
     def figures(self, ctx: Context) -> list[Figure]:
         tl = timeline_of(ctx)

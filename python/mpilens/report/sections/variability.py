@@ -27,7 +27,6 @@ def _analyse(ctx: Context) -> dict[str, Any] | None:
         from ...errors import RunDirectoryError
         from ...model import data, emma
         from ...model.variability import Options, fit_row, rank_correlation
-
         from .timeline import timeline_of
 
         try:
@@ -60,6 +59,8 @@ def _analyse(ctx: Context) -> dict[str, Any] | None:
 
 @section
 class VariabilitySection(Section):
+    """MPILENS_INTERVALS runs: interval maxima, GEV fits and EMMA projections."""
+
     id, title, order = "variability", "Variability (intervals)", 80
 
     def html(self, ctx: Context) -> str | None:

@@ -1,0 +1,349 @@
+"""A run as a Hatchet GraphFrame (regions -> MPI functions, metrics per rank) and runs as a Thicket
+ensemble, for analyses in LLNL's Hatchet/Thicket ecosystem:
+
+    import mpilens
+    gf = mpilens.to_hatchet("myrun")                 # needs llnl-hatchet
+    print(gf.tree(metric_column="time (inc)"))
+    tk = mpilens.to_thicket(["run1", "run2", ...])   # needs llnl-thicket
+
+The tree has one root, ``main``: the whole run from the end of MPI_Init to MPI_Finalize. Under it,
+the user regions as nested in the profile; under each region (and under ``main`` for calls made
+outside any region) the MPI functions called directly there. Rows are indexed by (node, rank).
+
+Metrics (seconds, counts, bytes; NaN for a rank that left no data):
+
+- ``time (inc)``: the root's wall time, a region's time, an MPI function's time;
+- ``time``: exclusive time: for a region (and the root), its time minus what its children took, that
+  is the time spent outside MPI directly in it; for a function, its time;
+- ``calls``, ``bytes_sent``, ``bytes_recv``: of MPI functions (0 on regions and the root), so that
+  the sum over nodes of a rank equals the profile's totals; ``calls (inc)`` etc. sum them over a
+  subtree;
+- ``visits``: how often a region was entered (1 for the root, 0 for functions);
+- ``counter:NAME``: user counters (mpilens_counter_add/set) recorded directly in a region; on the
+  root, the sums recorded outside every region and the run's last value of counters that are set.
+
+The file that `mpilens export hatchet` writes is Hatchet's own JSON serialization (the format of
+``GraphFrame.to_json``): ``hatchet.GraphFrame.from_json(open(FILE).read())`` reads it. Writing it does
+not need Hatchet. ``--format literal`` writes Hatchet's literal format (one value per node, the mean
+over ranks), read with ``GraphFrame.from_literal(json.load(open(FILE)))``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import MpilensError
+from ..rundir import Run
+from ..rundir import load as load_run
+from . import Exporter, Option, exporter
+
+EXC_METRICS = ["time", "calls", "bytes_sent", "bytes_recv"]
+INC_METRICS = ["time (inc)", "calls (inc)", "bytes_sent (inc)", "bytes_recv (inc)"]
+ROOT_NAME = "main"
+
+
+@dataclass
+class TreeNode:
+    """One node of the exported tree, with per-rank metric values (None: not measured)."""
+
+    nid: int
+    name: str
+    kind: str  # "program" | "region" | "function"
+    parent: int | None
+    metrics: dict[str, list[float | None]]
+    children: list[int] = field(default_factory=list)
+
+
+def _vec(values: list[Any] | None, n: int) -> list[float | None]:
+    if values is None:
+        return [None] * n
+    return [None if v is None else float(v) for v in values]
+
+
+def _sub(a: list[float | None], b: list[float | None]) -> list[float | None]:
+    return [None if x is None or y is None else x - y for x, y in zip(a, b)]
+
+
+def _add(a: list[float | None], b: list[float | None]) -> list[float | None]:
+    return [None if x is None or y is None else x + y for x, y in zip(a, b)]
+
+
+def _measured(run_ranks: list[dict[str, Any]]) -> list[bool]:
+    return [r.get("wall_time_s") is not None for r in run_ranks]
+
+
+def build_tree(profile: dict[str, Any]) -> list[TreeNode]:
+    """Return the nodes of the regions -> MPI functions tree of a profile, root first, each node
+    before its children (depth-first, regions in profile order, functions by name)."""
+    n = profile["nranks"]
+    measured = _measured(profile["ranks"])
+    zeros: list[float | None] = [0.0 if m else None for m in measured]
+    nodes: list[TreeNode] = []
+
+    def new(name: str, kind: str, parent: int | None, metrics: dict[str, list[float | None]]) -> TreeNode:
+        node = TreeNode(len(nodes), name, kind, parent, metrics)
+        nodes.append(node)
+        if parent is not None:
+            nodes[parent].children.append(node.nid)
+        return node
+
+    def add_functions(parent: int, funcs: dict[str, Any]) -> list[float | None]:
+        """Add the function children; return their summed time per rank."""
+        total = list(zeros)
+        for name in sorted(funcs):
+            f = funcs[name]
+            t = _vec(f.get("time_s"), n)
+            new(name, "function", parent, {
+                "time (inc)": t, "time": t, "calls": _vec(f.get("calls"), n),
+                "bytes_sent": _vec(f.get("bytes_sent"), n), "bytes_recv": _vec(f.get("bytes_recv"), n),
+                "visits": list(zeros)})
+            total = _add(total, t)
+        return total
+
+    def counters_of(raw: dict[str, Any] | None) -> dict[str, list[float | None]]:
+        return {f"counter:{k}": _vec(c.get("values"), n) for k, c in sorted((raw or {}).items())}
+
+    def add_regions(parent: int, regions: list[dict[str, Any]]) -> list[float | None]:
+        """Add the region children (recursively); return their summed time per rank."""
+        total = list(zeros)
+        for reg in regions:
+            t = _vec(reg.get("time_s"), n)
+            node = new(reg["name"], "region", parent, {"time (inc)": t, "visits": _vec(reg.get("visits"), n),
+                                                       **counters_of(reg.get("counters"))})
+            inner = _add(add_functions(node.nid, reg.get("functions", {})), add_regions(node.nid, reg.get("regions", [])))
+            node.metrics["time"] = _sub(t, inner)
+            total = _add(total, t)
+        return total
+
+    wall = [r.get("wall_time_s") for r in profile["ranks"]]
+    root = new(ROOT_NAME, "program", None, {"time (inc)": _vec(wall, n), "visits": [1.0 if m else None for m in measured]})
+    in_regions = _region_function_totals(profile.get("regions", []))
+    outside: dict[str, Any] = {}
+    for name, f in profile.get("functions", {}).items():
+        rest = {k: _sub(_vec(f.get(k), n), _vec(in_regions.get(name, {}).get(k), n) if name in in_regions else zeros)
+                for k in ("calls", "time_s", "bytes_sent", "bytes_recv")}
+        if any(v for v in rest["calls"] if v):
+            outside[name] = rest
+    # user counters outside every region: the whole-run sum minus what regions recorded
+    counters: dict[str, Any] = {}
+    region_counters = _region_counter_totals(profile.get("regions", []))
+    for name, c in (profile.get("counters") or {}).items():
+        values = _vec(c.get("values"), n)
+        if c.get("kind", "sum") == "sum" and name in region_counters:
+            values = [None if v is None else v - (region_counters[name][r] or 0.0) for r, v in enumerate(values)]
+        counters[name] = {"values": values}
+    root.metrics.update(counters_of(counters))
+    inner = _add(add_functions(root.nid, outside), add_regions(root.nid, profile.get("regions", [])))
+    root.metrics["time"] = _sub(root.metrics["time (inc)"], inner)
+    for node in nodes:  # regions and the root move no bytes and make no calls themselves
+        for k in ("calls", "bytes_sent", "bytes_recv"):
+            node.metrics.setdefault(k, list(zeros))
+        node.metrics.setdefault("visits", list(zeros))
+    _inclusive(nodes)
+    return nodes
+
+
+def _region_function_totals(regions: list[dict[str, Any]]) -> dict[str, dict[str, list[float | None]]]:
+    """Per function, the per-rank sums over every region node (calls made inside some region)."""
+    out: dict[str, dict[str, list[float | None]]] = {}
+
+    def walk(nodes: list[dict[str, Any]]) -> None:
+        for reg in nodes:
+            for name, f in reg.get("functions", {}).items():
+                n = len(f["calls"])
+                slot = out.setdefault(name, {k: [0.0] * n for k in ("calls", "time_s", "bytes_sent", "bytes_recv")})
+                for k in slot:
+                    slot[k] = _add(slot[k], _vec(f.get(k), n))
+            walk(reg.get("regions", []))
+    walk(regions)
+    return out
+
+
+def _region_counter_totals(regions: list[dict[str, Any]]) -> dict[str, list[float | None]]:
+    out: dict[str, list[float | None]] = {}
+
+    def walk(nodes: list[dict[str, Any]]) -> None:
+        for reg in nodes:
+            for name, c in (reg.get("counters") or {}).items():
+                vals = c.get("values", [])
+                slot = out.setdefault(name, [0.0] * len(vals))
+                out[name] = [(s or 0.0) + (v or 0.0) for s, v in zip(slot, vals)]
+            walk(reg.get("regions", []))
+    walk(regions)
+    return out
+
+
+def _inclusive(nodes: list[TreeNode]) -> None:
+    """Fill calls/bytes (inc) as subtree sums (children come after their parents)."""
+    for k in ("calls", "bytes_sent", "bytes_recv"):
+        for node in nodes:
+            node.metrics[f"{k} (inc)"] = list(node.metrics[k])
+        for node in reversed(nodes):
+            if node.parent is not None:
+                parent = nodes[node.parent]
+                parent.metrics[f"{k} (inc)"] = _add(parent.metrics[f"{k} (inc)"], node.metrics[f"{k} (inc)"])
+
+
+def _columns(nodes: list[TreeNode]) -> list[str]:
+    extra = sorted({k for node in nodes for k in node.metrics if k.startswith("counter:")})
+    return EXC_METRICS + INC_METRICS + ["visits"] + extra
+
+
+def _run_metadata(run: Run) -> dict[str, Any]:
+    meta = run.meta or {}
+    lib = (meta.get("mpi") or {}).get("library", "") if isinstance(meta.get("mpi"), dict) else ""
+    cmd = meta.get("command")
+    return {
+        "mpilens.run": str(run.path), "mpi": (run.profile.get("tool") or {}).get("mpi"),
+        "mpi.library": lib.splitlines()[0].strip() if lib else None, "nranks": run.profile["nranks"],
+        "wall_time_s": run.profile.get("wall_time_s"), "command": " ".join(cmd) if isinstance(cmd, list) else None,
+        "complete": run.complete,
+    }
+
+
+def _as_run(run: Run | str | Path) -> Run:
+    return run if isinstance(run, Run) else load_run(run)
+
+
+def to_dict(run: Run | str | Path) -> dict[str, Any]:
+    """Return Hatchet's JSON serialization of a run (the structure GraphFrame.to_dict makes)."""
+    run = _as_run(run)
+    nodes = build_tree(run.profile)
+    cols = _columns(nodes)
+    graph = {str(nd.nid): {"data": {"name": nd.name, "type": nd.kind}, "children": nd.children} for nd in nodes}
+    rows = []
+    for nd in nodes:
+        for r in range(run.profile["nranks"]):
+            row: dict[str, Any] = {"node": nd.nid, "rank": r, "name": nd.name}
+            for c in cols:
+                v = nd.metrics.get(c, [None] * run.profile["nranks"])[r]
+                row[c] = None if v is None or (isinstance(v, float) and math.isnan(v)) else v
+            rows.append(row)
+    return {"graph": [graph], "dataframe_indices": ["node", "rank"], "dataframe": rows,
+            "inclusive_metrics": INC_METRICS, "exclusive_metrics": EXC_METRICS, "metadata": _run_metadata(run)}
+
+
+def to_literal(run: Run | str | Path) -> list[dict[str, Any]]:
+    """Return the tree in Hatchet's literal format, each metric as the mean over measured ranks."""
+    run = _as_run(run)
+    nodes = build_tree(run.profile)
+    cols = [c for c in _columns(nodes) if not c.startswith("counter:")]
+
+    def mean(vals: list[float | None]) -> float:
+        got = [v for v in vals if v is not None]
+        return sum(got) / len(got) if got else 0.0
+
+    def lit(nd: TreeNode) -> dict[str, Any]:
+        out: dict[str, Any] = {"frame": {"name": nd.name, "type": nd.kind},
+                               "metrics": {c: mean(nd.metrics[c]) for c in cols}}
+        if nd.children:
+            out["children"] = [lit(nodes[c]) for c in nd.children]
+        return out
+    return [lit(nodes[0])]
+
+
+def _import_hatchet() -> Any:
+    try:
+        from hatchet.frame import Frame
+        from hatchet.graph import Graph
+        from hatchet.graphframe import GraphFrame
+        from hatchet.node import Node
+    except ImportError as err:
+        raise MpilensError("Hatchet is not installed: pip install llnl-hatchet (or mpilens[hatchet]); "
+                           "`mpilens export hatchet` writes a file Hatchet reads without it") from err
+    return Frame, Graph, GraphFrame, Node
+
+
+def to_hatchet(run: Run | str | Path) -> Any:
+    """Return the run (a Run or a run directory path) as a hatchet GraphFrame indexed by (node, rank),
+    with the run's metadata in gf.metadata."""
+    import pandas as pd
+
+    Frame, Graph, GraphFrame, Node = _import_hatchet()
+    run = _as_run(run)
+    nodes = build_tree(run.profile)
+    cols = _columns(nodes)
+    hn: list[Any] = []
+    for nd in nodes:
+        node = Node(Frame({"name": nd.name, "type": nd.kind}), parent=None, hnid=nd.nid,
+                    depth=0 if nd.parent is None else hn[nd.parent]._depth + 1)
+        if nd.parent is not None:
+            hn[nd.parent].add_child(node)
+            node.add_parent(hn[nd.parent])
+        hn.append(node)
+    graph = Graph([hn[0]])
+    graph.enumerate_traverse()
+    n = run.profile["nranks"]
+    records: dict[str, list[Any]] = {"node": [], "rank": [], "name": []}
+    for c in cols:
+        records[c] = []
+    for nd in nodes:
+        for r in range(n):
+            records["node"].append(hn[nd.nid])
+            records["rank"].append(r)
+            records["name"].append(nd.name)
+            for c in cols:
+                v = nd.metrics.get(c, [None] * n)[r]
+                records[c].append(float("nan") if v is None else v)
+    df = pd.DataFrame(records).set_index(["node", "rank"]).sort_index()
+    return GraphFrame(graph, df, list(EXC_METRICS), list(INC_METRICS), default_metric="time (inc)",
+                      metadata=_run_metadata(run))
+
+
+def to_thicket(runs: Iterable[Run | str | Path]) -> Any:
+    """Return several runs as one Thicket ensemble (index: node, profile, rank); the profile of a
+    run is a hash of its directory path, and tk.metadata holds each run's MPI, ranks, command."""
+    try:
+        from thicket import Thicket
+    except ImportError as err:
+        raise MpilensError("Thicket is not installed: pip install llnl-thicket (or mpilens[hatchet])") from err
+    parts = []
+    for r in runs:
+        run = _as_run(r)
+        parts.append(Thicket.thicketize_graphframe(to_hatchet(run), str(run.path)))
+    if not parts:
+        raise MpilensError("to_thicket needs at least one run directory")
+    if len(parts) == 1:
+        return parts[0]
+    return Thicket.concat_thickets(parts, axis="index", disable_tqdm=True)
+
+
+def write(run: Run | str | Path, output: Path, fmt: str = "json") -> dict[str, int]:
+    """Write the run for Hatchet into output; return what was written (nodes, rows)."""
+    run = _as_run(run)
+    if fmt == "json":
+        doc: Any = to_dict(run)
+        rows = len(doc["dataframe"])
+        nodes = len(doc["graph"][0])
+    elif fmt == "literal":
+        doc = to_literal(run)
+        nodes = len(build_tree(run.profile))
+        rows = nodes
+    else:
+        raise MpilensError(f"unknown Hatchet format {fmt!r} (json, literal)")
+    output.write_text(json.dumps(doc, allow_nan=False))
+    return {"nodes": nodes, "rows": rows}
+
+
+def _export(run: Run, output: Path, progress: Any = None, format: str = "json") -> dict[str, int]:
+    return write(run, output, format)
+
+
+def _describe(output: Path, written: dict[str, int], options: dict[str, Any]) -> str:
+    reader = "GraphFrame.from_json(open(FILE).read())" if options.get("format", "json") == "json" else \
+        "GraphFrame.from_literal(json.load(open(FILE)))"
+    return f"Wrote {output}: {written['nodes']} nodes, {written['rows']} rows; read it with hatchet's {reader}"
+
+
+exporter(Exporter(
+    "hatchet", "a profile as a Hatchet GraphFrame file (regions -> MPI functions, per rank; Hatchet/Thicket)",
+    "profile", ".hatchet.json", _export, describe=_describe,
+    options=(Option(("--format",), {"dest": "format", "choices": ["json", "literal"], "default": "json",
+                                    "help": "hatchet: json: Hatchet's GraphFrame serialization, all ranks "
+                                            "(GraphFrame.from_json); literal: Hatchet's literal format, mean over "
+                                            "ranks (GraphFrame.from_literal); default json"}),)))

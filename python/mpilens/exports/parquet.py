@@ -1,0 +1,50 @@
+"""Parquet export of a trace: an event table for pandas, DuckDB, Spark (`mpilens export parquet`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from ..trace import reader
+from ..trace.timeline import Timeline
+from . import Exporter, Progress, exporter
+
+
+def parquet(tl: Timeline, out: Path, progress: Progress = None) -> dict[str, int]:
+    """Write the event table (one row per event, names resolved) and, next to it, the matched
+    messages (<out stem>.messages.parquet)."""
+    import pyarrow.parquet as pq
+
+    ev = tl.ev
+    # names as dictionary columns: one small table of strings and an index per event
+    kinds = pa.DictionaryArray.from_arrays(
+        pa.array(np.minimum(ev["kind"], 5).astype(np.int8)),
+        pa.array(["", "call", "done", "region_begin", "region_end", "counter"]))
+    labels = list(tl.functions)
+    index = ev["fn"].astype(np.int32)
+    special = np.flatnonzero(ev["kind"] >= reader.REGION_BEGIN)
+    if len(special):
+        extra = {}
+        for i in special.tolist():
+            index[i] = extra.setdefault(tl.name(i), len(labels) + len(extra))
+        labels += list(extra)
+    names = pa.DictionaryArray.from_arrays(pa.array(index), pa.array(labels))
+    table = pa.table({
+        "rank": ev["rank"], "thread": ev["thread"], "kind": kinds, "name": names,
+        "start_s": ev["t0"], "end_s": ev["t1"], "comm": ev["comm"], "dst": ev["dst"], "src": ev["src"],
+        "send_tag": ev["stag"], "recv_tag": ev["rtag"], "bytes_sent": ev["sent"], "bytes_recv": ev["recv"],
+        "request": ev["req"]})
+    if progress:
+        progress("Parquet: events")
+    pq.write_table(table, out)
+    m = tl.messages
+    pq.write_table(pa.table({"src": m.src, "dst": m.dst, "tag": m.tag, "bytes": m.bytes, "send_s": m.send_t,
+                             "recv_posted_s": m.recv_post_t, "recv_done_s": m.recv_t, "send_event": m.send_ev,
+                             "recv_event": m.recv_ev}), out.with_name(out.stem + ".messages.parquet"))
+    return {"events": len(ev), "messages": len(m.send_ev)}
+
+
+exporter(Exporter("parquet", "a trace as Parquet tables: one row per event, and the matched messages next to it",
+                  "trace", ".parquet", parquet))

@@ -1,0 +1,267 @@
+"""Where each file of a run directory lives: the one module of mpilens that knows the run
+directory's path patterns. Every reader asks it for paths (``layout.trace_files(run_dir)``,
+``layout.memory_file(run_dir, rank)``, ...) instead of joining folder and file names itself.
+
+The patterns are data, one table (``PATTERNS``: family -> path pattern relative to the run
+directory) taken from the run directory's spec (runtime/spec/rundir.yaml, through the generated
+``mpilens._layout``). A pattern is a ``str.format`` template whose fields are
+``{rank:06d}`` (world rank) and ``{snapshot:04d}`` (number of an MPI_Pcontrol(3|4) snapshot);
+globs and parsers are derived from it.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from pathlib import Path
+
+from . import _layout
+
+# family -> path pattern, relative to the run directory: the `files` of runtime/spec/rundir.yaml
+# (generated into mpilens._layout; docs/run-directory.md says what each holds)
+PATTERNS: dict[str, str] = {name: f.path for name, f in _layout.FILES.items()}
+
+# mode (what `Run.modes` names) -> the family whose presence shows it
+MODES: dict[str, str] = {
+    "profile": "profile",
+    "trace": "trace",
+    "counters": "counters_layout",
+    "memory": "memory",
+    "mpit": "mpit",
+    "papi": "papi",
+    "intervals": "intervals",
+    "partial": "partial",
+    "snapshots": "snapshot",
+}
+
+_FIELD = re.compile(r"\{(\w+)(?::[^}]*)?\}")
+
+
+def pattern(family: str) -> str:
+    """The path pattern of a family (relative to the run directory); KeyError for an unknown one."""
+    return PATTERNS[family]
+
+
+def _fields(template: str) -> list[str]:
+    return [f for _, f, _, _ in string.Formatter().parse(template) if f]
+
+
+def _fill(template: str, wild: str, values: dict[str, int]) -> str:
+    """The template with the given fields formatted and the others replaced by `wild`."""
+    out = []
+    for literal, name, spec, _ in string.Formatter().parse(template):
+        out.append(literal)
+        if name:
+            out.append(format(values[name], spec) if name in values else wild)
+    return "".join(out)
+
+
+def glob_pattern(family: str, **fields: int) -> str:
+    """The family's files as a glob relative to the run directory, e.g. "trace/rank-*.bin"
+    (fields given are fixed: ``glob_pattern("snapshot", snapshot=2)``)."""
+    return _fill(PATTERNS[family], "*", fields)
+
+
+def describe(family: str) -> str:
+    """How messages name a family's files: its glob, e.g. "memory/rank-*.bin"."""
+    return glob_pattern(family)
+
+
+def relative(family: str, **fields: int) -> str:
+    """One file of a family relative to the run directory, e.g. "counters/rank-000003.bin"."""
+    return PATTERNS[family].format(**fields)
+
+
+def path(run_dir: str | Path, family: str, **fields: int) -> Path:
+    """One file of a family: ``path(run_dir, "memory", rank=3)``."""
+    return Path(run_dir) / relative(family, **fields)
+
+
+def folder(run_dir: str | Path, family: str, **fields: int) -> Path:
+    """The directory that holds a family's files (the run directory itself for meta.json)."""
+    parent = PATTERNS[family].rpartition("/")[0]
+    return Path(run_dir) / _fill(parent, "*", fields) if parent else Path(run_dir)
+
+
+def files(run_dir: str | Path, family: str, **fields: int) -> list[Path]:
+    """The family's files present in a run directory, sorted (fields given are fixed)."""
+    rx = _regex(family)
+    return sorted(p for p in Path(run_dir).glob(glob_pattern(family, **fields))
+                  if rx.fullmatch(p.relative_to(run_dir).as_posix()))
+
+
+def fields_of(family: str, file: str | Path) -> dict[str, int] | None:
+    """The fields of a family's file from its name, e.g. {"rank": 3}; None when it does not match.
+    `file` may be a path in the run directory or relative to it (its last components are matched)."""
+    parts = Path(file).parts
+    depth = len(Path(PATTERNS[family]).parts)
+    m = _regex(family).fullmatch("/".join(parts[-depth:]))
+    return {k: int(v) for k, v in m.groupdict().items()} if m else None
+
+
+def rank_of(family: str, file: str | Path) -> int | None:
+    """The rank a family's file belongs to, from its name (None when the name does not say)."""
+    f = fields_of(family, file)
+    return None if f is None else f.get("rank")
+
+
+def _regex(family: str, template: str | None = None) -> re.Pattern[str]:
+    """A regular expression matching the family's paths (or `template`'s), fields as named groups."""
+    out = []
+    for literal, name, _, _ in string.Formatter().parse(template if template is not None else PATTERNS[family]):
+        out.append(re.escape(literal))
+        if name:
+            out.append(f"(?P<{name}>\\d+)")
+    return re.compile("".join(out))
+
+
+def field_values(run_dir: str | Path, family: str, field: str) -> list[int]:
+    """The values a field takes among the directories of a family, e.g. the snapshot numbers for
+    which pcontrol/NNNN/ exists (whether or not it holds files yet)."""
+    template = PATTERNS[family]
+    comps = template.split("/")
+    for i, comp in enumerate(comps):
+        if field in _fields(comp):
+            head = "/".join(comps[: i + 1])
+            rx = _regex(family, head)
+            found = set()
+            for p in Path(run_dir).glob(_fill(head, "*", {})):
+                m = rx.fullmatch(p.relative_to(run_dir).as_posix())
+                if m and (p.is_dir() or i == len(comps) - 1):
+                    found.add(int(m.group(field)))
+            return sorted(found)
+    raise KeyError(f"{family} has no field {field!r}")
+
+
+def _own_folder(family: str) -> str | None:
+    """The first folder of a family's pattern when only its own kind uses it (the counters_* files
+    share counters/, the memory_* files memory/; partial and intervals share ranks/, so neither owns it)."""
+    top, sep, _ = PATTERNS[family].partition("/")
+    if not sep or "{" in top:
+        return None
+    kind = family.split("_")[0]
+    sharing = {f.split("_")[0] for f, p in PATTERNS.items() if p.partition("/")[0] == top}
+    return top if sharing == {kind} else None
+
+
+def present(run_dir: str | Path, family: str) -> bool:
+    """Whether a run directory holds a family: its file (a pattern without fields), its own folder
+    (as trace/ or papi/: the mode was on even when no rank has written yet), else one of its files."""
+    if not _fields(PATTERNS[family]):
+        return path(run_dir, family).exists()
+    own = _own_folder(family)
+    if own is not None:
+        return (Path(run_dir) / own).is_dir()
+    return bool(files(run_dir, family))
+
+
+def modes(run_dir: str | Path) -> frozenset[str]:
+    """The modes whose data a run directory holds (names of MODES), from the files present."""
+    return frozenset(m for m, fam in MODES.items() if present(run_dir, fam))
+
+
+# ------------------------------------------------------------------ one function per family
+def meta_file(run_dir: str | Path) -> Path:
+    """meta.json of a run directory."""
+    return path(run_dir, "meta")
+
+
+def profile_file(run_dir: str | Path) -> Path:
+    """profile.json of a run directory."""
+    return path(run_dir, "profile")
+
+
+def partial_files(run_dir: str | Path) -> list[Path]:
+    """The per-rank payloads of ranks that ended without MPI_Finalize (or before aggregation)."""
+    return files(run_dir, "partial")
+
+
+def partial_dir(run_dir: str | Path) -> Path:
+    """The folder of the per-rank payloads (created by `mpilens run` before the job starts)."""
+    return folder(run_dir, "partial")
+
+
+def intervals_files(run_dir: str | Path) -> list[Path]:
+    """The MPILENS_INTERVALS files of a run directory, by rank."""
+    return files(run_dir, "intervals")
+
+
+def snapshot_numbers(run_dir: str | Path) -> list[int]:
+    """Numbers of the MPI_Pcontrol(3|4) snapshots a run directory holds."""
+    return field_values(run_dir, "snapshot", "snapshot")
+
+
+def snapshot_dir(run_dir: str | Path, number: int) -> Path:
+    """The folder of MPI_Pcontrol snapshot `number`."""
+    return folder(run_dir, "snapshot", snapshot=number)
+
+
+def snapshot_files(run_dir: str | Path, number: int) -> list[Path]:
+    """The per-rank files of MPI_Pcontrol snapshot `number`, by rank."""
+    return files(run_dir, "snapshot", snapshot=number)
+
+
+def trace_files(run_dir: str | Path) -> list[Path]:
+    """The trace files of a run directory, by rank."""
+    return files(run_dir, "trace")
+
+
+def memory_files(run_dir: str | Path) -> list[Path]:
+    """The memory files of a run directory, by rank."""
+    return files(run_dir, "memory")
+
+
+def memory_file(run_dir: str | Path, rank: int) -> Path:
+    """The memory file of one rank."""
+    return path(run_dir, "memory", rank=rank)
+
+
+def memory_dir(run_dir: str | Path) -> Path:
+    """The folder of memory mode."""
+    return folder(run_dir, "memory")
+
+
+def memory_functions_file(run_dir: str | Path) -> Path:
+    """The function names the memory records refer to."""
+    return path(run_dir, "memory_functions")
+
+
+def counters_layout_file(run_dir: str | Path) -> Path:
+    """counters/layout.json: names, types and offsets of the counters."""
+    return path(run_dir, "counters_layout")
+
+
+def counters_series_file(run_dir: str | Path, rank: int) -> Path:
+    """A rank's counters time series."""
+    return path(run_dir, "counters_series", rank=rank)
+
+
+def counters_totals_file(run_dir: str | Path, rank: int) -> Path:
+    """A rank's counters totals (written at MPI_Finalize)."""
+    return path(run_dir, "counters_totals", rank=rank)
+
+
+def live_file(live_dir: str | Path, rank: int) -> Path:
+    """A rank's live counters file in the live folder (layout.json's live_dir: the run directory's
+    live folder, or MPILENS_LIVE_DIR)."""
+    return Path(live_dir) / Path(relative("counters_live", rank=rank)).name
+
+
+def mpit_dir(run_dir: str | Path) -> Path:
+    """The folder of mpit mode."""
+    return folder(run_dir, "mpit")
+
+
+def mpit_files(run_dir: str | Path) -> list[Path]:
+    """The per-rank MPI_T series of mpit mode, by rank."""
+    return files(run_dir, "mpit")
+
+
+def papi_dir(run_dir: str | Path) -> Path:
+    """The folder of papi mode."""
+    return folder(run_dir, "papi")
+
+
+def papi_files(run_dir: str | Path) -> list[Path]:
+    """The per-rank PAPI files, by rank."""
+    return files(run_dir, "papi")
