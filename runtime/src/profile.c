@@ -7,6 +7,8 @@
 
 #include "json.h"
 #include "ml.h"
+#include "ml_intervals.h"
+#include "ml_output.h"
 
 #ifndef ML_VERSION
 #define ML_VERSION "0"
