@@ -289,7 +289,7 @@ def trace_line(fn: str, sem: Semantics, r: Roles, status_expr: str) -> str:
               f".stag = {r.stag or '0'}", f".rtag = {r.rtag or '0'}",
               f".sent = {'ml_sent' if data else '0'}", f".recv = {'ml_recv' if data else '0'}",
               f".req = {'ml_seq' if sem.request else '0'}", f".status = {status}"]
-    # the frequent, short functions get the trace event inlined (trace_event.h): their constant
+    # the frequent, short functions get the trace event inlined (ml_observe.h, trace_event.h): their constant
     # fields fold away; the others call it, which keeps the library small
     hook = "ml_observe_call_inline(ml_t, &ml_call)" if sampled(sem) else "ml_observe_call(ml_t, &ml_call)"
     return ("if (ML_UNLIKELY(ml_t->observe & ML_OBS_AT_CALL)) { const ml_call_t ml_call = {" + ", ".join(fields) +
@@ -530,8 +530,12 @@ def main() -> int:
     b = Build(mpi=args.mpi)
     # deprecated functions of the standard are wrapped on purpose
     quiet = '#pragma GCC diagnostic ignored "-Wdeprecated-declarations"'
-    c_out = [STAMP, '#include "ml.h"', '#include "ml_semantics.h"', '#include "trace_event.h"', quiet, ""]
-    f_out = [STAMP, '#include "ml.h"', '#include "ml_semantics.h"', '#include "ml_fortran.h"', '#include "trace_event.h"', quiet, ""]
+    # ml.h: the profile's hot path; ml_observe.h: the observers' inlined hook (trace events, counters);
+    # the modes the wrappers call directly: ml_comm_named (mpit), ml_interval, ml_spc_probe (counters)
+    includes = ['#include "ml.h"', '#include "ml_intervals.h"', '#include "ml_mpit.h"', '#include "ml_observe.h"',
+                '#include "ml_semantics.h"', '#include "ml_spc.h"']
+    c_out = [STAMP, *includes, quiet, ""]
+    f_out = [STAMP, *includes, '#include "ml_fortran.h"', quiet, ""]
     for f in functions:
         sem = semantics_of(f, entries, classes)
         why = excluded(f.name, excludes)

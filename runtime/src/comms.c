@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "ml.h"
+#include "ml_mpit.h"
 
 #define CAP 4096u /* communicators known at once; more are measured without the cache */
 #define EMPTY ((uintptr_t)0)

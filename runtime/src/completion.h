@@ -3,6 +3,7 @@
 #define ML_COMPLETION_H
 
 #include "ml.h"
+#include "ml_trace.h"
 
 /* Claim the entries of n requests into t->scratch_claim before the completion call. Returns the
  * statuses array to pass to MPI: the caller's, or the thread's scratch array when the caller
@@ -42,7 +43,7 @@ static inline void ml_settle(ml_thread_t *t, int i, const MPI_Status *s, int rc,
 static inline void ml_finish(ml_thread_t *t, int fn, uint64_t t0, uint64_t t1, int measuring)
 {
     if (measuring) {
-        if (ML_UNLIKELY(t->trace)) ml_trace_plain(t, fn, t0, t1);
+        if (ML_UNLIKELY(t->trace.on)) ml_trace_plain(t, fn, t0, t1);
         ml_leave(t, fn, t0, t1);
     } else {
         t->depth = 0;

@@ -1,5 +1,7 @@
-/* Process lifetime of the runtime: configuration, clock, thread states, MPI_Init and MPI_Finalize
- * hooks, MPI_Pcontrol, and the last-chance dumps of processes that end without MPI_Finalize. */
+/* Process lifetime of the runtime: configuration, logging, clock, thread states, MPI_Init and
+ * MPI_Finalize hooks, MPI_Pcontrol, and the last-chance dumps of processes that end without
+ * MPI_Finalize. The modes join at each of these points through the table of modes (modes.c):
+ * core.c calls their hooks in the table's order and knows none of them by name. */
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
@@ -15,6 +17,8 @@
 #endif
 
 #include "ml.h"
+#include "ml_modes.h"
+#include "ml_output.h"
 
 ml_global_t ml_g;
 __thread ml_thread_t *ml_tls __attribute__((tls_model("initial-exec")));
@@ -23,16 +27,98 @@ int ml_clock_is_tsc;
 int ml_config_load(ml_config_t *cfg, char *err, size_t errlen);
 
 /* ------------------------------------------------------------------------------- logging */
+/* Every message of the runtime goes through here: one line, one write(2) (lines of concurrent
+ * ranks and threads do not mix), nothing buffered in stdio that a killed process would lose. */
+static int log_wanted(int level)
+{
+    return level <= 0 || (ml_g.config_ok && level <= ml_g.config.verbose);
+}
+
+const char *ml_utoa(char *buf, long long v)
+{
+    char *p = buf + 23;
+    unsigned long long u = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
+    *p = 0;
+    do {
+        *--p = (char)('0' + u % 10);
+        u /= 10;
+    } while (u != 0);
+    if (v < 0) *--p = '-';
+    return p;
+}
+
+/* "mpilens: [rank R pid P] " into line; its length. Async-signal-safe. */
+static size_t log_prefix(char *line, size_t cap)
+{
+    char num[24];
+    const char *parts[] = {"mpilens: [rank ", ml_g.rank >= 0 ? ml_utoa(num, ml_g.rank) : "?", " pid ", NULL, "] "};
+    char pid[24];
+    parts[3] = ml_utoa(pid, (long long)getpid());
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+        for (const char *c = parts[i]; *c && n + 1 < cap; c++) line[n++] = *c;
+    return n;
+}
+
+static void log_write(char *line, size_t n, size_t cap)
+{
+    if (n > cap - 1) n = cap - 1;
+    line[n++] = '\n';
+    for (size_t off = 0; off < n;) {
+        const ssize_t w = write(STDERR_FILENO, line + off, n - off);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return;
+        off += (size_t)w;
+    }
+}
+
 void ml_log(int level, const char *fmt, ...)
 {
-    if (level > 0 && (!ml_g.config_ok || level > ml_g.config.verbose)) return;
+    if (!log_wanted(level)) return;
+    const int saved = errno;
     char line[1024];
-    int n = snprintf(line, sizeof line, "mpilens[%d]: ", ml_g.rank);
+    size_t n = log_prefix(line, sizeof line);
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
+    const int k = vsnprintf(line + n, sizeof line - n, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "%s\n", line);
+    if (k > 0) n += (size_t)k;
+    log_write(line, n, sizeof line);
+    errno = saved;
+}
+
+void ml_log_safe(int level, const char *first, ...)
+{
+    if (!log_wanted(level)) return;
+    const int saved = errno;
+    char line[1024];
+    size_t n = log_prefix(line, sizeof line);
+    va_list ap;
+    va_start(ap, first);
+    for (const char *s = first; s != NULL; s = va_arg(ap, const char *))
+        for (; *s && n + 1 < sizeof line; s++) line[n++] = *s;
+    va_end(ap);
+    log_write(line, n, sizeof line);
+    errno = saved;
+}
+
+/* ------------------------------------------------------------------------------- modes */
+/* Which entries of the table of modes take part in this run, by index: wanted (from the
+ * configuration, at load) and on (wanted, and their init succeeded at MPI_Init). */
+static uint64_t modes_wanted, modes_on;
+
+#define FOR_MODES(set, m)                                                                       \
+    for (const ml_mode_t *m = ml_modes; m < ml_modes + ml_nmodes; m++)                         \
+        if ((set) >> (m - ml_modes) & 1u)
+
+static int mode_wanted(const ml_mode_t *m)
+{
+    return m->wanted != NULL ? m->wanted() != 0 : (ml_g.config.mode & m->bit) != 0;
+}
+
+void ml_modes_emergency(int reason)
+{
+    FOR_MODES(modes_on, m) if (m->emergency) m->emergency(reason);
 }
 
 /* ------------------------------------------------------------------------------- clock */
@@ -88,17 +174,20 @@ __attribute__((constructor)) static void ml_constructor(void)
 {
     ml_g.rank = -1;
     ml_g.config_ok = ml_config_load(&ml_g.config, ml_g.config_error, sizeof ml_g.config_error) == 0;
-    if (ml_g.config_ok && (ml_g.config.mode & ML_MODE_MEMORY) && !ml_memory_interposer_loaded()) {
-        /* without the interposer, MPI's heap would be reported as zero: refuse instead */
-        ml_g.config_ok = 0;
-        const char *mode = getenv("MPILENS_MODE");
-        snprintf(ml_g.config_error, sizeof ml_g.config_error,
-                 "MPILENS_MODE=%s: memory mode needs libmpilens-memory.so in LD_PRELOAD with the runtime "
-                 "(mpilens run --mode memory puts both there)", mode ? mode : "");
+    if (ml_g.config_ok) {
+        for (int i = 0; i < ml_nmodes && i < 64; i++)
+            if (mode_wanted(&ml_modes[i])) modes_wanted |= 1ull << i;
+        /* a mode that cannot work in this process refuses the whole configuration (memory mode
+         * without its interposer would report MPI's heap as zero): the error is printed at MPI_Init */
+        FOR_MODES(modes_wanted, m) {
+            if (m->load && m->load(ml_g.config_error, sizeof ml_g.config_error) != 0) {
+                ml_g.config_ok = 0;
+                break;
+            }
+        }
     }
     const int timer = ml_g.config_ok ? ml_g.config.timer : ML_TIMER_AUTO;
     ml_clock_is_tsc = timer == ML_TIMER_TSC || (timer == ML_TIMER_AUTO && cpu_has_invariant_tsc());
-    if (ml_g.config_ok && (ml_g.config.mode & ML_MODE_PAPI)) ml_papi_preload();
 }
 
 /* ------------------------------------------------------------------------------- threads */
@@ -147,8 +236,7 @@ ml_thread_t *ml_thread_attach(void)
         t->sample_left = (uint32_t)ml_sample_gap(t);
         t->sampling = 1;
     }
-    if (ml_g.tracing) ml_trace_thread(t);
-    if (ml_spc_on) ml_spc_thread(t);
+    FOR_MODES(modes_on, m) if (m->thread) m->thread(t);
     return t;
 }
 
@@ -190,7 +278,13 @@ static struct sigaction old_actions[sizeof dump_signals / sizeof dump_signals[0]
 
 static void on_signal(int signo)
 {
+    const int dumping = __atomic_load_n(&ml_g.ready, __ATOMIC_ACQUIRE) && !ml_g.finalized;
     ml_partial_dump(ML_END_SIGNAL, signo);
+    if (dumping) {
+        char num[24];
+        ml_log_safe(1, "signal ", ml_utoa(num, signo), " before MPI_Finalize: this rank's data so far is in ",
+                    ml_g.partial_path, NULL);
+    }
     /* put the previous disposition back and let it act on the same signal */
     for (size_t i = 0; i < sizeof dump_signals / sizeof dump_signals[0]; i++)
         if (dump_signals[i] == signo) sigaction(signo, &old_actions[i], NULL);
@@ -224,6 +318,24 @@ void ml_abort_dump(void)
 }
 
 /* ------------------------------------------------------------------------------- MPI_Init */
+void ml_mpi_init_enter(int fn)
+{
+    if (!ml_g.config_ok) return;
+    FOR_MODES(modes_wanted, m) if (m->init_enter) m->init_enter(fn);
+}
+
+void ml_before_mpi_init(void)
+{
+    if (!ml_g.config_ok) return;
+    FOR_MODES(modes_wanted, m) if (m->before_mpi_init) m->before_mpi_init();
+}
+
+void ml_mpi_init_leave(int fn)
+{
+    /* also when the runtime could not start (a mode may have begun something at init_enter) */
+    FOR_MODES(modes_wanted, m) if (m->init_leave) m->init_leave(fn);
+}
+
 int ml_make_dirs(const char *path)
 {
     char tmp[4096];
@@ -272,8 +384,7 @@ void ml_init_after_mpi_init(int thread_level, uint64_t t_begin)
     PMPI_Comm_rank(MPI_COMM_WORLD, &ml_g.rank);
     PMPI_Comm_size(MPI_COMM_WORLD, &ml_g.size);
     if (!ml_g.config_ok) {
-        if (ml_g.rank == 0)
-            fprintf(stderr, "mpilens: %s; running the application without mpilens\n", ml_g.config_error);
+        if (ml_g.rank == 0) ml_log(0, "%s; running the application without mpilens", ml_g.config_error);
         return;
     }
     ml_g.thread_level = thread_level;
@@ -290,8 +401,8 @@ void ml_init_after_mpi_init(int thread_level, uint64_t t_begin)
         snprintf(ranks, sizeof ranks, "%s/ranks", dir.path);
         dir.ok = ml_make_dirs(dir.path) == 0 && ml_make_dirs(ranks) == 0;
         if (!dir.ok)
-            fprintf(stderr, "mpilens: cannot create the run directory %s (%s); running the application without mpilens\n",
-                    dir.path, strerror(errno));
+            ml_log(0, "cannot create the run directory %s (%s); running the application without mpilens", dir.path,
+                   strerror(errno));
     }
     PMPI_Bcast(&dir, (int)sizeof dir, MPI_BYTE, 0, ml_g.comm);
     if (!dir.ok) {
@@ -305,16 +416,14 @@ void ml_init_after_mpi_init(int thread_level, uint64_t t_begin)
     snprintf(ml_g.partial_tmp_path, sizeof ml_g.partial_tmp_path, "%s.tmp", ml_g.partial_path);
 
     ml_g.max_paths = (uint32_t)ml_g.config.max_regions + 2; /* + the root path and "(overflow)" */
-    ml_g.intervals = ml_g.config.intervals;
     ml_categories_init(ml_g.config.categories_off);
-    if (ml_regions_init(ml_g.max_paths) != 0 || ml_requests_init((size_t)ml_g.config.max_requests) != 0 ||
-        (ml_g.intervals && ml_intervals_init((size_t)ml_g.config.max_intervals) != 0)) {
-        if (ml_g.rank == 0) fprintf(stderr, "mpilens: out of memory at MPI_Init; running the application without mpilens\n");
+    if (ml_regions_init(ml_g.max_paths) != 0 || ml_requests_init((size_t)ml_g.config.max_requests) != 0) {
+        if (ml_g.rank == 0) ml_log(0, "out of memory at MPI_Init; running the application without mpilens");
         PMPI_Comm_free(&ml_g.comm);
         return;
     }
 
-    ml_mpit_after_init(); /* cvars read back, for meta.json */
+    FOR_MODES(modes_wanted, m) if (m->after_mpi_init) m->after_mpi_init(); /* mpit: cvars read back, for meta.json */
 
     /* hosts, for meta.json */
     char host[MPI_MAX_PROCESSOR_NAME] = {0};
@@ -324,29 +433,25 @@ void ml_init_after_mpi_init(int thread_level, uint64_t t_begin)
     PMPI_Gather(host, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, hosts, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 0, ml_g.comm);
     if (ml_g.rank == 0) {
         if (ml_meta_write(hosts, MPI_MAX_PROCESSOR_NAME) != 0)
-            fprintf(stderr, "mpilens: cannot write %s/meta.json (%s)\n", ml_g.outdir, strerror(errno));
+            ml_log(0, "cannot write %s/meta.json (%s)", ml_g.outdir, strerror(errno));
         free(hosts);
     }
 
     ml_g.t_init_end = ml_now();
     ml_g.ns_init_end = ml_clock_ns();
-    if ((ml_g.config.mode & ML_MODE_TRACE) && ml_trace_init() != 0) {
-        fprintf(stderr, "mpilens: rank %d cannot write its trace into %s/trace (%s); tracing is off\n", ml_g.rank,
-                ml_g.outdir, strerror(errno));
-    } else if (ml_g.config.mode & ML_MODE_TRACE) {
-        ml_g.tracing = 1;
-        ml_g.observers |= ML_OBS_TRACE;
+    /* each mode starts in the table's order (modes.c says why it matters); one that cannot start
+     * says why and is off in this process, the others and the profile go on. A mode that sees
+     * calls sets its ML_OBS_* bit in ml_g.observers. */
+    char on[256] = "profile";
+    FOR_MODES(modes_wanted, m) {
+        if (m->init == NULL || m->init() == 0) {
+            modes_on |= 1ull << (m - ml_modes);
+            if (m->bit != ML_MODE_PROFILE && strlen(on) + strlen(m->name) + 2 < sizeof on) {
+                strcat(on, ",");
+                strcat(on, m->name);
+            }
+        }
     }
-    ml_mpit_start();
-    if ((ml_g.config.mode & ML_MODE_MEMORY) && ml_memory_init() != 0)
-        fprintf(stderr, "mpilens: rank %d cannot write its memory samples into %s/memory (%s); memory mode is off\n",
-                ml_g.rank, ml_g.outdir, strerror(errno));
-    if ((ml_g.config.mode & ML_MODE_COUNTERS) && ml_spc_init() != 0) {
-        ml_spc_on = 0; /* init sets it early (its MPI_T lookups need it): nothing may count now */
-        if (ml_g.rank == 0) fprintf(stderr, "mpilens: the counters mode could not start; measuring without it\n");
-    }
-    /* after the counters: papi mode publishes them as software-defined events */
-    if (ml_g.config.mode & ML_MODE_PAPI) ml_papi_init();
     ml_observers_start();
     install_exit_paths();
     calib_tick0 = ml_g.t_init_end;
@@ -354,8 +459,8 @@ void ml_init_after_mpi_init(int thread_level, uint64_t t_begin)
     ml_g.enabled = ml_g.config.enabled;
     __atomic_store_n(&ml_g.ready, 1, __ATOMIC_RELEASE);
     __atomic_store_n(&ml_g.active, ml_g.enabled, __ATOMIC_RELEASE);
-    if (ml_g.config.mode & ML_MODE_PAPI) ml_papi_begin();
-    ml_log(2, "measuring into %s (%d C and %d Fortran wrappers, timer %s)", ml_g.outdir, ML_N_C_WRAPPERS,
+    FOR_MODES(modes_on, m) if (m->start) m->start();
+    ml_log(2, "measuring into %s (%s; %d C and %d Fortran wrappers, timer %s)", ml_g.outdir, on, ML_N_C_WRAPPERS,
            ML_N_F_WRAPPERS, ml_clock_is_tsc ? "tsc" : "clock");
 }
 
@@ -406,17 +511,25 @@ static int gather_payloads(char **out, size_t *outlen)
     return err ? -1 : 0;
 }
 
+void ml_mpi_finalize_enter(void)
+{
+    FOR_MODES(modes_on, m) if (m->finalize_enter) m->finalize_enter();
+}
+
+void ml_mpi_finalize_leave(void)
+{
+    FOR_MODES(modes_on, m) if (m->finalize_leave) m->finalize_leave();
+}
+
 void ml_finalize_before_mpi_finalize(void)
 {
     if (!ml_g.ready) return;
     __atomic_store_n(&ml_g.active, 0, __ATOMIC_RELEASE);
-    if (ml_g.tracing) ml_trace_finish();
-    ml_mpit_finish();
-    ml_spc_finish();
+    /* the tick rate is fixed now, between MPI_Init and here, so that every file the modes write
+     * from here on converts ticks with the rate of the profile */
     tick_rate = ticks_per_ns();
-    if (ml_g.config.mode & ML_MODE_PAPI) ml_papi_finish();
-    if (ml_g.intervals && ml_intervals_write() != 0)
-        fprintf(stderr, "mpilens: rank %d could not write its intervals file (%s)\n", ml_g.rank, strerror(errno));
+    /* the modes finish in the table's order, before the gather (modes.c says why) */
+    FOR_MODES(modes_on, m) if (m->finish) m->finish();
     const uint64_t g0 = ml_clock_ns();
     char *all = NULL;
     size_t len = 0;
@@ -426,7 +539,7 @@ void ml_finalize_before_mpi_finalize(void)
         char path[4200];
         snprintf(path, sizeof path, "%s/" ML_PATH_PROFILE, ml_g.outdir);
         if (rc != 0 || ml_profile_write(path, all, len, ml_g.size, gather_s) != 0)
-            fprintf(stderr, "mpilens: could not write %s (%s)\n", path, rc != 0 ? "out of memory" : strerror(errno));
+            ml_log(0, "could not write %s (%s)", path, rc != 0 ? "out of memory" : strerror(errno));
         ml_meta_finish();
         ml_log(1, "profile written to %s (%zu bytes gathered in %.3f s)", path, len, gather_s);
     }

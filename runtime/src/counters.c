@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ml.h"
+#include "ml_trace.h"
 
 static struct {
     const char *name;
@@ -79,7 +80,7 @@ ML_EXPORT void mpilens_counter_add(const char *name, double value)
     u->updates++;
     u->when = ml_now();
     ml_thread_t *t = ml_tls;
-    if (ML_UNLIKELY(t->trace)) ml_trace_counter(t, (uint32_t)((u - t->ucounts) % ML_MAX_COUNTERS), u->value);
+    if (ML_UNLIKELY(t->trace.on)) ml_trace_counter(t, (uint32_t)((u - t->ucounts) % ML_MAX_COUNTERS), u->value);
 }
 
 ML_EXPORT void mpilens_counter_set(const char *name, double value)
@@ -90,7 +91,7 @@ ML_EXPORT void mpilens_counter_set(const char *name, double value)
     u->updates++;
     u->when = ml_now();
     ml_thread_t *t = ml_tls;
-    if (ML_UNLIKELY(t->trace)) ml_trace_counter(t, (uint32_t)((u - t->ucounts) % ML_MAX_COUNTERS), u->value);
+    if (ML_UNLIKELY(t->trace.on)) ml_trace_counter(t, (uint32_t)((u - t->ucounts) % ML_MAX_COUNTERS), u->value);
 }
 
 /* Fortran: CALL MPILENS_COUNTER_ADD('atoms', 1.0D0), the name's length as a hidden argument. */

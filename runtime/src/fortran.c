@@ -8,6 +8,7 @@
 
 #include "completion.h"
 #include "ml_fortran.h"
+#include "ml_trace.h"
 
 void *ml_fortran_resolve(const char *name)
 {
@@ -22,7 +23,7 @@ void *ml_fortran_resolve(const char *name)
     }
     /* The application called a Fortran MPI routine that no library after mpilens defines: it
      * could not have run without mpilens either. */
-    fprintf(stderr, "mpilens: the MPI library has no Fortran entry point for %s\n", name);
+    ml_log(0, "the MPI library has no Fortran entry point for %s", name);
     abort();
 }
 
@@ -100,7 +101,7 @@ typedef void (*f6_t)(void *, void *, void *, void *, void *, void *);
 static void f_init(MPI_Fint *ierr)
 {
     REAL("mpi_init", f1_t);
-    ml_memory_init_begin(ML_FN_MPI_Init);
+    ml_mpi_init_enter(ML_FN_MPI_Init);
     const uint64_t t0 = ml_now();
     real(ierr);
     if (*ierr == MPI_SUCCESS) {
@@ -108,28 +109,28 @@ static void f_init(MPI_Fint *ierr)
         PMPI_Query_thread(&provided);
         ml_init_after_mpi_init(provided, t0);
     }
-    ml_memory_init_end(ML_FN_MPI_Init);
+    ml_mpi_init_leave(ML_FN_MPI_Init);
 }
 ML_FORTRAN_NAMES(f_init, mpi_init, MPI_INIT)
 
 static void f_init_thread(MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierr)
 {
     REAL("mpi_init_thread", f3_t);
-    ml_memory_init_begin(ML_FN_MPI_Init_thread);
+    ml_mpi_init_enter(ML_FN_MPI_Init_thread);
     const uint64_t t0 = ml_now();
     real(required, provided, ierr);
     if (*ierr == MPI_SUCCESS) ml_init_after_mpi_init(*provided, t0);
-    ml_memory_init_end(ML_FN_MPI_Init_thread);
+    ml_mpi_init_leave(ML_FN_MPI_Init_thread);
 }
 ML_FORTRAN_NAMES(f_init_thread, mpi_init_thread, MPI_INIT_THREAD)
 
 static void f_finalize(MPI_Fint *ierr)
 {
     REAL("mpi_finalize", f1_t);
-    ml_memory_finalize_begin();
+    ml_mpi_finalize_enter();
     ml_finalize_before_mpi_finalize();
     real(ierr);
-    ml_memory_finish();
+    ml_mpi_finalize_leave();
 }
 ML_FORTRAN_NAMES(f_finalize, mpi_finalize, MPI_FINALIZE)
 
@@ -371,7 +372,7 @@ static void f_start(MPI_Fint *request, MPI_Fint *ierr)
         ml_req_t *e = ml_req_find(PMPI_Request_f2c(*request));
         if (e != NULL) seq = ml_req_start(t, e);
     }
-    if (ML_UNLIKELY(t->trace)) {
+    if (ML_UNLIKELY(t->trace.on)) {
         const ml_call_t c = {.fn = ML_FN_MPI_Start, .t0 = t0, .t1 = t1, .comm = MPI_COMM_NULL, .dst = -1, .src = -1,
                              .req = seq};
         ml_trace_call(t, &c);
@@ -395,7 +396,7 @@ static void f_startall(MPI_Fint *count, MPI_Fint *requests, MPI_Fint *ierr)
         for (int i = 0; i < *count; i++) {
             ml_req_t *e = ml_req_find(PMPI_Request_f2c(requests[i]));
             const uint64_t seq = e != NULL ? ml_req_start(t, e) : 0;
-            if (ML_UNLIKELY(t->trace) && seq) {
+            if (ML_UNLIKELY(t->trace.on) && seq) {
                 const ml_call_t c = {.fn = ML_FN_MPI_Startall, .t0 = t0, .t1 = t1, .comm = MPI_COMM_NULL,
                                      .dst = -1, .src = -1, .req = seq};
                 ml_trace_call(t, &c);
@@ -440,7 +441,7 @@ static void f_cancel(MPI_Fint *request, MPI_Fint *ierr)
     real(request, ierr);
     const uint64_t t1 = t->done_at = ml_stop(t0);
     if (*ierr == MPI_SUCCESS && e != NULL) e->flags |= ML_REQ_CANCELLED;
-    if (ML_UNLIKELY(t->trace)) ml_trace_plain(t, ML_FN_MPI_Cancel, t0, t1);
+    if (ML_UNLIKELY(t->trace.on)) ml_trace_plain(t, ML_FN_MPI_Cancel, t0, t1);
     ml_leave(t, ML_FN_MPI_Cancel, t0, t1);
 }
 ML_FORTRAN_NAMES(f_cancel, mpi_cancel, MPI_CANCEL)

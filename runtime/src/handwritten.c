@@ -4,42 +4,44 @@
  * the call clears their handles. */
 #include <stdarg.h>
 
-#include "ml.h"
 #include "completion.h"
+#include "ml.h"
+#include "ml_memory.h"
+#include "ml_trace.h"
 
 /* ------------------------------------------------------------------------------- lifetime */
 ML_EXPORT int MPI_Init(int *argc, char ***argv)
 {
-    ml_memory_init_begin(ML_FN_MPI_Init);
+    ml_mpi_init_enter(ML_FN_MPI_Init);
     const uint64_t t0 = ml_now();
-    ml_mpit_before_init();
+    ml_before_mpi_init();
     const int rc = PMPI_Init(argc, argv);
     if (rc == MPI_SUCCESS) {
         int provided = MPI_THREAD_SINGLE;
         PMPI_Query_thread(&provided);
         ml_init_after_mpi_init(provided, t0);
     }
-    ml_memory_init_end(ML_FN_MPI_Init);
+    ml_mpi_init_leave(ML_FN_MPI_Init);
     return rc;
 }
 
 ML_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {
-    ml_memory_init_begin(ML_FN_MPI_Init_thread);
+    ml_mpi_init_enter(ML_FN_MPI_Init_thread);
     const uint64_t t0 = ml_now();
-    ml_mpit_before_init();
+    ml_before_mpi_init();
     const int rc = PMPI_Init_thread(argc, argv, required, provided);
     if (rc == MPI_SUCCESS) ml_init_after_mpi_init(*provided, t0);
-    ml_memory_init_end(ML_FN_MPI_Init_thread);
+    ml_mpi_init_leave(ML_FN_MPI_Init_thread);
     return rc;
 }
 
 ML_EXPORT int MPI_Finalize(void)
 {
-    ml_memory_finalize_begin();
+    ml_mpi_finalize_enter();
     ml_finalize_before_mpi_finalize();
     const int rc = PMPI_Finalize();
-    ml_memory_finish();
+    ml_mpi_finalize_leave();
     return rc;
 }
 
@@ -48,7 +50,7 @@ ML_EXPORT int MPI_Abort(MPI_Comm comm, int errorcode)
     ml_thread_t *const t = ml_enter();
     if (t != NULL) {
         const uint64_t t0 = ml_now();
-        if (ML_UNLIKELY(t->trace)) ml_trace_plain(t, ML_FN_MPI_Abort, t0, t0);
+        if (ML_UNLIKELY(t->trace.on)) ml_trace_plain(t, ML_FN_MPI_Abort, t0, t0);
         ml_leave(t, ML_FN_MPI_Abort, t0, t0); /* counted; it does not return */
     }
     ml_abort_dump();
@@ -275,7 +277,7 @@ ML_EXPORT int MPI_Cancel(MPI_Request *request)
     const int rc = PMPI_Cancel(request);
     const uint64_t t1 = t->done_at = ml_stop(t0);
     if (rc == MPI_SUCCESS && e != NULL) e->flags |= ML_REQ_CANCELLED;
-    if (ML_UNLIKELY(t->trace)) ml_trace_plain(t, ML_FN_MPI_Cancel, t0, t1);
+    if (ML_UNLIKELY(t->trace.on)) ml_trace_plain(t, ML_FN_MPI_Cancel, t0, t1);
     ml_leave(t, ML_FN_MPI_Cancel, t0, t1);
     return rc;
 }

@@ -5,6 +5,7 @@
  *
  * ranks/intervals-NNNNNN.bin: an ml_intervals_header_t, then count ml_interval_t (compute seconds,
  * collective seconds) in call order (runtime/spec/rundir.yaml, file `intervals`). */
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include "ml.h"
+#include "ml_intervals.h"
 
 static uint64_t *ticks; /* [capacity][2] */
 static uint64_t capacity, recorded, dropped, last_exit;
@@ -63,4 +65,23 @@ int ml_intervals_write(void)
     const int bad = ferror(f);
     if (fclose(f) != 0 || bad) return -1;
     return rename(tmp, path);
+}
+
+/* ------------------------------------------------------------------------------- the table of modes */
+int ml_intervals_wanted(void) { return ml_g.config.intervals; }
+
+int ml_intervals_start(void)
+{
+    if (ml_intervals_init((size_t)ml_g.config.max_intervals) != 0) {
+        ml_log(0, "no memory for MPILENS_MAX_INTERVALS=%ld intervals; the intervals are not recorded",
+               ml_g.config.max_intervals);
+        return -1;
+    }
+    ml_g.intervals = 1;
+    return 0;
+}
+
+void ml_intervals_finish(void)
+{
+    if (ml_intervals_write() != 0) ml_log(0, "could not write this rank's intervals file (%s)", strerror(errno));
 }

@@ -33,6 +33,7 @@
 
 #include "memory_interpose.h"
 #include "ml.h"
+#include "ml_memory.h"
 
 /* ------------------------------------------------------------------------------- real functions */
 /* The interposer's, when it is loaded (it found them after itself: the C library's); else the
@@ -69,10 +70,22 @@ __attribute__((constructor(101))) static void memory_constructor(void)
     resolve();
 }
 
-/* Whether the interposer of this build is loaded (memory mode needs it; core.c asks). */
+/* Whether the interposer of this build is loaded (memory mode needs it). */
 int ml_memory_interposer_loaded(void)
 {
     return &ml_memory_interpose_abi != NULL && ml_memory_interpose_abi == ML_MEMORY_INTERPOSE_ABI;
+}
+
+/* The library is loaded (the table of modes, modes.c): without the interposer, MPI's heap would
+ * be reported as zero, so memory mode refuses to run instead. */
+int ml_memory_load(char *err, size_t errlen)
+{
+    if (ml_memory_interposer_loaded()) return 0;
+    const char *mode = getenv("MPILENS_MODE");
+    snprintf(err, errlen,
+             "MPILENS_MODE=%s: memory mode needs libmpilens-memory.so in LD_PRELOAD with the runtime "
+             "(mpilens run --mode memory puts both there)", mode ? mode : "");
+    return -1;
 }
 
 static int counting_on; /* memory mode counts (the interposer keeps its own copy: ml_memory_count) */
@@ -715,7 +728,7 @@ void ml_memory_init_begin(int fn)
 }
 
 /* In ml_init_after_mpi_init, once the run directory is known: open this rank's file. */
-int ml_memory_init(void)
+static int open_file(void)
 {
     char path[4300];
     if (ml_rundir_path(path, sizeof path, ML_PATH_MEMORY, ml_g.rank) != 0) return -1;
@@ -750,6 +763,14 @@ int ml_memory_init(void)
     pthread_mutex_unlock(&out_lock);
     ml_g.observers |= ML_OBS_MEMORY;
     return 0;
+}
+
+int ml_memory_init(void)
+{
+    if (open_file() == 0) return 0;
+    ml_log(0, "cannot write this rank's memory samples into %s/memory (%s); memory mode is off", ml_g.outdir,
+           strerror(errno));
+    return -1;
 }
 
 /* End of the MPI_Init wrapper: the second residency sample; then the timer starts. */

@@ -9,6 +9,8 @@
 
 #include "json.h"
 #include "ml.h"
+#include "ml_mpit.h"
+#include "ml_output.h"
 
 #ifndef ML_VERSION
 #define ML_VERSION "0"

@@ -1,9 +1,17 @@
-/* Internal header of the mpilens runtime (never installed).
+/* The core of the mpilens runtime: the profile's hot path (internal header, never installed).
  *
  * The runtime is loaded into every MPI process (LD_PRELOAD). Its hot path is the body of the
  * generated wrappers: ml_enter(), ml_now(), the MPI call, ml_now(), ml_leave*(). That path takes
  * no lock, allocates nothing and makes no system call: every thread updates its own statistics,
  * which are merged once, at MPI_Finalize.
+ *
+ * The other headers: ml_alloc.h (the tool's own allocations, included here), ml_modes.h (the table
+ * of modes and their lifecycle hooks), one header per mode (ml_trace.h with trace_event.h,
+ * ml_spc.h, ml_memory.h, ml_papi.h, ml_mpit.h, ml_intervals.h), ml_observe.h (the observers'
+ * inlined per-call hook), ml_output.h (payload, profile.json, meta.json), ml_semantics.h,
+ * completion.h and ml_fortran.h (for the wrappers). A mode's per-thread state is a group of
+ * ml_thread_t below; trace mode's is embedded from ml_trace.h, which the inlined trace events read
+ * on the hot path.
  */
 #ifndef ML_H
 #define ML_H
@@ -17,9 +25,11 @@
 #include <x86intrin.h>
 #endif
 
-#include "ml_functions.h"
+#include "ml_alloc.h"
 #include "ml_config.h"
+#include "ml_functions.h"
 #include "ml_rundir.h" /* the run directory's layouts, generated from runtime/spec/rundir.yaml */
+#include "ml_trace.h"
 
 #define ML_LIKELY(x) __builtin_expect(!!(x), 1)
 #define ML_UNLIKELY(x) __builtin_expect(!!(x), 0)
@@ -100,6 +110,7 @@ typedef struct ml_ucount {
 } ml_ucount_t;
 
 typedef struct ml_thread {
+    /* ---- the profile (core.c, regions.c, counters.c) */
     int depth;           /* > 0 while inside a wrapper: nested MPI calls are not measured */
     uint32_t cur_path;   /* region path of the calls now being made */
     ml_fstat_t *cur;     /* = blocks + cur_path * ML_NFUNC */
@@ -124,21 +135,20 @@ typedef struct ml_thread {
     MPI_Datatype *scratch_types;
     /* who is shown each MPI call besides the profile: ML_OBS_* bits (runtime/src/observe.c) */
     uint32_t observe;
-    /* trace mode (runtime/src/trace.c) */
-    int trace;               /* write trace records */
-    uint32_t index;          /* thread number within the process, in order of first MPI use */
-    struct ml_tbuf *tcur;    /* buffer being filled */
-    struct ml_tbuf *tbufs[8];
-    uint32_t tfillings;      /* buffers this thread has begun to fill */
+    /* ---- trace mode (ml_trace.h, trace.c): read by the inlined events, so embedded */
+    ml_trace_thread_t trace;
+    /* ---- the request table (requests.c) */
     uint64_t done_at;        /* end of the completion call being settled (request completion time) */
     uint64_t req_seq;        /* requests started by this thread: links a post to its completion */
     /* requests this thread entered minus those it took out (summed over threads at the end) */
     int64_t requests_open;
-    /* papi mode (runtime/src/papi.c): this thread's event set and counts, NULL until it starts */
+    /* ---- papi mode (ml_papi.h, papi.c): this thread's event set and counts, NULL until it starts */
     struct ml_papi_thread *papi;
-    /* counters mode (runtime/src/spc.c): this thread's counter vector, written by this thread only */
+    /* ---- counters mode (ml_spc.h, spc.c): this thread's counter vector, written by this thread
+     * only, and its watermarks, peers and communicators */
     int64_t *spc;
-    struct ml_spc_thread *spcx; /* its watermarks, peers and communicators */
+    struct ml_spc_thread *spcx;
+    /* ---- the profile again */
     /* datatype sizes seen by this thread (see ml_semantics.h) */
     struct ml_type_cached { MPI_Datatype type; int64_t size; uint32_t gen; } type_cache[16];
     /* what could not be measured */
@@ -157,7 +167,6 @@ typedef struct ml_global {
     int rank, size;
     int thread_level;
     int multiple;       /* MPI_THREAD_MULTIPLE: request slots need atomic claims */
-    int intervals;      /* MPILENS_INTERVALS: record compute intervals between synchronizing collectives */
     uint32_t type_gen;  /* bumped by MPI_Type_free: cached datatype sizes are stale */
     MPI_Comm comm;      /* duplicate of MPI_COMM_WORLD for the tool's own traffic */
     ml_config_t config;
@@ -166,12 +175,13 @@ typedef struct ml_global {
     char partial_path[4200 + 32], partial_tmp_path[4200 + 40];
     uint64_t t_init_begin, t_init_end, ns_init_end, tick_init_end;
     uint64_t dropped_regions;
-    uint64_t trace_write_errors;
-    int tracing;        /* trace mode is on for this run */
-    int mpit;           /* mpit mode: pvars are read at region boundaries (runtime/src/mpit.c) */
-    int mpit_comms;     /* communicator names matter to MPI_T (MPILENS_COMM_CVARS, bound pvars) */
     uint32_t observers; /* ML_OBS_* bits of the modes on in this run, copied into each thread */
     uint32_t max_paths;
+    /* the modes' process-wide flags read by the wrappers and core code (each set by its mode) */
+    int intervals;      /* MPILENS_INTERVALS: record compute intervals between synchronizing collectives */
+    uint64_t trace_write_errors;
+    int mpit;           /* mpit mode: pvars are read at region boundaries (runtime/src/mpit.c) */
+    int mpit_comms;     /* communicator names matter to MPI_T (MPILENS_COMM_CVARS, bound pvars) */
     ml_thread_t *threads; /* list of all thread states (push only) */
 } ml_global_t;
 
@@ -405,9 +415,9 @@ static inline int ml_claim_needs_status(const ml_claim_t *c)
     return e->sent == ML_BYTES_FROM_STATUS || e->recv == ML_BYTES_FROM_STATUS || (e->flags & ML_REQ_CANCELLED);
 }
 
-/* ------------------------------------------------------------------------------- trace */
-/* One MPI call as the generated wrappers describe it to the trace: ranks are in comm (translated
- * to world ranks by the trace), status gives the actual source and tag of a receive. */
+/* One MPI call as the generated wrappers describe it to the observers (trace, counters): ranks are
+ * in comm (translated to world ranks by the trace), status gives the actual source and tag of a
+ * receive. */
 typedef struct ml_call {
     int fn;
     uint64_t t0, t1;
@@ -424,135 +434,40 @@ typedef struct ml_call {
  *   ml_observe_enter(t, fn)  before the MPI call (bits in ML_OBS_AT_ENTER only)
  *   ml_observe_call(t, c)    after a successful call, with its peers, tags and bytes
  * runtime/src/observe.c dispatches them to each mode; the wrappers of the frequent, short
- * functions inline ml_observe_call's dispatch (ml_observe_call_inline, trace_event.h). */
+ * functions inline ml_observe_call's dispatch (ml_observe_call_inline, ml_observe.h). */
 void ml_observe_enter(ml_thread_t *t, int fn);
 void ml_observe_call(ml_thread_t *t, const ml_call_t *c);
 /* Called once at the end of MPI_Init, when every mode has decided whether it is on. */
 void ml_observers_start(void);
 
-int ml_trace_init(void);
-void ml_trace_thread(ml_thread_t *t);
-void ml_trace_call(ml_thread_t *t, const ml_call_t *c);
-void ml_trace_plain(ml_thread_t *t, int fn, uint64_t t0, uint64_t t1);
-void ml_trace_done(ml_thread_t *t, const ml_req_t *e, const MPI_Status *st, int64_t sent, int64_t recv);
-void ml_trace_region(ml_thread_t *t, int begin, uint32_t path);
-void ml_trace_counter(ml_thread_t *t, uint32_t id, double value);
-void ml_trace_finish(void);
-void ml_trace_emergency(void);
-
-/* ------------------------------------------------------------------------------- MPI_T
- * runtime/src/mpit.c: cvars set at MPI_Init (MPILENS_CVARS) and when a communicator is named
- * (MPILENS_COMM_CVARS); the mpit mode's pvar session (mpit/rank-NNNNNN.jsonl). The MPI_T helpers
- * it shares with the small tools are in mpit_common.h. None of these runs per MPI call. */
-void ml_mpit_before_init(void);      /* before PMPI_Init: check and set cvars (may clear config_ok) */
-void ml_mpit_after_init(void);       /* after PMPI_Init: read back what was set (before meta.json) */
-void ml_mpit_start(void);            /* mpit mode: pvar session and sampler thread */
-void ml_mpit_comm_named(MPI_Comm comm); /* after MPI_Comm_set_name, when ml_g.mpit_comms */
-#define ml_comm_named(comm) (ML_UNLIKELY(ml_g.mpit_comms) ? ml_mpit_comm_named(comm) : (void)0)
-void ml_mpit_comm_freed(MPI_Comm comm); /* before MPI_Comm_free: drop handles bound to comm */
-void ml_mpit_region(int begin, const char *name);
-void ml_mpit_finish(void);           /* before the profile is gathered at MPI_Finalize */
-void ml_mpit_meta_json(FILE *f);     /* the items of meta.json "cvars_set" */
-
-/* ------------------------------------------------------------------------------- memory mode
- * In memory mode libmpilens-memory.so (memory_interpose.c) interposes the allocation and mapping
- * calls of the process and memory.c charges them. The tool's own allocations must not be charged
- * to anyone: every runtime file includes this header, and the macros below send its calls to
- * ml_sys_* (the real functions, counted as the tool's). memory.c itself defines ML_MEMORY_C and
- * sees the plain names. */
-#include <stdlib.h>
-#include <sys/mman.h>
-#include <sys/types.h>
-
-void *ml_sys_malloc(size_t n);
-void *ml_sys_calloc(size_t m, size_t n);
-void *ml_sys_realloc(void *p, size_t n);
-void ml_sys_free(void *p);
-void *ml_sys_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off);
-int ml_sys_munmap(void *addr, size_t len);
-#ifndef ML_MEMORY_C
-#define malloc(n) ml_sys_malloc(n)
-#define calloc(m, n) ml_sys_calloc(m, n)
-#define realloc(p, n) ml_sys_realloc(p, n)
-#define free(p) ml_sys_free(p)
-#define mmap(a, l, p, f, d, o) ml_sys_mmap(a, l, p, f, d, o)
-#define munmap(a, l) ml_sys_munmap(a, l)
-#endif
-
-/* memory/rank-NNNNNN.bin: an ml_mem_header_t, then ml_mem_rec_t records (ML_MEM_* kinds), both
- * generated from runtime/spec/rundir.yaml. */
-_Static_assert(ML_MEM_METHOD_FAST == ML_MEMORY_METHOD_FAST && ML_MEM_METHOD_SMAPS == ML_MEMORY_METHOD_SMAPS,
-               "memory files record the MPILENS_MEMORY_METHOD setting's value");
-
-/* Per MPI function, what was allocated and freed while inside it (both methods), and the PSS
- * changes measured inside it (smaps method). */
-typedef struct ml_mem_fstat {
-    int64_t alloc, freed, shared;
-    uint64_t nalloc, nfree, nshm;
-    int64_t pss_grown, pss_shrunk;
-} ml_mem_fstat_t;
-
-int ml_memory_interposer_loaded(void); /* memory mode needs libmpilens-memory.so */
-void ml_memory_init_begin(int fn);
-int ml_memory_init(void);
-void ml_memory_init_end(int fn);
-void ml_memory_enter(int fn);
-void ml_memory_leave(int fn);
-void ml_memory_finalize_begin(void);
-void ml_memory_finish(void);
-void ml_memory_emergency(int reason);
-void ml_memory_mark(int what, const char *name, int level);
-/* ------------------------------------------------------------------------------- papi
- * PAPI mode (runtime/src/papi.c). libpapi and libsde are opened with dlopen when the mode is on,
- * never linked. Counters are read in ml_papi_enter/leave (observers, MPILENS_PAPI_READ=calls)
- * and at region boundaries (ml_papi_region, before the current path changes); each thread has
- * its own event set. */
-#define ML_PAPI_MAX_EVENTS 8
-extern int ml_papi_regions; /* read at region boundaries: papi mode counts in this run */
-void ml_papi_preload(void);   /* constructor: opens libsde so PAPI's sde component finds it */
-int ml_papi_init(void);       /* MPI_Init, before the observers start: choose the events */
-void ml_papi_begin(void);     /* MPI_Init, once measuring: the calling thread starts counting */
-void ml_papi_enter(ml_thread_t *t, int fn);
-void ml_papi_leave(ml_thread_t *t, int fn);
-void ml_papi_region(ml_thread_t *t);
-void ml_papi_finish(void);    /* MPI_Finalize: last reading, papi/rank-NNNNNN.json */
-/* ------------------------------------------------------------------------------- counters mode
- * SPC-style software counters (runtime/src/spc.c), after Eberius' Open MPI SPCs but observed at
- * the PMPI layer, so on any MPI. Each thread owns a vector of int64 counters (ml_thread.spc)
- * that only it writes, with plain loads and stores (no atomics); a background thread sums the
- * vectors of all threads every MPILENS_SNAPSHOT_MS into the rank's live memory-mapped file and
- * appends the deltas to the rank's time series. Groups switched off by MPILENS_COUNTERS cost one
- * predictable branch on a global mask (ml_spc_on). Timers hold raw ticks, converted by readers
- * with the tick rate of the live header / layout.json. */
-enum {
-    ML_SPC_CALLS = 1u << 0, ML_SPC_BYTES = 1u << 1, ML_SPC_SIZES = 1u << 2, ML_SPC_EAGER = 1u << 3,
-    ML_SPC_QUEUE = 1u << 4, ML_SPC_UNEXPECTED = 1u << 5, ML_SPC_COLLS = 1u << 6, ML_SPC_PEERS = 1u << 7,
-    ML_SPC_COMMS = 1u << 8, ML_SPC_PVARS = 1u << 9,
-};
-extern unsigned ml_spc_on; /* ML_SPC_* groups being counted (0 outside counters mode) */
-int ml_spc_init(void);     /* at MPI_Init, after the run directory exists */
-void ml_spc_thread(ml_thread_t *t);
-void ml_spc_call(ml_thread_t *t, const ml_call_t *c);
-void ml_spc_leave(ml_thread_t *t, int fn);
-/* a nonblocking/persistent operation entered (ml_req_track) or completed (ml_req_done) */
-void ml_spc_posted(ml_thread_t *t, ml_req_t *e);
-void ml_spc_done(ml_thread_t *t, const ml_req_t *e, const MPI_Status *st, int64_t sent, int64_t recv);
-/* MPILENS_COUNTERS=unexpected: before a receive is posted, probe for an already-arrived match */
-void ml_spc_probe(ml_thread_t *t, int source, int tag, MPI_Comm comm);
-void ml_spc_finish(void);  /* at MPI_Finalize: last snapshot, per-rank files */
-/* MPI_T exposure (runtime/src/mpit_expose.c): the fixed counters as pvars mpilens_<name> */
-int ml_spc_exposed(void);  /* how many (0 outside counters mode) */
-/* name of counter i; kind: 0 counter, 1 timer (ns), 2 level, 3 high watermark, 4 low watermark */
-const char *ml_spc_exposed_info(int i, int *kind, const char **desc);
-int ml_spc_exposed_on(int i);
-int64_t ml_spc_exposed_value(int i);
-
-/* ------------------------------------------------------------------------------- lifecycle */
+/* ------------------------------------------------------------------------------- lifecycle
+ * core.c; the MPI_Init, MPI_Finalize and MPI_Abort wrappers (handwritten.c, fortran.c) call these,
+ * and core.c calls the modes' hooks from them through the table of modes (ml_modes.h). */
+void ml_mpi_init_enter(int fn);      /* the MPI_Init wrapper is entered, before its time starts */
+void ml_before_mpi_init(void);       /* just before PMPI_Init */
 void ml_init_after_mpi_init(int thread_level, uint64_t t_begin);
+void ml_mpi_init_leave(int fn);      /* the MPI_Init wrapper returns */
+void ml_mpi_finalize_enter(void);    /* the MPI_Finalize wrapper is entered */
 void ml_finalize_before_mpi_finalize(void);
+void ml_mpi_finalize_leave(void);    /* PMPI_Finalize returned */
 void ml_pcontrol(int level);
 void ml_abort_dump(void);
+/* the modes that are on in this process: exit paths (payload.c) */
+void ml_modes_emergency(int reason);
+
+/* how a rank's measurements end: ML_END_* (ml_rundir.h); ML_END_SNAPSHOT: still running, an
+ * MPI_Pcontrol(3|4) snapshot */
+
+/* ------------------------------------------------------------------------------- logging
+ * One line on stderr, "mpilens: [rank R pid P] ...", R "?" before MPI_Init; written with one
+ * write(2). Level 0: always (errors, and what the user must know); 1-3: MPILENS_VERBOSE at least
+ * that. Not for signal handlers (it formats with vsnprintf): they use ml_log_safe. */
 void ml_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Async-signal-safe: the line is the concatenation of the strings given (NULL ends the list);
+ * ml_utoa formats a number into buf (at least 24 bytes) for it. */
+void ml_log_safe(int level, const char *first, ...) __attribute__((sentinel));
+const char *ml_utoa(char *buf, long long v);
+
 /* mkdir -p; 0 when the directory exists and is writable */
 int ml_make_dirs(const char *path);
 /* The path of a run-directory file: an ML_PATH_* format (runtime/spec/rundir.yaml) and its numbers,
@@ -577,37 +492,5 @@ void ml_categories_init(const char *disabled);
 uint32_t ml_counter_count(void);
 const char *ml_counter_name(uint32_t id);
 int ml_counter_kind(uint32_t id);
-
-/* ------------------------------------------------------------------------------- intervals */
-int ml_intervals_init(size_t capacity);
-void ml_interval(MPI_Comm comm, uint64_t t0, uint64_t t1);
-int ml_intervals_write(void);
-uint64_t ml_intervals_recorded(void);
-uint64_t ml_intervals_dropped(void);
-
-/* ------------------------------------------------------------------------------- output */
-/* A byte sink: a growing heap buffer, or (fd >= 0) a fixed buffer flushed with write(2), which
- * is what the signal handler uses. */
-typedef struct ml_sink {
-    char *data;
-    size_t len, cap;
-    int fd;
-    int failed;
-} ml_sink_t;
-
-void ml_sink_put(ml_sink_t *s, const void *p, size_t n);
-void ml_sink_flush(ml_sink_t *s);
-
-/* Serialize this process's measurements (see runtime/src/payload.c for the format). */
-void ml_payload_write(ml_sink_t *s, int complete, int reason, int signo);
-void ml_partial_dump(int reason, int signo);
-/* this rank's statistics so far into path (via tmp); 0 on success */
-int ml_payload_to_file(const char *tmp, const char *path, int reason, int signo);
-int ml_profile_write(const char *path, const char *payloads, size_t len, int nranks, double gather_s);
-int ml_meta_write(const char *hosts, int hostlen);
-int ml_meta_finish(void);
-
-/* how a rank's measurements end: ML_END_* (ml_rundir.h); ML_END_SNAPSHOT: still running, an
- * MPI_Pcontrol(3|4) snapshot */
 
 #endif

@@ -17,6 +17,7 @@
 
 #include "json.h"
 #include "ml.h"
+#include "ml_mpit.h"
 #include "mpit_common.h"
 
 #define MAX_REQS 64
@@ -61,16 +62,18 @@ static volatile int sampler_stop;
 static char *buf;   /* scratch for one read */
 static size_t bufsize;
 
+/* cvars to set or mpit mode: MPI_T is used in this run (the table of modes, modes.c) */
 int ml_mpit_wanted(void)
 {
-    return wanted;
+    const char *cv = ml_g.config.cvars, *cc = ml_g.config.comm_cvars;
+    return (cv && cv[0]) || (cc && cc[0]) || (ml_g.config.mode & ML_MODE_MPIT);
 }
 
 void ml_mpit_before_init(void)
 {
     if (!ml_g.config_ok) return;
     const char *cv = ml_g.config.cvars, *cc = ml_g.config.comm_cvars;
-    wanted = (cv && cv[0]) || (cc && cc[0]) || (ml_g.config.mode & ML_MODE_MPIT);
+    wanted = ml_mpit_wanted();
     if (!wanted) return;
     if (mlt_init() != 0) {
         snprintf(ml_g.config_error, sizeof ml_g.config_error, "MPI_T_init_thread failed: cannot use MPI_T");
@@ -264,14 +267,13 @@ static void start_session(void)
 {
     char path[4300];
     if (ml_rundir_path(path, sizeof path, ML_PATH_MPIT, ml_g.rank) != 0) {
-        fprintf(stderr, "mpilens: rank %d cannot create the folder of %s (%s); no pvar series\n", ml_g.rank, path,
-                strerror(errno));
+        ml_log(0, "cannot create the folder of %s (%s); no pvar series", path, strerror(errno));
         return;
     }
 
     out = fopen(path, "w");
     if (out == NULL) {
-        fprintf(stderr, "mpilens: rank %d cannot write %s (%s); no pvar series\n", ml_g.rank, path, strerror(errno));
+        ml_log(0, "cannot write %s (%s); no pvar series", path, strerror(errno));
         return;
     }
     MPI_T_pvar_get_num(&pvars_total);
@@ -288,17 +290,17 @@ static void start_session(void)
     add_pvars_for(MPI_COMM_WORLD, "MPI_COMM_WORLD");
     if (ml_g.rank == 0) {
         if (pvars_total == 0)
-            fprintf(stderr, "mpilens: this MPI exposes no MPI_T performance variables; the mpit series are absent\n");
+            ml_log(0, "this MPI exposes no MPI_T performance variables; the mpit series are absent");
         else if (pvars_matched == 0)
-            fprintf(stderr, "mpilens: MPILENS_MPIT_PVARS=%s matches none of the %d performance variables of this MPI; "
-                            "no pvar series are recorded\n", ml_g.config.mpit_pvars, pvars_total);
+            ml_log(0, "MPILENS_MPIT_PVARS=%s matches none of the %d performance variables of this MPI; "
+                      "no pvar series are recorded", ml_g.config.mpit_pvars, pvars_total);
     }
     sample("init", NULL);
     fflush(out);
     if (npvars > 0 && !periodic && ml_g.rank == 0)
-        fprintf(stderr, "mpilens: MPI_T of this MPI is not thread safe (MPI_T_init_thread provided level %d); pvars "
-                        "are read at MPI_Init, region boundaries and MPI_Finalize only, not every "
-                        "MPILENS_MPIT_PERIOD_MS\n", mlt_thread_level());
+        ml_log(0, "MPI_T of this MPI is not thread safe (MPI_T_init_thread provided level %d); pvars "
+                  "are read at MPI_Init, region boundaries and MPI_Finalize only, not every "
+                  "MPILENS_MPIT_PERIOD_MS", mlt_thread_level());
     if (npvars > 0 && periodic) {
         sampler_stop = 0;
         sampler_running = pthread_create(&sampler, NULL, sampler_main, NULL) == 0;
@@ -312,9 +314,9 @@ void ml_mpit_after_init(void)
     read_back();
 }
 
-void ml_mpit_start(void)
+int ml_mpit_init(void)
 {
-    if (!wanted) return;
+    if (!wanted) return 0;
     int comm_reqs = 0;
     for (int i = 0; i < nreqs; i++) comm_reqs += reqs[i].comm[0] != 0;
     if (ml_g.config.mode & ML_MODE_MPIT) {
@@ -322,6 +324,7 @@ void ml_mpit_start(void)
         ml_g.mpit = out != NULL && npvars > 0;
     }
     ml_g.mpit_comms = comm_reqs > 0 || comm_bound_matched > 0;
+    return 0;
 }
 
 /* ------------------------------------------------------------------------------- communicators */
@@ -352,7 +355,7 @@ void ml_mpit_comm_named(MPI_Comm comm)
             e->error[0] = 0;
             mlt_cvar_read(index, obj, e->now, sizeof e->now);
         } else if (ml_g.rank == 0) {
-            fprintf(stderr, "mpilens: MPILENS_COMM_CVARS: %s on %s: %s\n", r->name, cname, e->error);
+            ml_log(0, "MPILENS_COMM_CVARS: %s on %s: %s", r->name, cname, e->error);
         }
     }
     pthread_mutex_unlock(&events_lock);

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "ml.h"
+#include "ml_spc.h"
 
 #define MAX_EXPOSED 64
 static struct exposed_handle {

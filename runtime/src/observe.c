@@ -1,9 +1,13 @@
-/* Observers: the modes that see MPI calls besides the profile (trace; counters, memory, PAPI
- * and MPI_T sampling as they are built). The generated wrappers call these functions only when
- * the calling thread's `observe` bits are set, so a profile-only run pays one predictable branch.
- * Each mode adds its line to each dispatcher below (the one of ml_observe_call is
- * ml_observe_call_inline in trace_event.h) and its bit in ml_observers_start. */
-#include "trace_event.h"
+/* Observers: the modes that see MPI calls besides the profile (trace, counters, memory, papi).
+ * The generated wrappers call these functions only when the calling thread's `observe` bits are
+ * set, so a profile-only run pays one predictable branch. Each mode adds its line to each
+ * dispatcher below (the one of ml_observe_call is ml_observe_call_inline in ml_observe.h) and sets
+ * its ML_OBS_* bit in ml_g.observers when its init succeeds (the table of modes, modes.c). */
+#include "ml.h"
+#include "ml_memory.h"
+#include "ml_observe.h"
+#include "ml_papi.h"
+#include "ml_spc.h"
 
 void ml_observers_start(void)
 {

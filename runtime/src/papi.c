@@ -32,6 +32,8 @@
 
 #include "json.h"
 #include "ml.h"
+#include "ml_papi.h"
+#include "ml_spc.h"
 
 /* The PAPI constants this file uses, from papi.h 7 (its ABI since PAPI 5); papi.h itself is not
  * needed to build the runtime. */
@@ -452,9 +454,12 @@ static void sde_register(void)
 }
 
 /* ------------------------------------------------------------------------------- lifecycle */
-void ml_papi_preload(void)
+int ml_papi_load(char *err, size_t errlen)
 {
+    (void)err;
+    (void)errlen;
     sde_open();
+    return 0;
 }
 
 int ml_papi_init(void)
@@ -488,16 +493,15 @@ int ml_papi_init(void)
             } else {
                 ev.multiplex = 0;
                 if (ml_g.rank == 0)
-                    fprintf(stderr, "mpilens: PAPI multiplexing is not available here (%s); counting without it\n",
-                            P.strerror(rc));
+                    ml_log(0, "PAPI multiplexing is not available here (%s); counting without it", P.strerror(rc));
             }
         }
         choose_events(requested);
     }
     if (ev.refused[0] && ml_g.rank == 0)
-        fprintf(stderr, "mpilens: PAPI events not available here, counting without them: %s\n", ev.refused);
+        ml_log(0, "PAPI events not available here, counting without them: %s", ev.refused);
     if (ev.n == 0) {
-        if (ml_g.rank == 0) fprintf(stderr, "mpilens: papi mode counts nothing: %s\n", ev.off_reason);
+        if (ml_g.rank == 0) ml_log(0, "papi mode counts nothing: %s", ev.off_reason);
         return 0;
     }
     ev.on = 1;
@@ -632,7 +636,7 @@ void ml_papi_finish(void)
     if (fclose(f) != 0 || rename(tmp, path) != 0) goto fail;
     return;
 fail:
-    fprintf(stderr, "mpilens: rank %d could not write " ML_PATH_PAPI " (%s)\n", ml_g.rank, ml_g.rank, strerror(errno));
+    ml_log(0, "could not write " ML_PATH_PAPI " (%s)", ml_g.rank, strerror(errno));
 }
 
 int ml_papi_sde_events(void) { return sde_count; }

@@ -17,6 +17,8 @@
 #include <unistd.h>
 
 #include "ml.h"
+#include "ml_intervals.h"
+#include "ml_output.h"
 
 void ml_sink_flush(ml_sink_t *s)
 {
@@ -381,6 +383,5 @@ void ml_partial_dump(int reason, int signo)
     if (__atomic_exchange_n(&done, 1, __ATOMIC_ACQ_REL)) return;
     __atomic_store_n(&ml_g.active, 0, __ATOMIC_RELEASE);
     ml_payload_to_file(ml_g.partial_tmp_path, ml_g.partial_path, reason, signo);
-    if (ml_g.tracing) ml_trace_emergency();
-    ml_memory_emergency(reason);
+    ml_modes_emergency(reason); /* the table of modes: trace, memory, ... */
 }

@@ -4,6 +4,8 @@
 
 #include "merge.h"
 #include "ml.h"
+#include "ml_intervals.h"
+#include "ml_output.h"
 
 #ifndef ML_VERSION
 #define ML_VERSION "0"

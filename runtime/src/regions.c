@@ -6,6 +6,10 @@
 #include <string.h>
 
 #include "ml.h"
+#include "ml_memory.h"
+#include "ml_mpit.h"
+#include "ml_papi.h"
+#include "ml_trace.h"
 
 #define ML_PATH_ROOT 0u
 #define ML_PATH_OVERFLOW 1u
@@ -107,7 +111,7 @@ void ml_region_begin(ml_thread_t *t, const char *name)
     t->region_stack[t->region_depth].t0 = ml_now();
     t->region_depth++;
     set_current(t, path);
-    if (ML_UNLIKELY(t->trace)) ml_trace_region(t, 1, path);
+    if (ML_UNLIKELY(t->trace.on)) ml_trace_region(t, 1, path);
     if (ML_UNLIKELY(ml_g.mpit)) ml_mpit_region(1, name);
     if (ML_UNLIKELY(t->observe & ML_OBS_MEMORY)) ml_memory_mark(ML_MEM_MARK_BEGIN, name, 0);
 }
@@ -135,7 +139,7 @@ void ml_region_end(ml_thread_t *t, const char *name)
         t->region_mismatch++; /* ended out of order: close the innermost one anyway */
     t->rstats[path].visits++;
     t->rstats[path].ticks += ml_now() - t->region_stack[t->region_depth].t0;
-    if (ML_UNLIKELY(t->trace)) ml_trace_region(t, 0, path);
+    if (ML_UNLIKELY(t->trace.on)) ml_trace_region(t, 0, path);
     if (ML_UNLIKELY(ml_g.mpit)) ml_mpit_region(0, paths[path].name);
     if (ML_UNLIKELY(t->observe & ML_OBS_MEMORY)) ml_memory_mark(ML_MEM_MARK_END, name, 0);
     /* the enclosing region, skipping those of disabled categories */

@@ -13,6 +13,8 @@
 #include <string.h>
 
 #include "ml.h"
+#include "ml_spc.h"
+#include "ml_trace.h"
 
 #define ML_REQ_EMPTY ((uintptr_t)0)
 #define ML_REQ_TOMB (~(uintptr_t)0)
@@ -114,7 +116,7 @@ uint64_t ml_req_track(ml_thread_t *t, MPI_Request req, int fn, unsigned flags, i
 {
     if (req == MPI_REQUEST_NULL) return 0;
     /* in traces, thread number and sequence name the operation, to link its start and its end */
-    const uint64_t seq = t->trace ? ((uint64_t)(t->index + 1) << 40) | ++t->req_seq : 0;
+    const uint64_t seq = t->trace.on ? ((uint64_t)(t->trace.index + 1) << 40) | ++t->req_seq : 0;
     /* nonblocking operations start active; persistent ones wait for MPI_Start */
     /* the communicator's facts: for the trace; for the counters when not MPI_COMM_WORLD (ranks of
      * received messages, communicator sizes of collectives) or per communicator */
@@ -123,7 +125,7 @@ uint64_t ml_req_track(ml_thread_t *t, MPI_Request req, int fn, unsigned flags, i
         if (comm == MPI_COMM_WORLD) flags |= ML_REQ_WORLD;
         if (comm != MPI_COMM_NULL && (comm != MPI_COMM_WORLD || (ml_spc_on & ML_SPC_COMMS))) facts = ml_comm_get(comm);
     }
-    if (t->trace && facts == NULL && comm != MPI_COMM_NULL) facts = ml_comm_get(comm);
+    if (t->trace.on && facts == NULL && comm != MPI_COMM_NULL) facts = ml_comm_get(comm);
     ml_req_t e = {0, (uint16_t)fn, (uint16_t)(flags & ML_REQ_PERSISTENT ? flags : flags | ML_REQ_ACTIVE),
                   t->cur_path, peer, 0, sent, recv, seq, 0, facts};
     if (ML_UNLIKELY(ml_spc_on) && !(flags & ML_REQ_PERSISTENT)) ml_spc_posted(t, &e);
@@ -132,7 +134,7 @@ uint64_t ml_req_track(ml_thread_t *t, MPI_Request req, int fn, unsigned flags, i
         const int64_t s = sent == ML_BYTES_FROM_STATUS ? 0 : sent, r = recv == ML_BYTES_FROM_STATUS ? 0 : recv;
         account(t, &e, s, r);
         if (ML_UNLIKELY(ml_spc_on)) ml_spc_done(t, &e, NULL, s, r);
-        if (t->trace) {
+        if (t->trace.on) {
             t->done_at = ml_now();
             ml_trace_done(t, &e, NULL, s, r);
         }
@@ -240,7 +242,7 @@ static void settle(ml_thread_t *t, ml_req_t *e, int live, const MPI_Status *st, 
     const int64_t recv = e->recv != ML_BYTES_FROM_STATUS ? e->recv : (st ? ml_status_bytes(st) : 0);
     account(t, e, sent, recv);
     if (ML_UNLIKELY(ml_spc_on)) ml_spc_done(t, e, st, sent, recv);
-    if (t->trace) ml_trace_done(t, e, st, sent, recv);
+    if (t->trace.on) ml_trace_done(t, e, st, sent, recv);
 }
 
 void ml_req_done(ml_thread_t *t, ml_claim_t *c, const MPI_Status *st, int measuring)

@@ -33,6 +33,7 @@
 
 #include "json.h"
 #include "ml.h"
+#include "ml_spc.h"
 
 unsigned ml_spc_on;
 
@@ -362,6 +363,7 @@ void ml_spc_probe(ml_thread_t *t, int source, int tag, MPI_Comm comm)
 /* ------------------------------------------------------------------------------- threads */
 void ml_spc_thread(ml_thread_t *t)
 {
+    if (!ml_spc_on) return;
     const size_t peers = 4 * (size_t)ml_g.size * sizeof(int64_t);
     const size_t bytes = S.nv_thread * sizeof(int64_t) + sizeof(struct ml_spc_thread) + peers;
     char *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -841,13 +843,13 @@ static int parse_rules(const char *s)
     return 0;
 }
 
-int ml_spc_init(void)
+static int start_counters(void)
 {
     const unsigned groups = (unsigned)ml_g.config.counters;
     if (parse_rules(ml_g.config.p2p_bins) != 0) {
         if (ml_g.rank == 0)
-            fprintf(stderr, "mpilens: MPILENS_P2P_BINS=%s is not a list of increasing byte sizes; counters are off\n",
-                    ml_g.config.p2p_bins);
+            ml_log(0, "MPILENS_P2P_BINS=%s is not a list of increasing byte sizes; counters are off",
+                   ml_g.config.p2p_bins);
         return -1;
     }
     S.coll_msg = ml_g.config.coll_small_msg;
@@ -919,10 +921,10 @@ int ml_spc_init(void)
         }
     }
     if (S.live == NULL || S.series == NULL)
-        fprintf(stderr, "mpilens: rank %d cannot write its counter files (%s)\n", ml_g.rank, strerror(errno));
+        ml_log(0, "cannot write this rank's counter files (%s)", strerror(errno));
     if (ml_g.rank == 0) {
         ml_rundir_path(path, sizeof path, ML_PATH_COUNTERS_LAYOUT);
-        if (write_layout(path) != 0) fprintf(stderr, "mpilens: cannot write %s (%s)\n", path, strerror(errno));
+        if (write_layout(path) != 0) ml_log(0, "cannot write %s (%s)", path, strerror(errno));
         if (strcmp(S.livedir, ml_g.outdir) != 0) {
             snprintf(path, sizeof path, "%s/%s", S.livedir, strrchr(ML_PATH_COUNTERS_LAYOUT, '/') + 1);
             write_layout(path);
@@ -937,6 +939,15 @@ int ml_spc_init(void)
     if (pthread_create(&S.thread, NULL, snapshot_main, NULL) == 0) S.running = 1;
     ml_g.observers |= ML_OBS_COUNTERS;
     return 0;
+}
+
+/* MPI_Init, after the run directory exists (the table of modes, modes.c). */
+int ml_spc_init(void)
+{
+    if (start_counters() == 0) return 0;
+    ml_spc_on = 0; /* set early (the MPI_T lookups need it): nothing may count now */
+    if (ml_g.rank == 0) ml_log(0, "the counters mode could not start; measuring without it");
+    return -1;
 }
 
 /* ------------------------------------------------------------------------------- finalize */

@@ -32,6 +32,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "ml_output.h"
 #include "trace_event.h"
 
 enum { BUF_FREE = 0, BUF_FILLING = 1, BUF_QUEUED = 2, BUF_WRITING = 3 };
@@ -89,7 +90,7 @@ static void flush_filling(void)
 {
     for (ml_thread_t *t = __atomic_load_n(&ml_g.threads, __ATOMIC_ACQUIRE); t; t = t->next)
         for (uint32_t i = 0; i < nbuffers && i < 8; i++) {
-            ml_tbuf_t *b = t->tbufs[i];
+            ml_tbuf_t *b = t->trace.bufs[i];
             if (b && __atomic_load_n(&b->state, __ATOMIC_ACQUIRE) == BUF_FILLING && try_hold(b)) {
                 write_block(b);
                 release(b);
@@ -165,27 +166,27 @@ static void enqueue(ml_tbuf_t *b)
 static int any_free(const ml_thread_t *t)
 {
     for (uint32_t i = 0; i < nbuffers; i++)
-        if (t->tbufs[i] && __atomic_load_n(&t->tbufs[i]->state, __ATOMIC_ACQUIRE) == BUF_FREE) return 1;
+        if (t->trace.bufs[i] && __atomic_load_n(&t->trace.bufs[i]->state, __ATOMIC_ACQUIRE) == BUF_FREE) return 1;
     return 0;
 }
 
 /* The thread's buffer is full: queue it and continue in a free one, waiting if there is none. */
 ml_tbuf_t *ml_trace_swap(ml_thread_t *t)
 {
-    if (t->tcur != NULL) enqueue(t->tcur);
-    t->tcur = NULL;
+    if (t->trace.cur != NULL) enqueue(t->trace.cur);
+    t->trace.cur = NULL;
     for (;;) {
         for (uint32_t i = 0; i < nbuffers; i++) {
-            ml_tbuf_t *b = t->tbufs[i];
+            ml_tbuf_t *b = t->trace.bufs[i];
             int expect = BUF_FREE;
             if (b && __atomic_compare_exchange_n(&b->state, &expect, BUF_FILLING, 0, __ATOMIC_ACQ_REL,
                                                  __ATOMIC_RELAXED)) {
                 /* emptied by the writer (nothing committed or flushed): a new filling, decoded
                  * on its own */
-                b->filling = t->tfillings++;
+                b->filling = t->trace.fillings++;
                 b->last_t0 = 0;
                 b->last_comm = 0;
-                t->tcur = b;
+                t->trace.cur = b;
                 return b;
             }
         }
@@ -385,7 +386,7 @@ static void write_json_block(const char *magic, int trailer)
 }
 
 /* ------------------------------------------------------------------------------- lifetime */
-int ml_trace_init(void)
+static int open_trace(void)
 {
     ml_trace_data_bytes = (size_t)ml_g.config.trace_buffer_kb * 1024;
     nbuffers = (uint32_t)ml_g.config.trace_buffers;
@@ -402,19 +403,30 @@ int ml_trace_init(void)
     return 0;
 }
 
+/* MPI_Init: the rank's file and the writer thread; the observers show calls to the trace. */
+int ml_trace_init(void)
+{
+    if (open_trace() != 0) {
+        ml_log(0, "cannot write this rank's trace into %s/trace (%s); tracing is off", ml_g.outdir, strerror(errno));
+        return -1;
+    }
+    ml_g.observers |= ML_OBS_TRACE;
+    return 0;
+}
+
 /* Give a thread its buffers, at its first MPI call. */
 void ml_trace_thread(ml_thread_t *t)
 {
     if (fd < 0) return;
-    t->index = __atomic_fetch_add(&threads_seen, 1, __ATOMIC_RELAXED);
+    t->trace.index = __atomic_fetch_add(&threads_seen, 1, __ATOMIC_RELAXED);
     const size_t size = sizeof(ml_tbuf_t) + ml_trace_data_bytes;
     for (uint32_t i = 0; i < nbuffers && i < 8; i++) {
         void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (p == MAP_FAILED) break;
-        t->tbufs[i] = p;
-        t->tbufs[i]->thread = t->index;
+        t->trace.bufs[i] = p;
+        t->trace.bufs[i]->thread = t->trace.index;
     }
-    if (t->tbufs[0] != NULL) t->trace = 1;
+    if (t->trace.bufs[0] != NULL) t->trace.on = 1;
 }
 
 static void flush_all_direct(void)
@@ -423,7 +435,7 @@ static void flush_all_direct(void)
      * writer thread is writing at this moment is left to it */
     for (ml_thread_t *t = __atomic_load_n(&ml_g.threads, __ATOMIC_ACQUIRE); t; t = t->next)
         for (uint32_t i = 0; i < nbuffers && i < 8; i++) {
-            ml_tbuf_t *b = t->tbufs[i];
+            ml_tbuf_t *b = t->trace.bufs[i];
             if (b && try_hold(b)) {
                 write_block(b);
                 release(b);
@@ -437,9 +449,9 @@ void ml_trace_finish(void)
     offset_end_ns = measure_offset();
     offset_end_at = ml_clock_ns();
     for (ml_thread_t *t = __atomic_load_n(&ml_g.threads, __ATOMIC_ACQUIRE); t; t = t->next)
-        if (t->tcur && (uint32_t)t->tcur->committed) {
-            enqueue(t->tcur);
-            t->tcur = NULL;
+        if (t->trace.cur && (uint32_t)t->trace.cur->committed) {
+            enqueue(t->trace.cur);
+            t->trace.cur = NULL;
         }
     if (writer_running) {
         pthread_mutex_lock(&lock);
@@ -453,12 +465,13 @@ void ml_trace_finish(void)
     write_json_block(ML_MAGIC_TRACE_TRAILER, 1);
     close(fd);
     fd = -1;
-    for (ml_thread_t *t = __atomic_load_n(&ml_g.threads, __ATOMIC_ACQUIRE); t; t = t->next) t->trace = 0;
+    for (ml_thread_t *t = __atomic_load_n(&ml_g.threads, __ATOMIC_ACQUIRE); t; t = t->next) t->trace.on = 0;
 }
 
 /* The process is ending abnormally (signal, exit, MPI_Abort): write what is in memory. */
-void ml_trace_emergency(void)
+void ml_trace_emergency(int reason)
 {
+    (void)reason;
     if (fd < 0) return;
     flush_all_direct();
     write_json_block(ML_MAGIC_TRACE_TRAILER, 2);

@@ -1,12 +1,14 @@
-/* Trace mode's event encoding (format in trace.c) and the observers' per-call hook, inlined into
+/* Trace mode's event encoding (format in trace.c), inlined into
  * the wrappers of the frequent, short functions: built in place, the constant fields of each
  * wrapper's call (no source for a send, no tag for a wait, ...) fold away; a traced MPI_Send costs
  * ~142 instructions over the profile's instead of ~175 (bench/RESULTS.md). trace.c holds the
- * buffers' life and the writer thread. */
+ * buffers' life and the writer thread; ml_trace.h the mode's per-thread state and functions; the
+ * observers' dispatch that calls ml_trace_call_inline is in ml_observe.h. */
 #ifndef ML_TRACE_EVENT_H
 #define ML_TRACE_EVENT_H
 
 #include "ml.h"
+#include "ml_trace.h"
 
 /* The event kinds (ML_TEV_*), the flags (ML_TF_*) and the fixed part of an event (ml_tfix_t) are
  * the run directory's, generated from runtime/spec/rundir.yaml into ml_rundir.h. */
@@ -47,7 +49,7 @@ ML_HOT uint32_t *ml_tbuf_word_end(ml_tbuf_t *b) { return (uint32_t *)(b->data + 
 /* Encode one event at the end of the thread's buffer (format at the top of trace.c). */
 ML_HOT void ml_trace_emit(ml_thread_t *t, const ml_tev_t *e)
 {
-    ml_tbuf_t *b = t->tcur;
+    ml_tbuf_t *b = t->trace.cur;
     uint64_t c = b ? b->committed : 0;
     if (ML_UNLIKELY(b == NULL ||
                     ((uint32_t)c + 1) * sizeof(ml_tfix_t) + ((c >> 32) + ML_TF_MAX_WORDS) * 4 > ml_trace_data_bytes)) {
@@ -103,7 +105,7 @@ ML_HOT void ml_trace_emit(ml_thread_t *t, const ml_tev_t *e)
     }
     if (e->req != 0) {
         *--w = (uint32_t)e->req;
-        if ((e->req >> 32) == (uint64_t)(t->index + 1) << 8) { /* a request this thread started */
+        if ((e->req >> 32) == (uint64_t)(t->trace.index + 1) << 8) { /* a request this thread started */
             flags |= 1u << ML_TF_REQ;
         } else {
             flags |= 2u << ML_TF_REQ;
@@ -150,15 +152,6 @@ ML_HOT void ml_trace_call_inline(ml_thread_t *t, const ml_call_t *c)
         .req = c->req,
     };
     ml_trace_emit(t, &e);
-}
-
-/* The observers of a successful call (ML_OBS_AT_CALL): inlined by the wrappers of the frequent,
- * short functions, called through ml_observe_call (observe.c) by the others. Each mode that sees
- * calls adds its line here. */
-ML_HOT void ml_observe_call_inline(ml_thread_t *t, const ml_call_t *c)
-{
-    if (t->trace) ml_trace_call_inline(t, c);
-    if (t->observe & ML_OBS_COUNTERS) ml_spc_call(t, c);
 }
 
 #endif

@@ -1,0 +1,41 @@
+/* Trace mode (runtime/src/trace.c): every MPI call, request completion, region and user counter
+ * update, with its times, in trace/rank-NNNNNN.bin. Internal header, never installed.
+ *
+ * This header holds the mode's per-thread state and its functions. It depends on nothing of the
+ * runtime but the names of its types, so that ml.h can embed ml_trace_thread_t in ml_thread_t: the
+ * inlined events (trace_event.h, included by the generated wrappers) reach it without a pointer to
+ * follow. The event encoding itself is in trace_event.h. */
+#ifndef ML_TRACE_H
+#define ML_TRACE_H
+
+#include <mpi.h>
+#include <stdint.h>
+
+typedef struct ml_thread ml_thread_t;
+typedef struct ml_call ml_call_t;
+typedef struct ml_req ml_req_t;
+struct ml_tbuf;
+
+/* A thread's trace state (ml_thread_t.trace), given at its first MPI call (ml_trace_thread). */
+typedef struct ml_trace_thread {
+    int on;                  /* write trace records: read by every wrapper that may emit an event */
+    uint32_t index;          /* thread number within the process, in order of first MPI use */
+    struct ml_tbuf *cur;     /* buffer being filled */
+    struct ml_tbuf *bufs[8];
+    uint32_t fillings;       /* buffers this thread has begun to fill */
+} ml_trace_thread_t;
+
+/* the mode's entry in the table of modes (modes.c) */
+int ml_trace_init(void);                /* MPI_Init: open the rank's file, start the writer; says why not */
+void ml_trace_thread(ml_thread_t *t);   /* a thread's first MPI call: its buffers */
+void ml_trace_finish(void);             /* MPI_Finalize: clock offsets (collective), last blocks */
+void ml_trace_emergency(int reason);    /* the process ends without MPI_Finalize: what is in memory */
+
+/* events not inlined in the wrappers (trace_event.h has the inlined ones) */
+void ml_trace_call(ml_thread_t *t, const ml_call_t *c);
+void ml_trace_plain(ml_thread_t *t, int fn, uint64_t t0, uint64_t t1);
+void ml_trace_done(ml_thread_t *t, const ml_req_t *e, const MPI_Status *st, int64_t sent, int64_t recv);
+void ml_trace_region(ml_thread_t *t, int begin, uint32_t path);
+void ml_trace_counter(ml_thread_t *t, uint32_t id, double value);
+
+#endif
