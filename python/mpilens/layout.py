@@ -22,17 +22,10 @@ from . import _layout
 PATTERNS: dict[str, str] = {name: f.path for name, f in _layout.FILES.items()}
 
 # mode (what `Run.modes` names) -> the family whose presence shows it
-MODES: dict[str, str] = {
-    "profile": "profile",
-    "trace": "trace",
-    "counters": "counters_layout",
-    "memory": "memory",
-    "mpit": "mpit",
-    "papi": "papi",
-    "intervals": "intervals",
-    "partial": "partial",
-    "snapshots": "snapshot",
-}
+MODES: dict[str, str] = {"profile": "profile", "intervals": "intervals", "partial": "partial", "snapshots": "snapshot"}
+for _name, _file in _layout.FILES.items():  # each mode of --mode: the first of its files in the spec
+    if _file.mode:
+        MODES.setdefault(_file.mode, _name)
 
 _FIELD = re.compile(r"\{(\w+)(?::[^}]*)?\}")
 
