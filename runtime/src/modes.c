@@ -23,7 +23,6 @@
 #include "ml_mpit.h"
 #include "ml_papi.h"
 #include "ml_spc.h"
-#include "ml_toy.h"
 #include "ml_trace.h"
 
 const ml_mode_t ml_modes[] = {
@@ -79,14 +78,6 @@ const ml_mode_t ml_modes[] = {
         .wanted = ml_intervals_wanted,
         .init = ml_intervals_start,
         .finish = ml_intervals_finish,
-    },
-    {
-        .name = "toy",
-        .bit = ML_MODE_TOY,
-        .init = ml_toy_init,
-        .thread = ml_toy_thread,
-        .finish = ml_toy_finish,
-        .emergency = ml_toy_emergency,
     },
 };
 
