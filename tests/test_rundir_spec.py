@@ -82,6 +82,14 @@ def test_no_magic_outside_the_spec():
     assert not hits, "magic strings outside runtime/spec/rundir.yaml:\n" + "\n".join(hits)
 
 
+def test_no_schema_tag_outside_the_spec():
+    tags = [f["schema"] for f in SPEC["files"].values() if f.get("schema")]
+    assert "mpilens.profile/1" in tags
+    hits = [f"{p.relative_to(ROOT)}:{i + 1}: {line.strip()}" for p in _sources()
+            for i, line in enumerate(p.read_text(errors="replace").splitlines()) if any(t in line for t in tags)]
+    assert not hits, "schema tags outside runtime/spec/rundir.yaml:\n" + "\n".join(hits)
+
+
 def test_no_record_layout_outside_the_spec():
     """A binary layout by hand looks like a numpy dtype or struct format of a file's fields, or a
     C struct with a magic; none is left outside the generated files."""

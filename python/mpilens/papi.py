@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import layout
+from . import _layout, layout
 from .errors import RunDirectoryError
 
-SCHEMA = "mpilens.papi/1"
+SCHEMA = _layout.SCHEMA_PAPI
 ROOT_NAME = "(outside regions)"
 WORK_EVENTS = ("PAPI_TOT_INS", "perf::TASK-CLOCK")
 #: compute-time imbalance (max / mean) below which the ranks count as balanced

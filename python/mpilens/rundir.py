@@ -10,11 +10,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import layout
+from . import _layout, layout
 from . import payload as pl
 from .errors import RunDirectoryError
 
-SCHEMA = "mpilens.profile/1"
+SCHEMA = _layout.SCHEMA_PROFILE
 PROFILE_SOURCE = "profile.json"  # Run.source of a run read from its aggregated profile
 FUNCTION_KEYS = ("calls", "time_s", "min_s", "max_s", "bytes_sent", "bytes_recv")
 

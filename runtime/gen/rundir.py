@@ -171,6 +171,10 @@ def gen_c(spec: dict) -> str:
     for k, b in magics(spec).items():
         out.append(f"#define ML_MAGIC_{k} {c_string(b)}")
     out.append("#define ML_MAGIC_LEN 8")
+    out += ["", "/* the \"schema\" tags of the JSON files */"]
+    for fname, f in spec["files"].items():
+        if f.get("schema"):
+            out.append(f'#define ML_SCHEMA_{ident(fname)} "{f["schema"]}"')
     out += ["", "/* paths, relative to the run directory (printf formats: snapshot, then rank) */"]
     for fname, f in spec["files"].items():
         out.append(f'#define ML_PATH_{ident(fname)} "{path_parts(f["path"])[0]}"')
@@ -253,6 +257,10 @@ def gen_python(spec: dict) -> str:
            "    magic: bytes | None", "    schema: str | None", "    writer: str", "    contents: str", "", ""]
     for k, b in magics(spec).items():
         out.append(f"MAGIC_{k} = {b!r}")
+    out.append("")
+    for fname, f in spec["files"].items():
+        if f.get("schema"):
+            out.append(f"SCHEMA_{ident(fname)} = {f['schema']!r}")
     out.append("")
     for k, c in spec["constants"].items():
         out.append(f"{k} = {c['value']}  # {c['doc']}")

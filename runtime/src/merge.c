@@ -666,7 +666,7 @@ int ml_merge_profile(FILE *f, const char *payloads, size_t len, const ml_merge_o
         mismatch += x->head.region_mismatch;
         outstanding += x->head.requests_outstanding;
     }
-    fputs("{\n  \"schema\": \"mpilens.profile/1\",\n  \"tool\": {\"name\": \"mpilens\"", f);
+    fputs("{\n  \"schema\": \"" ML_SCHEMA_PROFILE "\",\n  \"tool\": {\"name\": \"mpilens\"", f);
     if (o->version) fprintf(f, ", \"version\": \"%s\"", o->version);
     if (o->mpi) fprintf(f, ", \"mpi\": \"%s\"", o->mpi);
     fprintf(f, "},\n  \"complete\": %s,\n  \"nranks\": %d,\n  \"wall_time_s\": ", complete ? "true" : "false", nranks);

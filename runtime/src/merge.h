@@ -1,4 +1,4 @@
-/* The one merge of per-rank payloads into profile.json ("mpilens.profile/1").
+/* The one merge of per-rank payloads into profile.json (schema ML_SCHEMA_PROFILE).
  *
  * Rank 0 runs it at MPI_Finalize on the payloads it gathered (profile.c); mpilens-merge
  * (merge_main.c) runs it on the payload files of a run that did not reach MPI_Finalize and on

@@ -79,7 +79,7 @@ static int write_meta(int finished)
     if (readlink("/proc/self/exe", exe, sizeof exe - 1) < 0) exe[0] = 0;
     if (getcwd(cwd, sizeof cwd) == NULL) cwd[0] = 0;
 
-    fprintf(f, "{\n  \"schema\": \"mpilens.meta/1\",\n  \"tool\": {\"name\": \"mpilens\", \"version\": \"%s\"},\n",
+    fprintf(f, "{\n  \"schema\": \"" ML_SCHEMA_META "\",\n  \"tool\": {\"name\": \"mpilens\", \"version\": \"%s\"},\n",
             ML_VERSION);
     fprintf(f, "  \"mpi\": {\"flavor\": \"%s\", \"standard\": \"%d.%d\", \"thread_level\": \"%s\", \"library\": ",
             ML_MPI_FLAVOR, major, minor, thread_level_name(ml_g.thread_level));

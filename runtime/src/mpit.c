@@ -278,7 +278,7 @@ static void start_session(void)
     }
     MPI_T_pvar_get_num(&pvars_total);
     session_ok = MPI_T_pvar_session_create(&session) == MPI_SUCCESS;
-    fprintf(out, "{\"schema\": \"mpilens.mpit/1\", \"rank\": %d, \"pvars_total\": %d, \"regex\": ", ml_g.rank,
+    fprintf(out, "{\"schema\": \"" ML_SCHEMA_MPIT "\", \"rank\": %d, \"pvars_total\": %d, \"regex\": ", ml_g.rank,
             pvars_total);
     ml_json_str(out, ml_g.config.mpit_pvars ? ml_g.config.mpit_pvars : "");
     /* the periodic reads come from a thread of their own: only safe when MPI_T is thread safe */

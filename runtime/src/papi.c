@@ -590,7 +590,7 @@ void ml_papi_finish(void)
         for (size_t i = 0; i < (size_t)ML_NFUNC * n; i++) mpi_fn[i] += p->mpi_fn[i];
         for (size_t i = 0; i < ML_NFUNC; i++) fn_ticks[i] += p->mpi_fn_ticks[i];
     }
-    fprintf(f, "{\n\"schema\": \"mpilens.papi/1\",\n\"rank\": %d,\n\"events\": [", ml_g.rank);
+    fprintf(f, "{\n\"schema\": \"" ML_SCHEMA_PAPI "\",\n\"rank\": %d,\n\"events\": [", ml_g.rank);
     for (int i = 0; i < ev.n; i++) {
         if (i) fputs(", ", f);
         ml_json_str(f, ev.names[i]);

@@ -741,7 +741,7 @@ static int write_layout(const char *path)
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     FILE *f = fopen(tmp, "w");
     if (f == NULL) return -1;
-    fprintf(f, "{\n  \"schema\": \"mpilens.counters/1\",\n  \"nv\": %zu,\n  \"nv_thread\": %zu,\n", S.nv, S.nv_thread);
+    fprintf(f, "{\n  \"schema\": \"" ML_SCHEMA_COUNTERS_LAYOUT "\",\n  \"nv\": %zu,\n  \"nv_thread\": %zu,\n", S.nv, S.nv_thread);
     fprintf(f, "  \"nranks\": %d,\n  \"snapshot_ms\": %ld,\n  \"mpi\": \"%s\",\n  \"transport\": ", ml_g.size,
             ml_g.config.snapshot_ms, ML_MPI_FLAVOR);
     ml_json_str(f, S.pml);
