@@ -13,6 +13,7 @@ packages=(
   chromium fonts-dejavu-core        # headless browser for the HTML report tests
   lammps lammps-examples            # real applications run under the tool in the tests
   netpipe-openmpi netpipe-mpich2 hpcc
+  slurm-wlm munge                   # a real Slurm on this machine (scripts/slurm.sh, tests/test_slurm.py)
 )
 
 missing=()

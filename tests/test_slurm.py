@@ -1,0 +1,133 @@
+"""mpilens under a real Slurm (Debian's slurm-wlm and munge), started by scripts/slurm.sh with two
+nodes on this host: a direct `srun` launch (Open MPI through PMIx, MPICH through PMI2), `salloc`
+with `mpirun` inside, and `sbatch` scripts that call `mpilens run` with `srun` and with `mpirun`.
+Each run must hold the exact traffic of examples/c/ring (per rank 10 MPI_Send and 10 MPI_Recv of
+1024 bytes to and from its neighbours), the Slurm job's command, and one host.
+
+Open MPI's direct launch stays on one node (-N 1): across two slurmds of one host its PMIx
+plugins collide (scripts/slurm.sh says why); everything else spans both nodes.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import MPILENS, ROOT, example, fn, job_env
+from mpilens import rundir
+
+SLURM = ROOT / "scripts" / "slurm.sh"
+N, SIZE, NP = 10, 1024, 4
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="a Slurm of its own needs root (slurmd)")
+
+
+def free_port_pair() -> int:
+    """A port p such that p..p+2 are free (slurmctld and two slurmds)."""
+    for _ in range(50):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            p = s.getsockname()[1]
+        if p + 2 >= 65535:
+            continue
+        ok = True
+        for q in (p + 1, p + 2):
+            with socket.socket() as s:
+                try:
+                    s.bind(("0.0.0.0", q))
+                except OSError:
+                    ok = False
+        if ok:
+            return p
+    raise RuntimeError("no free ports")
+
+
+@pytest.fixture(scope="module")
+def slurm(tmp_path_factory):
+    """The cluster's environment: SLURM_CONF and the job environment of the tests."""
+    d = tmp_path_factory.mktemp("slurm") / "cluster"
+    env = dict(os.environ, MPILENS_SLURM_DIR=str(d), MPILENS_SLURM_NODES="2", MPILENS_SLURM_PORT=str(free_port_pair()))
+    up = subprocess.run([str(SLURM), "up"], env=env, capture_output=True, text=True, timeout=300)
+    assert up.returncode == 0, up.stderr + up.stdout
+    line = up.stdout.strip().splitlines()[-1]
+    assert line == f"export SLURM_CONF={d}/slurm.conf", up.stdout
+    try:
+        yield job_env(SLURM_CONF=f"{d}/slurm.conf")
+    finally:
+        subprocess.run([str(SLURM), "down"], env=env, capture_output=True, timeout=120)
+        assert not d.exists()
+
+
+def check_ring(run: rundir.Run, command: list[str]) -> None:
+    p = run.profile
+    assert run.complete and p["nranks"] == NP
+    assert fn(p, "MPI_Send", "calls") == [N] * NP and fn(p, "MPI_Recv", "calls") == [N] * NP
+    assert fn(p, "MPI_Send", "bytes_sent") == [N * SIZE] * NP
+    assert fn(p, "MPI_Recv", "bytes_recv") == [N * SIZE] * NP
+    assert sorted((m["src"], m["dst"], m["messages"], m["bytes"]) for m in p["matrix"]) == [
+        (r, (r + 1) % NP, N, N * SIZE) for r in range(NP)]
+    assert run.meta["command"] == command
+    assert {r["host"] for r in p["ranks"]} == {socket.gethostname()}
+
+
+def ring(mpi: str) -> list[str]:
+    return [str(example(mpi, "ring")), str(N), str(SIZE)]
+
+
+@pytest.mark.parametrize("mpi", ["openmpi", "mpich"])
+def test_srun_direct_launch(slurm, mpi, tmp_path):
+    plugin = ["-N", "1", "--mpi=pmix"] if mpi == "openmpi" else ["-N", "2", "--mpi=pmi2"]
+    command = ["srun", "-n", str(NP), *plugin, *ring(mpi)]
+    out = tmp_path / "run"
+    p = subprocess.run([str(MPILENS), "run", "-o", str(out), "--", *command], env=slurm, capture_output=True,
+                       text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert f"mpilens: run directory {out}" in p.stderr.splitlines(), p.stderr
+    assert "ring: 10 messages of 1024 bytes" in p.stdout  # the program's own output is passed on
+    check_ring(rundir.load(out), command)
+
+
+@pytest.mark.parametrize("mpi", ["openmpi", "mpich"])
+def test_salloc_with_mpirun_inside(slurm, mpi, tmp_path):
+    out = tmp_path / "run"
+    command = [f"mpirun.{mpi}", "-np", str(NP), *ring(mpi)]
+    p = subprocess.run(["salloc", "-N", "2", "-n", str(NP), str(MPILENS), "run", "-o", str(out), "--", *command],
+                       env=slurm, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert "Granted job allocation" in p.stderr
+    check_ring(rundir.load(out), command)
+
+
+@pytest.mark.parametrize("mpi", ["openmpi", "mpich"])
+def test_sbatch_script(slurm, mpi, tmp_path):
+    """A batch script that measures two job steps: one launched with srun, one with mpirun."""
+    a, b = tmp_path / "with-srun", tmp_path / "with-mpirun"
+    plugin, nodes = ("--mpi=pmix", "1") if mpi == "openmpi" else ("--mpi=pmi2", "2")
+    script = tmp_path / "job.sh"
+    script.write_text(f"""#!/bin/bash
+{MPILENS} run -o {a} -- srun {plugin} {' '.join(ring(mpi))}
+{MPILENS} run -o {b} -- mpirun.{mpi} -np {NP} {' '.join(ring(mpi))}
+""")
+    script.chmod(0o755)
+    log = tmp_path / "job.out"
+    p = subprocess.run(["sbatch", "--wait", "-N", nodes, "-n", str(NP), "-o", str(log), str(script)], env=slurm,
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, (p.stderr, log.read_text() if log.exists() else "")
+    text = log.read_text()
+    assert f"mpilens: run directory {a}" in text and f"mpilens: run directory {b}" in text, text
+    check_ring(rundir.load(a), ["srun", *plugin.split(), *ring(mpi)])
+    check_ring(rundir.load(b), [f"mpirun.{mpi}", "-np", str(NP), *ring(mpi)])
+
+
+def test_down_without_a_cluster_is_harmless(tmp_path):
+    env = dict(os.environ, MPILENS_SLURM_DIR=str(tmp_path / "none"))
+    assert subprocess.run([str(SLURM), "down"], env=env, capture_output=True).returncode == 0
+    p = subprocess.run([str(SLURM), "env"], env=env, capture_output=True, text=True)
+    assert p.returncode == 1 and "no cluster is up" in p.stderr
+    assert shutil.which("srun"), "slurm-wlm is installed by make test (scripts/install-deps.sh)"
+    assert Path(SLURM).stat().st_mode & 0o111
