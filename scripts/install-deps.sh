@@ -14,6 +14,7 @@ packages=(
   lammps lammps-examples            # real applications run under the tool in the tests
   netpipe-openmpi netpipe-mpich2 hpcc
   slurm-wlm munge                   # a real Slurm on this machine (scripts/slurm.sh, tests/test_slurm.py)
+  iproute2                          # test hosts in network namespaces (scripts/testhosts.sh)
 )
 
 missing=()

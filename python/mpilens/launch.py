@@ -74,14 +74,20 @@ def _is_elf(path: str) -> bool:
 
 
 def find_program(args: list[str]) -> str | None:
-    """Return the first argument that is an executable file (the program a launcher runs)."""
+    """Return the program a launcher runs: the first argument that is an executable linking an MPI
+    library, else the first executable file. Launcher options may name executables of their own (an
+    rsh agent: `-launcher-exec AGENT`, `--mca plm_rsh_agent AGENT`, `-launcher ssh`), which link no
+    MPI; a launcher's options need no table this way."""
+    first = None
     for a in args:
         if a.startswith("-"):
             continue
         path = _which(a)
         if path and os.path.isfile(path) and not os.path.isdir(path):
-            return path
-    return None
+            if program_mpi(path)[0] is not None:
+                return path
+            first = first or path
+    return first
 
 
 def library_flavor(lib: str) -> str | None:

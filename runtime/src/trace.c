@@ -47,7 +47,9 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t queued = PTHREAD_COND_INITIALIZER, freed = PTHREAD_COND_INITIALIZER;
 static ml_tbuf_t *qhead, *qtail;
 static uint32_t threads_seen;
-static int64_t offset_init_ns, offset_end_ns; /* this rank's clock minus rank 0's */
+/* this rank's clock minus rank 0's, and the round trip of the ping-pong it was read from: the
+ * offset is exact within half of it */
+static int64_t offset_init_ns, offset_end_ns, rtt_init_ns, rtt_end_ns;
 static uint64_t offset_init_at, offset_end_at;
 static int64_t writer_cpu_ns = -1; /* CPU time of the writer thread, once it has ended */
 static char path[4300];
@@ -250,10 +252,13 @@ void ml_trace_counter(ml_thread_t *t, uint32_t id, double value)
 /* ------------------------------------------------------------------------------- clocks */
 /* This rank's clock (CLOCK_MONOTONIC, ns) minus rank 0's, from the fastest of a few round trips
  * (half the round trip assumed each way). Collective over the tool's communicator. */
-static int64_t measure_offset(void)
+/* Rank 0 ping-pongs with each rank and keeps the exchange of the shortest round trip (its error
+ * bound is half of it); the rank learns its offset and that round trip. The reader aligns each
+ * host with the best measurement among its ranks (they share the host's clocks). */
+static int64_t measure_offset(int64_t *rtt)
 {
-    const int rounds = 8;
-    int64_t offset = 0;
+    const int rounds = 16;
+    int64_t offset[2] = {0, 0}; /* offset, round trip */
     if (ml_g.rank == 0) {
         for (int r = 1; r < ml_g.size; r++) {
             uint64_t best_rtt = UINT64_MAX;
@@ -269,7 +274,8 @@ static int64_t measure_offset(void)
                     best = remote - (int64_t)(a + (b - a) / 2);
                 }
             }
-            PMPI_Send(&best, 1, MPI_INT64_T, r, 22, ml_g.comm);
+            const int64_t result[2] = {best, (int64_t)best_rtt};
+            PMPI_Send(result, 2, MPI_INT64_T, r, 22, ml_g.comm);
         }
     } else {
         for (int k = 0; k < rounds; k++) {
@@ -277,9 +283,10 @@ static int64_t measure_offset(void)
             const int64_t now = (int64_t)ml_clock_ns();
             PMPI_Send(&now, 1, MPI_INT64_T, 0, 21, ml_g.comm);
         }
-        PMPI_Recv(&offset, 1, MPI_INT64_T, 0, 22, ml_g.comm, MPI_STATUS_IGNORE);
+        PMPI_Recv(offset, 2, MPI_INT64_T, 0, 22, ml_g.comm, MPI_STATUS_IGNORE);
     }
-    return offset;
+    *rtt = offset[1];
+    return offset[0];
 }
 
 /* ------------------------------------------------------------------------------- metadata */
@@ -332,16 +339,20 @@ static void write_json_block(const char *magic, int trailer)
     put_int(&s, (int64_t)tick);
     put(&s, ", \"ns1\": ");
     put_int(&s, (int64_t)ns);
-    put(&s, ", \"offset_ns\": [[");
+    put(&s, ", \"offset_ns\": [["); /* [when, offset, round trip] */
     put_int(&s, (int64_t)offset_init_at);
     put(&s, ", ");
     put_int(&s, offset_init_ns);
+    put(&s, ", ");
+    put_int(&s, rtt_init_ns);
     put(&s, "]");
     if (trailer && offset_end_at) {
         put(&s, ", [");
         put_int(&s, (int64_t)offset_end_at);
         put(&s, ", ");
         put_int(&s, offset_end_ns);
+        put(&s, ", ");
+        put_int(&s, rtt_end_ns);
         put(&s, "]");
     }
     put(&s, "], \"functions\": [");
@@ -395,7 +406,7 @@ static int open_trace(void)
     if (ml_rundir_path(path, sizeof path, ML_PATH_TRACE, ml_g.rank) != 0) return -1;
     fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0666);
     if (fd < 0) return -1;
-    offset_init_ns = measure_offset();
+    offset_init_ns = measure_offset(&rtt_init_ns);
     offset_init_at = ml_clock_ns();
     write_json_block(ML_MAGIC_TRACE_HEAD, 0);
     if (pthread_create(&writer, NULL, writer_main, NULL) != 0) return -1;
@@ -446,7 +457,7 @@ static void flush_all_direct(void)
 void ml_trace_finish(void)
 {
     if (fd < 0) return;
-    offset_end_ns = measure_offset();
+    offset_end_ns = measure_offset(&rtt_end_ns);
     offset_end_at = ml_clock_ns();
     for (ml_thread_t *t = __atomic_load_n(&ml_g.threads, __ATOMIC_ACQUIRE); t; t = t->next)
         if (t->trace.cur && (uint32_t)t->trace.cur->committed) {

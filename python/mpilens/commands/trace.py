@@ -51,7 +51,7 @@ def cmd_trace(a: argparse.Namespace) -> int:
     summary = {"run": str(a.rundir), "nranks": tl.nranks, "events": int(len(tl.ev)), "messages": int(len(m.send_ev)),
                "unmatched_sends": m.unmatched_sends, "unmatched_receives": m.unmatched_recvs,
                "collective_instances": int(tl.collectives.instance.max() + 1) if len(tl.collectives.instance) else 0,
-               "trace_bytes": tl.file_bytes, "writer_cpu_s": tl.writer_cpu_s,
+               "trace_bytes": tl.file_bytes, "writer_cpu_s": tl.writer_cpu_s, "clock_error_s": tl.clock_error_s,
                "complete": tl.complete, "problems": tl.problems, "export": written,
                "findings": [f.to_dict() for f in found]}
     if a.json:
@@ -67,6 +67,10 @@ def cmd_trace(a: argparse.Namespace) -> int:
     if tl.writer_cpu_s is not None:
         size += f"; the ranks' writer threads used {units.seconds(tl.writer_cpu_s)} of CPU"
     print(size)
+    if tl.clock_error_s:
+        print("Clocks: " + "; ".join(f"{h} aligned to rank 0's host within "
+                                     + (units.seconds(e) if e is not None else "an unknown error (older trace)")
+                                     for h, e in sorted(tl.clock_error_s.items())))
     for p in tl.problems:
         print(f"Note: {p}")
     if written is not None:

@@ -64,6 +64,12 @@ class RankTrace:
     # pairs differ by the tens of ns of jitter between reading the counter and the clock)
     host_clock_points: list[tuple[int, int]] | None = None
     file_bytes: int = 0
+    # a rank on another host than rank 0's: its host's offsets to rank 0's clock, [when, offset]
+    # pairs in ns, taken from the measurement of the shortest round trip among the host's ranks
+    # (they share the host's clocks), and their error bound (half that round trip); None when
+    # the trace does not say (traces of earlier versions recorded no round trip)
+    host_offsets: list[list[int]] | None = None
+    clock_error_ns: int | None = None
 
     @property
     def writer_cpu_s(self) -> float | None:
@@ -90,9 +96,12 @@ class RankTrace:
         else:
             rate = 1.0
         ns = pts[0, 1] + (ticks.astype(np.float64) - pts[0, 0]) * rate
-        offsets = [] if self.same_host_as_rank0 else (self.trailer or self.head).get("offset_ns", [])
+        if self.same_host_as_rank0:
+            offsets = []
+        else:
+            offsets = self.host_offsets or (self.trailer or self.head).get("offset_ns", [])
         if len(offsets) >= 2 and offsets[1][0] > offsets[0][0]:
-            (a0, o0), (a1, o1) = offsets[0], offsets[1]
+            (a0, o0), (a1, o1) = offsets[0][:2], offsets[1][:2]
             off = o0 + (ns - a0) * (o1 - o0) / (a1 - a0)
         elif offsets:
             off = offsets[0][1]
@@ -288,21 +297,72 @@ def trace_files(rundir: str | Path) -> list[Path]:
     return files
 
 
+def _offsets(path: Path) -> list[list[int]]:
+    """A rank's measured offsets to rank 0's clock ([when, offset, round trip] in ns), from its
+    trailer (or its head, for a rank killed before the trailer), without reading its events."""
+    with path.open("rb") as f:
+        size = f.seek(0, 2)
+        f.seek(max(0, size - (4 << 20)))
+        tail = f.read()
+        f.seek(0)
+        head = f.read(1 << 20)
+    for data, magic in ((tail, L.MAGIC_TRACE_TRAILER), (head, L.MAGIC_TRACE_HEAD)):
+        at = data.rfind(magic) if magic == L.MAGIC_TRACE_TRAILER else (0 if data.startswith(magic) else -1)
+        if at < 0:
+            continue
+        end = data.find(L.MAGIC_TRACE_JSON_END, at)
+        try:
+            return list(json.loads(data[at + 8:end]).get("offset_ns", [])) if end > 0 else []
+        except ValueError:
+            continue
+    return []
+
+
+def host_alignment(files: list[Path], host_of: list[int]) -> dict[int, tuple[list[list[int]], int | None]]:
+    """Per host other than rank 0's: its offsets to rank 0's clock at MPI_Init and MPI_Finalize,
+    each the one of the shortest round trip among the host's ranks, and the error bound of the
+    pair (half the longer of the two round trips; None when a trace recorded none)."""
+    best: dict[int, list[list[int] | None]] = {}
+    for f in files:
+        rank = layout.rank_of("trace", f)
+        if rank is None or rank >= len(host_of) or host_of[rank] == host_of[0]:
+            continue
+        slots = best.setdefault(host_of[rank], [None, None])
+        for i, o in enumerate(_offsets(f)[:2]):
+            rtt = o[2] if len(o) > 2 else None
+            cur = slots[i]
+            if cur is None or (rtt is not None and (len(cur) < 3 or rtt < cur[2])):
+                slots[i] = list(o)
+    out = {}
+    for host, slots in best.items():
+        chosen = [s for s in slots if s is not None]
+        rtts = [s[2] for s in chosen if len(s) > 2]
+        out[host] = ([s[:2] for s in chosen], max(rtts) // 2 if rtts and len(rtts) == len(chosen) else None)
+    return out
+
+
 def read_all(rundir: str | Path) -> Iterator[RankTrace]:
-    """Read the ranks of a run one after the other. Ranks on rank 0's host share its clock
-    (CLOCK_MONOTONIC and the time-stamp counter are per host): their ticks are converted as rank 0's,
-    and only ranks on other hosts get the measured offsets."""
+    """Read the ranks of a run one after the other. The ranks of one host share its clocks
+    (CLOCK_MONOTONIC and the time-stamp counter): their ticks are converted with the clock points
+    of the host's first rank. Rank 0's host is the reference; every other host is aligned to it by
+    the offsets measured at MPI_Init and MPI_Finalize, the best of its ranks' (host_alignment)."""
     try:
         meta = json.loads(layout.meta_file(rundir).read_text())
         host_of = meta["rank_host"]
     except (OSError, ValueError, KeyError):
         host_of = None
-    host_clock = None  # rank 0's clock points (its file comes first)
-    for f in trace_files(rundir):
+    files = trace_files(rundir)
+    aligned = host_alignment(files, host_of) if host_of else {}
+    host_clock: dict[int, list[tuple[int, int]]] = {}  # each host's first rank's clock points
+    for f in files:
         rt = read_rank(f)
-        rt.same_host_as_rank0 = bool(host_of) and rt.rank < len(host_of) and host_of[rt.rank] == host_of[0]
-        if rt.rank == 0:
-            host_clock = rt.clock_points
-        elif rt.same_host_as_rank0 and host_clock:
-            rt.host_clock_points = host_clock
+        host = host_of[rt.rank] if host_of and rt.rank < len(host_of) else None
+        rt.same_host_as_rank0 = host is not None and host == host_of[0]
+        if host is not None:
+            if host in host_clock:
+                rt.host_clock_points = host_clock[host]
+            else:
+                host_clock[host] = rt.clock_points
+            if host in aligned:
+                rt.host_offsets, rt.clock_error_ns = aligned[host]
         yield rt

@@ -4,12 +4,14 @@ collective instances."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from .. import layout
 from . import reader
 
 COLUMNS = {"rank": np.uint32, "thread": np.uint32, "kind": np.uint16, "fn": np.uint16, "t0": np.float64,
@@ -103,6 +105,9 @@ class Timeline:
     problems: list[str] = field(default_factory=list)
     file_bytes: int = 0  # the trace files' total size
     writer_cpu_s: float | None = None  # CPU time of the ranks' trace writer threads (None: not all recorded)
+    # hosts other than rank 0's are aligned to its clock by measured offsets: {host name: error
+    # bound in seconds, None when the trace recorded none}; empty when every rank is on one host
+    clock_error_s: dict[str, float | None] = field(default_factory=dict)
     _messages: Messages | None = None
     _collectives: Collectives | None = None
 
@@ -148,6 +153,7 @@ def load(rundir: str | Path, progress: Callable[[str], None] | None = None) -> T
     complete = True
     nranks = 0
     file_bytes, writer_cpu_s = 0, 0.0
+    clock_error: dict[int, float | None] = {}  # host index -> error bound (s)
     for rt in reader.read_all(rundir):
         if progress:
             progress(f"reading the trace of rank {rt.rank}")
@@ -156,6 +162,8 @@ def load(rundir: str | Path, progress: Callable[[str], None] | None = None) -> T
         problems += rt.problems
         complete &= rt.complete
         file_bytes += rt.file_bytes
+        if rt.host_offsets is not None:
+            clock_error[rt.rank] = None if rt.clock_error_ns is None else rt.clock_error_ns * 1e-9
         cpu = rt.writer_cpu_s
         writer_cpu_s = None if cpu is None or writer_cpu_s is None else writer_cpu_s + cpu
         if rt.trailer:
@@ -186,7 +194,19 @@ def load(rundir: str | Path, progress: Callable[[str], None] | None = None) -> T
         ev["t1"][:] -= origin
     if not complete:
         problems.append("some ranks did not reach MPI_Finalize: the trace ends where they stopped")
-    return Timeline(nranks, functions, classes, ev, regions, counters, complete, problems, file_bytes, writer_cpu_s)
+    hosts = _host_names(rundir)
+    errors = {hosts.get(r, f"rank {r}'s host"): e for r, e in clock_error.items()}
+    return Timeline(nranks, functions, classes, ev, regions, counters, complete, problems, file_bytes, writer_cpu_s,
+                    errors)
+
+
+def _host_names(rundir: str | Path) -> dict[int, str]:
+    """Each rank's host name, from meta.json (empty when it cannot be read)."""
+    try:
+        meta = json.loads(layout.meta_file(rundir).read_text())
+        return {r: meta["hosts"][h] for r, h in enumerate(meta["rank_host"])}
+    except (OSError, ValueError, KeyError, IndexError, TypeError):
+        return {}
 
 
 # ------------------------------------------------------------------------------------- messages

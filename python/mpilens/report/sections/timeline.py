@@ -77,6 +77,10 @@ def cost(tl: Any) -> str:
     text = f"The trace takes {units.size(tl.file_bytes)} ({tl.file_bytes / len(tl.ev):.1f} bytes per event)"
     if tl.writer_cpu_s is not None:
         text += f"; writing it took the ranks' writer threads {units.seconds(tl.writer_cpu_s)} of CPU"
+    if tl.clock_error_s:
+        known = [e for e in tl.clock_error_s.values() if e is not None]
+        text += (f". {len(tl.clock_error_s)} other host(s) aligned to rank 0's clock"
+                 + (f" within {units.seconds(max(known))}" if known else ""))
     return text + ". "
 
 

@@ -1,0 +1,92 @@
+"""Jobs across several hosts: two "hosts" made by scripts/testhosts.sh (network and UTS namespaces
+with their own names and addresses on a private bridge), reached by the launchers through
+scripts/testhost-rsh, two ranks on each. Open MPI and MPICH (Hydra) both launch across them.
+
+Checked against what the placement must be: host names in meta.json, the profile and the report,
+each rank on its host, memory mode's shared mappings split among the ranks of each host, and
+trace mode's clocks: the second host is aligned to rank 0's by measured offsets, whose error bound
+`mpilens trace` reports, and no message arrow may point backwards by more than that bound.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import MPILENS, ROOT, example, fn, job_env
+from mpilens import rundir
+
+HOSTS = ROOT / "scripts" / "testhosts.sh"
+RSH = ROOT / "scripts" / "testhost-rsh"
+N, SIZE, NP = 200, 1024, 4
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("ip") is None,
+                                reason="test hosts need root and iproute2 (network namespaces)")
+
+
+@pytest.fixture(scope="module")
+def hosts():
+    up = subprocess.run([str(HOSTS), "up", "2"], capture_output=True, text=True, timeout=60)
+    assert up.returncode == 0, up.stderr
+    try:
+        yield ["mlh1", "mlh2"]
+    finally:
+        subprocess.run([str(HOSTS), "down"], capture_output=True, timeout=60)
+
+
+def launch(mpi: str) -> list[str]:
+    if mpi == "openmpi":
+        return ["mpirun.openmpi", "--mca", "plm_rsh_agent", str(RSH), "--mca", "plm_rsh_no_tree_spawn", "1",
+                "--mca", "btl_tcp_if_include", "10.77.0.0/24", "--mca", "oob_tcp_if_include", "10.77.0.0/24",
+                "--host", "mlh1:2,mlh2:2", "-np", str(NP)]
+    return ["mpirun.mpich", "-launcher", "ssh", "-launcher-exec", str(RSH), "-iface", "mlbr0",
+            "-hosts", "mlh1:2,mlh2:2", "-np", str(NP)]
+
+
+def run(mpi: str, out, *mode: str) -> rundir.Run:
+    argv = [str(MPILENS), "run", "-o", str(out), *(["--mode", ",".join(mode)] if mode else []), "--",
+            *launch(mpi), str(example(mpi, "ring")), str(N), str(SIZE)]
+    p = subprocess.run(argv, env=job_env(), capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    return rundir.load(out)
+
+
+@pytest.mark.parametrize("mpi", ["openmpi", "mpich"])
+def test_profile_across_hosts(hosts, mpi, tmp_path):
+    r = run(mpi, tmp_path / "run")
+    p = r.profile
+    assert r.meta["hosts"] == hosts and r.meta["rank_host"] == [0, 0, 1, 1]
+    assert [x["host"] for x in p["ranks"]] == ["mlh1", "mlh1", "mlh2", "mlh2"]
+    assert fn(p, "MPI_Send", "calls") == [N] * NP and fn(p, "MPI_Recv", "bytes_recv") == [N * SIZE] * NP
+    assert sorted((m["src"], m["dst"], m["messages"]) for m in p["matrix"]) == [(r_, (r_ + 1) % NP, N)
+                                                                                for r_ in range(NP)]
+    text = subprocess.run([str(MPILENS), "report", str(tmp_path / "run")], capture_output=True, text=True).stdout
+    assert "mlh1" in text and "mlh2" in text
+
+
+@pytest.mark.parametrize("mpi", ["openmpi", "mpich"])
+def test_trace_clocks_across_hosts(hosts, mpi, tmp_path):
+    r = run(mpi, tmp_path / "run", "trace")
+    summary = json.loads(subprocess.run([str(MPILENS), "trace", "--json", str(tmp_path / "run")],
+                                        capture_output=True, text=True, check=True).stdout)
+    errors = summary["clock_error_s"]
+    assert list(errors) == ["mlh2"]  # rank 0's host is the reference
+    bound = errors["mlh2"]
+    assert bound is not None and 0 < bound < 0.01, bound
+    m = r.trace.messages
+    assert len(m.send_ev) == NP * N and m.unmatched_sends == 0 and m.unmatched_recvs == 0
+    # every arrow goes forward, up to the alignment's error bound
+    assert (m.recv_t - m.send_t).min() >= -bound, ((m.recv_t - m.send_t).min(), bound)
+    text = subprocess.run([str(MPILENS), "trace", str(tmp_path / "run")], capture_output=True, text=True).stdout
+    assert "Clocks: mlh2 aligned to rank 0's host within" in text
+
+
+@pytest.mark.parametrize("mpi", ["openmpi", "mpich"])
+def test_memory_shared_mappings_split_per_host(hosts, mpi, tmp_path):
+    """Shared mappings count for 1/k of each rank, k the ranks on its host: 2 here, not 4."""
+    r = run(mpi, tmp_path / "run", "memory")
+    assert r.memory.local == {0: 2, 1: 2, 2: 2, 3: 2}
