@@ -1,18 +1,23 @@
 #!/usr/bin/env python3
-"""How long the merge of per-rank payloads into profile.json takes, as the number of ranks grows.
+"""How long the merge of per-rank payloads into profile.json takes as the number of ranks grows,
+and (--report) how long the analyses of the resulting run directory take.
 
 Writes synthetic payloads (the layout of runtime/spec/rundir.yaml, through mpilens._layout) of a
 3-D stencil: each rank sends to its 6 neighbours with MPI_Isend/MPI_Irecv/MPI_Waitall, reduces with
 MPI_Allreduce, in 3 nested regions, with 2 user counters; then times mpilens-merge on them (the
 merge rank 0 runs at MPI_Finalize, and `mpilens report` on partial runs), median of --reps runs,
-with its peak memory.
+with its peak memory. With --report, each size also becomes a run directory (that profile.json
+and a meta.json of 32 ranks per host), on which `mpilens report`, `mpilens report --html` and
+mpilens.frames (load, functions, matrix, ranks) are timed, each in a fresh process, with their
+peak memory and the HTML page's size.
 
-  bench/merge.py [--ranks 64,1024,8192] [--reps 3]
+  bench/merge.py [--ranks 64,1024,8192] [--reps 3] [--report]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import resource
 import statistics
 import struct
@@ -86,11 +91,42 @@ def dims_of(n: int) -> tuple[int, int, int]:
     return best
 
 
+def timed(argv: list[str]) -> tuple[float, float]:
+    """Wall seconds and peak memory (MiB) of a command run in a fresh process (GNU time)."""
+    t0 = time.perf_counter()
+    p = subprocess.run(["/usr/bin/time", "-f", "%M", *argv], capture_output=True, text=True, check=True)
+    return time.perf_counter() - t0, int(p.stderr.strip().splitlines()[-1]) / 1024
+
+
+FRAMES = """
+import sys, mpilens
+run = mpilens.load(sys.argv[1])
+mpilens.frames.functions(run); mpilens.frames.matrix(run); mpilens.frames.ranks(run)
+"""
+
+
+def report_rows(run: Path, n: int) -> str:
+    meta = {"schema": L.SCHEMA_META, "tool": {"name": "mpilens"}, "nranks": n,
+            "mpi": {"flavor": "synthetic", "library": "synthetic payloads (bench/merge.py)"},
+            "hosts": [f"node{i:05d}" for i in range((n + 31) // 32)], "rank_host": [r // 32 for r in range(n)],
+            "program": "stencil", "command": ["mpirun", "-np", str(n), "stencil"], "config": {}}
+    (run / "meta.json").write_text(json.dumps(meta))
+    mpilens = str(ROOT / ".venv" / "bin" / "mpilens")
+    t_text, m_text = timed([mpilens, "report", str(run)])
+    html = run / "report.html"
+    t_html, m_html = timed([mpilens, "report", str(run), "--html", str(html)])
+    t_df, m_df = timed([sys.executable, "-c", FRAMES, str(run)])
+    return (f"| {n} | {t_text:.1f} s, {m_text:.0f} MiB | {t_html:.1f} s, {m_html:.0f} MiB, "
+            f"{html.stat().st_size / 1e6:.1f} MB | {t_df:.1f} s, {m_df:.0f} MiB |")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ranks", default="64,1024,8192")
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--report", action="store_true", help="also time the report, HTML and DataFrames")
     args = ap.parse_args()
+    reports = []
     exe = str(merge_program())
     print("| ranks | payload bytes | merge (median) | profile.json | peak memory |")
     print("|---:|---:|---:|---:|---:|")
@@ -102,8 +138,10 @@ def main() -> int:
                 for r in range(n):
                     f.write(payload(r, n, dims))
             times = []
+            run = Path(tmp) / "run"
+            run.mkdir()
             for _ in range(args.reps):
-                out = Path(tmp) / "profile.json"
+                out = run / "profile.json"
                 t0 = time.perf_counter()
                 with out.open("w") as f:
                     subprocess.run([exe, "--nranks", str(n), str(all_payloads)], stdout=f, check=True)
@@ -111,6 +149,13 @@ def main() -> int:
             peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
             print(f"| {n} | {all_payloads.stat().st_size / 1e6:.1f} MB | {statistics.median(times):.3f} s | "
                   f"{out.stat().st_size / 1e6:.1f} MB | {peak_kib / 1024:.0f} MiB |")
+            all_payloads.unlink()
+            if args.report:
+                reports.append(report_rows(run, n))
+    if reports:
+        print("\n| ranks | `mpilens report` | `--html` (time, memory, page) | DataFrames (load + 3 frames) |")
+        print("|---:|---:|---:|---:|")
+        print("\n".join(reports))
     return 0
 
 
