@@ -13,6 +13,7 @@ packages=(
   chromium fonts-dejavu-core        # headless browser for the HTML report tests
   lammps lammps-examples            # real applications run under the tool in the tests
   netpipe-openmpi netpipe-mpich2 hpcc
+  python3-h5py-mpi libhdf5-mpich-dev  # parallel HDF5 (Open MPI via h5py, MPICH via h5pcc) for the I/O tests
 )
 
 missing=()
