@@ -180,6 +180,60 @@ def test_text_and_frames(tmp_path):
     assert row["writes"] == 7 and row["collective_writes"] == 1
 
 
+def test_report_sections(tmp_path):
+    """The I/O section in the text, JSON and HTML reports: one table row per file, one timeline bar
+    per call the program made (iofile: 13 calls on shared.dat per rank, 6 on rank0.dat)."""
+    data = tmp_path / "data"
+    data.mkdir()
+    job = run_example("mpich", "iofile", 2, tmp_path, args=[str(data)])
+    text = subprocess.run([str(MPILENS), "report", str(job.rundir)], capture_output=True, text=True, check=True).stdout
+    block = text.split("@ I/O per file")[1].split("\n@ ")[0]
+    assert f"{data / 'shared.dat'}  (shared by 2 ranks; " in block and f"{data / 'rank0.dat'}  (rank 0 only; " in block
+    doc = json.loads(subprocess.run([str(MPILENS), "report", str(job.rundir), "--json"], capture_output=True,
+                                    text=True, check=True).stdout)
+    assert [f["name"] for f in doc["io"]["files"]] == [str(data / "shared.dat"), str(data / "rank0.dat")]
+    html = tmp_path / "r.html"
+    subprocess.run([str(MPILENS), "report", str(job.rundir), "--html", str(html)], check=True, capture_output=True)
+    page = html.read_text()
+    section = page.split('id="io-table"')[1].split("</table>")[0]
+    assert section.count("<tr>") == 3  # the header and the two files
+    timeline = page.split('id="io-timeline"')[1].split("</svg>")[0]
+    # per rank on shared.dat: open, 4 write_at, write_at_all, set_view, write, iwrite, 2 syncs, set_view,
+    # read_at_all, read_at, close; rank 0 on rank0.dat: open, 3 writes, set_size, close
+    assert timeline.count("<rect") == 2 * 15 + 6
+    assert timeline.count("MPI_File_write_at (write independent) on ") == 2 * 4
+
+
+def test_findings(tmp_path):
+    """iosmall's bad I/O gives the three I/O findings it was written for, with its numbers;
+    iofile (8 small writes, 12 independent ones, 14 KiB) gives none of them."""
+    np_, n = 3, 200
+    data = tmp_path / "data"
+    data.mkdir()
+    job = run_example("openmpi", "iosmall", np_, tmp_path, args=[str(data), str(n)])
+    assert f"iosmall: ok {np_}" in job.stdout
+    doc = json.loads(subprocess.run([str(MPILENS), "report", str(job.rundir), "--json"], capture_output=True,
+                                    text=True, check=True).stdout)
+    found = {f["kind"]: f for f in doc["findings"]}
+    small = str(data / "small.dat")
+    assert found["io_small_unaligned_writes"]["evidence"]["file"] == small
+    assert found["io_small_unaligned_writes"]["evidence"]["small_unaligned_writes"] == np_ * n
+    assert found["io_independent_writes"]["evidence"] == {"file": small, "independent_writes": np_ * n,
+                                                          "collective_writes": 0, "ranks": np_}
+    one = found["io_one_rank"]["evidence"]
+    assert one["rank"] == 0 and one["bytes"] == np_ * n * 100 + 4 * 2**20
+    assert abs(one["share"] - (n * 100 + 4 * 2**20) / (np_ * n * 100 + 4 * 2**20)) < 1e-12
+
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "data").mkdir()
+    job = run_example("openmpi", "iofile", 2, other, args=[str(other / "data")])
+    doc = json.loads(subprocess.run([str(MPILENS), "report", str(job.rundir), "--json"], capture_output=True,
+                                    text=True, check=True).stdout)
+    kinds = {f["kind"] for f in doc["findings"]}
+    assert not kinds & {"io_small_unaligned_writes", "io_independent_writes", "io_one_rank"}
+
+
 # ------------------------------------------------------------------------------------- Fortran
 def test_fortran_io(mpi, tmp_path):
     data = tmp_path / "data"
