@@ -234,6 +234,49 @@ def test_findings(tmp_path):
     assert not kinds & {"io_small_unaligned_writes", "io_independent_writes", "io_one_rank"}
 
 
+def test_trace_records_file_and_offset(mpi, tmp_path):
+    """In trace mode each MPI-IO call's event is preceded by an io event with its file and byte
+    offset: iofile's offsets, in its order, on the file it names."""
+    from mpilens.trace import reader, timeline
+
+    data = tmp_path / "data"
+    data.mkdir()
+    np_ = 2
+    job = run_example(mpi, "iofile", np_, tmp_path, args=[str(data)], settings={"MPILENS_MODE": "profile,trace"})
+    assert f"iofile: ok {np_}" in job.stdout
+    tl = timeline.load(job.rundir)
+    ev = tl.ev
+    shared = str(data / "shared.dat")
+    for r in range(np_):
+        idx = [int(i) for i in tl.io_events() if ev["rank"][i] == r]
+        got = []
+        for i in idx:
+            nxt = i + 1  # the call's own event, same thread, same start
+            assert ev["kind"][nxt] == reader.CALL and ev["t0"][nxt] == ev["t0"][i]
+            assert ev["thread"][nxt] == ev["thread"][i]
+            got.append((tl.file_name(r, int(ev["fn"][i])), tl.name(nxt), int(ev["sent"][i])))
+        read_fn = "MPI_File_read_at_c" if mpi == "mpich" else "MPI_File_read_at"
+        expected = [(shared, "MPI_File_open", -1),
+                    *[(shared, "MPI_File_write_at", (k * np_ + r) * 256) for k in range(4)],
+                    (shared, "MPI_File_write_at_all", 1024 * np_ + 4096 * r), (shared, "MPI_File_set_view", -1),
+                    (shared, "MPI_File_write", 5120 * np_ + 2048 * r),
+                    (shared, "MPI_File_iwrite", 5120 * np_ + 2048 * r + 1024),
+                    (shared, "MPI_File_sync", -1), (shared, "MPI_File_sync", -1), (shared, "MPI_File_set_view", -1),
+                    (shared, "MPI_File_read_at_all", 1024 * np_ + 4096 * r), (shared, read_fn, r * 256),
+                    (shared, "MPI_File_close", -1)]
+        if r == 0:
+            rank0 = str(data / "rank0.dat")
+            expected += [(rank0, "MPI_File_open", -1), (rank0, "MPI_File_write", 0), (rank0, "MPI_File_write", 100),
+                         (rank0, "MPI_File_write", 200), (rank0, "MPI_File_set_size", -1), (rank0, "MPI_File_close", -1)]
+        assert got == expected
+    out = tmp_path / "t.json"
+    subprocess.run([str(MPILENS), "export", "chrome", str(job.rundir), "-o", str(out)], check=True, capture_output=True)
+    instants = [e for e in json.loads(out.read_text())["traceEvents"] if e.get("cat") == "io"]
+    assert len(instants) == len(tl.io_events())
+    assert {(e["args"]["file"], e["args"]["offset"]) for e in instants if e["pid"] == 1} >= {
+        (shared, 1024 * np_ + 4096), (shared, 256)}
+
+
 # ------------------------------------------------------------------------------------- Fortran
 def test_fortran_io(mpi, tmp_path):
     data = tmp_path / "data"

@@ -388,7 +388,7 @@ def io_lines(f: standard.StdFunction, sem: Semantics, lang: str) -> tuple[list[s
     if f.base == "MPI_File_open":
         fh = "*fh" if lang == "c" else c("fh")
         name = "filename, SIZE_MAX" if lang == "c" else "(const char *)filename_f, ml_len0"
-        return [], [f"if (ML_UNLIKELY(ml_g.io)) ml_io_opened({c('comm')}, {name}, (int){c('amode')}, {fh}, ml_t0, ml_t1);"]
+        return [], [f"if (ML_UNLIKELY(ml_g.io)) ml_io_opened(ml_t, {c('comm')}, {name}, (int){c('amode')}, {fh}, ml_t0, ml_t1);"]
     fh = ("*fh" if lang == "c" else c("fh")) if f.base == "MPI_File_close" else c("fh")
     offset = c("offset") if "offset" in names and "ML_IO_EXPLICIT" in kind else "0"
     before = ["    ml_io_pre_t ml_io = {.file = -1};",
@@ -399,7 +399,7 @@ def io_lines(f: standard.StdFunction, sem: Semantics, lang: str) -> tuple[list[s
         nbytes = f"(int64_t){c('count')} * TSIZE({c('datatype')})"
     else:
         nbytes = "ml_sent" if "ML_IO_WRITE" in kind else "ml_recv"
-    return before, [f"if (ML_UNLIKELY(ml_io.file >= 0)) ml_io_after(&ml_io, ML_FN_{f.name}, ml_t0, ml_t1, {nbytes});"]
+    return before, [f"if (ML_UNLIKELY(ml_io.file >= 0)) ml_io_after(ml_t, &ml_io, ML_FN_{f.name}, ml_t0, ml_t1, {nbytes});"]
 
 
 def c_wrapper(f: standard.StdFunction, proto: cheader.CPrototype, sem: Semantics) -> str:

@@ -27,6 +27,7 @@
 
 #include "ml.h"
 #include "ml_io.h"
+#include "trace_event.h"
 
 typedef struct ml_io_rec {
     ml_io_file_t r;   /* times in ticks while running (absolute ticks for first_*, last_*; 0: never) */
@@ -140,8 +141,15 @@ static int size_bin(int64_t bytes)
     return b;
 }
 
-static void log_access(int32_t file, int fn, uint32_t kind, uint64_t t0, uint64_t t1, int64_t offset, int64_t bytes)
+static void log_access(ml_thread_t *t, int32_t file, int fn, uint32_t kind, uint64_t t0, uint64_t t1, int64_t offset,
+                       int64_t bytes)
 {
+    if (t != NULL && t->trace.on) { /* trace mode: the file and offset, just before the call's own event */
+        const ml_tev_t e = {.t0 = t0, .t1 = t1, .kind = ML_TEV_IO, .fn = (uint32_t)file,
+                            .comm = t->trace.cur ? t->trace.cur->last_comm : 0, .dst = -1, .src = -1,
+                            .sent = offset, .recv = kind};
+        ml_trace_emit(t, &e);
+    }
     if (fn >= 0 && fn < ML_NFUNC) fn_used[fn] = 1;
     const uint64_t i = __atomic_fetch_add(&naccesses, 1, __ATOMIC_RELAXED);
     if (i >= max_accesses) return;
@@ -215,7 +223,7 @@ static char *absolute_path(const char *name)
     return p;
 }
 
-void ml_io_opened(MPI_Comm comm, const char *name, size_t len, int amode, MPI_File fh, uint64_t t0, uint64_t t1)
+void ml_io_opened(ml_thread_t *t, MPI_Comm comm, const char *name, size_t len, int amode, MPI_File fh, uint64_t t0, uint64_t t1)
 {
     if (name == NULL) return;
     if (len == SIZE_MAX) len = strlen(name);
@@ -261,7 +269,7 @@ void ml_io_opened(MPI_Comm comm, const char *name, size_t len, int amode, MPI_Fi
         __atomic_fetch_add(&r->r.open_ns, t1 - t0, __ATOMIC_RELAXED);
         atomic_first(&r->r.first_open_ns, (int64_t)t0);
         handle_put(handle_key(fh), id);
-        log_access(id, ML_FN_MPI_File_open, ML_IO_OPEN, t0, t1, -1, 0);
+        log_access(t, id, ML_FN_MPI_File_open, ML_IO_OPEN, t0, t1, -1, 0);
     }
     pthread_mutex_unlock(&open_lock);
     free(copy);
@@ -281,7 +289,7 @@ void ml_io_before(ml_io_pre_t *p, uint32_t kind, MPI_File fh, MPI_Offset offset)
     p->offset = (int64_t)byte;
 }
 
-void ml_io_after(const ml_io_pre_t *p, int fn, uint64_t t0, uint64_t t1, int64_t bytes)
+void ml_io_after(ml_thread_t *t, const ml_io_pre_t *p, int fn, uint64_t t0, uint64_t t1, int64_t bytes)
 {
     if (p->file < 0) return;
     ml_io_rec_t *r = &recs[p->file];
@@ -326,7 +334,7 @@ void ml_io_after(const ml_io_pre_t *p, int fn, uint64_t t0, uint64_t t1, int64_t
         __atomic_fetch_add(&r->r.resizes, 1, __ATOMIC_RELAXED);
         __atomic_fetch_add(&r->r.resize_ns, d, __ATOMIC_RELAXED);
     }
-    log_access(p->file, fn, k, t0, t1, p->offset, (k & (ML_IO_READ | ML_IO_WRITE)) ? bytes : 0);
+    log_access(t, p->file, fn, k, t0, t1, p->offset, (k & (ML_IO_READ | ML_IO_WRITE)) ? bytes : 0);
 }
 
 /* ------------------------------------------------------------------------------- the file

@@ -5,7 +5,8 @@
  * Only the generated wrappers of the MPI_File_ functions call it (runtime/gen/generate.py gives
  * each its ML_IO_* kind from its name): a run without MPI-IO executes none of this code. The
  * wrappers call ml_io_before before the MPI call (the file and the offset the call starts at) and
- * ml_io_after after a successful one (its time and bytes); MPI_File_open calls ml_io_opened. */
+ * ml_io_after after a successful one (its time and bytes); MPI_File_open calls ml_io_opened. In
+ * trace mode both also write an `io` event (file id, offset) just before the call's own event. */
 #ifndef ML_IO_H
 #define ML_IO_H
 
@@ -27,10 +28,10 @@ void ml_io_emergency(int reason); /* the same from an exit path (async-signal-sa
 
 /* A successful MPI_File_open: name as given (len: its length, or SIZE_MAX when NUL-terminated;
  * a Fortran name's trailing blanks are dropped). */
-void ml_io_opened(MPI_Comm comm, const char *name, size_t len, int amode, MPI_File fh, uint64_t t0, uint64_t t1);
+void ml_io_opened(ml_thread_t *t, MPI_Comm comm, const char *name, size_t len, int amode, MPI_File fh, uint64_t t0, uint64_t t1);
 /* Before a call on fh (offset: the call's explicit offset in etypes, or 0). */
 void ml_io_before(ml_io_pre_t *p, uint32_t kind, MPI_File fh, MPI_Offset offset);
 /* After the call succeeded: bytes read or written (what it asked for when nonblocking). */
-void ml_io_after(const ml_io_pre_t *p, int fn, uint64_t t0, uint64_t t1, int64_t bytes);
+void ml_io_after(ml_thread_t *t, const ml_io_pre_t *p, int fn, uint64_t t0, uint64_t t1, int64_t bytes);
 
 #endif
