@@ -490,3 +490,19 @@ def test_io_kinds_of_every_file_function():
     assert kinds["MPI_File_preallocate"] == "ML_IO_SIZE"
     assert kinds["MPI_File_get_size"] is None and kinds["MPI_File_delete"] is None
     assert L.IO_KIND_WRITE == 0x2  # the generated constants the reader uses
+
+
+def test_damaged_io_file_is_named(tmp_path):
+    """A truncated rank file is a problem naming it; the other ranks are still reported."""
+    data = tmp_path / "data"
+    data.mkdir()
+    job = run_example("openmpi", "iofile", 2, tmp_path, args=[str(data)])
+    f1 = job.rundir / "io" / "rank-000001.bin"
+    f1.write_bytes(f1.read_bytes()[:L.IO_HEADER.size + 10])
+    doc = io_json(job.rundir)
+    assert doc["ranks_with_io"] == [0]
+    assert len(doc["problems"]) == 1 and "rank-000001.bin" in doc["problems"][0] and "truncated" in doc["problems"][0]
+    assert by_name(doc)[str(data / "shared.dat")]["per_rank"][0]["bytes_written"] == 7168
+    (job.rundir / "io" / "rank-000000.bin").write_bytes(b"garbage!")
+    p = subprocess.run([str(MPILENS), "io", str(job.rundir)], capture_output=True, text=True)
+    assert p.returncode != 0 and "rank-000000.bin: not an mpilens I/O file" in p.stderr

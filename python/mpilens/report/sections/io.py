@@ -131,7 +131,10 @@ class IOSection(Section):
                 _td(t["meta"], units.seconds(t["meta"])),
                 _td(f["slowest_rank_time_s"], f"{f['slowest_rank']} ({units.seconds(f['slowest_rank_time_s'])})"),
             ]) + "</tr>")
-        extra = []
+        extra = [f"Not read: {p}" for p in data.problems]
+        if data.incomplete:
+            extra.append(f"Ranks {', '.join(map(str, data.incomplete))} ended before MPI_Finalize: their I/O is what "
+                         "they did until then.")
         if data.dropped_files:
             extra.append(f"{sum(data.dropped_files.values())} files beyond MPILENS_IO_MAX_FILES are not recorded.")
         if data.dropped_accesses:
@@ -151,9 +154,13 @@ class IOSection(Section):
             return None
         from ... import io
 
+        data = _data(ctx)
         out = [f"@ {self.title}"]
         for f in files:
             out += io.file_lines(f, detail=False)
+        out += [f"not read: {p}" for p in data.problems]
+        if data.incomplete:
+            out.append(f"ranks that ended before MPI_Finalize: {', '.join(map(str, data.incomplete))}")
         return out
 
     def json(self, ctx: Context) -> dict[str, Any] | None:
