@@ -18,6 +18,17 @@ SMALL_MESSAGE = 1024  # bytes
 SMALL_SHARE_NOTABLE = 0.8  # share of point-to-point messages below SMALL_MESSAGE
 PAIR_SHARE_NOTABLE = 0.5  # share of point-to-point bytes on one pair, with more than 2 ranks
 SAMPLING_SE_NOTABLE = 0.05  # standard error of sampled MPI time, as a share of it
+# I/O per file (mpilens.io)
+IO_ALIGN = 4096  # bytes: a write is aligned when its offset and size are multiples of this (a file-system block)
+IO_SMALL_WRITE = 4096  # bytes: a write below this is small
+IO_SMALL_UNALIGNED_NOTABLE = 16  # small unaligned writes to one file worth a statement ...
+IO_SMALL_UNALIGNED_SHARE = 0.5  # ... when they are at least this share of its listed writes
+IO_INDEPENDENT_NOTABLE = 64  # independent writes to one shared file worth a statement ...
+IO_INDEPENDENT_SHARE = 0.8  # ... when they are at least this share of its writes
+IO_ONE_RANK_SHARE = 0.9  # share of all bytes read and written by one rank ...
+IO_ONE_RANK_MIN_BYTES = 1 << 20  # ... when the run moves at least this much through MPI-IO
+IO_META_SHARE = 0.5  # share of I/O time in open, close, sync, set_view, set_size ...
+IO_META_MIN_S = 0.01  # ... when that time is at least this (summed over ranks)
 
 
 @dataclass
@@ -124,4 +135,74 @@ def find(run: Run, s: Summary) -> list[Finding]:
                                f"One pair carries {units.percent(top['bytes'] / total_bytes)} of all point-to-point "
                                f"bytes: rank {top['src']} -> rank {top['dst']} ({units.size(top['bytes'])}).",
                                dict(top)))
+    if "io" in run.modes:
+        from .errors import RunDirectoryError
+
+        try:
+            out += io_findings(run.io)
+        except RunDirectoryError:
+            pass
+    return out
+
+
+def io_findings(data: Any) -> list[Finding]:
+    """Statements about MPI-IO (a mpilens.io.IORun): small unaligned writes, independent writes to
+    a shared file that a collective would batch, one rank doing all the I/O, metadata dominating."""
+    import numpy as np
+
+    from . import _layout as L
+
+    out: list[Finding] = []
+    files = data.files()
+    acc = data.accesses
+    writes = acc[((acc["kind"] & L.IO_KIND_WRITE) != 0) & ((acc["kind"] & L.IO_KIND_END) == 0)]
+    for i, name in enumerate(data.names):
+        w = writes[writes["file"] == i]
+        known = w[w["offset"] >= 0]
+        small = known[(known["bytes"] < IO_SMALL_WRITE)
+                      & (((known["offset"] % IO_ALIGN) != 0) | ((known["bytes"] % IO_ALIGN) != 0))]
+        if len(small) >= IO_SMALL_UNALIGNED_NOTABLE and len(known) and len(small) / len(known) >= IO_SMALL_UNALIGNED_SHARE:
+            out.append(Finding("io_small_unaligned_writes", "warning",
+                               f"{name}: {len(small)} of {len(known)} writes are smaller than "
+                               f"{units.size(IO_SMALL_WRITE)} and not aligned to {units.size(IO_ALIGN)} (median "
+                               f"{units.size(float(np.median(small['bytes'])))}): each costs a read-modify-write of a "
+                               "file-system block. Buffering them into larger aligned writes (or a collective "
+                               "write, which aggregates) would help.",
+                               {"file": name, "small_unaligned_writes": int(len(small)),
+                                "writes_with_offset": int(len(known)), "align": IO_ALIGN}))
+    for f in files:
+        w = f["writes"]
+        if f["shared"] and w["independent"] >= IO_INDEPENDENT_NOTABLE and w["independent"] >= IO_INDEPENDENT_SHARE * w["total"]:
+            per = w["independent"] / len(f["ranks"])
+            out.append(Finding("io_independent_writes", "warning",
+                               f"{f['name']} is shared by {len(f['ranks'])} ranks, which write it with "
+                               f"{w['independent']} independent calls ({per:.0f} per rank) and {w['collective']} "
+                               "collective ones: a collective write (MPI_File_write_at_all, or a file view and "
+                               "MPI_File_write_all) lets MPI-IO gather them into few large writes (two-phase I/O).",
+                               {"file": f["name"], "independent_writes": w["independent"],
+                                "collective_writes": w["collective"], "ranks": len(f["ranks"])}))
+    per_rank: dict[int, int] = {}
+    for r in data.records:
+        per_rank[r.rank] = per_rank.get(r.rank, 0) + r.rec["bytes_read"] + r.rec["bytes_written"]
+    total = sum(per_rank.values())
+    if data.nranks > 1 and total >= IO_ONE_RANK_MIN_BYTES:
+        top = max(per_rank, key=lambda k: per_rank[k])
+        if per_rank[top] / total >= IO_ONE_RANK_SHARE:
+            out.append(Finding("io_one_rank", "warning",
+                               f"Rank {top} reads and writes {units.percent(per_rank[top] / total)} of the "
+                               f"{units.size(total)} moved through MPI-IO, the {data.nranks - 1} other ranks the rest: "
+                               "the I/O is serialized on one rank. Writing a shared file from every rank "
+                               "(collectively) spreads it.",
+                               {"rank": top, "share": per_rank[top] / total, "bytes": total}))
+    meta = sum(f["time_s"]["meta"] for f in files)
+    io_time = meta + sum(f["time_s"]["read"] + f["time_s"]["write"] for f in files)
+    if meta >= IO_META_MIN_S and io_time and meta / io_time >= IO_META_SHARE:
+        kinds = {k: sum(f["time_s"][k] for f in files) for k in ("open", "close", "sync", "set_view", "set_size")}
+        top_kind = max(kinds, key=lambda k: kinds[k])
+        out.append(Finding("io_metadata", "info",
+                           f"Metadata takes {units.percent(meta / io_time)} of the time in MPI-IO "
+                           f"({units.seconds(meta)} summed over ranks, most in {top_kind}: "
+                           f"{units.seconds(kinds[top_kind])}); reads and writes the rest. Fewer opens, closes "
+                           "and syncs (keep files open, sync once) would help.",
+                           {"meta_s": meta, "io_s": io_time, **{f"{k}_s": v for k, v in kinds.items()}}))
     return out

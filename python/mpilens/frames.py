@@ -62,3 +62,35 @@ def message_sizes(run: Run) -> pd.DataFrame:
             for r, (c, t) in enumerate(zip(b["calls"], b["time_s"])):
                 rows.append((name, b["bin"], b["min_bytes"], b["max_bytes"], r, c, t))
     return pd.DataFrame(rows, columns=["function", "bin", "min_bytes", "max_bytes", "rank", "calls", "time_s"])
+
+
+def files(run: Run) -> pd.DataFrame:
+    """I/O per file (MPILENS_IO): one row per (file name as opened, rank that opened it) with the
+    calls by kind, bytes, times in seconds and the file system; empty when the run did no MPI-IO.
+    ``df.groupby("name")[["bytes_read", "bytes_written"]].sum()`` gives the per-file totals."""
+    from . import io
+    from .errors import RunDirectoryError
+
+    try:
+        data = run.io
+    except RunDirectoryError:
+        return pd.DataFrame(columns=FILE_COLUMNS)
+    rows = []
+    for r in data.records:
+        x = r.rec
+        rows.append((r.name, r.rank, r.path, r.fs_type or None, r.mount or None, x["comm_size"], x["opens"],
+                     x["closes"], x["syncs"], x["views"], x["resizes"], sum(x["reads"]), x["reads"][0] + x["reads"][1],
+                     x["reads"][2] + x["reads"][3], x["reads"][1] + x["reads"][3], sum(x["writes"]),
+                     x["writes"][0] + x["writes"][1], x["writes"][2] + x["writes"][3], x["writes"][1] + x["writes"][3],
+                     x["bytes_read"], x["bytes_written"], x["read_s"], x["write_s"], r.meta_s,
+                     *(x[f"{m}_s"] for m in io.META), x["first_open_s"], x["first_access_s"], x["last_access_s"],
+                     x["last_close_s"], x["max_read_end"], x["max_write_end"]))
+    return pd.DataFrame(rows, columns=FILE_COLUMNS)
+
+
+FILE_COLUMNS = ["name", "rank", "path", "fs_type", "mount", "comm_size", "opens", "closes", "syncs", "set_views",
+                "set_sizes", "reads", "independent_reads", "collective_reads", "nonblocking_reads", "writes",
+                "independent_writes", "collective_writes", "nonblocking_writes", "bytes_read", "bytes_written",
+                "read_time_s", "write_time_s", "meta_time_s", "open_time_s", "close_time_s", "sync_time_s",
+                "set_view_time_s", "set_size_time_s", "first_open_s", "first_access_s", "last_access_s",
+                "last_close_s", "end_of_reads", "end_of_writes"]

@@ -22,7 +22,8 @@ from . import _layout
 PATTERNS: dict[str, str] = {name: f.path for name, f in _layout.FILES.items()}
 
 # mode (what `Run.modes` names) -> the family whose presence shows it
-MODES: dict[str, str] = {"profile": "profile", "intervals": "intervals", "partial": "partial", "snapshots": "snapshot"}
+MODES: dict[str, str] = {"profile": "profile", "intervals": "intervals", "partial": "partial", "snapshots": "snapshot",
+                         "io": "io"}
 for _name, _file in _layout.FILES.items():  # each mode of --mode: the first of its files in the spec
     if _file.mode:
         MODES.setdefault(_file.mode, _name)
@@ -177,6 +178,11 @@ def partial_dir(run_dir: str | Path) -> Path:
 def intervals_files(run_dir: str | Path) -> list[Path]:
     """The MPILENS_INTERVALS files of a run directory, by rank."""
     return files(run_dir, "intervals")
+
+
+def io_files(run_dir: str | Path) -> list[Path]:
+    """The I/O-per-file files of a run directory (MPILENS_IO), by rank."""
+    return files(run_dir, "io")
 
 
 def snapshot_numbers(run_dir: str | Path) -> list[int]:

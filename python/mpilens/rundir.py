@@ -41,7 +41,7 @@ class Run:
     @functools.cached_property
     def modes(self) -> frozenset[str]:
         """The modes whose data the directory holds, from the files present: some of profile,
-        trace, counters, memory, mpit, papi, intervals, partial (ranks that left a payload without
+        trace, counters, memory, mpit, papi, intervals, io, partial (ranks that left a payload without
         MPI_Finalize's aggregation) and snapshots (MPI_Pcontrol(3|4)). See configured_modes."""
         return layout.modes(self.path)
 
@@ -106,6 +106,13 @@ class Run:
         from . import intervals
 
         return intervals.load(self.path)
+
+    @functools.cached_property
+    def io(self) -> Any:
+        """I/O per file (MPILENS_IO), a mpilens.io.IORun (RunDirectoryError when no rank opened a file)."""
+        from . import io
+
+        return io.load(self.path)
 
 
 def _load_json(path: Path, problems: list[str]) -> Any:

@@ -306,6 +306,7 @@ def after_call(f: standard.StdFunction, sem: Semantics, lang: str, status_expr: 
         lines.append("if (ML_UNLIKELY(ml_g.intervals)) ml_interval(comm, ml_t0, ml_t1);")
     if sem.after:
         lines.append(f"{sem.after};")
+    lines += io_lines(f, sem, lang)[1]
     lines.append(trace_line(f.name, sem, r, status_expr))
     return lines
 
@@ -331,6 +332,76 @@ def needs_status(sem: Semantics) -> bool:
     return sem.request is None and "status" in (sem.send, sem.recv)
 
 
+IO_META = {"open": "ML_IO_OPEN", "close": "ML_IO_CLOSE", "sync": "ML_IO_SYNC", "set_view": "ML_IO_VIEW",
+           "set_size": "ML_IO_SIZE", "preallocate": "ML_IO_SIZE"}
+IO_ACCESS = re.compile(r"(i?)(read|write)(_at)?(_all|_shared|_ordered)?(_begin|_end)?")
+
+
+def io_kind(f: standard.StdFunction) -> str | None:
+    """The ML_IO_* bits of an MPI_File_ function that I/O per file records (runtime/src/io.c), from
+    its name; None for the others (queries, hints, MPI_File_delete, ...)."""
+    if not f.base.startswith("MPI_File_"):
+        return None
+    name = f.base[len("MPI_File_"):]
+    if name in IO_META:
+        return IO_META[name]
+    m = IO_ACCESS.fullmatch(name)
+    if m is None:
+        return None
+    nb, what, at, how, split = m.groups()
+    bits = ["ML_IO_READ" if what == "read" else "ML_IO_WRITE"]
+    if how in ("_all", "_ordered"):
+        bits.append("ML_IO_COLLECTIVE")
+    if nb or split == "_begin":
+        bits.append("ML_IO_NONBLOCKING")
+    if at:
+        bits.append("ML_IO_EXPLICIT")
+    if how in ("_shared", "_ordered"):
+        bits.append("ML_IO_SHARED")
+    if split == "_end":
+        bits.append("ML_IO_END")
+    return " | ".join(bits)
+
+
+def io_lines(f: standard.StdFunction, sem: Semantics, lang: str) -> tuple[list[str], list[str]]:
+    """I/O per file: the lines before the timed call and those after a successful one (inside the
+    success block, after the accounting: ml_sent / ml_recv are known). Empty for other functions."""
+    kind = io_kind(f)
+    if kind is None:
+        return [], []
+    names = {p.name for p in f.params}
+    fparams = {p.name: p for p in (f.fortran or [])}
+
+    def c(name: str) -> str:
+        """The C value of a parameter in this wrapper."""
+        if lang == "c":
+            return name
+        if name == "fh":
+            return "PMPI_File_f2c(*(const MPI_Fint *)fh_f)"
+        if name == "comm":
+            return "PMPI_Comm_f2c(*(const MPI_Fint *)comm_f)"
+        if name == "datatype":
+            return "PMPI_Type_f2c(*(const MPI_Fint *)datatype_f)"
+        storage = FORTRAN_STORAGE[fparams[name].ftype]
+        return f"(int64_t)*(const {storage} *){name}_f"
+
+    if f.base == "MPI_File_open":
+        fh = "*fh" if lang == "c" else c("fh")
+        name = "filename, SIZE_MAX" if lang == "c" else "(const char *)filename_f, ml_len0"
+        return [], [f"if (ML_UNLIKELY(ml_g.io)) ml_io_opened(ml_t, {c('comm')}, {name}, (int){c('amode')}, {fh}, ml_t0, ml_t1);"]
+    fh = ("*fh" if lang == "c" else c("fh")) if f.base == "MPI_File_close" else c("fh")
+    offset = c("offset") if "offset" in names and "ML_IO_EXPLICIT" in kind else "0"
+    before = ["    ml_io_pre_t ml_io = {.file = -1};",
+              f"    if (ML_UNLIKELY(ml_g.io)) ml_io_before(&ml_io, {kind}, {fh}, (MPI_Offset){offset});"]
+    if "ML_IO_END" in kind or "ML_IO_READ" not in kind and "ML_IO_WRITE" not in kind:
+        nbytes = "0"
+    elif sem.request is not None:
+        nbytes = f"(int64_t){c('count')} * TSIZE({c('datatype')})"
+    else:
+        nbytes = "ml_sent" if "ML_IO_WRITE" in kind else "ml_recv"
+    return before, [f"if (ML_UNLIKELY(ml_io.file >= 0)) ml_io_after(ml_t, &ml_io, ML_FN_{f.name}, ml_t0, ml_t1, {nbytes});"]
+
+
 def c_wrapper(f: standard.StdFunction, proto: cheader.CPrototype, sem: Semantics) -> str:
     names = [p.name for p in f.params]
     decls = ", ".join(cp.declare(n) for cp, n in zip(proto.params, names)) or "void"
@@ -344,6 +415,7 @@ def c_wrapper(f: standard.StdFunction, proto: cheader.CPrototype, sem: Semantics
         body.append(f"    {guard}{sem.before};")
     if needs_status(sem):
         body += ["    MPI_Status ml_status;", "    if (status == MPI_STATUS_IGNORE) status = &ml_status;"]
+    body += io_lines(f, sem, "c")[0]
     body.append(ENTER_HOOK.format(fn=f.name))
     body += timing_lines(f.name, sem, f"    const {ret} ml_rc = PMPI_{f.name[4:]}({args});")
     if sem.moves_data and sem.request is None:
@@ -427,6 +499,7 @@ def f_wrapper(f: standard.StdFunction, proto: cheader.CPrototype, sem: Semantics
     if needs_status(sem):
         body += ["    MPI_Fint ml_fstatus[ML_F_STATUS_MAX];",
                  "    if (ml_f_status_ignore(status_f)) status_f = ml_fstatus;"]
+    body += io_lines(f, sem, "f")[0]
     body.append(ENTER_HOOK.format(fn=f.name))
     body += timing_lines(f.name, sem, f"    ml_real({', '.join(actuals)});")
     null = null_transfer(sem) if sem.moves_data else None
@@ -531,8 +604,9 @@ def main() -> int:
     # deprecated functions of the standard are wrapped on purpose
     quiet = '#pragma GCC diagnostic ignored "-Wdeprecated-declarations"'
     # ml.h: the profile's hot path; ml_observe.h: the observers' inlined hook (trace events, counters);
-    # the modes the wrappers call directly: ml_comm_named (mpit), ml_interval, ml_spc_probe (counters)
-    includes = ['#include "ml.h"', '#include "ml_intervals.h"', '#include "ml_mpit.h"', '#include "ml_observe.h"',
+    # the modes the wrappers call directly: ml_comm_named (mpit), ml_interval, ml_spc_probe (counters),
+    # ml_io_* (I/O per file, from the MPI_File_ wrappers only)
+    includes = ['#include "ml.h"', '#include "ml_intervals.h"', '#include "ml_io.h"', '#include "ml_mpit.h"', '#include "ml_observe.h"',
                 '#include "ml_semantics.h"', '#include "ml_spc.h"']
     c_out = [STAMP, *includes, quiet, ""]
     f_out = [STAMP, *includes, '#include "ml_fortran.h"', quiet, ""]

@@ -7,7 +7,7 @@
  *
  * The other headers: ml_alloc.h (the tool's own allocations, included here), ml_modes.h (the table
  * of modes and their lifecycle hooks), one header per mode (ml_trace.h with trace_event.h,
- * ml_spc.h, ml_memory.h, ml_papi.h, ml_mpit.h, ml_intervals.h), ml_observe.h (the observers'
+ * ml_spc.h, ml_memory.h, ml_papi.h, ml_mpit.h, ml_intervals.h, ml_io.h), ml_observe.h (the observers'
  * inlined per-call hook), ml_output.h (payload, profile.json, meta.json), ml_semantics.h,
  * completion.h and ml_fortran.h (for the wrappers). A mode's per-thread state is a group of
  * ml_thread_t below; trace mode's is embedded from ml_trace.h, which the inlined trace events read
@@ -179,6 +179,7 @@ typedef struct ml_global {
     uint32_t max_paths;
     /* the modes' process-wide flags read by the wrappers and core code (each set by its mode) */
     int intervals;      /* MPILENS_INTERVALS: record compute intervals between synchronizing collectives */
+    int io;             /* MPILENS_IO: the MPI_File_ wrappers record per file (runtime/src/io.c) */
     uint64_t trace_write_errors;
     int mpit;           /* mpit mode: pvars are read at region boundaries (runtime/src/mpit.c) */
     int mpit_comms;     /* communicator names matter to MPI_T (MPILENS_COMM_CVARS, bound pvars) */

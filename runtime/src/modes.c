@@ -15,9 +15,10 @@
  *   the tool frees and unmaps there is charged to MPI_Finalize, and its finalize_leave comes after
  *   PMPI_Finalize; every finish comes before the profile is gathered, so mpit's last pvar reading
  *   and trace's end clock offsets do not see the gather's traffic.
- * - Exit paths: after this rank's partial profile is written, trace then memory. */
+ * - Exit paths: after this rank's partial profile is written, trace then memory, then io. */
 #include "ml.h"
 #include "ml_intervals.h"
+#include "ml_io.h"
 #include "ml_memory.h"
 #include "ml_modes.h"
 #include "ml_mpit.h"
@@ -78,6 +79,14 @@ const ml_mode_t ml_modes[] = {
         .wanted = ml_intervals_wanted,
         .init = ml_intervals_start,
         .finish = ml_intervals_finish,
+    },
+    {
+        /* MPILENS_IO (on by default), not a --mode: I/O per file; the MPI_File_ wrappers call it */
+        .name = "io",
+        .wanted = ml_io_wanted,
+        .init = ml_io_start,
+        .finish = ml_io_finish,
+        .emergency = ml_io_emergency,
     },
 };
 

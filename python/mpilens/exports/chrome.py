@@ -116,7 +116,8 @@ def _by_rank(ranks: np.ndarray, nranks: int) -> list[np.ndarray]:
 
 def chrome(tl: Timeline, out: Path, progress: Progress = None) -> dict[str, int]:
     """Write the Trace Event Format JSON: one process per rank, one thread per thread, complete
-    events for MPI calls and regions, flow arrows for messages, counter tracks; timestamps in
+    events for MPI calls and regions, flow arrows for messages, counter tracks, instant events with
+    the file and offset of MPI-IO calls; timestamps in
     microseconds. Rank by rank (records sorted by rank, thread and time), so that the text of
     one rank at a time is in memory. Returns counts of what was written."""
     ev = tl.ev
@@ -131,6 +132,8 @@ def chrome(tl: Timeline, out: Path, progress: Progress = None) -> dict[str, int]
     counters = np.flatnonzero(ev["kind"] == reader.COUNTER)
     rank_calls = _by_rank(ev["rank"][calls], tl.nranks)
     rank_counters = _by_rank(ev["rank"][counters], tl.nranks)
+    io = tl.io_events()
+    rank_io = _by_rank(ev["rank"][io], tl.nranks)
     rank_sends, rank_recvs = _by_rank(sr, tl.nranks), _by_rank(dr, tl.nranks)
     regions: dict[int, list] = {}
     for reg in region_visits(tl):
@@ -156,6 +159,11 @@ def chrome(tl: Timeline, out: Path, progress: Progress = None) -> dict[str, int]
             rec.add([f'{{"ph":"X","cat":"region","name":{json.dumps(n)},"pid":{r},"tid":{th},"ts":{t0 * 1e6:.3f},'
                      f'"dur":{max(t1 - t0, 0) * 1e6:.3f}}}' for _, th, t0, t1, n in regs],
                     r, [x[1] for x in regs], [x[2] * 1e6 for x in regs])
+            ii = io[rank_io[r]]  # the file and offset of each MPI-IO call, an instant event at its start
+            rec.add([f'{{"ph":"i","s":"t","cat":"io","name":{json.dumps("file " + tl.name(int(i)))},"pid":{r},'
+                     f'"tid":{int(ev["thread"][i])},"ts":{ev["t0"][i] * 1e6:.3f},"args":{{"file":'
+                     f'{json.dumps(tl.name(int(i)))},"offset":{int(ev["sent"][i])}}}}}' for i in ii.tolist()],
+                    r, ev["thread"][ii], ev["t0"][ii] * 1e6)
             ci = counters[rank_counters[r]]
             values = ev["sent"][ci].view(np.float64)  # counters keep their value's bits in "sent"
             rec.add([f'{{"ph":"C","name":{json.dumps(tl.name(int(i)))},"pid":{r},'

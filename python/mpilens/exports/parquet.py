@@ -14,14 +14,15 @@ from . import Exporter, Progress, exporter
 
 def parquet(tl: Timeline, out: Path, progress: Progress = None) -> dict[str, int]:
     """Write the event table (one row per event, names resolved) and, next to it, the matched
-    messages (<out stem>.messages.parquet)."""
+    messages (<out stem>.messages.parquet). An "io" row names the file of the MPI-IO call in the
+    next row of its thread, with the byte offset in bytes_sent (-1: not known)."""
     import pyarrow.parquet as pq
 
     ev = tl.ev
     # names as dictionary columns: one small table of strings and an index per event
     kinds = pa.DictionaryArray.from_arrays(
-        pa.array(np.minimum(ev["kind"], 5).astype(np.int8)),
-        pa.array(["", "call", "done", "region_begin", "region_end", "counter"]))
+        pa.array(np.minimum(ev["kind"], 6).astype(np.int8)),
+        pa.array(["", "call", "done", "region_begin", "region_end", "counter", "io"]))
     labels = list(tl.functions)
     index = ev["fn"].astype(np.int32)
     special = np.flatnonzero(ev["kind"] >= reader.REGION_BEGIN)

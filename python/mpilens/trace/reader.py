@@ -21,6 +21,7 @@ from ..errors import RunDirectoryError
 # kinds of events
 CALL, DONE, REGION_BEGIN, REGION_END, COUNTER = (L.TRACE_KIND_CALL, L.TRACE_KIND_DONE, L.TRACE_KIND_REGION_BEGIN,
                                                  L.TRACE_KIND_REGION_END, L.TRACE_KIND_COUNTER)
+IO = L.TRACE_KIND_IO  # file (fn) and byte offset (sent) of the MPI-IO call whose event follows
 
 # an event with all of its fields: the 64-byte events of older traces as they are, and what the
 # compact events are decoded into

@@ -108,6 +108,7 @@ class Timeline:
     # hosts other than rank 0's are aligned to its clock by measured offsets: {host name: error
     # bound in seconds, None when the trace recorded none}; empty when every rank is on one host
     clock_error_s: dict[str, float | None] = field(default_factory=dict)
+    io_files: dict[int, list[str]] = field(default_factory=dict)  # per rank: file id of io events -> name
     _messages: Messages | None = None
     _collectives: Collectives | None = None
 
@@ -120,10 +121,22 @@ class Timeline:
         e = self.ev[i]
         if e["kind"] in (reader.REGION_BEGIN, reader.REGION_END):
             return self.region_name(int(e["rank"]), int(e["fn"]))
+        if e["kind"] == reader.IO:
+            return self.file_name(int(e["rank"]), int(e["fn"]))
         if e["kind"] == reader.COUNTER:
             names = self.counters.get(int(e["rank"]), [])
             return names[e["fn"]][0] if e["fn"] < len(names) else f"counter {e['fn']}"
         return self.functions[e["fn"]]
+
+    def file_name(self, rank: int, file: int) -> str:
+        """Name (as opened) of file id `file` of a rank's io events ("file N" without its io file)."""
+        table = self.io_files.get(rank, [])
+        return table[file] if file < len(table) else f"file {file}"
+
+    def io_events(self) -> np.ndarray:
+        """Indices of the io events: each gives the file (fn, see file_name) and byte offset (sent,
+        -1 unknown) of the MPI-IO call event that follows it on its thread."""
+        return np.flatnonzero(self.ev["kind"] == reader.IO)
 
     def region_name(self, rank: int, path: int) -> str:
         """Name of region path id `path` of a rank ("region N" when the rank's trailer does not say)."""
@@ -196,8 +209,20 @@ def load(rundir: str | Path, progress: Callable[[str], None] | None = None) -> T
         problems.append("some ranks did not reach MPI_Finalize: the trace ends where they stopped")
     hosts = _host_names(rundir)
     errors = {hosts.get(r, f"rank {r}'s host"): e for r, e in clock_error.items()}
+    io_files: dict[int, list[str]] = {}
+    if len(ev) and (ev["kind"] == reader.IO).any():  # names of the files the io events refer to
+        from .. import io
+        from ..errors import RunDirectoryError
+
+        for path in layout.io_files(rundir):
+            try:
+                one = io.read_file(path)
+            except (RunDirectoryError, OSError) as err:
+                problems.append(str(err))
+                continue
+            io_files[one["rank"]] = [r.name for r in sorted(one["records"], key=lambda r: r.rec["id"])]
     return Timeline(nranks, functions, classes, ev, regions, counters, complete, problems, file_bytes, writer_cpu_s,
-                    errors)
+                    errors, io_files)
 
 
 def _host_names(rundir: str | Path) -> dict[int, str]:
