@@ -90,3 +90,30 @@ def test_memory_shared_mappings_split_per_host(hosts, mpi, tmp_path):
     """Shared mappings count for 1/k of each rank, k the ranks on its host: 2 here, not 4."""
     r = run(mpi, tmp_path / "run", "memory")
     assert r.memory.local == {0: 2, 1: 2, 2: 2, 3: 2}
+
+
+def ompi_eager_limit(btl: str) -> int:
+    """An Open MPI BTL's eager limit as ompi_info reports it (not through mpilens)."""
+    out = subprocess.run(["ompi_info", "--param", "btl", btl, "--level", "9", "--parsable"], capture_output=True,
+                         text=True, check=True).stdout
+    for line in out.splitlines():
+        if f"btl_{btl}_eager_limit:value:" in line:
+            return int(line.rsplit(":", 1)[1])
+    raise AssertionError(f"ompi_info names no btl_{btl}_eager_limit")
+
+
+def test_counters_eager_limit_per_transport(hosts, tmp_path):
+    """Open MPI: a message between the shared-memory eager limit (vader) and the TCP one is eager
+    to a rank of another host and not to one of the same host. In the ring, ranks 1 and 3 send
+    across hosts, ranks 0 and 2 within theirs."""
+    shm, tcp = ompi_eager_limit("vader"), ompi_eager_limit("tcp")
+    size = (shm + tcp) // 2
+    assert shm < size < tcp
+    argv = [str(MPILENS), "run", "-o", str(tmp_path / "run"), "--mode", "counters", "--",
+            *launch("openmpi"), str(example("openmpi", "ring")), "20", str(size)]
+    p = subprocess.run(argv, env=job_env(), capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    c = rundir.load(tmp_path / "run").counters
+    assert c.layout.doc["eager"]["shm_limit"] == shm and c.layout.doc["eager"]["net_limit"] == tcp
+    assert [c.value("EAGER_MESSAGES", r) for r in range(NP)] == [0, 20, 0, 20]
+    assert [c.value("NOT_EAGER_MESSAGES", r) for r in range(NP)] == [20, 0, 20, 0]
