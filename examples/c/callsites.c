@@ -6,7 +6,8 @@
  * it, and a three-level call path (outer -> middle -> inner) for MPILENS_CALLSITE_DEPTH=3.
  * The MPI calls are never in tail position: a tail call has no return address in its caller.
  *
- * usage: callsites [iterations]   (default 20) */
+ * usage: callsites [iterations] [many]   (default 20; "many": also 80 more call sites, all made
+ * from the one line marked site:many, each call from its own instruction) */
 #include <dlfcn.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -32,6 +33,16 @@ __attribute__((noinline)) static int outer(int n)
 {
     int v = middle(n); /* site:outer */
     return v + 2;
+}
+
+/* 80 calls of MPI_Comm_rank, each from its own return address: 80 call sites */
+#define ML_C1 MPI_Comm_rank(MPI_COMM_WORLD, &r); s += r;
+#define ML_C10 ML_C1 ML_C1 ML_C1 ML_C1 ML_C1 ML_C1 ML_C1 ML_C1 ML_C1 ML_C1
+__attribute__((noinline)) static int many_sites(void)
+{
+    int r, s = 0;
+    ML_C10 ML_C10 ML_C10 ML_C10 ML_C10 ML_C10 ML_C10 ML_C10 /* site:many */
+    return s;
 }
 
 int main(int argc, char **argv)
@@ -64,6 +75,7 @@ int main(int argc, char **argv)
         MPI_Barrier(MPI_COMM_WORLD); /* site:barrier */
         total += outer(i);
         total += lib_ring(i);
+        if (argc > 2 && strcmp(argv[2], "many") == 0) total += many_sites();
     }
     /* the same function from two lines: two sites */
     MPI_Barrier(MPI_COMM_WORLD); /* site:barrier2 */

@@ -284,6 +284,8 @@ static uint64_t site_ns(const ml_site_t *e)
  * (no allocation, no lock): it also runs in signal handlers. */
 void ml_callsite_payload(ml_sink_t *s, ml_thread_t *threads)
 {
+    const ml_payload_callsites_t head = {(uint32_t)depth};
+    put_record(s, head);
     const uint32_t nmod = depth ? __atomic_load_n(&nmodules, __ATOMIC_ACQUIRE) : 0;
     put_u32(s, nmod);
     for (uint32_t m = 0; m < nmod; m++) {

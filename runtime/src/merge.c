@@ -65,6 +65,7 @@ typedef struct rankrec {
     uint16_t hostlen;
     /* each positioned at its table's count (the payload's order: runtime/spec/rundir.yaml) */
     cursor_t regions, functions, stats, sizes, matrix, counter_names, counters;
+    uint32_t callsite_depth;         /* 0: none recorded (and in payloads of version 2) */
     cursor_t modules, sites, frames; /* call sites; empty in payloads of version 2 */
 } rankrec_t;
 
@@ -116,7 +117,11 @@ static int parse_payload(cursor_t *c, rankrec_t *r, char *why, size_t whylen)
     static const uint32_t none = 0;
     const cursor_t empty = {(const char *)&none, (const char *)&none + 4, 0};
     r->modules = r->sites = r->frames = empty;
+    r->callsite_depth = 0;
     if (!v2) {
+        ml_payload_callsites_t cs;
+        take(&body, &cs, sizeof cs);
+        r->callsite_depth = cs.depth;
         r->modules = body;
         skip_table(&body, sizeof(ml_payload_module_t), 1);
         r->sites = body;
@@ -420,7 +425,7 @@ static gsite_t *site_of(table_t *t, uint32_t fn, const gframe_t *f, uint32_t n)
  * whatever the addresses the modules were loaded at. */
 static void merge_sites(table_t *t, int rank, const rankrec_t *r)
 {
-    if (r->sites.p != r->sites.end) t->any_sites = 1; /* a payload with call-site tables */
+    if (r->callsite_depth > 0) t->any_sites = 1; /* a rank that recorded call sites */
     uint32_t nmod, nsite, nframe;
     table_start(r->modules, &nmod);
     uint32_t *gmod = calloc((size_t)nmod + 1, sizeof *gmod);

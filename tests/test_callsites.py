@@ -1,0 +1,159 @@
+"""Call sites (MPILENS_CALLSITE_DEPTH): each MPI call counted at the line of the program that makes
+it, symbolised by `mpilens report`. The expected lines come from marker comments in the example
+programs (`site:NAME`), the expected counts from the programs' loops; under Open MPI and MPICH."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import MPILENS, ROOT, example, job_env, mpirun, run_example
+
+CONTRACT = {"mpi_function", "file", "line", "symbol", "module", "calls", "time_s", "bytes_sent", "bytes_recv"}
+
+
+def markers(path: Path) -> dict[str, int]:
+    """Line of each `site:NAME` marker of a source file."""
+    out = {}
+    for i, line in enumerate(path.read_text().splitlines(), 1):
+        m = re.search(r"site:([\w-]+)", line)
+        if m and "site:NAME" not in line:
+            out[m.group(1)] = i
+    return out
+
+
+def report_json(run_dir: Path) -> dict:
+    p = subprocess.run([str(MPILENS), "report", str(run_dir), "--json"], capture_output=True, text=True, env=job_env(),
+                       timeout=300)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+def site(sites: list[dict], function: str, file: str, line: int) -> dict:
+    found = [s for s in sites if s["mpi_function"] == function and s["file"] and Path(s["file"]).name == file
+             and s["line"] == line]
+    assert len(found) == 1, (function, file, line, [(s["mpi_function"], s["file"], s["line"]) for s in sites])
+    return found[0]
+
+
+def test_c_program_and_dlopened_pic_library(mpi, tmp_path):
+    iters, np = 12, 3
+    job = run_example(mpi, "callsites", np, tmp_path, [str(iters)])
+    sites = report_json(job.rundir)["callsites"]
+    for s in sites:
+        assert CONTRACT <= set(s), s
+        assert "path" not in s  # depth 1
+        for key in ("calls", "time_s", "bytes_sent", "bytes_recv"):
+            assert len(s[key]) == np
+    src = markers(ROOT / "examples" / "c" / "callsites.c")
+    lib = markers(ROOT / "examples" / "c" / "lib" / "sites.c")
+    expect = {"isend": "MPI_Isend", "recv": "MPI_Recv", "wait": "MPI_Wait", "barrier": "MPI_Barrier",
+              "inner": "MPI_Allreduce"}
+    for name, function in expect.items():
+        s = site(sites, function, "callsites.c", src[name])
+        assert s["calls"] == [iters] * np, (name, s)
+        assert s["module"] == str(example(mpi, "callsites"))
+    assert site(sites, "MPI_Barrier", "callsites.c", src["barrier2"])["calls"] == [1] * np
+    assert site(sites, "MPI_Allreduce", "callsites.c", src["inner"])["symbol"] == "inner"
+    # bytes of the nonblocking send go to the line that started it (256 doubles per call)
+    assert site(sites, "MPI_Isend", "callsites.c", src["isend"])["bytes_sent"] == [iters * 256 * 8] * np
+    assert site(sites, "MPI_Recv", "callsites.c", src["recv"])["bytes_recv"] == [iters * 256 * 8] * np
+    # the library opened with dlopen, at an address chosen at run time
+    s = site(sites, "MPI_Sendrecv_replace", "sites.c", lib["lib"])
+    assert s["symbol"] == "sites_lib_ring" and s["calls"] == [iters] * np
+    assert Path(s["module"]).name == "libsites.so"
+    assert s["bytes_sent"] == [iters * 64 * 4] * np
+    # the sites of a function add up to the function's calls
+    prof = job.profile
+    for function in ("MPI_Barrier", "MPI_Isend", "MPI_Wait"):
+        per_rank = [sum(x["calls"][r] for x in sites if x["mpi_function"] == function) for r in range(np)]
+        assert per_rank == prof["functions"][function]["calls"]
+    # each rank's memory map, with build ids and the dlopen'ed library
+    maps = sorted((job.rundir / "maps").glob("rank-*.json"))
+    assert len(maps) == np
+    m = json.loads(maps[0].read_text())
+    assert m["schema"] == "mpilens.maps/1"
+    libs = [x for x in m["modules"] if x["path"].endswith("libsites.so")]
+    assert libs and libs[0]["bias"] > 0 and len(libs[0]["build_id"]) == 40
+    # the symbolised sites are cached in the run directory
+    assert json.loads((job.rundir / "callsites.json").read_text())["schema"] == "mpilens.callsites/1"
+
+
+def test_depth_three_paths_through_three_functions(mpi, tmp_path):
+    job = run_example(mpi, "callsites", 2, tmp_path, ["5"], settings={"MPILENS_CALLSITE_DEPTH": "3"})
+    sites = report_json(job.rundir)["callsites"]
+    src = markers(ROOT / "examples" / "c" / "callsites.c")
+    s = site(sites, "MPI_Allreduce", "callsites.c", src["inner"])
+    assert [(f["symbol"], f["line"]) for f in s["path"]] == [("inner", src["inner"]), ("middle", src["middle"]),
+                                                              ("outer", src["outer"])]
+    assert s["calls"] == [5, 5]
+    assert all(len(x["path"]) <= 3 for x in sites)
+    # the library's site: its caller in the program is the second frame
+    lib = markers(ROOT / "examples" / "c" / "lib" / "sites.c")
+    s = site(sites, "MPI_Sendrecv_replace", "sites.c", lib["lib"])
+    assert s["path"][1]["symbol"] == "main" and Path(s["path"][1]["file"]).name == "callsites.c"
+
+
+def test_cxx_names_are_demangled(mpi, tmp_path):
+    job = run_example(mpi, "sites", 2, tmp_path)
+    sites = report_json(job.rundir)["callsites"]
+    src = markers(ROOT / "examples" / "cxx" / "sites.cpp")
+    s = site(sites, "MPI_Sendrecv", "sites.cpp", src["cxx-sendrecv"])
+    assert s["symbol"].startswith("halo::Exchanger::exchange(int, int)"), s["symbol"]
+    assert s["calls"] == [10, 10]
+    s = site(sites, "MPI_Allreduce", "sites.cpp", src["cxx-allreduce"])
+    assert s["symbol"].startswith("long halo::reduce_sum<long>(long)"), s["symbol"]
+
+
+def test_fortran_use_mpi_and_mpif_h(mpi, tmp_path):
+    job = run_example(mpi, "fsites", 2, tmp_path)
+    sites = report_json(job.rundir)["callsites"]
+    src = markers(ROOT / "examples" / "fortran" / "fsites.f90")
+    s = site(sites, "MPI_Sendrecv", "fsites.f90", src["f-sendrecv"])
+    assert s["symbol"] == "fsites_work::exchange" and s["calls"] == [10, 10]
+    s = site(sites, "MPI_Allreduce", "fsites.f90", src["f-allreduce"])
+    assert s["symbol"] == "total" and s["calls"] == [10, 10]
+    s = site(sites, "MPI_Barrier", "fsites.f90", src["f-barrier"])
+    assert s["symbol"] == "(main program)" and s["calls"] == [10, 10]
+
+
+def test_depth_zero_records_no_sites(tmp_path):
+    job = mpirun("openmpi", 2, [str(example("openmpi", "callsites")), "3"], tmp_path,
+                 settings={"MPILENS_CALLSITE_DEPTH": "0"})
+    assert "callsites" not in job.profile
+    assert "callsites" not in report_json(job.rundir)
+    assert not (job.rundir / "maps").exists()
+
+
+def test_a_full_table_counts_other_sites_and_loses_no_call(tmp_path):
+    """A table of 64 entries holds 48 sites: the sites beyond are counted under their function's
+    "other sites", and every call is still counted."""
+    iters = 4
+    job = mpirun("mpich", 2, [str(example("mpich", "callsites")), str(iters), "many"], tmp_path,
+                 settings={"MPILENS_CALLSITE_MAX": "64"})
+    sites = report_json(job.rundir)["callsites"]
+    prof = job.profile
+    src = markers(ROOT / "examples" / "c" / "callsites.c")
+    many = [s for s in sites if s["mpi_function"] == "MPI_Comm_rank" and s["line"] == src["many"]]
+    other = [s for s in sites if s["symbol"] == "(other sites)" and s["mpi_function"] == "MPI_Comm_rank"]
+    assert 0 < len(many) < 80 and len(other) == 1
+    assert other[0]["file"] is None and other[0]["line"] is None
+    total = [sum(s["calls"][r] for s in many + other) for r in range(2)]
+    assert total[0] >= (80 - len(many)) * iters
+    for function, f in prof["functions"].items():
+        mine = [s for s in sites if s["mpi_function"] == function]
+        assert [sum(s["calls"][r] for s in mine) for r in range(2)] == f["calls"], function
+
+
+@pytest.mark.parametrize("mpi_name", ["openmpi"])
+def test_frames_callsites(mpi_name, tmp_path):
+    import mpilens
+    job = run_example(mpi_name, "callsites", 2, tmp_path, ["3"])
+    df = mpilens.frames.callsites(mpilens.load(job.rundir))
+    src = markers(ROOT / "examples" / "c" / "callsites.c")
+    rows = df[(df.mpi_function == "MPI_Wait") & (df.line == src["wait"])]
+    assert list(rows["rank"]) == [0, 1] and list(rows["calls"]) == [3, 3]
