@@ -6,6 +6,7 @@ rank of the max; then each top function's heaviest sites. Symbolised at analysis
 
 from __future__ import annotations
 
+import os
 from html import escape
 from typing import Any
 
@@ -29,7 +30,19 @@ def _mpi_total(ctx: Context) -> float:
 
 
 def _where(s: dict[str, Any]) -> str:
-    return location(s) if s.get("file") or s.get("symbol") != OTHER else OTHER
+    """file:line, or the module when the binary has no line information."""
+    if s.get("file") and s.get("line"):
+        return location(s)
+    return os.path.basename(s["module"]) if s.get("module") else OTHER
+
+
+def _short(symbol: str | None, width: int = 48) -> str:
+    """A symbol for the text table: long C++ signatures lose their parameters."""
+    if not symbol:
+        return ""
+    if len(symbol) > width and "(" in symbol:
+        symbol = symbol[:symbol.index("(")] + "(...)"
+    return symbol if len(symbol) <= width + 8 else symbol[:width + 5] + "..."
 
 
 @section
@@ -48,7 +61,7 @@ class CallSitesSection(Section):
         for i, s in enumerate(ss[:TOP], 1):
             t = spread(s["time_s"])
             calls = spread(s["calls"])
-            rows.append([str(i), s["mpi_function"], _where(s), s["symbol"] or "", units.count(calls.total if calls else None),
+            rows.append([str(i), s["mpi_function"], _where(s), _short(s["symbol"]), units.count(calls.total if calls else None),
                          units.seconds(t.total if t else None),
                          units.percent(t.total / total if t and total > 0 else None),
                          units.size(sum(v or 0 for v in s["bytes_sent"])), units.size(sum(v or 0 for v in s["bytes_recv"])),
@@ -61,7 +74,7 @@ class CallSitesSection(Section):
         if any("path" in s for s in ss[:TOP]):
             out += ["", "@ Call paths of the top sites (from the MPI call outwards)"]
             for i, s in enumerate(ss[:TOP], 1):
-                frames = " <- ".join(f"{f['symbol']}" + (f" ({location(f)})" if f.get("line") else "")
+                frames = " <- ".join(_short(f["symbol"]) + (f" ({location(f)})" if f.get("line") else "")
                                      for f in s.get("path", []))
                 out.append(f"{i:>4}  {s['mpi_function']}: {frames or OTHER}")
         ids = {id(s): i for i, s in enumerate(ss, 1)}
@@ -71,7 +84,7 @@ class CallSitesSection(Section):
             ftime = f.time.total if f.time else 0.0
             for s in mine[:PER_FUNCTION]:
                 t = sum(v or 0 for v in s["time_s"])
-                rows.append([f.name, str(ids[id(s)]), _where(s), s["symbol"] or "",
+                rows.append([f.name, str(ids[id(s)]), _where(s), _short(s["symbol"]),
                              units.percent(t / ftime if ftime > 0 else None)])
         if rows:
             out += ["", "@ Heaviest call sites of the top functions (share of the function's time)"]
