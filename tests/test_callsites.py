@@ -157,3 +157,25 @@ def test_frames_callsites(mpi_name, tmp_path):
     src = markers(ROOT / "examples" / "c" / "callsites.c")
     rows = df[(df.mpi_function == "MPI_Wait") & (df.line == src["wait"])]
     assert list(rows["rank"]) == [0, 1] and list(rows["calls"]) == [3, 3]
+
+
+def test_mpi4py_calls_have_their_python_lines(tmp_path):
+    """mpi4py: the call site is the Python line that called into mpi4py (read from the
+    interpreter, resolved at run time), with depth 2 the Python caller too."""
+    python = "/usr/bin/python3"
+    found = subprocess.run([python, "-c", "import mpi4py.MPI as m; print(m.__file__)"], capture_output=True, text=True)
+    if found.returncode != 0:
+        pytest.fail(f"mpi4py is not importable by {python}: `make deps` installs python3-mpi4py\n{found.stderr}")
+    libs = subprocess.run(["ldd", found.stdout.strip()], capture_output=True, text=True).stdout
+    mpi = "mpich" if "libmpich" in libs else "openmpi"
+    script = ROOT / "examples" / "python_sites.py"
+    src = markers(script)
+    iters = 6
+    job = mpirun(mpi, 2, [python, str(script), str(iters)], tmp_path, settings={"MPILENS_CALLSITE_DEPTH": "2"})
+    sites = report_json(job.rundir)["callsites"]
+    s = site(sites, "MPI_Sendrecv", "python_sites.py", src["py-sendrecv"])
+    assert s["symbol"] == "exchange" and s["calls"] == [iters, iters]
+    assert s["bytes_sent"] == [iters * 100 * 8] * 2
+    assert [f["symbol"] for f in s["path"]] == ["exchange", "main"]
+    s = site(sites, "MPI_Barrier", "python_sites.py", src["py-barrier"])
+    assert s["symbol"] == "main" and s["calls"] == [iters, iters]

@@ -34,6 +34,7 @@ from . import layout
 
 SCHEMA = "mpilens.callsites/1"
 OTHER = "(other sites)"
+PYTHON = "python\t"  # module of a Python frame (mpi4py): "python\t<function>\t<file>", address = line
 
 
 def _module_key(module: str) -> str:
@@ -144,7 +145,8 @@ def callsites(run: Any) -> list[dict[str, Any]]:
     sites = (run.profile or {}).get("callsites")
     if not sites:
         return []
-    frames = {(f["module"], f["address"]) for s in sites for f in s["frames"] if f.get("module")}
+    frames = {(f["module"], f["address"]) for s in sites for f in s["frames"]
+              if f.get("module") and not f["module"].startswith(PYTHON)}
     cache_file = layout.callsites_cache_file(run.path) if getattr(run, "path", None) else None
     sym = symbolise(frames, cache_file)
     depth = max((len(s["frames"]) for s in sites), default=0)
@@ -153,6 +155,11 @@ def callsites(run: Any) -> list[dict[str, Any]]:
         path = []
         for f in s["frames"]:
             m = f.get("module")
+            if m and m.startswith(PYTHON):  # a Python frame: "python\t<function>\t<file>", the line as address
+                _, func, file = m.split("\t", 2)
+                path.append({"symbol": func, "file": file, "line": f["address"], "module": file,
+                             "address": f["address"]})
+                continue
             r = sym.get((m, f["address"])) if m else None
             path.append({"symbol": (r or {}).get("symbol") or f"{f['address']:#x}", "file": (r or {}).get("file"),
                          "line": (r or {}).get("line"), "module": m, "address": f["address"]})

@@ -55,6 +55,26 @@ static uint32_t nmodules;
 static pthread_mutex_t modules_lock = PTHREAD_MUTEX_INITIALIZER;
 static char exe_path[4096];
 
+/* CPython, resolved at run time (no build dependency): mpi4py's calls are given the Python
+ * file:line that made them. */
+static struct {
+    int on;
+    struct { uintptr_t lo, hi; } mpi4py[8];
+    int nmpi4py;
+    int (*is_initialized)(void);
+    int (*gil_ensure)(void);
+    void (*gil_release)(int);
+    void *(*get_frame)(void);        /* PyEval_GetFrame: borrowed */
+    int (*frame_line)(void *);
+    void *(*frame_code)(void *);     /* new reference */
+    void *(*frame_back)(void *);     /* new reference */
+    void *(*getattr)(void *, const char *);
+    const char *(*utf8)(void *);
+    void (*decref)(void *);
+    void *(*this_thread_state)(void); /* PyGILState_GetThisThreadState: NULL for a thread Python does not know */
+    int (*finalizing)(void);          /* Py_IsFinalizing (3.13) or _Py_IsFinalizing; may be absent */
+} py;
+
 int ml_callsite_depth(void) { return depth; }
 
 /* Whether a module belongs to the MPI library, its components and bindings, or mpilens. */
@@ -83,6 +103,14 @@ static int collect_excluded(struct dl_phdr_info *info, size_t size, void *self)
         if ((uintptr_t)self >= lo && (uintptr_t)self < hi) mine = 1;
     }
     if (!mine && (name == NULL || name[0] == 0 || !excluded_name(name))) return 0;
+    if (name && strstr(name, "/mpi4py/") != NULL)
+        for (int i = 0; i < info->dlpi_phnum && py.nmpi4py < 8; i++) {
+            const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+            if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X)) continue;
+            py.mpi4py[py.nmpi4py].lo = info->dlpi_addr + ph->p_vaddr;
+            py.mpi4py[py.nmpi4py].hi = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
+            py.nmpi4py++;
+        }
     for (int i = 0; i < info->dlpi_phnum && nexcluded < ML_MAX_EXCLUDED; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
         if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X)) continue;
@@ -114,11 +142,27 @@ int ml_callsite_init(void)
     exe_path[n > 0 ? n : 0] = 0;
     nexcluded = 0;
     dl_iterate_phdr(collect_excluded, (void *)&ml_callsite_init);
+    /* CPython in this process (mpi4py): its API from the process's own symbols */
+    py.is_initialized = (int (*)(void))dlsym(RTLD_DEFAULT, "Py_IsInitialized");
+    py.gil_ensure = (int (*)(void))dlsym(RTLD_DEFAULT, "PyGILState_Ensure");
+    py.gil_release = (void (*)(int))dlsym(RTLD_DEFAULT, "PyGILState_Release");
+    py.get_frame = (void *(*)(void))dlsym(RTLD_DEFAULT, "PyEval_GetFrame");
+    py.frame_line = (int (*)(void *))dlsym(RTLD_DEFAULT, "PyFrame_GetLineNumber");
+    py.frame_code = (void *(*)(void *))dlsym(RTLD_DEFAULT, "PyFrame_GetCode");
+    py.frame_back = (void *(*)(void *))dlsym(RTLD_DEFAULT, "PyFrame_GetBack");
+    py.getattr = (void *(*)(void *, const char *))dlsym(RTLD_DEFAULT, "PyObject_GetAttrString");
+    py.utf8 = (const char *(*)(void *))dlsym(RTLD_DEFAULT, "PyUnicode_AsUTF8");
+    py.decref = (void (*)(void *))dlsym(RTLD_DEFAULT, "Py_DecRef");
+    py.this_thread_state = (void *(*)(void))dlsym(RTLD_DEFAULT, "PyGILState_GetThisThreadState");
+    py.finalizing = (int (*)(void))dlsym(RTLD_DEFAULT, "Py_IsFinalizing");
+    if (py.finalizing == NULL) py.finalizing = (int (*)(void))dlsym(RTLD_DEFAULT, "_Py_IsFinalizing");
+    py.on = py.this_thread_state && py.is_initialized && py.gil_ensure && py.gil_release && py.get_frame && py.frame_line && py.frame_code &&
+            py.frame_back && py.getattr && py.utf8 && py.decref && py.nmpi4py > 0 && py.is_initialized();
     /* libunwind: its own namespace, so that nothing of it replaces the process's unwinder */
     void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
     if (h != NULL) unw_backtrace_fn = (int (*)(void **, int))dlsym(h, "unw_backtrace");
-    ml_log(1, "call sites: depth %d, %u entries per thread, %d excluded code ranges, unwinder %s", depth, cap,
-           nexcluded, unw_backtrace_fn ? "libunwind" : "glibc backtrace");
+    ml_log(1, "call sites: depth %d, %u entries per thread, %d excluded code ranges, unwinder %s%s", depth, cap,
+           nexcluded, unw_backtrace_fn ? "libunwind" : "glibc backtrace", py.on ? ", Python lines for mpi4py" : "");
     return 0;
 }
 
@@ -217,13 +261,101 @@ static int same_frames(const ml_site_frame_t *a, const uintptr_t *f, int n)
     return n == depth || a[n].addr == 0;
 }
 
+static int in_mpi4py(uintptr_t a)
+{
+    for (int i = 0; i < py.nmpi4py; i++)
+        if (a >= py.mpi4py[i].lo && a < py.mpi4py[i].hi) return 1;
+    return 0;
+}
+
+/* The module-table entry of a Python function (its code object): "python\t<function>\t<file>";
+ * its frames' addresses are (entry << 32) | line, and its bias entry << 32, so that the address
+ * in the "module" is the line. Called with the GIL held. */
+static uint32_t python_module(void *code)
+{
+    pthread_mutex_lock(&modules_lock);
+    for (uint32_t i = 0; i < nmodules; i++)
+        if (modules[i].lm == (const struct link_map *)code && modules[i].bias == (uintptr_t)i << 32) {
+            pthread_mutex_unlock(&modules_lock);
+            return i;
+        }
+    pthread_mutex_unlock(&modules_lock);
+    void *fo = py.getattr(code, "co_filename"), *no = py.getattr(code, "co_name");
+    const char *file = fo ? py.utf8(fo) : NULL, *name = no ? py.utf8(no) : NULL;
+    uint32_t i = UINT32_MAX;
+    if (file && name) {
+        const size_t n = strlen(file) + strlen(name) + 16;
+        char *path = malloc(n);
+        if (path != NULL) {
+            snprintf(path, n, "python\t%s\t%s", name, file);
+            pthread_mutex_lock(&modules_lock);
+            if (nmodules < ML_MAX_MODULES) {
+                i = nmodules;
+                modules[i].lm = (const struct link_map *)code;
+                modules[i].bias = (uintptr_t)i << 32;
+                modules[i].path = path;
+                __atomic_store_n(&nmodules, nmodules + 1, __ATOMIC_RELEASE);
+            } else {
+                free(path);
+            }
+            pthread_mutex_unlock(&modules_lock);
+        }
+    }
+    if (fo) py.decref(fo);
+    if (no) py.decref(no);
+    return i;
+}
+
+/* The Python frames of this thread (the code that called mpi4py), from the innermost outwards:
+ * taken with the GIL (mpi4py releases it around MPI calls; the call is over when this runs). */
+static int python_frames(uintptr_t *out, uint32_t *mods, int want)
+{
+    /* never make Python create a thread state, nor touch an interpreter that is shutting down
+     * (mpi4py finalizes MPI from an atexit hook): such calls get the native call site */
+    if (!py.is_initialized() || (py.finalizing && py.finalizing()) || py.this_thread_state() == NULL) return 0;
+    const int g = py.gil_ensure();
+    int k = 0;
+    void *f = py.get_frame(); /* borrowed */
+    if (f != NULL) {
+        void *cur = f;
+        int owned = 0;
+        while (cur != NULL && k < want) {
+            void *code = py.frame_code(cur);
+            const int line = py.frame_line(cur);
+            const uint32_t m = code ? python_module(code) : UINT32_MAX;
+            if (code) py.decref(code);
+            if (m != UINT32_MAX) {
+                out[k] = ((uintptr_t)m << 32) | (uint32_t)line;
+                mods[k] = m;
+                k++;
+            }
+            void *back = py.frame_back(cur);
+            if (owned) py.decref(cur);
+            cur = back;
+            owned = 1;
+        }
+        if (owned && cur) py.decref(cur);
+    }
+    py.gil_release(g);
+    return k;
+}
+
 ml_site_t *ml_site_slow(ml_thread_t *t, int fn)
 {
     uintptr_t frames[ML_CALLSITE_MAX_DEPTH];
+    uint32_t pymods[ML_CALLSITE_MAX_DEPTH];
     int n;
     uintptr_t key;
-    int fast = 0;
-    if (depth == 1 && !is_excluded(t->ra)) {
+    int fast = 0, python = 0;
+    if (py.on && in_mpi4py(t->ra)) {
+        n = python_frames(frames, pymods, depth);
+        key = n == 0 ? 0 : (uintptr_t)hash_frames(frames, n);
+        python = n > 0;
+        if (n == 0) {
+            n = walk(frames, depth);
+            key = n == 0 ? 0 : depth == 1 ? frames[0] : (uintptr_t)hash_frames(frames, n);
+        }
+    } else if (depth == 1 && !is_excluded(t->ra)) {
         frames[0] = t->ra;
         n = 1;
         key = t->ra;
@@ -240,7 +372,7 @@ ml_site_t *ml_site_slow(ml_thread_t *t, int fn)
         ml_site_t *e = &t->sites[i];
         if (e->id == 0) break; /* empty */
         if (e->key == key && (e->fn & ~ML_SITE_SLOW) == (uint32_t)fn &&
-            (depth == 1 || same_frames(&t->site_frames[(size_t)i * depth], frames, n)))
+            ((depth == 1 && !python) || same_frames(&t->site_frames[(size_t)i * depth], frames, n)))
             return e;
     }
     if (t->site_used >= t->site_cap - t->site_cap / 4) return &t->site_other[fn];
@@ -249,7 +381,7 @@ ml_site_t *ml_site_slow(ml_thread_t *t, int fn)
     ml_site_frame_t *fr = &t->site_frames[(size_t)i * depth];
     for (int k = 0; k < n; k++) {
         fr[k].addr = frames[k];
-        fr[k].module = module_of(frames[k]);
+        fr[k].module = python ? pymods[k] : module_of(frames[k]);
     }
     if (n < depth) fr[n].addr = 0;
     e->key = key;
