@@ -236,6 +236,7 @@ static uint32_t module_of(uintptr_t a)
 }
 
 /* ------------------------------------------------------------------------------- the slow path */
+static ml_site_t *site_lookup(ml_thread_t *t, int fn);
 /* The return addresses of the first `want` frames outside the MPI library and mpilens. */
 static int walk(uintptr_t *out, int want)
 {
@@ -341,6 +342,30 @@ static int python_frames(uintptr_t *out, uint32_t *mods, int want)
 }
 
 ml_site_t *ml_site_slow(ml_thread_t *t, int fn)
+{
+    /* a nonblocking call looks its site up twice (its request entry, then its leave): the
+     * second time, the site the first one walked to */
+    ml_site_t *pending = t->site_pending;
+    if (pending != NULL) {
+        t->site_pending = NULL;
+        if (t->site_pending_ra == t->ra && t->site_pending_fn == fn) return pending;
+    }
+    ml_site_t *e = site_lookup(t, fn);
+    return e;
+}
+
+ml_site_t *ml_site_for_request(ml_thread_t *t, int fn)
+{
+    ml_site_t *e = ml_site_find(t, fn);
+    if (e->fn & ML_SITE_SLOW) { /* found by a walk: the leave will not find it on the fast path */
+        t->site_pending = e;
+        t->site_pending_ra = t->ra;
+        t->site_pending_fn = fn;
+    }
+    return e;
+}
+
+static ml_site_t *site_lookup(ml_thread_t *t, int fn)
 {
     uintptr_t frames[ML_CALLSITE_MAX_DEPTH];
     uint32_t pymods[ML_CALLSITE_MAX_DEPTH];

@@ -173,7 +173,9 @@ typedef struct ml_thread {
     ml_site_t *sites;      /* [site_cap], open addressing */
     ml_site_t *site_other; /* [ML_NFUNC]: calls of sites beyond the table */
     struct ml_site_frame *site_frames; /* [site_cap][depth]: the frames of each site */
-    ml_site_t *site_last;  /* the site of the call being left (request entries take it) */
+    ml_site_t *site_pending; /* a walked site found for a request entry, for the same call's leave */
+    uintptr_t site_pending_ra;
+    int site_pending_fn;
     uint32_t site_shift, site_cap, site_used, site_fast;
     /* what could not be measured */
     uint64_t dropped_requests, region_mismatch;
@@ -292,6 +294,8 @@ ML_HOT uint64_t ml_count(ml_thread_t *t, ml_fstat_t *s, uint64_t t0, uint64_t t1
 /* The call site of the call being left: the fast path at depth 1 (one entry compared), else
  * callsite.c's walk and lookup. */
 ml_site_t *ml_site_slow(ml_thread_t *t, int fn);
+/* The site of a nonblocking call, for its request entry (callsite.c). */
+ml_site_t *ml_site_for_request(ml_thread_t *t, int fn);
 ML_HOT ml_site_t *ml_site_find(ml_thread_t *t, int fn)
 {
     const uintptr_t ra = t->ra;
@@ -304,10 +308,9 @@ ML_HOT void ml_site_count(ml_thread_t *t, int fn, uint64_t d, int64_t sent, int6
     ml_site_t *e = ml_site_find(t, fn);
     e->calls++;
     e->ticks += d;
-    e->timed += d != 0;
+    if (ML_UNLIKELY(t->sampling)) e->timed += d != 0; /* else every call is timed: timed stays 0 */
     e->sent += sent;
     e->recv += recv;
-    t->site_last = e;
 }
 /* Every exported wrapper notes its return address first (a load from the stack). */
 #define ML_CALLSITE(t) ((t)->ra = (uintptr_t)__builtin_return_address(0))
