@@ -179,3 +179,27 @@ def test_mpi4py_calls_have_their_python_lines(tmp_path):
     assert [f["symbol"] for f in s["path"]] == ["exchange", "main"]
     s = site(sites, "MPI_Barrier", "python_sites.py", src["py-barrier"])
     assert s["symbol"] == "main" and s["calls"] == [iters, iters]
+
+
+def test_hatchet_call_path_tree(tmp_path):
+    """`mpilens export hatchet --tree callpaths`: main -> frames from the outermost in -> MPI
+    function; read back by Hatchet, the depth-3 path of the example is a chain of its functions."""
+    import hatchet as ht
+
+    job = run_example("openmpi", "callsites", 2, tmp_path, ["4"], settings={"MPILENS_CALLSITE_DEPTH": "3"})
+    out = tmp_path / "paths.json"
+    p = subprocess.run([str(MPILENS), "export", "hatchet", str(job.rundir), "--tree", "callpaths", "-o", str(out)],
+                       capture_output=True, text=True, env=job_env(), timeout=300)
+    assert p.returncode == 0, p.stderr
+    gf = ht.GraphFrame.from_json(out.read_text())
+    src = markers(ROOT / "examples" / "c" / "callsites.c")
+    chain = [f"outer (callsites.c:{src['outer']})", f"middle (callsites.c:{src['middle']})",
+             f"inner (callsites.c:{src['inner']})", "MPI_Allreduce"]
+    node = next(r for r in gf.graph.roots if r.frame["name"] == "main")
+    for name in chain:
+        node = next(c for c in node.children if c.frame["name"] == name)
+    calls = gf.dataframe.xs(node, level="node")["calls"]
+    assert list(calls) == [4, 4]
+    # every call of the run is under main once
+    root_calls = gf.dataframe.xs(gf.graph.roots[0], level="node")["calls (inc)"]
+    assert list(root_calls) == [sum(f["calls"][r] for f in job.profile["functions"].values()) for r in range(2)]
