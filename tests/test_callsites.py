@@ -203,3 +203,30 @@ def test_hatchet_call_path_tree(tmp_path):
     # every call of the run is under main once
     root_calls = gf.dataframe.xs(gf.graph.roots[0], level="node")["calls (inc)"]
     assert list(root_calls) == [sum(f["calls"][r] for f in job.profile["functions"].values()) for r in range(2)]
+
+
+def test_compare_per_call_site(tmp_path):
+    """`mpilens compare --sites`: each MPI function of the whole run also per call site, the sites
+    named by file:line and function; the call counts per site follow the programs' loops."""
+    runs = {}
+    for side, iters in (("a", 3), ("b", 9)):
+        runs[side] = [run_example("openmpi", "callsites", 2, tmp_path / f"{side}{i}", [str(iters)]).rundir
+                      for i in range(2)]
+    p = subprocess.run([str(MPILENS), "compare", *map(str, runs["a"]), "--vs", *map(str, runs["b"]), "--sites",
+                        "--json", "--quiet"], capture_output=True, text=True, env=job_env(), timeout=300)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    found = {}
+
+    def walk(node: dict) -> None:
+        if node["kind"] == "site":
+            found[(node["path"][-2][1], node["name"])] = (node["calls_a"], node["calls_b"])
+        for c in node.get("children", []):
+            walk(c)
+    for n in doc["whole"]:
+        walk(n)
+    src = markers(ROOT / "examples" / "c" / "callsites.c")
+    lib = markers(ROOT / "examples" / "c" / "lib" / "sites.c")
+    assert found[("MPI_Wait", f"callsites.c:{src['wait']} in main")] == (3, 9)
+    assert found[("MPI_Allreduce", f"callsites.c:{src['inner']} in inner")] == (3, 9)
+    assert found[("MPI_Sendrecv_replace", f"sites.c:{lib['lib']} in sites_lib_ring")] == (3, 9)
