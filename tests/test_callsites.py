@@ -81,6 +81,19 @@ def test_c_program_and_dlopened_pic_library(mpi, tmp_path):
     assert libs and libs[0]["bias"] > 0 and len(libs[0]["build_id"]) == 40
     # the symbolised sites are cached in the run directory
     assert json.loads((job.rundir / "callsites.json").read_text())["schema"] == "mpilens.callsites/1"
+    # the text report's section, and the HTML page's table with a row per site
+    html = tmp_path / "report.html"
+    p = subprocess.run([str(MPILENS), "report", str(job.rundir), "--html", str(html)], capture_output=True, text=True,
+                       env=job_env(), timeout=300)
+    assert p.returncode == 0, p.stderr
+    text = p.stdout[p.stdout.index("@ Call sites"):]
+    assert f"callsites.c:{src['recv']}" in text and f"sites.c:{lib['lib']}" in text
+    assert "@ Heaviest call sites of the top functions" in text
+    page = html.read_text()
+    table = page[page.index('id="callsites-table"'):]
+    table = table[:table.index("</table>")]
+    assert table.count("<tr>") == len(sites) + 1
+    assert f"callsites.c:{src['wait']}" in table
 
 
 def test_depth_three_paths_through_three_functions(mpi, tmp_path):
