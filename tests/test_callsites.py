@@ -243,3 +243,49 @@ def test_compare_per_call_site(tmp_path):
     assert found[("MPI_Wait", f"callsites.c:{src['wait']} in main")] == (3, 9)
     assert found[("MPI_Allreduce", f"callsites.c:{src['inner']} in inner")] == (3, 9)
     assert found[("MPI_Sendrecv_replace", f"sites.c:{lib['lib']} in sites_lib_ring")] == (3, 9)
+
+
+def source_line(path: Path, text: str, after: str | None = None) -> int:
+    """Line number of the first line of a source that contains `text` (after the line with `after`)."""
+    lines = path.read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if after in line) if after else 0
+    return next(i for i in range(start, len(lines)) if text in lines[i]) + 1
+
+
+@pytest.mark.parametrize("mpi_name", ["openmpi", "mpich"])
+def test_trace_events_carry_their_call_site(mpi_name, tmp_path):
+    """Trace mode: each call event carries its call site; the trace findings name the line of the
+    waiting call, the Chrome/Perfetto slices show file:line in their args."""
+    from mpilens.trace import findings, timeline
+
+    src = ROOT / "examples" / "c" / "patterns.c"
+    job = run_example(mpi_name, "patterns", 2, tmp_path / "a", ["late_sender", "30", "2"],
+                      settings={"MPILENS_MODE": "profile,trace"})
+    tl = timeline.load(job.rundir)
+    late = [f for f in findings.find(tl) if f.kind == "late_sender" and f.evidence["tag"] != 99]
+    assert late
+    recv = source_line(src, "MPI_Recv(in, sizeof buf, MPI_BYTE, 1, r,", after='"late_sender"')
+    for f in late:
+        assert f.evidence["site"]["line"] == recv and Path(f.evidence["site"]["file"]).name == "patterns.c"
+        assert f"patterns.c:{recv} (main)" in f.message
+    # the slices of the Chrome/Perfetto export
+    out = tmp_path / "trace.json"
+    p = subprocess.run([str(MPILENS), "export", "chrome", str(job.rundir), "-o", str(out)], capture_output=True,
+                       text=True, env=job_env(), timeout=300)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(out.read_text())
+    events = doc["traceEvents"] if isinstance(doc, dict) else doc
+    recvs = [e for e in events if e.get("ph") == "X" and e["name"] == "MPI_Recv" and e["pid"] == 0]
+    assert recvs and all(e["args"]["site"] == f"patterns.c:{recv} (main)" for e in recvs
+                         if e["args"].get("src") == 1 and e["ts"] > 0), recvs[:3]
+
+    job = run_example(mpi_name, "patterns", 3, tmp_path / "b", ["late_barrier", "30", "2"],
+                      settings={"MPILENS_MODE": "profile,trace"})
+    tl = timeline.load(job.rundir)
+    waits = [f for f in findings.find(tl) if f.kind == "collective_wait"]
+    barrier = source_line(src, "MPI_Barrier(MPI_COMM_WORLD);", after='"late_barrier"')
+    assert waits
+    # the longest wait is the delayed rank's barrier; every wait is at one of the program's barriers
+    assert max(waits, key=lambda f: f.duration_s).evidence["site"]["line"] == barrier
+    barriers = {i for i, line in enumerate(src.read_text().splitlines(), 1) if "MPI_Barrier(" in line}
+    assert {f.evidence["site"]["line"] for f in waits} <= barriers

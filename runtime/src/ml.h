@@ -294,8 +294,9 @@ ML_HOT uint64_t ml_count(ml_thread_t *t, ml_fstat_t *s, uint64_t t0, uint64_t t1
 /* The call site of the call being left: the fast path at depth 1 (one entry compared), else
  * callsite.c's walk and lookup. */
 ml_site_t *ml_site_slow(ml_thread_t *t, int fn);
-/* The site of a nonblocking call, for its request entry (callsite.c). */
-ml_site_t *ml_site_for_request(ml_thread_t *t, int fn);
+/* The site of the call being made, looked up before the call is counted (its request entry, its
+ * trace event); the count then reuses a stack walk made here (callsite.c). */
+ml_site_t *ml_site_early(ml_thread_t *t, int fn);
 ML_HOT ml_site_t *ml_site_find(ml_thread_t *t, int fn)
 {
     const uintptr_t ra = t->ra;

@@ -17,6 +17,9 @@ void ml_callsite_thread(ml_thread_t *t, char *mem);
 void ml_callsite_reset(ml_thread_t *t);
 /* The payload's tables modules, sites, frames (no allocation: also in signal handlers). */
 void ml_callsite_payload(ml_sink_t *s, ml_thread_t *threads);
+/* The trace trailer's `sites` and `site_modules` (JSON members, each preceded by a comma): the
+ * sites of every thread, by thread number (no allocation: also in signal handlers). */
+void ml_callsite_trace_json(ml_sink_t *s);
 /* At MPI_Finalize: this rank's memory map (ML_PATH_MAPS). */
 void ml_callsite_finish(void);
 

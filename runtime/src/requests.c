@@ -128,7 +128,7 @@ uint64_t ml_req_track(ml_thread_t *t, MPI_Request req, int fn, unsigned flags, i
     }
     if (t->trace.on && facts == NULL && comm != MPI_COMM_NULL) facts = ml_comm_get(comm);
     ml_req_t e = {0, (uint16_t)fn, (uint16_t)(flags & ML_REQ_PERSISTENT ? flags : flags | ML_REQ_ACTIVE),
-                  t->cur_path, peer, 0, sent, recv, seq, 0, facts, t->sites ? ml_site_for_request(t, fn) : NULL};
+                  t->cur_path, peer, 0, sent, recv, seq, 0, facts, t->sites ? ml_site_early(t, fn) : NULL};
     if (ML_UNLIKELY(ml_spc_on) && !(flags & ML_REQ_PERSISTENT)) ml_spc_posted(t, &e);
     if (!(flags & ML_REQ_PERSISTENT) && shared_handle(req)) {
         /* complete already, and with no status worth reading */
