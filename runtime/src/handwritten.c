@@ -148,8 +148,8 @@ static int any(int (*wait)(int, MPI_Request *, int *, MPI_Status *),
     int measuring;
     ml_thread_t *const t = ml_enter_completion(&measuring);
     if (ML_UNLIKELY(t == NULL))
-    ML_CALLSITE(t);
         return wait ? wait(count, reqs, index, status) : test(count, reqs, index, flag, status);
+    ML_CALLSITE(t);
     MPI_Status local;
     if (ml_claim_all(t, count, reqs, MPI_STATUSES_IGNORE) != MPI_STATUSES_IGNORE && status == MPI_STATUS_IGNORE)
         status = &local;
