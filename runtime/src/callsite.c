@@ -186,9 +186,8 @@ void ml_callsite_thread(ml_thread_t *t, char *mem)
     mem += (size_t)ML_NFUNC * sizeof(ml_site_t);
     t->site_frames = (ml_site_frame_t *)mem;
     t->site_used = 0;
-    /* the empty table's entries must never match the fast path (key 0, fn 0 is a real pair) */
-    for (uint32_t i = 0; i < cap; i++) t->sites[i].fn = ML_SITE_SLOW;
-    for (int f = 0; f < ML_NFUNC; f++) t->site_other[f].fn = (uint32_t)f | ML_SITE_SLOW;
+    /* the memory is zeroed and left untouched until sites appear: an empty entry (key 0) never
+     * matches the fast path, a return address is never 0 */
 }
 
 void ml_callsite_reset(ml_thread_t *t)
