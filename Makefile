@@ -22,6 +22,7 @@ RUNDIR_H := $(BUILD)/gen/ml_rundir.h
 
 EXAMPLES_C := $(basename $(notdir $(wildcard examples/c/*.c)))
 EXAMPLES_F := $(basename $(notdir $(wildcard examples/fortran/*.f90)))
+EXAMPLES_CXX := $(basename $(notdir $(wildcard examples/cxx/*.cpp)))
 
 .PHONY: all deps runtime examples python test demo bench clean quo
 .DELETE_ON_ERROR:
@@ -107,7 +108,7 @@ EX_LINK = -L$(abspath $(BUILD)/lib) -Wl,-rpath,$(abspath $(BUILD)/lib) -lmpilens
 # libraries only one example needs: EX_LIBS_<example>
 EX_LIBS_papi_sde := -lpapi
 
-examples: $(foreach m,$(MPIS),$(addprefix $(BUILD)/$(m)/examples/,$(EXAMPLES_C) $(EXAMPLES_F)))
+examples: $(foreach m,$(MPIS),$(addprefix $(BUILD)/$(m)/examples/,$(EXAMPLES_C) $(EXAMPLES_F) $(EXAMPLES_CXX) libsites.so))
 
 define example_rules
 $(BUILD)/$(1)/examples/%: examples/c/%.c $(BUILD)/lib/libmpilens-annotate.so
@@ -116,6 +117,14 @@ $(BUILD)/$(1)/examples/%: examples/c/%.c $(BUILD)/lib/libmpilens-annotate.so
 $(BUILD)/$(1)/examples/%: examples/fortran/%.f90 $(BUILD)/lib/libmpilens-annotate.so
 	@mkdir -p $$(dir $$@)
 	mpifort.$(1) -O2 -g -fallow-argument-mismatch -fopenmp -J $$(dir $$@) -o $$@ $$< $(EX_LINK)
+$(BUILD)/$(1)/examples/%: examples/cxx/%.cpp $(BUILD)/lib/libmpilens-annotate.so
+	@mkdir -p $$(dir $$@)
+	mpicxx.$(1) -O2 -g -Wall -o $$@ $$< $(EX_LINK)
+# a shared library of call sites (PIC), opened with dlopen by the callsites example
+$(BUILD)/$(1)/examples/libsites.so: examples/c/lib/sites.c
+	@mkdir -p $$(dir $$@)
+	mpicc.$(1) -std=c11 -O2 -g -Wall -fPIC -shared -o $$@ $$<
+$(BUILD)/$(1)/examples/callsites: $(BUILD)/$(1)/examples/libsites.so
 endef
 $(foreach m,$(MPIS),$(eval $(call example_rules,$(m))))
 

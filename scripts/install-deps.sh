@@ -4,7 +4,8 @@
 set -euo pipefail
 
 packages=(
-  build-essential gfortran pkg-config binutils
+  build-essential gfortran pkg-config binutils   # binutils: addr2line symbolises call sites
+  libunwind8                        # call paths (MPILENS_CALLSITE_DEPTH > 1), opened at run time
   openmpi-bin libopenmpi-dev        # Open MPI 4.1
   mpich libmpich-dev                # MPICH 4.0
   hwloc libhwloc-dev                # topology (quo/, affinity)

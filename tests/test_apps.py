@@ -5,6 +5,7 @@ profile must be complete and agree with what the application is known to send.""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import MPIS, fn, launcher, mpilens_run, plain_run
+from conftest import MPILENS, MPIS, fn, job_env, launcher, mpilens_run, plain_run
 
 NETPIPE = {"openmpi": "NPopenmpi", "mpich": "NPmpich2"}
 LAMMPS_INDENT = Path("/usr/share/lammps/examples/indent")
@@ -305,3 +306,22 @@ def test_mpi4py(tmp_path):
     assert fn(p, "MPI_Allreduce", "calls") == [1, 1]
     assert fn(p, "MPI_Allreduce", "bytes_sent") == [8, 8]
     assert [(m["src"], m["dst"], m["messages"], m["bytes"]) for m in p["matrix"]] == [(0, 1, n, n * size)]
+
+
+def test_lammps_heaviest_call_sites_are_lammps_functions(lammps):
+    """LAMMPS' MPI calls are made from its shared library: the heaviest call sites are named by
+    its functions (C++ names from the library's symbol table; Debian ships no line information)."""
+    _, job = lammps
+    p = subprocess.run([str(MPILENS), "report", str(job.rundir), "--json"], capture_output=True, text=True,
+                       env=job_env(), timeout=300)
+    assert p.returncode == 0, p.stderr
+    sites = json.loads(p.stdout)["callsites"]
+    top = sites[:5]
+    assert len(top) == 5
+    for s in top:
+        assert Path(s["module"]).name.startswith("liblammps.so"), s
+        assert s["symbol"].startswith("LAMMPS_NS::"), s
+        assert len(s["calls"]) == 4
+    # the sites of each function add up to its calls on every rank
+    for name, f in job.profile["functions"].items():
+        assert [sum(s["calls"][r] for s in sites if s["mpi_function"] == name) for r in range(4)] == f["calls"], name

@@ -137,8 +137,11 @@ class NodeValue:
     bytes: float | None = None
 
 
-def run_values(profile: dict[str, Any], ranks: str = "mean") -> dict[Key, NodeValue]:
-    """Return the value of every node of one run."""
+def run_values(profile: dict[str, Any], ranks: str = "mean",
+               sites: list[dict[str, Any]] | None = None) -> dict[Key, NodeValue]:
+    """Return the value of every node of one run; with `sites` (mpilens.callsites.callsites of the
+    run), each MPI function of the whole run also has its call sites as children, named by
+    file:line and function (so that runs of different builds match by source line)."""
     if ranks not in RANK_AGGREGATES:
         raise MpilensError(f"ranks={ranks!r}: not one of {', '.join(RANK_AGGREGATES)}")
     out: dict[Key, NodeValue] = {}
@@ -155,6 +158,13 @@ def run_values(profile: dict[str, Any], ranks: str = "mean") -> dict[Key, NodeVa
 
     for name, f in profile.get("functions", {}).items():
         out[MPI + (("function", name),)] = fn_value(f)
+    for site in sites or []:
+        where = site_name(site)
+        key = MPI + (("function", site["mpi_function"]), ("site", where))
+        v = fn_value(site)
+        if key in out:  # two sites that symbolise alike (e.g. two calls on one line): one node
+            v = NodeValue(out[key].time + v.time, (out[key].calls or 0) + (v.calls or 0), (out[key].bytes or 0) + (v.bytes or 0))
+        out[key] = v
 
     regions = profile.get("regions", [])
     n = profile["nranks"]
@@ -186,6 +196,14 @@ def run_values(profile: dict[str, Any], ranks: str = "mean") -> dict[Key, NodeVa
         if any(c for c in rest["calls"] if c):
             out[outside + (("function", name),)] = fn_value(rest)
     return out
+
+
+def site_name(site: dict[str, Any]) -> str:
+    """How a call site is named in a comparison: "file:line in function" (or the function)."""
+    from .callsites import location
+
+    where = location(site)
+    return f"{where} in {site['symbol']}" if site.get("line") else where
 
 
 # ------------------------------------------------------------------------------------- comparison
@@ -367,8 +385,9 @@ def load_side(paths: Sequence[str | Path], label: str) -> Side:
 
 def compare(a: Side | Sequence[str | Path], b: Side | Sequence[str | Path], *, ranks: str = "mean",
             confidence: float = DEFAULT_CONFIDENCE, resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
-            step: Callable[[str], None] | None = None) -> Comparison:
-    """Compare the runs of side a (baseline) with those of side b (experimental)."""
+            step: Callable[[str], None] | None = None, by_site: bool = False) -> Comparison:
+    """Compare the runs of side a (baseline) with those of side b (experimental); with by_site,
+    each MPI function of the whole run is also compared per call site (runs with call sites)."""
     sa = a if isinstance(a, Side) else load_side(a, "A")
     sb = b if isinstance(b, Side) else load_side(b, "B")
     for s in (sa, sb):
@@ -381,8 +400,14 @@ def compare(a: Side | Sequence[str | Path], b: Side | Sequence[str | Path], *, r
         raise MpilensError(f"resamples {resamples}: use at least 100 (default {DEFAULT_RESAMPLES})")
     if step:
         step("values per run")
-    va = [run_values(r.profile, ranks) for r in sa.runs]
-    vb = [run_values(r.profile, ranks) for r in sb.runs]
+    def sites_of(run: Run) -> list[dict[str, Any]] | None:
+        if not by_site:
+            return None
+        from .callsites import callsites
+        return callsites(run)
+
+    va = [run_values(r.profile, ranks, sites_of(r)) for r in sa.runs]
+    vb = [run_values(r.profile, ranks, sites_of(r)) for r in sb.runs]
     keys: list[Key] = []
     seen: set[Key] = set()
     for values in va + vb:

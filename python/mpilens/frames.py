@@ -94,3 +94,25 @@ FILE_COLUMNS = ["name", "rank", "path", "fs_type", "mount", "comm_size", "opens"
                 "read_time_s", "write_time_s", "meta_time_s", "open_time_s", "close_time_s", "sync_time_s",
                 "set_view_time_s", "set_size_time_s", "first_open_s", "first_access_s", "last_access_s",
                 "last_close_s", "end_of_reads", "end_of_writes"]
+
+CALLSITE_COLUMNS = ["site", "mpi_function", "file", "line", "symbol", "module", "rank", "calls", "time_s",
+                    "bytes_sent", "bytes_recv", "path"]
+
+
+def callsites(run: Run) -> pd.DataFrame:
+    """One row per (call site, rank): the site's number (1 = most time), MPI function, file,
+    line, symbol and module of its caller, and its calls, time and bytes on that rank; `path` is
+    the call path as "symbol (file:line) <- ..." from the MPI call outwards (MPILENS_CALLSITE_DEPTH
+    > 1), else the symbol. Empty when the run has no call sites."""
+    from .callsites import callsites as _sites
+    from .callsites import location
+
+    rows = []
+    for i, s in enumerate(_sites(run), 1):
+        path = " <- ".join(f"{f['symbol']} ({location(f)})" if f.get("line") else f["symbol"]
+                           for f in s.get("path", [])) or s["symbol"]
+        for r in range(len(s["calls"])):
+            rows.append((i, s["mpi_function"], s["file"], s["line"], s["symbol"], s["module"], r, s["calls"][r],
+                         s["time_s"][r], s["bytes_sent"][r], s["bytes_recv"][r], path))
+    df = pd.DataFrame(rows, columns=CALLSITE_COLUMNS)
+    return df.astype({"line": "Int64", "calls": "Int64", "bytes_sent": "Int64", "bytes_recv": "Int64"})

@@ -264,3 +264,13 @@ def papi_dir(run_dir: str | Path) -> Path:
 def papi_files(run_dir: str | Path) -> list[Path]:
     """The per-rank PAPI files, by rank."""
     return files(run_dir, "papi")
+
+
+def maps_files(run_dir: str | Path) -> list[Path]:
+    """Each rank's memory map (modules, build ids, load biases), written with call sites on."""
+    return files(run_dir, "maps")
+
+
+def callsites_cache_file(run_dir: str | Path) -> Path:
+    """The cache of the symbolised call sites (written by mpilens, not by the runtime)."""
+    return path(run_dir, "callsites")

@@ -409,7 +409,8 @@ def c_wrapper(f: standard.StdFunction, proto: cheader.CPrototype, sem: Semantics
     ret = proto.ret
     body = [f"ML_EXPORT {ret} MPI_{f.name[4:]}({decls})", "{",
             "    ml_thread_t *const ml_t = ml_enter();",
-            f"    if (ML_UNLIKELY(ml_t == NULL)) return PMPI_{f.name[4:]}({args});"]
+            f"    if (ML_UNLIKELY(ml_t == NULL)) return PMPI_{f.name[4:]}({args});",
+            "    ML_CALLSITE(ml_t);"]
     if sem.before:
         guard = f"if (ML_UNLIKELY({sem.before_when})) " if sem.before_when else ""
         body.append(f"    {guard}{sem.before};")
@@ -489,7 +490,8 @@ def f_wrapper(f: standard.StdFunction, proto: cheader.CPrototype, sem: Semantics
             f"    {ftype} ml_real = ml_freal_{f.name};",
             f"    if (ML_UNLIKELY(ml_real == NULL)) ml_real = ml_freal_{f.name} = ({ftype})ml_fortran_resolve(\"{lower}\");",
             "    ml_thread_t *const ml_t = ml_enter();",
-            f"    if (ML_UNLIKELY(ml_t == NULL)) {{ ml_real({', '.join(actuals)}); return; }}"]
+            f"    if (ML_UNLIKELY(ml_t == NULL)) {{ ml_real({', '.join(actuals)}); return; }}",
+            "    ML_CALLSITE(ml_t);"]
     if sem.before:
         # the guard first: the handle conversions the statement needs cost calls of their own
         body.append(f"    if (ML_UNLIKELY({sem.before_when})) {{" if sem.before_when else "    {")

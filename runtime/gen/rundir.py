@@ -133,6 +133,8 @@ def enum_items(e: dict) -> list[tuple[str, str, int]]:
 def magics(spec: dict) -> dict[str, bytes]:
     """Every magic by identifier: MAGIC_<FILE>[_<BLOCK>], MAGIC_PAYLOAD[_END]."""
     out = {"PAYLOAD": magic_bytes(spec["payload"]["magic"]), "PAYLOAD_END": magic_bytes(spec["payload"]["end"])}
+    for o in spec["payload"].get("older", []):
+        out[f"PAYLOAD_{ident(o['name'])}"] = magic_bytes(o["magic"])
     for fname, f in spec["files"].items():
         if "magic" in f:
             out[ident(fname)] = magic_bytes(f["magic"])
@@ -378,6 +380,7 @@ def gen_doc(spec: dict) -> str:
             "what the `partial` and `snapshot` files hold, which `mpilens-merge` merges the same way. "
             f"Magic `{spec['payload']['magic']}`, end marker `{spec['payload']['end']}`. Strings: "
             f"{spec['strings']}. In order:", ""]
+    older = spec["payload"].get("older", [])
     for item in spec["payload"]["layout"]:
         if "table" in item:
             s = f", each followed by its `{item['string']}` (string)" if item.get("string") else ""
@@ -386,6 +389,7 @@ def gen_doc(spec: dict) -> str:
             out.append(f"- record `{item['record']}`")
         else:
             out.append(f"- string `{item['string']}`")
+    out += [f"- older: magic `{o['magic']}`: {o['doc']}" for o in older]
     out.append("")
     for item in spec["payload"]["layout"]:
         if "record" in item and item["record"] in recs:

@@ -139,6 +139,7 @@ static void f_abort(MPI_Fint *comm, MPI_Fint *errorcode, MPI_Fint *ierr)
     REAL("mpi_abort", f3_t);
     ml_thread_t *const t = ml_enter();
     if (t != NULL) {
+        ML_CALLSITE(t);
         const uint64_t t0 = ml_now();
         ml_leave(t, ML_FN_MPI_Abort, t0, t0); /* counted; it does not return */
     }
@@ -195,6 +196,7 @@ static void single(const char *name, int fn, void **cache, MPI_Fint *request, MP
             ((f3_t)*cache)(request, status, ierr);
         return;
     }
+    ML_CALLSITE(t);
     ml_claim_t c;
     ml_req_claim(PMPI_Request_f2c(*request), &c);
     MPI_Fint local[ML_F_STATUS_MAX];
@@ -242,6 +244,7 @@ static void all_fortran(const char *name, int fn, void **cache, MPI_Fint *count,
             ((f4_t)*cache)(count, requests, statuses, ierr);
         return;
     }
+    ML_CALLSITE(t);
     const int n = *count;
     statuses = claim_fortran(t, n, requests, statuses, 0);
     const uint64_t t0 = ml_start(t, fn);
@@ -284,6 +287,7 @@ static void any_fortran(const char *name, int fn, void **cache, MPI_Fint *count,
             ((f5_t)*cache)(count, requests, index, status, ierr);
         return;
     }
+    ML_CALLSITE(t);
     const int n = *count;
     status = claim_fortran(t, n, requests, status, 1);
     const uint64_t t0 = ml_start(t, fn);
@@ -326,6 +330,7 @@ static void some_fortran(const char *name, int fn, void **cache, MPI_Fint *incou
         ((f6_t)*cache)(incount, requests, outcount, indices, statuses, ierr);
         return;
     }
+    ML_CALLSITE(t);
     const int n = *incount;
     statuses = claim_fortran(t, n, requests, statuses, 0);
     const uint64_t t0 = ml_start(t, fn);
@@ -364,6 +369,7 @@ static void f_start(MPI_Fint *request, MPI_Fint *ierr)
         real(request, ierr);
         return;
     }
+    ML_CALLSITE(t);
     const uint64_t t0 = ml_start(t, ML_FN_MPI_Start);
     real(request, ierr);
     const uint64_t t1 = t->done_at = ml_stop(t0);
@@ -389,6 +395,7 @@ static void f_startall(MPI_Fint *count, MPI_Fint *requests, MPI_Fint *ierr)
         real(count, requests, ierr);
         return;
     }
+    ML_CALLSITE(t);
     const uint64_t t0 = ml_start(t, ML_FN_MPI_Startall);
     real(count, requests, ierr);
     const uint64_t t1 = t->done_at = ml_stop(t0);
@@ -415,6 +422,7 @@ static void f_request_free(MPI_Fint *request, MPI_Fint *ierr)
         real(request, ierr);
         return;
     }
+    ML_CALLSITE(t);
     ml_claim_t c;
     ml_req_claim(PMPI_Request_f2c(*request), &c);
     const uint64_t t0 = ml_start(t, ML_FN_MPI_Request_free);
@@ -436,6 +444,7 @@ static void f_cancel(MPI_Fint *request, MPI_Fint *ierr)
         real(request, ierr);
         return;
     }
+    ML_CALLSITE(t);
     ml_req_t *const e = ml_req_find(PMPI_Request_f2c(*request));
     const uint64_t t0 = ml_start(t, ML_FN_MPI_Cancel);
     real(request, ierr);

@@ -49,6 +49,7 @@ ML_EXPORT int MPI_Abort(MPI_Comm comm, int errorcode)
 {
     ml_thread_t *const t = ml_enter();
     if (t != NULL) {
+        ML_CALLSITE(t);
         const uint64_t t0 = ml_now();
         if (ML_UNLIKELY(t->trace.on)) ml_trace_plain(t, ML_FN_MPI_Abort, t0, t0);
         ml_leave(t, ML_FN_MPI_Abort, t0, t0); /* counted; it does not return */
@@ -70,6 +71,7 @@ ML_EXPORT int MPI_Wait(MPI_Request *request, MPI_Status *status)
     int measuring;
     ml_thread_t *const t = ml_enter_completion(&measuring);
     if (ML_UNLIKELY(t == NULL)) return PMPI_Wait(request, status);
+    ML_CALLSITE(t);
     ml_claim_t c;
     ml_req_claim(*request, &c);
     MPI_Status local;
@@ -91,6 +93,7 @@ ML_EXPORT int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
     int measuring;
     ml_thread_t *const t = ml_enter_completion(&measuring);
     if (ML_UNLIKELY(t == NULL)) return PMPI_Test(request, flag, status);
+    ML_CALLSITE(t);
     ml_claim_t c;
     ml_req_claim(*request, &c);
     MPI_Status local;
@@ -114,6 +117,7 @@ static int all(int (*wait)(int, MPI_Request *, MPI_Status *), int (*test)(int, M
     int measuring;
     ml_thread_t *const t = ml_enter_completion(&measuring);
     if (ML_UNLIKELY(t == NULL)) return wait ? wait(count, reqs, statuses) : test(count, reqs, flag, statuses);
+    ML_CALLSITE(t);
     MPI_Status *st = ml_claim_all(t, count, reqs, statuses);
     if (measuring && ML_UNLIKELY(t->observe & ML_OBS_AT_ENTER)) ml_observe_enter(t, fn);
     const uint64_t t0 = ml_start(t, fn);
@@ -145,6 +149,7 @@ static int any(int (*wait)(int, MPI_Request *, int *, MPI_Status *),
     ml_thread_t *const t = ml_enter_completion(&measuring);
     if (ML_UNLIKELY(t == NULL))
         return wait ? wait(count, reqs, index, status) : test(count, reqs, index, flag, status);
+    ML_CALLSITE(t);
     MPI_Status local;
     if (ml_claim_all(t, count, reqs, MPI_STATUSES_IGNORE) != MPI_STATUSES_IGNORE && status == MPI_STATUS_IGNORE)
         status = &local;
@@ -176,6 +181,7 @@ static int some(int (*call)(int, MPI_Request *, int *, int *, MPI_Status *), int
     int measuring;
     ml_thread_t *const t = ml_enter_completion(&measuring);
     if (ML_UNLIKELY(t == NULL)) return call(incount, reqs, outcount, indices, statuses);
+    ML_CALLSITE(t);
     MPI_Status *st = ml_claim_all(t, incount, reqs, statuses);
     if (measuring && ML_UNLIKELY(t->observe & ML_OBS_AT_ENTER)) ml_observe_enter(t, fn);
     const uint64_t t0 = ml_start(t, fn);
@@ -208,6 +214,7 @@ ML_EXPORT int MPI_Start(MPI_Request *request)
 {
     ml_thread_t *const t = ml_enter();
     if (ML_UNLIKELY(t == NULL)) return PMPI_Start(request);
+    ML_CALLSITE(t);
     if (ML_UNLIKELY(t->observe & ML_OBS_AT_ENTER)) ml_observe_enter(t, ML_FN_MPI_Start);
     const uint64_t t0 = ml_start(t, ML_FN_MPI_Start);
     const int rc = PMPI_Start(request);
@@ -230,6 +237,7 @@ ML_EXPORT int MPI_Startall(int count, MPI_Request array_of_requests[])
 {
     ml_thread_t *const t = ml_enter();
     if (ML_UNLIKELY(t == NULL)) return PMPI_Startall(count, array_of_requests);
+    ML_CALLSITE(t);
     if (ML_UNLIKELY(t->observe & ML_OBS_AT_ENTER)) ml_observe_enter(t, ML_FN_MPI_Startall);
     const uint64_t t0 = ml_start(t, ML_FN_MPI_Startall);
     const int rc = PMPI_Startall(count, array_of_requests);
@@ -253,6 +261,7 @@ ML_EXPORT int MPI_Request_free(MPI_Request *request)
     int measuring;
     ml_thread_t *const t = ml_enter_completion(&measuring);
     if (ML_UNLIKELY(t == NULL)) return PMPI_Request_free(request);
+    ML_CALLSITE(t);
     ml_claim_t c;
     ml_req_claim(*request, &c);
     if (measuring && ML_UNLIKELY(t->observe & ML_OBS_AT_ENTER)) ml_observe_enter(t, ML_FN_MPI_Request_free);
@@ -271,6 +280,7 @@ ML_EXPORT int MPI_Cancel(MPI_Request *request)
 {
     ml_thread_t *const t = ml_enter();
     if (ML_UNLIKELY(t == NULL)) return PMPI_Cancel(request);
+    ML_CALLSITE(t);
     ml_req_t *const e = ml_req_find(*request);
     if (ML_UNLIKELY(t->observe & ML_OBS_AT_ENTER)) ml_observe_enter(t, ML_FN_MPI_Cancel);
     const uint64_t t0 = ml_start(t, ML_FN_MPI_Cancel);

@@ -65,6 +65,8 @@ typedef struct rankrec {
     uint16_t hostlen;
     /* each positioned at its table's count (the payload's order: runtime/spec/rundir.yaml) */
     cursor_t regions, functions, stats, sizes, matrix, counter_names, counters;
+    uint32_t callsite_depth;         /* 0: none recorded (and in payloads of version 2) */
+    cursor_t modules, sites, frames; /* call sites; empty in payloads of version 2 */
 } rankrec_t;
 
 /* Parse one payload at c (which moves past it) into r; -1 with a reason when it is not whole. */
@@ -75,7 +77,8 @@ static int parse_payload(cursor_t *c, rankrec_t *r, char *why, size_t whylen)
         snprintf(why, whylen, "not an mpilens payload (bad magic)");
         return -1;
     }
-    if (avail >= ML_MAGIC_LEN && memcmp(c->p, ML_MAGIC_PAYLOAD, ML_MAGIC_LEN) != 0) {
+    const int v2 = avail >= ML_MAGIC_LEN && memcmp(c->p, ML_MAGIC_PAYLOAD_V2, ML_MAGIC_LEN) == 0;
+    if (avail >= ML_MAGIC_LEN && !v2 && memcmp(c->p, ML_MAGIC_PAYLOAD, ML_MAGIC_LEN) != 0) {
         snprintf(why, whylen, "a payload of another version (magic %.8s; this mpilens reads %s)", c->p,
                  ML_MAGIC_PAYLOAD);
         return -1;
@@ -111,6 +114,21 @@ static int parse_payload(cursor_t *c, rankrec_t *r, char *why, size_t whylen)
     skip_table(&body, sizeof(ml_payload_counter_name_t), 1);
     r->counters = body;
     skip_table(&body, sizeof(ml_payload_counter_t), 0);
+    static const uint32_t none = 0;
+    const cursor_t empty = {(const char *)&none, (const char *)&none + 4, 0};
+    r->modules = r->sites = r->frames = empty;
+    r->callsite_depth = 0;
+    if (!v2) {
+        ml_payload_callsites_t cs;
+        take(&body, &cs, sizeof cs);
+        r->callsite_depth = cs.depth;
+        r->modules = body;
+        skip_table(&body, sizeof(ml_payload_module_t), 1);
+        r->sites = body;
+        skip_table(&body, sizeof(ml_payload_site_t), 0);
+        r->frames = body;
+        skip_table(&body, sizeof(ml_payload_frame_t), 0);
+    }
     take(&body, &r->tail, sizeof r->tail);
     if (body.bad) {
         snprintf(why, whylen, "truncated at byte %zu of %llu", (size_t)(body.end - (c->p - total)),
@@ -172,6 +190,18 @@ typedef struct cvalue {
     uint64_t *when;
 } cvalue_t;
 
+typedef struct gframe {
+    uint32_t module; /* index in table.modules; UINT32_MAX: unknown */
+    uint64_t vaddr;
+} gframe_t;
+
+typedef struct gsite { /* one call site of one function, matched across ranks by its frames */
+    uint32_t fn;      /* index in table.functions */
+    uint32_t nframes, frame0; /* its frames: table.frames[frame0 .. frame0 + nframes) */
+    uint64_t hash;
+    uint64_t *calls, *ns, *sent, *recv; /* per rank */
+} gsite_t;
+
 typedef struct table {
     int nranks;
     const rankrec_t *ranks;
@@ -186,6 +216,15 @@ typedef struct table {
     uint32_t ncounters, cap_counters;
     cvalue_t *cvalues;
     uint32_t ncvalues, cap_cvalues;
+    name_t *modules;
+    uint32_t nmodules, cap_modules;
+    gsite_t *sites;
+    uint32_t nsites, cap_sites;
+    gframe_t *frames;
+    uint32_t nframes, cap_frames;
+    uint32_t *site_index; /* open addressing over sites: site + 1, 0 empty */
+    uint32_t site_index_cap;
+    int any_sites;   /* a payload of this version was merged: "callsites" is written */
     uint32_t *gfn; /* [65536]: a rank's function ids (u16) -> functions; reset after each rank */
     int failed;    /* out of memory */
 } table_t;
@@ -306,6 +345,130 @@ static void counter_add(table_t *t, uint32_t region, uint32_t counter, int rank,
     if (when > c->when[rank]) c->when[rank] = when;
 }
 
+static const char *table_start(cursor_t c, uint32_t *n);
+static uint32_t gfn_of(const table_t *t, uint16_t fn) { return t->gfn[fn]; }
+
+static uint32_t module_global(table_t *t, const char *name, uint16_t len)
+{
+    for (uint32_t i = 0; i < t->nmodules; i++)
+        if (name_eq(t->modules[i], name, len)) return i;
+    name_t *m = grow(t, t->modules, t->nmodules, &t->cap_modules, sizeof *m);
+    if (m == NULL) return UINT32_MAX;
+    t->modules = m;
+    t->modules[t->nmodules] = (name_t){name, len};
+    return t->nmodules++;
+}
+
+static uint64_t site_hash(uint32_t fn, const gframe_t *f, uint32_t n)
+{
+    uint64_t h = 0xcbf29ce484222325ull ^ fn;
+    for (uint32_t i = 0; i < n; i++) {
+        h = (h ^ f[i].module) * 0x100000001b3ull;
+        h = (h ^ f[i].vaddr) * 0x100000001b3ull;
+    }
+    return h;
+}
+
+static int index_site(table_t *t, uint32_t s)
+{
+    if (2 * (t->nsites + 1) > t->site_index_cap) {
+        const uint32_t cap = t->site_index_cap ? 2 * t->site_index_cap : 1024;
+        uint32_t *ix = calloc(cap, sizeof *ix);
+        if (ix == NULL) return t->failed = 1, -1;
+        for (uint32_t i = 0; i < t->site_index_cap; i++) {
+            if (t->site_index[i] == 0) continue;
+            uint32_t k = (uint32_t)t->sites[t->site_index[i] - 1].hash & (cap - 1);
+            while (ix[k]) k = (k + 1) & (cap - 1);
+            ix[k] = t->site_index[i];
+        }
+        free(t->site_index);
+        t->site_index = ix;
+        t->site_index_cap = cap;
+    }
+    uint32_t k = (uint32_t)t->sites[s].hash & (t->site_index_cap - 1);
+    while (t->site_index[k]) k = (k + 1) & (t->site_index_cap - 1);
+    t->site_index[k] = s + 1;
+    return 0;
+}
+
+/* The global site of fn with frames f[0..n) (copied when new); NULL when out of memory. */
+static gsite_t *site_of(table_t *t, uint32_t fn, const gframe_t *f, uint32_t n)
+{
+    const uint64_t h = site_hash(fn, f, n);
+    if (t->site_index_cap) {
+        for (uint32_t k = (uint32_t)h & (t->site_index_cap - 1); t->site_index[k]; k = (k + 1) & (t->site_index_cap - 1)) {
+            gsite_t *s = &t->sites[t->site_index[k] - 1];
+            if (s->hash != h || s->fn != fn || s->nframes != n) continue;
+            uint32_t i = 0;
+            while (i < n && t->frames[s->frame0 + i].module == f[i].module && t->frames[s->frame0 + i].vaddr == f[i].vaddr) i++;
+            if (i == n) return s;
+        }
+    }
+    gsite_t *ss = grow(t, t->sites, t->nsites, &t->cap_sites, sizeof *ss);
+    if (ss == NULL) return NULL;
+    t->sites = ss;
+    while (t->nframes + n > t->cap_frames) {
+        gframe_t *fr = grow(t, t->frames, t->cap_frames, &t->cap_frames, sizeof *fr);
+        if (fr == NULL) return NULL;
+        t->frames = fr;
+    }
+    memcpy(&t->frames[t->nframes], f, (size_t)n * sizeof *f);
+    gsite_t *s = &t->sites[t->nsites];
+    *s = (gsite_t){fn, n, t->nframes, h, per_rank(t), per_rank(t), per_rank(t), per_rank(t)};
+    t->nframes += n;
+    if (t->failed || index_site(t, t->nsites) != 0) return NULL;
+    return &t->sites[t->nsites++];
+}
+
+/* A rank's call sites (tables modules, sites, frames), keyed by function name and frames
+ * (module path, address in the module): the same code gives the same key on every rank,
+ * whatever the addresses the modules were loaded at. */
+static void merge_sites(table_t *t, int rank, const rankrec_t *r)
+{
+    if (r->callsite_depth > 0) t->any_sites = 1; /* a rank that recorded call sites */
+    uint32_t nmod, nsite, nframe;
+    table_start(r->modules, &nmod);
+    uint32_t *gmod = calloc((size_t)nmod + 1, sizeof *gmod);
+    if (gmod == NULL) {
+        t->failed = 1;
+        return;
+    }
+    cursor_t c = r->modules;
+    u32(&c);
+    for (uint32_t i = 0; i < nmod && !c.bad; i++) {
+        ml_payload_module_t x;
+        take(&c, &x, sizeof x);
+        uint16_t len;
+        const char *name = str(&c, &len);
+        gmod[i] = x.id < nmod ? module_global(t, name, len) : UINT32_MAX;
+        if (x.id < nmod && x.id != i) gmod[x.id] = gmod[i];
+    }
+    const char *sp = table_start(r->sites, &nsite);
+    const char *fp = table_start(r->frames, &nframe);
+    uint32_t fi = 0;
+    gframe_t frames[64];
+    for (uint32_t i = 0; i < nsite && !t->failed; i++) {
+        ml_payload_site_t x;
+        memcpy(&x, sp + (size_t)i * sizeof x, sizeof x);
+        uint32_t n = 0;
+        while (fi < nframe) {
+            ml_payload_frame_t y;
+            memcpy(&y, fp + (size_t)fi * sizeof y, sizeof y);
+            if (y.site != x.site) break;
+            if (n < 64) frames[n++] = (gframe_t){y.module < nmod ? gmod[y.module] : UINT32_MAX, y.vaddr};
+            fi++;
+        }
+        if (gfn_of(t, x.fn) == UINT32_MAX) continue;
+        gsite_t *s = site_of(t, gfn_of(t, x.fn), frames, n);
+        if (s == NULL) break;
+        s->calls[rank] += x.calls;
+        s->ns[rank] += x.ns;
+        s->sent[rank] += (uint64_t)x.sent;
+        s->recv[rank] += (uint64_t)x.recv;
+    }
+    free(gmod);
+}
+
 /* A table's count and its first record; *n = 0 when the cursor is bad. */
 static const char *table_start(cursor_t c, uint32_t *n)
 {
@@ -407,6 +570,7 @@ static void merge_rank(table_t *t, int rank, const rankrec_t *r)
         f->hist_calls[k] += x.calls;
         f->hist_ns[k] += x.ns;
     }
+    merge_sites(t, rank, r);
     c = r->functions; /* back to "unknown" for the next rank: only the ids this one used */
     u32(&c);
     for (uint32_t i = 0; i < nf && !c.bad; i++) {
@@ -608,8 +772,65 @@ static void write_message_sizes(FILE *f, table_t *t)
     fputs(first_fn ? "}" : "\n  }", f);
 }
 
+static const table_t *site_sorting;
+static uint64_t site_total_ns(const gsite_t *s)
+{
+    uint64_t v = 0;
+    for (int r = 0; r < site_sorting->nranks; r++) v += s->ns[r];
+    return v;
+}
+static int sites_by_time(const void *a, const void *b)
+{
+    const gsite_t *x = *(const gsite_t *const *)a, *y = *(const gsite_t *const *)b;
+    const uint64_t tx = site_total_ns(x), ty = site_total_ns(y);
+    return tx < ty ? 1 : tx > ty ? -1 : 0;
+}
+
+/* "callsites": every site with its function, frames (module, address in the module) and values
+ * per rank, by total time; symbolised by `mpilens`, never here. */
+static void write_sites(FILE *f, table_t *t)
+{
+    gsite_t **sel = malloc(((size_t)t->nsites + 1) * sizeof *sel);
+    if (sel == NULL) {
+        t->failed = 1;
+        return;
+    }
+    for (uint32_t i = 0; i < t->nsites; i++) sel[i] = &t->sites[i];
+    site_sorting = t;
+    qsort(sel, t->nsites, sizeof *sel, sites_by_time);
+    fputc('[', f);
+    for (uint32_t i = 0; i < t->nsites; i++) {
+        const gsite_t *s = sel[i];
+        const function_t *fn = &t->functions[s->fn];
+        fprintf(f, "%s\n    {\"function\": ", i ? "," : "");
+        ml_json_strn(f, fn->name.s, fn->name.len);
+        fputs(", \"frames\": [", f);
+        for (uint32_t k = 0; k < s->nframes; k++) {
+            const gframe_t *g = &t->frames[s->frame0 + k];
+            fputs(k ? ", {\"module\": " : "{\"module\": ", f);
+            if (g->module < t->nmodules) ml_json_strn(f, t->modules[g->module].s, t->modules[g->module].len);
+            else fputs("null", f);
+            fprintf(f, ", \"address\": %llu}", (unsigned long long)g->vaddr);
+        }
+        fputs("],\n     \"calls\": ", f);
+        u64_array(f, s->calls, t);
+        fputs(", \"time_s\": ", f);
+        seconds_array(f, s->ns, NULL, t);
+        fputs(",\n     \"bytes_sent\": ", f);
+        u64_array(f, s->sent, t);
+        fputs(", \"bytes_recv\": ", f);
+        u64_array(f, s->recv, t);
+        fputc('}', f);
+    }
+    fputs(t->nsites ? "\n  ]" : "]", f);
+    free(sel);
+}
+
 static void free_table(table_t *t)
 {
+    for (uint32_t i = 0; i < t->nsites; i++)
+        free(t->sites[i].calls), free(t->sites[i].ns), free(t->sites[i].sent), free(t->sites[i].recv);
+    free(t->sites), free(t->frames), free(t->modules), free(t->site_index);
     for (uint32_t i = 0; i < t->nseries; i++) {
         series_t *s = &t->series[i];
         free(s->calls), free(s->ns), free(s->min), free(s->max), free(s->sent), free(s->recv), free(s->timed), free(s->var);
@@ -722,6 +943,10 @@ int ml_merge_profile(FILE *f, const char *payloads, size_t len, const ml_merge_o
     write_counters(f, &t, UINT32_MAX, "  ");
     fputs(",\n  \"regions\": ", f);
     write_regions(f, &t, 0, 0);
+    if (t.any_sites) {
+        fputs(",\n  \"callsites\": ", f);
+        write_sites(f, &t);
+    }
     if (o->intervals) {
         fputs(",\n  \"intervals\": {\"recorded\": [", f);
         for (int r = 0; r < nranks; r++)

@@ -68,6 +68,11 @@ ML_HOT uint64_t ml_now(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* A clock point: a tick and CLOCK_MONOTONIC read together. The tick is read before and after the
+ * clock, and of a few tries the shortest bracket's middle is kept: a preemption between the two
+ * readings would otherwise shift every time converted with the pair (traces align ranks and hosts
+ * with these pairs). */
+void ml_clock_point(uint64_t *tick, uint64_t *ns);
 /* Nanoseconds of a tick count, with the rate calibrated against CLOCK_MONOTONIC. */
 uint64_t ml_ticks_to_ns(uint64_t ticks);
 uint64_t ml_clock_ns(void);
@@ -108,6 +113,23 @@ typedef struct ml_ucount {
     uint64_t updates;
     uint64_t when; /* tick of the last update: "set" counters keep the latest value */
 } ml_ucount_t;
+
+/* ------------------------------------------------------------------------------- call sites
+ * Each measured call is counted at its call site too (callsite.c): the return address of the
+ * first frame outside the MPI library and mpilens, or with MPILENS_CALLSITE_DEPTH=N > 1 the N
+ * return addresses of the call path. A thread keeps its sites in a fixed open-addressing table
+ * (MPILENS_CALLSITE_MAX entries); once three quarters full, new sites are counted under the
+ * function's "other sites" entry, so no call is lost. At depth 1 the wrapper's own return
+ * address is the key: the hot path hashes it, compares one entry and adds. */
+typedef struct ml_site {
+    uintptr_t key;       /* depth 1: the return address; deeper: hash of the frames */
+    uint32_t fn;         /* function id; ML_SITE_SLOW set when the fast path must not match */
+    uint32_t id;         /* 1 + index in the thread's table; 0: the function's "other sites" */
+    uint64_t calls, ticks, timed;
+    int64_t sent, recv;
+} ml_site_t;
+#define ML_SITE_SLOW 0x80000000u
+#define ML_CALLSITE_MAX_DEPTH 16
 
 typedef struct ml_thread {
     /* ---- the profile (core.c, regions.c, counters.c) */
@@ -151,6 +173,15 @@ typedef struct ml_thread {
     /* ---- the profile again */
     /* datatype sizes seen by this thread (see ml_semantics.h) */
     struct ml_type_cached { MPI_Datatype type; int64_t size; uint32_t gen; } type_cache[16];
+    /* ---- call sites (callsite.c): NULL when MPILENS_CALLSITE_DEPTH=0 */
+    uintptr_t ra;          /* return address of the wrapper now running (ML_CALLSITE) */
+    ml_site_t *sites;      /* [site_cap], open addressing */
+    ml_site_t *site_other; /* [ML_NFUNC]: calls of sites beyond the table */
+    struct ml_site_frame *site_frames; /* [site_cap][depth]: the frames of each site */
+    ml_site_t *site_pending; /* a walked site found for a request entry, for the same call's leave */
+    uintptr_t site_pending_ra;
+    int site_pending_fn;
+    uint32_t site_shift, site_cap, site_used, site_fast;
     /* what could not be measured */
     uint64_t dropped_requests, region_mismatch;
     size_t mapped_bytes;
@@ -266,6 +297,31 @@ ML_HOT uint64_t ml_count(ml_thread_t *t, ml_fstat_t *s, uint64_t t0, uint64_t t1
     return d;
 }
 
+/* The call site of the call being left: the fast path at depth 1 (one entry compared), else
+ * callsite.c's walk and lookup. */
+ml_site_t *ml_site_slow(ml_thread_t *t, int fn);
+/* The site of the call being made, looked up before the call is counted (its request entry, its
+ * trace event); the count then reuses a stack walk made here (callsite.c). */
+ml_site_t *ml_site_early(ml_thread_t *t, int fn);
+ML_HOT ml_site_t *ml_site_find(ml_thread_t *t, int fn)
+{
+    const uintptr_t ra = t->ra;
+    ml_site_t *e = &t->sites[(uint32_t)(((uint64_t)ra * 0x9E3779B97F4A7C15ull + (uint64_t)fn) >> t->site_shift)];
+    if (ML_UNLIKELY(e->key != ra || e->fn != (uint32_t)fn)) e = ml_site_slow(t, fn);
+    return e;
+}
+ML_HOT void ml_site_count(ml_thread_t *t, int fn, uint64_t d, int64_t sent, int64_t recv)
+{
+    ml_site_t *e = ml_site_find(t, fn);
+    e->calls++;
+    e->ticks += d;
+    if (ML_UNLIKELY(t->sampling)) e->timed += d != 0; /* else every call is timed: timed stays 0 */
+    e->sent += sent;
+    e->recv += recv;
+}
+/* Every exported wrapper notes its return address first (a load from the stack). */
+#define ML_CALLSITE(t) ((t)->ra = (uintptr_t)__builtin_return_address(0))
+
 ML_HOT int ml_size_bin(int64_t bytes)
 {
     return bytes <= 0 ? 0 : 64 - __builtin_clzll((unsigned long long)bytes);
@@ -278,7 +334,8 @@ void ml_observe_leave(struct ml_thread *t, int fn);
 /* End a measured call that moves no bytes (or whose bytes come at request completion). */
 ML_HOT void ml_leave(ml_thread_t *t, int fn, uint64_t t0, uint64_t t1)
 {
-    ml_count(t, &t->cur[fn], t0, t1);
+    const uint64_t d = ml_count(t, &t->cur[fn], t0, t1);
+    if (ML_LIKELY(t->sites != NULL)) ml_site_count(t, fn, d, 0, 0);
     if (ML_UNLIKELY(t->observe & ML_OBS_AT_LEAVE)) ml_observe_leave(t, fn);
     t->depth = 0;
 }
@@ -293,6 +350,7 @@ ML_HOT void ml_leave_bytes(ml_thread_t *t, int fn, uint64_t t0, uint64_t t1, int
     ml_hbin_t *h = &t->hist[fn * ML_NBINS + ml_size_bin(sent > recv ? sent : recv)];
     h->calls++;
     h->ticks += d;
+    if (ML_LIKELY(t->sites != NULL)) ml_site_count(t, fn, d, sent, recv);
     if (ML_UNLIKELY(t->observe & ML_OBS_AT_LEAVE)) ml_observe_leave(t, fn);
     t->depth = 0;
 }
@@ -375,6 +433,7 @@ typedef struct ml_req {
     /* trace and counters modes: to give the source of a completed receive as a world rank; the
      * entry holds a reference (ml_comm_hold) from ml_req_track until it completes or is freed */
     const struct ml_comm *comm;
+    ml_site_t *site;    /* call site that started it: its bytes are counted there at completion */
 } ml_req_t;
 
 int ml_requests_init(size_t capacity);

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "ml.h"
+#include "ml_callsite.h"
 #include "ml_intervals.h"
 #include "ml_output.h"
 
@@ -346,6 +347,7 @@ void ml_payload_write(ml_sink_t *s, int complete, int reason, int signo)
             const ml_payload_counter_t r = {p, (uint16_t)id, m.value, m.updates, ml_ticks_to_ns(m.when - ml_g.t_init_begin)};
             put_record(s, r);
         }
+    ml_callsite_payload(s, threads);
     ml_payload_tail_t tail = {ml_g.intervals ? ml_intervals_recorded() : 0, ml_g.intervals ? ml_intervals_dropped() : 0,
                               {0}};
     memcpy(tail.end, ML_MAGIC_PAYLOAD_END, ML_MAGIC_LEN);

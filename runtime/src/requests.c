@@ -97,6 +97,7 @@ static ml_req_t *insert(ml_thread_t *t, uintptr_t k, const ml_req_t *e)
                 s->seq = e->seq;
                 s->t_post = e->t_post;
                 s->comm = e->comm;
+                s->site = e->site;
                 __atomic_store_n(&s->key, k, __ATOMIC_RELEASE);
                 uint32_t cur = __atomic_load_n(&longest_probe, __ATOMIC_RELAXED);
                 while (d > cur && !__atomic_compare_exchange_n(&longest_probe, &cur, d, 1, __ATOMIC_RELAXED,
@@ -127,7 +128,7 @@ uint64_t ml_req_track(ml_thread_t *t, MPI_Request req, int fn, unsigned flags, i
     }
     if (t->trace.on && facts == NULL && comm != MPI_COMM_NULL) facts = ml_comm_get(comm);
     ml_req_t e = {0, (uint16_t)fn, (uint16_t)(flags & ML_REQ_PERSISTENT ? flags : flags | ML_REQ_ACTIVE),
-                  t->cur_path, peer, 0, sent, recv, seq, 0, facts};
+                  t->cur_path, peer, 0, sent, recv, seq, 0, facts, t->sites ? ml_site_early(t, fn) : NULL};
     if (ML_UNLIKELY(ml_spc_on) && !(flags & ML_REQ_PERSISTENT)) ml_spc_posted(t, &e);
     if (!(flags & ML_REQ_PERSISTENT) && shared_handle(req)) {
         /* complete already, and with no status worth reading */
@@ -220,6 +221,16 @@ static void account(ml_thread_t *t, const ml_req_t *e, int64_t sent, int64_t rec
     ml_fstat_t *s = &t->blocks[(size_t)e->path * ML_NFUNC + e->fn];
     s->sent += sent;
     s->recv += recv;
+    if (e->site != NULL) {
+        /* the site belongs to the thread that started the operation, maybe not this one */
+        if (ml_g.multiple) {
+            __atomic_fetch_add(&e->site->sent, sent, __ATOMIC_RELAXED);
+            __atomic_fetch_add(&e->site->recv, recv, __ATOMIC_RELAXED);
+        } else {
+            e->site->sent += sent;
+            e->site->recv += recv;
+        }
+    }
     /* the transfer's size class; its time is that of the calls that waited for it */
     t->hist[e->fn * ML_NBINS + ml_size_bin(sent > recv ? sent : recv)].calls++;
     if (e->peer >= 0) {

@@ -32,6 +32,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "ml_callsite.h"
 #include "ml_output.h"
 #include "trace_event.h"
 
@@ -67,8 +68,7 @@ static void write_block(ml_tbuf_t *b)
     head.thread = b->thread;
     head.count = n - b->flushed;
     head.number = __atomic_fetch_add(&blocks_written, 1, __ATOMIC_RELAXED);
-    head.tick = ml_now();
-    head.ns = ml_clock_ns();
+    ml_clock_point(&head.tick, &head.ns);
     head.filling = b->filling;
     head.first = b->flushed;
     head.words = words - b->wflushed;
@@ -208,7 +208,8 @@ void ml_trace_call(ml_thread_t *t, const ml_call_t *c) { ml_trace_call_inline(t,
 
 void ml_trace_plain(ml_thread_t *t, int fn, uint64_t t0, uint64_t t1)
 {
-    const ml_tev_t e = {.t0 = t0, .t1 = t1, .kind = ML_TEV_CALL, .fn = (uint32_t)fn, .dst = -1, .src = -1};
+    const ml_tev_t e = {.t0 = t0, .t1 = t1, .kind = ML_TEV_CALL, .fn = (uint32_t)fn, .dst = -1, .src = -1,
+                        .site = ml_trace_site(t, fn)};
     ml_trace_emit(t, &e);
 }
 
@@ -324,7 +325,8 @@ static void write_json_block(const char *magic, int trailer)
 {
     static char buffer[1 << 16];
     ml_sink_t s = {buffer, 0, sizeof buffer, fd, 0};
-    const uint64_t tick = ml_now(), ns = ml_clock_ns();
+    uint64_t tick, ns;
+    ml_clock_point(&tick, &ns);
     /* the block's length is not known before the JSON is written: mark the end instead */
     ml_sink_put(&s, magic, ML_MAGIC_LEN);
     put(&s, "{\"rank\": ");
@@ -382,6 +384,7 @@ static void write_json_block(const char *magic, int trailer)
             put(&s, ml_counter_kind(c) == ML_COUNTER_SUM ? ", \"sum\"]" : ", \"last\"]");
         }
         put(&s, "]");
+        ml_callsite_trace_json(&s); /* the call sites the events name */
         if (writer_cpu_ns >= 0) { /* what writing the trace cost this rank, on a core of its node */
             put(&s, ", \"writer_cpu_ns\": ");
             put_int(&s, writer_cpu_ns);

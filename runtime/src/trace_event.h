@@ -35,6 +35,7 @@ typedef struct ml_tev {
     int32_t dst, src, stag, rtag; /* world ranks (-1: none); tags */
     int64_t sent, recv;           /* bytes; counters: the value's bits in sent */
     uint64_t req;                 /* operation number ((thread + 1) << 40 | sequence), 0: none */
+    uint32_t site;                /* call site: number in the thread's table, 0: unknown */
 } ml_tev_t;
 
 extern size_t ml_trace_data_bytes;  /* of each buffer */
@@ -112,6 +113,10 @@ ML_HOT void ml_trace_emit(ml_thread_t *t, const ml_tev_t *e)
             *--w = (uint32_t)(e->req >> 32);
         }
     }
+    if (e->site != 0) {
+        flags |= ML_TF_SITE;
+        *--w = e->site;
+    }
     f->fn = (uint16_t)e->fn;
     f->flags = (uint16_t)flags;
     /* the event is complete: count it (a writer or a signal handler may copy the buffer any time) */
@@ -134,6 +139,10 @@ ML_HOT int ml_trace_world(MPI_Comm comm, int rank)
     return ml_world_rank(comm, rank);
 }
 
+/* The call site of the call being traced (MPILENS_CALLSITE_DEPTH > 0): its number in the
+ * thread's table (0: unknown, or one of the function's "other sites"). */
+ML_HOT uint32_t ml_trace_site(ml_thread_t *t, int fn) { return t->sites ? ml_site_early(t, fn)->id : 0; }
+
 /* The event of one MPI call as a wrapper describes it. */
 ML_HOT void ml_trace_call_inline(ml_thread_t *t, const ml_call_t *c)
 {
@@ -150,6 +159,7 @@ ML_HOT void ml_trace_call_inline(ml_thread_t *t, const ml_call_t *c)
         .sent = c->sent,
         .recv = c->recv,
         .req = c->req,
+        .site = ml_trace_site(t, c->fn),
     };
     ml_trace_emit(t, &e);
 }

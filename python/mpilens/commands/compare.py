@@ -26,6 +26,8 @@ def _setup_compare(p: argparse.ArgumentParser) -> None:
     p.add_argument("--confidence", type=float, default=0.95, help="confidence level of the intervals (default 0.95)")
     p.add_argument("--resamples", type=int, default=10000, help="bootstrap resamples (default 10000)")
     p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0: reproducible)")
+    p.add_argument("--sites", action="store_true",
+                   help="also compare each MPI function per call site (file:line; runs with MPILENS_CALLSITE_DEPTH > 0)")
     p.add_argument("--all", action="store_true", help="show every node, also those too small to matter")
     p.add_argument("--stats", action="store_true", help="also show min and max over runs")
     p.add_argument("--html", type=Path, metavar="FILE", help="also write the comparison as a self-contained HTML page")
@@ -45,7 +47,7 @@ def cmd_compare(a: argparse.Namespace) -> int:
         sa = compare.load_side(a.a, "A")
         sb = compare.load_side(a.vs, "B")
         c = compare.compare(sa, sb, ranks=a.ranks, confidence=a.confidence, resamples=a.resamples, seed=a.seed,
-                            step=step)
+                            step=step, by_site=a.sites)
         if a.html:
             from ..report import compare_html
 

@@ -92,12 +92,17 @@ def _call_records(tl: Timeline, c: np.ndarray) -> pa.Array:
     (a ping-pong has a handful) and the times are appended to it."""
     if len(c) == 0:
         return pa.array([], type=pa.string())
-    keys = ("fn", "rank", "thread", "sent", "recv", "dst", "src")
+    keys = ("fn", "rank", "thread", "sent", "recv", "dst", "src", "site")
     group = pd.DataFrame({k: c[k] for k in keys}).groupby(list(keys), sort=False).ngroup().to_numpy()
     _, first = np.unique(group, return_index=True)  # each group's first call
     u = c[first]
     names = pa.array([json.dumps(n) for n in tl.functions]).take(pa.array(u["fn"].astype(np.int64)))
-    args = pc.utf8_rtrim(_text([_optional(u["sent"] != 0, "bytes_sent", _ints(u["sent"])),
+    # the call site (MPILENS_CALLSITE_DEPTH > 0): "file:line (function)" of the call
+    where = [tl.site_text_of(int(r), int(t), int(s)) if s else None
+             for r, t, s in zip(u["rank"], u["thread"], u["site"])]
+    site_text = pa.array([json.dumps(w) if w else "" for w in where], type=pa.string())
+    args = pc.utf8_rtrim(_text([_optional(np.array([w is not None for w in where], dtype=bool), "site", site_text),
+                                _optional(u["sent"] != 0, "bytes_sent", _ints(u["sent"])),
                                 _optional(u["recv"] != 0, "bytes_recv", _ints(u["recv"])),
                                 _optional(u["dst"] >= 0, "dst", _ints(u["dst"])),
                                 _optional(u["src"] >= 0, "src", _ints(u["src"]))]), characters=",")

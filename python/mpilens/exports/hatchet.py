@@ -206,14 +206,86 @@ def _run_metadata(run: Run) -> dict[str, Any]:
     }
 
 
+def build_callpath_tree(run: Run) -> list[TreeNode]:
+    """Return the nodes of the call-path tree of a run with call sites (MPILENS_CALLSITE_DEPTH):
+    ``main`` -> the frames of each site from the outermost inwards ("symbol (file:line)") -> the
+    MPI function, whose metrics are the site's. Sites that share their outer frames share those
+    nodes; a frame's inclusive time is the time of the MPI calls made under it."""
+    from ..callsites import callsites, location
+
+    profile = run.profile
+    n = profile["nranks"]
+    measured = _measured(profile["ranks"])
+    zeros: list[float | None] = [0.0 if m else None for m in measured]
+    wall = [r.get("wall_time_s") for r in profile["ranks"]]
+    nodes = [TreeNode(0, ROOT_NAME, "program", None, {"time (inc)": _vec(wall, n),
+                                                      "visits": [1.0 if m else None for m in measured]})]
+    index: dict[tuple[int, str], int] = {}
+    mpi_total = list(zeros)
+    for site in callsites(run):
+        frames = site.get("path") or [{"symbol": site["symbol"], "file": site["file"], "line": site["line"]}]
+        parent = 0
+        for f in reversed(frames):
+            name = f"{f['symbol']} ({location(f)})" if f.get("line") else str(f["symbol"])
+            key = (parent, name)
+            if key not in index:
+                node = TreeNode(len(nodes), name, "callsite", parent, {"time (inc)": list(zeros), "time": list(zeros)})
+                nodes.append(node)
+                nodes[parent].children.append(node.nid)
+                index[key] = node.nid
+            parent = index[key]
+        t = _vec(site["time_s"], n)
+        node = TreeNode(len(nodes), site["mpi_function"], "function", parent, {
+            "time (inc)": t, "time": t, "calls": _vec(site["calls"], n), "bytes_sent": _vec(site["bytes_sent"], n),
+            "bytes_recv": _vec(site["bytes_recv"], n), "visits": list(zeros)})
+        nodes.append(node)
+        nodes[parent].children.append(node.nid)
+        mpi_total = _add(mpi_total, t)
+        p = parent
+        while p != 0:  # the frames above it include its time
+            nodes[p].metrics["time (inc)"] = _add(nodes[p].metrics["time (inc)"], t)
+            p = nodes[p].parent or 0
+    nodes[0].metrics["time"] = _sub(nodes[0].metrics["time (inc)"], mpi_total)
+    for node in nodes:
+        for k in ("calls", "bytes_sent", "bytes_recv"):
+            node.metrics.setdefault(k, list(zeros))
+        node.metrics.setdefault("visits", list(zeros))
+    # depth-first order (each node before its children), as the writers expect
+    order: list[int] = []
+    stack = [0]
+    while stack:
+        i = stack.pop()
+        order.append(i)
+        stack.extend(reversed(nodes[i].children))
+    renum = {old: new for new, old in enumerate(order)}
+    out = []
+    for old in order:
+        nd = nodes[old]
+        out.append(TreeNode(renum[old], nd.name, nd.kind, None if nd.parent is None else renum[nd.parent], nd.metrics,
+                            [renum[c] for c in nd.children]))
+    _inclusive(out)
+    return out
+
+
+def _tree(run: Run, tree: str) -> list[TreeNode]:
+    if tree == "callpaths":
+        if not run.profile.get("callsites"):
+            raise MpilensError("the run has no call sites (MPILENS_CALLSITE_DEPTH=0, or made by an earlier mpilens)")
+        return build_callpath_tree(run)
+    if tree != "regions":
+        raise MpilensError(f"unknown Hatchet tree {tree!r} (regions, callpaths)")
+    return build_tree(run.profile)
+
+
 def _as_run(run: Run | str | Path) -> Run:
     return run if isinstance(run, Run) else load_run(run)
 
 
-def to_dict(run: Run | str | Path) -> dict[str, Any]:
-    """Return Hatchet's JSON serialization of a run (the structure GraphFrame.to_dict makes)."""
+def to_dict(run: Run | str | Path, tree: str = "regions") -> dict[str, Any]:
+    """Return Hatchet's JSON serialization of a run (the structure GraphFrame.to_dict makes);
+    tree "callpaths": the call-path tree of the call sites (build_callpath_tree)."""
     run = _as_run(run)
-    nodes = build_tree(run.profile)
+    nodes = _tree(run, tree)
     cols = _columns(nodes)
     graph = {str(nd.nid): {"data": {"name": nd.name, "type": nd.kind}, "children": nd.children} for nd in nodes}
     rows = []
@@ -228,10 +300,10 @@ def to_dict(run: Run | str | Path) -> dict[str, Any]:
             "inclusive_metrics": INC_METRICS, "exclusive_metrics": EXC_METRICS, "metadata": _run_metadata(run)}
 
 
-def to_literal(run: Run | str | Path) -> list[dict[str, Any]]:
+def to_literal(run: Run | str | Path, tree: str = "regions") -> list[dict[str, Any]]:
     """Return the tree in Hatchet's literal format, each metric as the mean over measured ranks."""
     run = _as_run(run)
-    nodes = build_tree(run.profile)
+    nodes = _tree(run, tree)
     cols = [c for c in _columns(nodes) if not c.startswith("counter:")]
 
     def mean(vals: list[float | None]) -> float:
@@ -259,14 +331,15 @@ def _import_hatchet() -> Any:
     return Frame, Graph, GraphFrame, Node
 
 
-def to_hatchet(run: Run | str | Path) -> Any:
+def to_hatchet(run: Run | str | Path, tree: str = "regions") -> Any:
     """Return the run (a Run or a run directory path) as a hatchet GraphFrame indexed by (node, rank),
-    with the run's metadata in gf.metadata."""
+    with the run's metadata in gf.metadata; tree "callpaths": main -> call-path frames -> MPI
+    functions, from the call sites."""
     import pandas as pd
 
     Frame, Graph, GraphFrame, Node = _import_hatchet()
     run = _as_run(run)
-    nodes = build_tree(run.profile)
+    nodes = _tree(run, tree)
     cols = _columns(nodes)
     hn: list[Any] = []
     for nd in nodes:
@@ -313,16 +386,16 @@ def to_thicket(runs: Iterable[Run | str | Path]) -> Any:
     return Thicket.concat_thickets(parts, axis="index", disable_tqdm=True)
 
 
-def write(run: Run | str | Path, output: Path, fmt: str = "json") -> dict[str, int]:
+def write(run: Run | str | Path, output: Path, fmt: str = "json", tree: str = "regions") -> dict[str, int]:
     """Write the run for Hatchet into output; return what was written (nodes, rows)."""
     run = _as_run(run)
     if fmt == "json":
-        doc: Any = to_dict(run)
+        doc: Any = to_dict(run, tree)
         rows = len(doc["dataframe"])
         nodes = len(doc["graph"][0])
     elif fmt == "literal":
-        doc = to_literal(run)
-        nodes = len(build_tree(run.profile))
+        doc = to_literal(run, tree)
+        nodes = len(_tree(run, tree))
         rows = nodes
     else:
         raise MpilensError(f"unknown Hatchet format {fmt!r} (json, literal)")
@@ -330,8 +403,8 @@ def write(run: Run | str | Path, output: Path, fmt: str = "json") -> dict[str, i
     return {"nodes": nodes, "rows": rows}
 
 
-def _export(run: Run, output: Path, progress: Any = None, format: str = "json") -> dict[str, int]:
-    return write(run, output, format)
+def _export(run: Run, output: Path, progress: Any = None, format: str = "json", tree: str = "regions") -> dict[str, int]:
+    return write(run, output, format, tree)
 
 
 def _describe(output: Path, written: dict[str, int], options: dict[str, Any]) -> str:
@@ -346,4 +419,8 @@ exporter(Exporter(
     options=(Option(("--format",), {"dest": "format", "choices": ["json", "literal"], "default": "json",
                                     "help": "hatchet: json: Hatchet's GraphFrame serialization, all ranks "
                                             "(GraphFrame.from_json); literal: Hatchet's literal format, mean over "
-                                            "ranks (GraphFrame.from_literal); default json"}),)))
+                                            "ranks (GraphFrame.from_literal); default json"}),
+             Option(("--tree",), {"dest": "tree", "choices": ["regions", "callpaths"], "default": "regions",
+                                  "help": "hatchet: regions: regions -> MPI functions (default); callpaths: "
+                                          "main -> call-path frames -> MPI functions, from the call sites "
+                                          "(MPILENS_CALLSITE_DEPTH > 1 for paths)"}))))

@@ -38,6 +38,27 @@ class TraceFinding:
                 "duration_s": self.duration_s, "bytes": self.bytes, **self.evidence}
 
 
+def _waiting_call(tl: Timeline, i: int) -> int:
+    """The call event that waited for event i: i itself for a call; for the completion record of a
+    nonblocking operation, the completion call (MPI_Wait...) of the same thread around it."""
+    ev = tl.ev
+    if ev["kind"][i] == reader.CALL:
+        return i
+    t = ev["t0"][i]
+    for j in range(i - 1, max(i - 256, -1), -1):
+        if ev["rank"][j] != ev["rank"][i] or ev["thread"][j] != ev["thread"][i]:
+            break
+        if ev["kind"][j] == reader.CALL and ev["t0"][j] <= t <= ev["t1"][j] + 1e-9:
+            return j
+    return i
+
+
+def _at(tl: Timeline, i: int) -> str:
+    """" in file:line (function)" of the call of event i, when the trace has call sites."""
+    where = tl.site_text(_waiting_call(tl, i)) if tl.sites else None
+    return f" in {where}" if where else ""
+
+
 def late_senders(tl: Timeline, top: int = TOP) -> list[TraceFinding]:
     """A receive waited because its message was sent after the receive was posted. Receives that
     one call completed (an MPI_Waitall of many) were one wait: one finding, the longest."""
@@ -57,13 +78,14 @@ def late_senders(tl: Timeline, top: int = TOP) -> list[TraceFinding]:
         more = late_in_call[key[i]] - 1
         out.append(TraceFinding(
             "late_sender",
-            f"Late sender: rank {m.dst[i]} waited {units.seconds(wait[i])} at {units.seconds(m.recv_post_t[i])} for a "
+            f"Late sender: rank {m.dst[i]} waited {units.seconds(wait[i])}{_at(tl, int(m.recv_ev[i]))} at "
+            f"{units.seconds(m.recv_post_t[i])} for a "
             f"{units.size(m.bytes[i])} message that rank {m.src[i]} sent only then (tag {m.tag[i]})"
             + (f"; the call that completed it waited for {more} more late message{'s' if more > 1 else ''}."
                if more else "."),
             int(m.dst[i]), float(m.recv_post_t[i]), float(wait[i]), int(m.bytes[i]),
             {"sender": int(m.src[i]), "receiver": int(m.dst[i]), "tag": int(m.tag[i]),
-             "late_messages_in_call": more + 1}))
+             "late_messages_in_call": more + 1, "site": tl.site(_waiting_call(tl, int(m.recv_ev[i])))}))
         if len(out) == top:
             break
     return out
@@ -82,10 +104,12 @@ def late_receivers(tl: Timeline, top: int = TOP) -> list[TraceFinding]:
     for i in idx[np.argsort(-wait[idx])][:top]:
         out.append(TraceFinding(
             "late_receiver",
-            f"Late receiver: rank {m.src[i]}'s {tl.functions[ev['fn'][m.send_ev[i]]]} of {units.size(m.bytes[i])} "
+            f"Late receiver: rank {m.src[i]}'s {tl.functions[ev['fn'][m.send_ev[i]]]}{_at(tl, int(m.send_ev[i]))} of "
+            f"{units.size(m.bytes[i])} "
             f"waited {units.seconds(wait[i])} at {units.seconds(m.send_t[i])} until rank {m.dst[i]} posted its receive.",
             int(m.src[i]), float(m.send_t[i]), float(wait[i]), int(m.bytes[i]),
-            {"sender": int(m.src[i]), "receiver": int(m.dst[i]), "tag": int(m.tag[i])}))
+            {"sender": int(m.src[i]), "receiver": int(m.dst[i]), "tag": int(m.tag[i]),
+             "site": tl.site(_waiting_call(tl, int(m.send_ev[i])))}))
     return out
 
 
@@ -110,12 +134,13 @@ def collective_waits(tl: Timeline, top: int = TOP) -> list[TraceFinding]:
         waiter = rows[np.argmax(w)]
         out.append(TraceFinding(
             "collective_wait",
-            f"Wait at collective: in {tl.functions[c.fn[waiter]]} at {units.seconds(c.arrive[waiter])}, rank "
+            f"Wait at collective: in {tl.functions[c.fn[waiter]]}{_at(tl, int(c.ev[waiter]))} at "
+            f"{units.seconds(c.arrive[waiter])}, rank "
             f"{c.rank[waiter]} waited {units.seconds(w.max())} for rank {late_rank[inst]}, the last of "
             f"{len(rows)} to arrive (all ranks together waited {units.seconds(total[inst])}).",
             int(c.rank[waiter]), float(c.arrive[waiter]), float(w.max()), None,
             {"late_rank": int(late_rank[inst]), "participants": int(len(rows)), "total_wait_s": float(total[inst]),
-             "function": tl.functions[c.fn[waiter]]}))
+             "function": tl.functions[c.fn[waiter]], "site": tl.site(int(c.ev[waiter]))}))
     return out
 
 

@@ -33,6 +33,7 @@ FIXED = L.TRACE_FIXED_DTYPE
 LONG, COMM, DST, SRC, STAG, RTAG = (L.TRACE_EVENT_LONG, L.TRACE_EVENT_COMM, L.TRACE_EVENT_DST, L.TRACE_EVENT_SRC,
                                     L.TRACE_EVENT_STAG, L.TRACE_EVENT_RTAG)
 SENT, RECV, REQ = L.TRACE_EVENT_SENT, L.TRACE_EVENT_RECV, L.TRACE_EVENT_REQ  # shifts of two-bit widths
+SITE = L.TRACE_EVENT_SITE  # the call site's number in its thread's table follows
 
 
 @dataclass
@@ -71,6 +72,8 @@ class RankTrace:
     # the trace does not say (traces of earlier versions recorded no round trip)
     host_offsets: list[list[int]] | None = None
     clock_error_ns: int | None = None
+    # call site of each event: its number in its thread's table (the trailer's "sites"), 0: unknown
+    site: np.ndarray | None = None
 
     @property
     def writer_cpu_s(self) -> float | None:
@@ -182,18 +185,19 @@ def read_rank(path: Path) -> RankTrace:
     n_old = sum(c for _, c, _ in chunks)
     events = np.empty(n_old + sum(b.count for b in blocks), dtype=EVENT)
     thread = np.empty(len(events), dtype=np.uint32)
+    site = np.zeros(len(events), dtype=np.uint32)
     i = 0
     for start, count, th in chunks:
         events[i:i + count] = np.frombuffer(data, dtype=EVENT, count=count, offset=start)
         thread[i:i + count] = th
         i += count
     try:
-        _decode_compact(data, blocks, events[n_old:], thread[n_old:])
+        _decode_compact(data, blocks, events[n_old:], thread[n_old:], site[n_old:])
     except ValueError as err:
         raise RunDirectoryError(f"{path.name}: damaged events ({err})") from err
     del data  # the map closes when the last view of it is gone
     clock.sort()
-    return RankTrace(int(head["rank"]), events, thread, head, trailer, clock, problems, file_bytes=size)
+    return RankTrace(int(head["rank"]), events, thread, head, trailer, clock, problems, file_bytes=size, site=site)
 
 
 def _whole_fillings(blocks: list[_Block], name: str, problems: list[str]) -> list[_Block]:
@@ -215,7 +219,8 @@ def _whole_fillings(blocks: list[_Block], name: str, problems: list[str]) -> lis
     return kept
 
 
-def _decode_compact(data: memoryview, blocks: list[_Block], out: np.ndarray, thread: np.ndarray) -> None:
+def _decode_compact(data: memoryview, blocks: list[_Block], out: np.ndarray, thread: np.ndarray,
+                    site: np.ndarray | None = None) -> None:
     """Decode compact events into EVENT records, block by block for the fields, then every filling
     at once for what is relative to the previous event (time stamps, communicator)."""
     n = len(out)
@@ -227,7 +232,9 @@ def _decode_compact(data: memoryview, blocks: list[_Block], out: np.ndarray, thr
         fix = np.frombuffer(data, dtype=FIXED, count=b.count, offset=b.fixed_at)
         words = np.frombuffer(data, dtype="<u4", count=b.words, offset=b.words_at)
         ev = out[i:i + b.count]
-        _decode_block(fix, words, b.thread, ev)
+        s = _decode_block(fix, words, b.thread, ev)
+        if site is not None:
+            site[i:i + b.count] = s
         flags[i:i + b.count] = fix["flags"]
         dt[i:i + b.count] = fix["dt"]
         thread[i:i + b.count] = b.thread
@@ -251,7 +258,7 @@ def _decode_compact(data: memoryview, blocks: list[_Block], out: np.ndarray, thr
     out["comm"] = out["comm"][np.maximum.accumulate(np.where(has_comm, at, 0))]
 
 
-def _decode_block(fix: np.ndarray, words: np.ndarray, thread: int, ev: np.ndarray) -> None:
+def _decode_block(fix: np.ndarray, words: np.ndarray, thread: int, ev: np.ndarray) -> np.ndarray:
     """The fields of one block's events (the block's words read backwards are the events' fields
     in order). Leaves the full time stamp of LONG events in t0, the duration in t1 and the
     communicator (or 0) in comm."""
@@ -259,7 +266,8 @@ def _decode_block(fix: np.ndarray, words: np.ndarray, thread: int, ev: np.ndarra
     width = {bit: ((fl & bit) != 0).astype(np.int64) for bit in (COMM, DST, SRC, STAG, RTAG)}
     long_w = 4 * ((fl & LONG) != 0)
     sent_w, recv_w, req_w = (fl >> SENT) & 3, (fl >> RECV) & 3, (fl >> REQ) & 3
-    size = long_w + sum(width.values()) + sent_w + recv_w + req_w
+    site_w = ((fl & SITE) != 0).astype(np.int64)
+    size = long_w + sum(width.values()) + sent_w + recv_w + req_w + site_w
     m = len(words)
     if int(size.sum()) != m or (sent_w == 3).any() or (recv_w == 3).any() or (req_w == 3).any():
         raise ValueError("the sizes of a block's fields do not add up")
@@ -288,6 +296,7 @@ def _decode_block(fix: np.ndarray, words: np.ndarray, thread: int, ev: np.ndarra
     req = take(req_w)
     own = np.uint64(thread + 1) << np.uint64(40)  # one word: a request this thread started
     ev["req"] = np.where(req_w == 1, own | req, req)
+    return take(site_w).astype(np.uint32)  # the call sites (0: none)
 
 
 def trace_files(rundir: str | Path) -> list[Path]:

@@ -8,6 +8,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -16,7 +17,7 @@ from . import reader
 
 COLUMNS = {"rank": np.uint32, "thread": np.uint32, "kind": np.uint16, "fn": np.uint16, "t0": np.float64,
            "t1": np.float64, "comm": np.uint32, "dst": np.int32, "src": np.int32, "stag": np.int32, "rtag": np.int32,
-           "sent": np.int64, "recv": np.int64, "req": np.uint64}
+           "sent": np.int64, "recv": np.int64, "req": np.uint64, "site": np.uint32}
 
 
 class Events:
@@ -111,6 +112,59 @@ class Timeline:
     io_files: dict[int, list[str]] = field(default_factory=dict)  # per rank: file id of io events -> name
     _messages: Messages | None = None
     _collectives: Collectives | None = None
+    # call sites (MPILENS_CALLSITE_DEPTH > 0): (rank, thread, number) -> (function id, frames as
+    # (module path, address in the module)); the events' "site" column holds the numbers
+    sites: dict[tuple[int, int, int], tuple[int, list[tuple[str | None, int]]]] = field(default_factory=dict)
+    rundir: Path | None = None
+    _symbolised: dict[tuple[int, int, int], dict[str, Any]] | None = None
+
+    def site(self, i: int) -> dict[str, Any] | None:
+        """The call site of event i, symbolised ({"symbol", "file", "line", "module", "address"} of the
+        caller of the MPI function), or None when the trace does not say."""
+        e = self.ev[i]
+        return self.site_of(int(e["rank"]), int(e["thread"]), int(e["site"]))
+
+    def site_of(self, rank: int, thread: int, number: int) -> dict[str, Any] | None:
+        """A call site by its number in a rank's thread (symbolised on first use, for all sites)."""
+        if number == 0 or not self.sites:
+            return None
+        if self._symbolised is None:
+            from .. import layout
+            from ..callsites import PYTHON, symbolise
+
+            frames = {fr[0] for _, f in self.sites.values() for fr in f[:1]
+                      if fr[0] is not None and not fr[0].startswith(PYTHON)}
+            wanted = {(m, a) for _, f in self.sites.values() for m, a in f[:1] if m in frames}
+            cache = layout.callsites_cache_file(self.rundir) if self.rundir is not None else None
+            sym = symbolise(wanted, cache)
+            out: dict[tuple[int, int, int], dict[str, Any]] = {}
+            for key, (_, f) in self.sites.items():
+                if not f:
+                    continue
+                m, a = f[0]
+                if m is not None and m.startswith(PYTHON):
+                    _, func, file = m.split("\t", 2)
+                    out[key] = {"symbol": func, "file": file, "line": a, "module": file, "address": a}
+                else:
+                    r = sym.get((m, a), {}) if m is not None else {}
+                    out[key] = {"symbol": r.get("symbol") or f"{a:#x}", "file": r.get("file"), "line": r.get("line"),
+                                "module": m, "address": a}
+            self._symbolised = out
+        return self._symbolised.get((rank, thread, number))
+
+    def site_text(self, i: int) -> str | None:
+        """Where event i's call was made, as "file:line (function)" or the function; None: unknown."""
+        e = self.ev[i]
+        return self.site_text_of(int(e["rank"]), int(e["thread"]), int(e["site"]))
+
+    def site_text_of(self, rank: int, thread: int, number: int) -> str | None:
+        """A call site as "file:line (function)" or the function; None: unknown."""
+        s = self.site_of(rank, thread, number)
+        if s is None:
+            return None
+        from ..callsites import location
+
+        return f"{location(s)} ({s['symbol']})" if s.get("line") else str(s["symbol"])
 
     def fn_ids(self, names: set[str]) -> np.ndarray:
         """Ids of the functions named, as the events' fn column holds them."""
@@ -161,6 +215,7 @@ class Timeline:
 def load(rundir: str | Path, progress: Callable[[str], None] | None = None) -> Timeline:
     """Read every rank's trace of a run into one Timeline."""
     parts, regions, counters, problems = [], {}, {}, []
+    sites: dict[tuple[int, int, int], tuple[int, list[tuple[str | None, int]]]] = {}
     functions: list[str] = []
     classes: list[str] = []
     complete = True
@@ -196,6 +251,12 @@ def load(rundir: str | Path, progress: Callable[[str], None] | None = None) -> T
                 "t0": t0[order], "t1": t1[order]}
         for name in ("kind", "fn", "comm", "dst", "src", "stag", "rtag", "sent", "recv", "req"):
             cols[name] = np.ascontiguousarray(rt.events[name])[order]
+        cols["site"] = (rt.site if rt.site is not None else np.zeros(len(order), dtype=np.uint32))[order]
+        if rt.trailer and rt.trailer.get("sites"):
+            mods = rt.trailer.get("site_modules", [])
+            for th, number, fn, frames in rt.trailer["sites"]:
+                sites[(rt.rank, int(th), int(number))] = (int(fn), [
+                    (mods[m] if m is not None and m < len(mods) else None, int(a)) for m, a in frames])
         del rt
         parts.append(Events(cols))
     parts.sort(key=lambda t: int(t["rank"][0]) if len(t) else 0)
@@ -222,7 +283,7 @@ def load(rundir: str | Path, progress: Callable[[str], None] | None = None) -> T
                 continue
             io_files[one["rank"]] = [r.name for r in sorted(one["records"], key=lambda r: r.rec["id"])]
     return Timeline(nranks, functions, classes, ev, regions, counters, complete, problems, file_bytes, writer_cpu_s,
-                    errors, io_files)
+                    errors, io_files, sites=sites, rundir=Path(rundir))
 
 
 def _host_names(rundir: str | Path) -> dict[int, str]:
