@@ -1,4 +1,7 @@
-/* Shared steps of the C and Fortran completion wrappers (Wait/Test families). */
+/* Shared steps of the completion wrappers of every binding (C, mpif.h / use mpi, mpi_f08): the
+ * Wait/Test families, Start/Startall, Request_free and Cancel. handwritten.c (C) and fortran.c
+ * (both Fortran bindings) are thin shells around these, so the modes that watch calls (memory,
+ * papi, counters, trace) see a Fortran completion exactly as they see a C one. */
 #ifndef ML_COMPLETION_H
 #define ML_COMPLETION_H
 
@@ -37,6 +40,34 @@ static inline void ml_settle(ml_thread_t *t, int i, const MPI_Status *s, int rc,
         return;
     }
     ml_req_done(t, c, s, measuring);
+}
+
+/* Start of a completion call, after its requests are claimed: the observers of call entries
+ * (memory, papi: what came before is the application's), then the clock. */
+static inline uint64_t ml_completion_start(ml_thread_t *t, int fn, int measuring)
+{
+    if (measuring && ML_UNLIKELY(t->observe & ML_OBS_AT_ENTER)) ml_observe_enter(t, fn);
+    return ml_start(t, fn);
+}
+
+/* MPI_Start/MPI_Startall: request r started (rc: the call's result). Shows the start to the
+ * observers: once per call for MPI_Start (one_record), once per started operation for Startall. */
+static inline void ml_started(ml_thread_t *t, int fn, uint64_t t0, uint64_t t1, MPI_Request r, int one_record)
+{
+    ml_req_t *e = ml_req_find(r);
+    const uint64_t seq = e != NULL ? ml_req_start(t, e) : 0;
+    if (ML_UNLIKELY(t->observe & ML_OBS_AT_CALL) && (one_record || seq)) {
+        const ml_call_t c = {.fn = fn, .t0 = t0, .t1 = t1, .comm = MPI_COMM_NULL, .dst = -1, .src = -1, .req = seq};
+        ml_observe_call(t, &c);
+    }
+}
+
+/* MPI_Cancel, before the call (measuring or not): from now on completions consult
+ * MPI_Test_cancelled. Nothing is written into the request's entry, which another thread may be
+ * completing at this moment. */
+static inline void ml_cancel_noted(void)
+{
+    if (!__atomic_load_n(&ml_g.cancels, __ATOMIC_RELAXED)) __atomic_store_n(&ml_g.cancels, 1, __ATOMIC_SEQ_CST);
 }
 
 /* End of a completion wrapper: timing when measuring. */

@@ -168,6 +168,10 @@ typedef struct ml_global {
     int thread_level;
     int multiple;       /* MPI_THREAD_MULTIPLE: request slots need atomic claims */
     uint32_t type_gen;  /* bumped by MPI_Type_free: cached datatype sizes are stale */
+    /* set (for good) by the first MPI_Cancel: from then on every completion reads its status and
+     * MPI_Test_cancelled decides whether the operation moved anything. A flag of the process, not
+     * of the request: a cancel racing with another thread's wait writes into no request entry. */
+    int cancels;
     MPI_Comm comm;      /* duplicate of MPI_COMM_WORLD for the tool's own traffic */
     ml_config_t config;
     char config_error[512];
@@ -357,7 +361,6 @@ ML_HOT int64_t ml_status_bytes(const MPI_Status *st)
 #define ML_BYTES_FROM_STATUS (-1)
 #define ML_REQ_PERSISTENT 1u
 #define ML_REQ_ACTIVE 2u
-#define ML_REQ_CANCELLED 4u
 #define ML_REQ_WORLD 8u /* started on MPI_COMM_WORLD (counters mode: ranks are world ranks) */
 
 /* An outstanding nonblocking or persistent operation: its bytes are accounted at completion. */
@@ -408,12 +411,10 @@ void ml_req_done(ml_thread_t *t, ml_claim_t *c, const MPI_Status *st, int measur
 void ml_req_freed(ml_thread_t *t, ml_claim_t *c, int measuring);
 uint64_t ml_req_start(ml_thread_t *t, ml_req_t *e);
 
-static inline int ml_claim_needs_status(const ml_claim_t *c)
-{
-    if (!c->held) return 0;
-    const ml_req_t *e = c->live ? c->live : &c->copy;
-    return e->sent == ML_BYTES_FROM_STATUS || e->recv == ML_BYTES_FROM_STATUS || (e->flags & ML_REQ_CANCELLED);
-}
+/* Whether the completion of a claimed request needs its status: for the bytes of a receive, and
+ * for every tracked operation because another thread may cancel it while this one waits
+ * (MPI_Test_cancelled then decides). Handing MPI a status costs it a few stores. */
+static inline int ml_claim_needs_status(const ml_claim_t *c) { return c->held; }
 
 /* One MPI call as the generated wrappers describe it to the observers (trace, counters): ranks are
  * in comm (translated to world ranks by the trace), status gives the actual source and tag of a
