@@ -5,6 +5,8 @@
 #ifndef ML_COMPLETION_H
 #define ML_COMPLETION_H
 
+#include <string.h>
+
 #include "ml.h"
 #include "ml_trace.h"
 
@@ -20,6 +22,37 @@ static inline MPI_Status *ml_claim_all(ml_thread_t *t, int n, const MPI_Request 
         need |= ml_claim_needs_status(&t->scratch_claim[i]);
     }
     return need && statuses == MPI_STATUSES_IGNORE ? t->scratch_status : statuses;
+}
+
+/* Waitany, Testany, Testsome, Testall: usually few of the n requests complete (a polling loop
+ * calls them again and again over the same array). Rather than claim n entries before the call
+ * and put back n - k after it, the wrapper copies the n handles (MPI sets completed ones to
+ * MPI_REQUEST_NULL) and claims after the call the entries of the k that completed: a memcpy plus
+ * O(k) table work. Under MPI_THREAD_MULTIPLE another thread may get a freed handle's value for a
+ * new operation before the entry is claimed, so the entries are claimed before the call there
+ * (ml_claim_all). Returns whether the handles were copied (claim with ml_claim_completed). */
+static inline int ml_remember_handles(ml_thread_t *t, int n, const MPI_Request *reqs)
+{
+    if (ML_UNLIKELY(ml_g.multiple)) {
+        ml_claim_all(t, n, reqs, MPI_STATUSES_IGNORE);
+        return 0;
+    }
+    ml_scratch_reserve(t, (size_t)(n > 0 ? n : 1));
+    memcpy(t->scratch_req, reqs, (size_t)(n > 0 ? n : 0) * sizeof *reqs);
+    return 1;
+}
+
+/* After the call: claim the entry of request i, which completed (copied handles only). */
+static inline void ml_claim_completed(ml_thread_t *t, int copied, int i)
+{
+    if (copied) ml_req_claim(t->scratch_req[i], &t->scratch_claim[i]);
+}
+
+/* After the call: put back what ml_remember_handles claimed and the call did not complete. */
+static inline void ml_release_rest(ml_thread_t *t, int copied, int n)
+{
+    if (!copied)
+        for (int i = 0; i < n; i++) ml_req_unclaim(&t->scratch_claim[i]);
 }
 
 /* After an array completion call: put back every entry the call did not complete. */

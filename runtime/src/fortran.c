@@ -247,16 +247,27 @@ static const MPI_Status *c_status(const binding_t *b, const MPI_Fint *fst, MPI_S
     return out;
 }
 
-/* Claim the entries of n Fortran requests; returns the status argument to pass on (the caller's
- * or scratch when it ignores statuses but an entry needs one). */
-static MPI_Fint *claim_fortran(const binding_t *b, ml_thread_t *t, int n, const MPI_Fint *requests,
-                               MPI_Fint *statuses, int single)
+/* The C handles of n Fortran requests, into t->scratch_req (before the call: MPI forgets the
+ * Fortran handle of a request it frees). With `claim`, their entries are claimed now (Waitall, and
+ * every call under MPI_THREAD_MULTIPLE: see ml_remember_handles); otherwise after the call, those
+ * of the requests that completed (ml_claim_completed). Returns whether they were only copied. */
+static int handles_fortran(ml_thread_t *t, int n, const MPI_Fint *requests, int claim)
 {
     ml_scratch_reserve(t, (size_t)(n > 0 ? n : 1));
     for (int i = 0; i < n; i++) t->scratch_req[i] = PMPI_Request_f2c(requests[i]);
-    const int need = ml_claim_all(t, n, t->scratch_req, MPI_STATUSES_IGNORE) != MPI_STATUSES_IGNORE;
+    if (claim || ML_UNLIKELY(ml_g.multiple)) {
+        ml_claim_all(t, n, t->scratch_req, MPI_STATUSES_IGNORE);
+        return 0;
+    }
+    return 1;
+}
+
+/* The status argument to pass on: the caller's, or scratch when it ignores them (the completed
+ * requests' statuses give receive sizes and cancellations). */
+static MPI_Fint *statuses_fortran(const binding_t *b, ml_thread_t *t, MPI_Fint *statuses, int single)
+{
     const int ignored = single ? status_ignore(b, statuses) : statuses_ignore(b, statuses);
-    return need && ignored ? t->scratch_fstatus : statuses;
+    return ignored ? t->scratch_fstatus : statuses;
 }
 
 /* Settle request i whose status is slot `slot` of a Fortran statuses array. */
@@ -334,7 +345,8 @@ static void all_fortran(const binding_t *b, void **cache, int fn, MPI_Fint *coun
     MPI_Fint lerr;
     ierr = IERR(ierr, &lerr);
     const int n = *count;
-    statuses = claim_fortran(b, t, n, requests, statuses, 0);
+    const int copied = handles_fortran(t, n, requests, flag == NULL);
+    statuses = statuses_fortran(b, t, statuses, 0);
     const uint64_t t0 = ml_completion_start(t, fn, measuring);
     if (flag)
         ((f5_t)real)(count, requests, flag, statuses, ierr);
@@ -342,8 +354,11 @@ static void all_fortran(const binding_t *b, void **cache, int fn, MPI_Fint *coun
         ((f4_t)real)(count, requests, statuses, ierr);
     const uint64_t t1 = t->done_at = ml_stop(t0);
     if ((*ierr == MPI_SUCCESS || *ierr == MPI_ERR_IN_STATUS) && (flag == NULL || *flag))
-        for (int i = 0; i < n; i++) settle_fortran(b, t, i, statuses, i, *ierr, measuring);
-    ml_unclaim_rest(t, n);
+        for (int i = 0; i < n; i++) {
+            ml_claim_completed(t, copied, i);
+            settle_fortran(b, t, i, statuses, i, *ierr, measuring);
+        }
+    ml_release_rest(t, copied, n);
     ml_finish(t, fn, t0, t1, measuring);
 }
 
@@ -381,7 +396,8 @@ static void any_fortran(const binding_t *b, void **cache, int fn, MPI_Fint *coun
     MPI_Fint lerr;
     ierr = IERR(ierr, &lerr);
     const int n = *count;
-    status = claim_fortran(b, t, n, requests, status, 1);
+    const int copied = handles_fortran(t, n, requests, 0);
+    status = statuses_fortran(b, t, status, 1);
     const uint64_t t0 = ml_completion_start(t, fn, measuring);
     if (flag)
         ((f6_t)real)(count, requests, index, flag, status, ierr);
@@ -391,9 +407,10 @@ static void any_fortran(const binding_t *b, void **cache, int fn, MPI_Fint *coun
     const int i = *index - 1; /* Fortran indices start at 1 */
     if (*ierr == MPI_SUCCESS && (flag == NULL || *flag) && *index != MPI_UNDEFINED && i >= 0 && i < n) {
         MPI_Status cs;
+        ml_claim_completed(t, copied, i);
         ml_req_done(t, &t->scratch_claim[i], c_status(b, status, &cs), measuring);
     }
-    ml_unclaim_rest(t, n);
+    ml_release_rest(t, copied, n);
     ml_finish(t, fn, t0, t1, measuring);
 }
 
@@ -428,16 +445,20 @@ static void some_fortran(const binding_t *b, void **cache, int fn, MPI_Fint *inc
     MPI_Fint lerr;
     ierr = IERR(ierr, &lerr);
     const int n = *incount;
-    statuses = claim_fortran(b, t, n, requests, statuses, 0);
+    const int copied = handles_fortran(t, n, requests, 0);
+    statuses = statuses_fortran(b, t, statuses, 0);
     const uint64_t t0 = ml_completion_start(t, fn, measuring);
     ((f6_t)real)(incount, requests, outcount, indices, statuses, ierr);
     const uint64_t t1 = t->done_at = ml_stop(t0);
     if ((*ierr == MPI_SUCCESS || *ierr == MPI_ERR_IN_STATUS) && *outcount != MPI_UNDEFINED)
         for (int j = 0; j < *outcount; j++) {
             const int i = indices[j] - 1;
-            if (i >= 0 && i < n) settle_fortran(b, t, i, statuses, j, *ierr, measuring);
+            if (i >= 0 && i < n) {
+                ml_claim_completed(t, copied, i);
+                settle_fortran(b, t, i, statuses, j, *ierr, measuring);
+            }
         }
-    ml_unclaim_rest(t, n);
+    ml_release_rest(t, copied, n);
     ml_finish(t, fn, t0, t1, measuring);
 }
 

@@ -112,13 +112,25 @@ static int all(int (*wait)(int, MPI_Request *, MPI_Status *), int (*test)(int, M
     int measuring;
     ml_thread_t *const t = ml_enter_completion(&measuring);
     if (ML_UNLIKELY(t == NULL)) return wait ? wait(count, reqs, statuses) : test(count, reqs, flag, statuses);
-    MPI_Status *st = ml_claim_all(t, count, reqs, statuses);
+    /* Waitall completes every request: claimed before the call. Testall, polled, mostly completes
+     * none: the handles are copied and claimed only if it completes them. */
+    int copied = 0;
+    MPI_Status *st;
+    if (wait) {
+        st = ml_claim_all(t, count, reqs, statuses);
+    } else {
+        copied = ml_remember_handles(t, count, reqs);
+        st = statuses == MPI_STATUSES_IGNORE && count > 0 ? t->scratch_status : statuses;
+    }
     const uint64_t t0 = ml_completion_start(t, fn, measuring);
     const int rc = wait ? wait(count, reqs, st) : test(count, reqs, flag, st);
     const uint64_t t1 = t->done_at = ml_stop(t0);
     if ((rc == MPI_SUCCESS || rc == MPI_ERR_IN_STATUS) && (wait || *flag))
-        for (int i = 0; i < count; i++) ml_settle(t, i, st == MPI_STATUSES_IGNORE ? NULL : &st[i], rc, measuring);
-    ml_unclaim_rest(t, count);
+        for (int i = 0; i < count; i++) {
+            ml_claim_completed(t, copied, i);
+            ml_settle(t, i, st == MPI_STATUSES_IGNORE ? NULL : &st[i], rc, measuring);
+        }
+    ml_release_rest(t, copied, count);
     ml_finish(t, fn, t0, t1, measuring);
     return rc;
 }
@@ -143,14 +155,16 @@ static int any(int (*wait)(int, MPI_Request *, int *, MPI_Status *),
     if (ML_UNLIKELY(t == NULL))
         return wait ? wait(count, reqs, index, status) : test(count, reqs, index, flag, status);
     MPI_Status local;
-    if (ml_claim_all(t, count, reqs, MPI_STATUSES_IGNORE) != MPI_STATUSES_IGNORE && status == MPI_STATUS_IGNORE)
-        status = &local;
+    if (status == MPI_STATUS_IGNORE) status = &local;
+    const int copied = ml_remember_handles(t, count, reqs);
     const uint64_t t0 = ml_completion_start(t, fn, measuring);
     const int rc = wait ? wait(count, reqs, index, status) : test(count, reqs, index, flag, status);
     const uint64_t t1 = t->done_at = ml_stop(t0);
-    if (rc == MPI_SUCCESS && (wait || *flag) && *index != MPI_UNDEFINED && *index >= 0 && *index < count)
-        ml_req_done(t, &t->scratch_claim[*index], status == MPI_STATUS_IGNORE ? NULL : status, measuring);
-    ml_unclaim_rest(t, count);
+    if (rc == MPI_SUCCESS && (wait || *flag) && *index != MPI_UNDEFINED && *index >= 0 && *index < count) {
+        ml_claim_completed(t, copied, *index);
+        ml_req_done(t, &t->scratch_claim[*index], status, measuring);
+    }
+    ml_release_rest(t, copied, count);
     ml_finish(t, fn, t0, t1, measuring);
     return rc;
 }
@@ -172,15 +186,18 @@ static int some(int (*call)(int, MPI_Request *, int *, int *, MPI_Status *), int
     int measuring;
     ml_thread_t *const t = ml_enter_completion(&measuring);
     if (ML_UNLIKELY(t == NULL)) return call(incount, reqs, outcount, indices, statuses);
-    MPI_Status *st = ml_claim_all(t, incount, reqs, statuses);
+    const int copied = ml_remember_handles(t, incount, reqs);
+    MPI_Status *st = statuses == MPI_STATUSES_IGNORE && incount > 0 ? t->scratch_status : statuses;
     const uint64_t t0 = ml_completion_start(t, fn, measuring);
     const int rc = call(incount, reqs, outcount, indices, st);
     const uint64_t t1 = t->done_at = ml_stop(t0);
     if ((rc == MPI_SUCCESS || rc == MPI_ERR_IN_STATUS) && *outcount != MPI_UNDEFINED)
         for (int j = 0; j < *outcount; j++)
-            if (indices[j] >= 0 && indices[j] < incount)
+            if (indices[j] >= 0 && indices[j] < incount) {
+                ml_claim_completed(t, copied, indices[j]);
                 ml_settle(t, indices[j], st == MPI_STATUSES_IGNORE ? NULL : &st[j], rc, measuring);
-    ml_unclaim_rest(t, incount);
+            }
+    ml_release_rest(t, copied, incount);
     ml_finish(t, fn, t0, t1, measuring);
     return rc;
 }
