@@ -67,6 +67,7 @@ class Semantics:
     before: str | None = None
     before_when: str | None = None  # C condition: run `before` only then (tested first)
     after: str | None = None  # C statement run after a successful call
+    always: bool = False  # `before` runs even when the call is not measured (paused, nested)
     sync: bool = False
     handwritten: bool = False
 
@@ -102,7 +103,7 @@ def load_semantics(path: Path, functions: list[standard.StdFunction]) -> tuple[d
         if name not in by_name:
             raise SystemExit(f"semantics.yaml: {name} is not a function of the MPI standard")
         unknown = set(e) - {"class", "send", "recv", "peer", "source", "matrix", "request", "before", "before_when",
-                            "after", "sync", "handwritten"}
+                            "after", "always", "sync", "handwritten"}
         if unknown:
             raise SystemExit(f"semantics.yaml: {name}: unknown keys {sorted(unknown)}")
         if e["class"] not in CLASSES:
@@ -113,6 +114,7 @@ def load_semantics(path: Path, functions: list[standard.StdFunction]) -> tuple[d
             cls=e["class"], send=e.get("send"), recv=e.get("recv"), peer=e.get("peer"), source=e.get("source"),
             matrix=e.get("matrix", e["class"] == "p2p" and e.get("peer") is not None and e.get("send") is not None),
             request=e.get("request"), before=e.get("before"), before_when=e.get("before_when"), after=e.get("after"),
+            always=bool(e.get("always")),
             handwritten=bool(e.get("handwritten")),
             sync=bool(e.get("sync")) and e.get("request") is None,
         )
@@ -372,9 +374,26 @@ def c_wrapper(f: standard.StdFunction, proto: cheader.CPrototype, sem: Semantics
     decls = ", ".join(cp.declare(n) for cp, n in zip(proto.params, names)) or "void"
     args = ", ".join(names)
     ret = proto.ret
-    body = [f"ML_EXPORT {ret} MPI_{f.name[4:]}({decls})", "{",
-            "    ml_thread_t *const ml_t = ml_enter();",
-            f"    if (ML_UNLIKELY(ml_t == NULL)) return PMPI_{f.name[4:]}({args});"]
+    call = f"PMPI_{f.name[4:]}({args})"
+    body = [f"ML_EXPORT {ret} MPI_{f.name[4:]}({decls})", "{"]
+    if sem.request == "persistent":
+        # created while measuring is paused, started after it resumes: entered all the same
+        body += ["    int ml_measuring;",
+                 "    ml_thread_t *const ml_t = ml_enter_completion(&ml_measuring);",
+                 f"    if (ML_UNLIKELY(ml_t == NULL)) return {call};",
+                 "    if (ML_UNLIKELY(!ml_measuring)) {",
+                 f"        const {ret} ml_rc = {call};",
+                 "        uint64_t ml_seq = 0;",
+                 "        if (ml_rc == MPI_SUCCESS) {"]
+        body += ["            " + line for line in accounting(f.name, sem, "c", "*request", "status", roles(f, sem).comm)]
+        body += ["        }", "        (void)ml_seq;", "        ml_t->depth = 0;", "        return ml_rc;", "    }"]
+    elif sem.always:
+        # a cache of the tool must not outlive the handle, measured or not
+        body += ["    ml_thread_t *const ml_t = ml_enter();",
+                 f"    if (ML_UNLIKELY(ml_t == NULL)) {{ if (ml_g.ready) {sem.before}; return {call}; }}"]
+    else:
+        body += ["    ml_thread_t *const ml_t = ml_enter();",
+                 f"    if (ML_UNLIKELY(ml_t == NULL)) return {call};"]
     if sem.before:
         guard = f"if (ML_UNLIKELY({sem.before_when})) " if sem.before_when else ""
         body.append(f"    {guard}{sem.before};")
@@ -456,11 +475,38 @@ def f_wrapper(f: standard.StdFunction, proto: cheader.CPrototype, sem: Semantics
             f"static void ml_{b}_{f.name}({', '.join(formals)})", "{",
             f"    {ftype} ml_real = ml_{b}real_{f.name};",
             f"    if (ML_UNLIKELY(ml_real == NULL)) ml_real = ml_{b}real_{f.name} = ({ftype}){resolve};",
-            "    ml_thread_t *const ml_t = ml_enter();",
-            f"    if (ML_UNLIKELY(ml_t == NULL)) {{ ml_real({', '.join(actuals)}); return; }}"]
-    if f08:
-        # IERROR is OPTIONAL in mpi_f08: when absent, the real procedure gets a local one
-        body.append("    MPI_Fint ml_ierror; if (ierror_f == NULL) ierror_f = &ml_ierror;")
+            ]
+    real_call = f"ml_real({', '.join(actuals)});"
+    ierr_local = "    MPI_Fint ml_ierror; if (ierror_f == NULL) ierror_f = &ml_ierror;"
+    if sem.request == "persistent":
+        # created while measuring is paused, started after it resumes: entered all the same
+        needed0 = referenced(sem.send, sem.recv, sem.peer, sem.source)
+        if r.comm and r.comm not in needed0:
+            needed0.append(r.comm)
+        body += ["    int ml_measuring;",
+                 "    ml_thread_t *const ml_t = ml_enter_completion(&ml_measuring);",
+                 f"    if (ML_UNLIKELY(ml_t == NULL)) {{ {real_call} return; }}"]
+        if f08:
+            body.append(ierr_local)
+        body += ["    if (ML_UNLIKELY(!ml_measuring)) {", f"        {real_call}", "        uint64_t ml_seq = 0;",
+                 "        if (*(const MPI_Fint *)ierror_f == MPI_SUCCESS) {"]
+        body += ["            " + line for line in convert(needed0)]
+        body += ["            " + line for line in accounting(f.name, sem, "f", "PMPI_Request_f2c(*(const MPI_Fint *)request_f)",
+                                                             "status", r.comm)]
+        body += ["        }", "        (void)ml_seq;", "        ml_t->depth = 0;", "        return;", "    }"]
+    elif sem.always:
+        body += ["    ml_thread_t *const ml_t = ml_enter();",
+                 "    if (ML_UNLIKELY(ml_t == NULL)) {", "        if (ml_g.ready) {"]
+        body += ["            " + line for line in convert(referenced(sem.before))]
+        body += [f"            {sem.before};", "        }", f"        {real_call}", "        return;", "    }"]
+        if f08:
+            body.append(ierr_local)
+    else:
+        body += ["    ml_thread_t *const ml_t = ml_enter();",
+                 f"    if (ML_UNLIKELY(ml_t == NULL)) {{ {real_call} return; }}"]
+        if f08:
+            # IERROR is OPTIONAL in mpi_f08: when absent, the real procedure gets a local one
+            body.append(ierr_local)
     if sem.before:
         # the guard first: the handle conversions the statement needs cost calls of their own
         body.append(f"    if (ML_UNLIKELY({sem.before_when})) {{" if sem.before_when else "    {")
