@@ -12,6 +12,7 @@ Expected numbers come from the programs' headers.
 from __future__ import annotations
 
 import pytest
+
 from conftest import fn, run_example
 
 NP = 4
