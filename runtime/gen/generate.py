@@ -68,6 +68,7 @@ class Semantics:
     before_when: str | None = None  # C condition: run `before` only then (tested first)
     after: str | None = None  # C statement run after a successful call
     always: bool = False  # `before` runs even when the call is not measured (paused, nested)
+    inner: str | None = None  # the wrapper calls <inner>_<name without MPI_> instead of PMPI_<...>
     sync: bool = False
     handwritten: bool = False
 
@@ -103,7 +104,7 @@ def load_semantics(path: Path, functions: list[standard.StdFunction]) -> tuple[d
         if name not in by_name:
             raise SystemExit(f"semantics.yaml: {name} is not a function of the MPI standard")
         unknown = set(e) - {"class", "send", "recv", "peer", "source", "matrix", "request", "before", "before_when",
-                            "after", "always", "sync", "handwritten"}
+                            "after", "always", "inner", "sync", "handwritten"}
         if unknown:
             raise SystemExit(f"semantics.yaml: {name}: unknown keys {sorted(unknown)}")
         if e["class"] not in CLASSES:
@@ -114,7 +115,7 @@ def load_semantics(path: Path, functions: list[standard.StdFunction]) -> tuple[d
             cls=e["class"], send=e.get("send"), recv=e.get("recv"), peer=e.get("peer"), source=e.get("source"),
             matrix=e.get("matrix", e["class"] == "p2p" and e.get("peer") is not None and e.get("send") is not None),
             request=e.get("request"), before=e.get("before"), before_when=e.get("before_when"), after=e.get("after"),
-            always=bool(e.get("always")),
+            always=bool(e.get("always")), inner=e.get("inner"),
             handwritten=bool(e.get("handwritten")),
             sync=bool(e.get("sync")) and e.get("request") is None,
         )
@@ -374,7 +375,7 @@ def c_wrapper(f: standard.StdFunction, proto: cheader.CPrototype, sem: Semantics
     decls = ", ".join(cp.declare(n) for cp, n in zip(proto.params, names)) or "void"
     args = ", ".join(names)
     ret = proto.ret
-    call = f"PMPI_{f.name[4:]}({args})"
+    call = f"{sem.inner + '_' if sem.inner else 'PMPI_'}{f.name[4:]}({args})"
     body = [f"ML_EXPORT {ret} MPI_{f.name[4:]}({decls})", "{"]
     if sem.request == "persistent":
         # created while measuring is paused, started after it resumes: entered all the same
@@ -400,7 +401,7 @@ def c_wrapper(f: standard.StdFunction, proto: cheader.CPrototype, sem: Semantics
     if needs_status(sem):
         body += ["    MPI_Status ml_status;", "    if (status == MPI_STATUS_IGNORE) status = &ml_status;"]
     body.append(ENTER_HOOK.format(fn=f.name))
-    body += timing_lines(f.name, sem, f"    const {ret} ml_rc = PMPI_{f.name[4:]}({args});")
+    body += timing_lines(f.name, sem, f"    const {ret} ml_rc = {call};")
     if sem.moves_data and sem.request is None:
         body.append("    int64_t ml_sent = 0, ml_recv = 0;")
     if sem.request is not None:
