@@ -41,7 +41,8 @@ def test_memory_charges_fortran_allocations_to_the_application(mpi, tmp_path):
     run = memory.load(job.rundir)
     assert not run.problems, run.problems
     for name in ("MPI_Waitall", "MPI_Wait"):
-        f = run.function(name)
-        assert f is not None, name
+        f = run.function(name)  # None: nothing at all charged to it
+        if f is None:
+            continue
         assert f["pss_grown"] < 4 * MiB, (name, f)
         assert f["allocated"] < 1 * MiB, (name, f)

@@ -432,9 +432,16 @@ void ml_req_freed(ml_thread_t *t, ml_claim_t *c, int measuring);
 uint64_t ml_req_start(ml_thread_t *t, ml_req_t *e);
 
 /* Whether the completion of a claimed request needs its status: for the bytes of a receive, and
- * for every tracked operation because another thread may cancel it while this one waits
- * (MPI_Test_cancelled then decides). Handing MPI a status costs it a few stores. */
-static inline int ml_claim_needs_status(const ml_claim_t *c) { return c->held; }
+ * once the process has cancelled anything, for MPI_Test_cancelled. (A send whose cancel, from
+ * another thread, starts after this completion call began is counted as sent: cancelling a send
+ * is deprecated in MPI-4 and Open MPI cannot do it. Every receive has its status.) */
+static inline int ml_claim_needs_status(const ml_claim_t *c)
+{
+    if (!c->held) return 0;
+    const ml_req_t *e = c->live ? c->live : &c->copy;
+    return e->sent == ML_BYTES_FROM_STATUS || e->recv == ML_BYTES_FROM_STATUS ||
+           __atomic_load_n(&ml_g.cancels, __ATOMIC_RELAXED);
+}
 
 /* One MPI call as the generated wrappers describe it to the observers (trace, counters): ranks are
  * in comm (translated to world ranks by the trace), status gives the actual source and tag of a
