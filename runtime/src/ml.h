@@ -239,7 +239,7 @@ ML_HOT ml_thread_t *ml_enter_completion(int *measuring)
     ml_thread_t *t = ml_enter_thread();
     if (t != NULL) {
         const int a = __atomic_load_n(&ml_g.active, __ATOMIC_RELAXED);
-        *measuring = a != 0;
+        *measuring = a; /* nonzero: measuring */
         if (ML_UNLIKELY(a == 2) && ml_thread_stale(t)) ml_thread_catch_up(t);
     }
     return t;

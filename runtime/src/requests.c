@@ -234,7 +234,7 @@ static void settle(ml_thread_t *t, ml_req_t *e, int live, const MPI_Status *st, 
     /* a cancelled operation moved nothing: MPI_Test_cancelled on its status decides (every
      * completion asks for a status once the process has cancelled anything) */
     int cancelled = 0;
-    if (st != NULL && __atomic_load_n(&ml_g.cancels, __ATOMIC_RELAXED)) PMPI_Test_cancelled(st, &cancelled);
+    if (ML_UNLIKELY(__atomic_load_n(&ml_g.cancels, __ATOMIC_RELAXED)) && st != NULL) PMPI_Test_cancelled(st, &cancelled);
     if (!measuring || cancelled) {
         if (ML_UNLIKELY(ml_spc_on)) ml_spc_done(t, e, NULL, -1, -1); /* it left the queue, nothing moved */
         return;
