@@ -6,7 +6,8 @@
 !   MPI_Send of 37 DOUBLE PRECISION (296 B) to right (tag 7); MPI_Recv(MPI_ANY_SOURCE, MPI_ANY_TAG)
 !     into 1000 DOUBLE PRECISION with a status, checked with MPI_Get_count and status%MPI_SOURCE
 !   MPI_Irecv of up to 500 INTEGER from left (123 arrive: 492 B), MPI_Isend of 123 INTEGER to right,
-!     MPI_Waitall with MPI_STATUSES_IGNORE
+!     MPI_Waitall with MPI_STATUSES_IGNORE; the same again completed by MPI_Testany polling (a
+!     status), then the same again by MPI_Testsome polling (MPI_STATUSES_IGNORE)
 !   persistent: MPI_Send_init of 10 DOUBLE PRECISION (80 B) to right, MPI_Recv_init of 10 from left;
 !     3 x (MPI_Startall + MPI_Waitall with statuses), then MPI_Start of both, MPI_Wait of the receive
 !     (MPI_STATUS_IGNORE) and of the send (a status), 2 x MPI_Request_free: 4 transfers each way
@@ -18,7 +19,8 @@
 program f08traffic
     use mpi_f08
     implicit none
-    integer :: rank, nprocs, left, right, i, it, cnt, root, nbad, ierr
+    integer :: rank, nprocs, left, right, i, it, cnt, root, nbad, ierr, ndone, idx, outcount, indices(2)
+    logical :: flag
     integer :: ia(100), ib(100), ic(500), id(123), red(3)
     double precision :: da(37), db(1000), ps(10), pr(10), bc(10)
     type(MPI_Status) :: status, statuses(2)
@@ -60,6 +62,28 @@ program f08traffic
     call MPI_Waitall(2, reqs, MPI_STATUSES_IGNORE)
     do i = 1, 123
         if (ic(i) /= left * 7 + i) nbad = nbad + 1
+    end do
+    do it = 1, 2
+        id = [(rank * 11 + it + i, i = 1, 123)]
+        ic = -1
+        call MPI_Irecv(ic, 500, MPI_INTEGER, left, 3 + it, MPI_COMM_WORLD, reqs(1))
+        call MPI_Isend(id, 123, MPI_INTEGER, right, 3 + it, MPI_COMM_WORLD, reqs(2))
+        ndone = 0
+        do while (ndone < 2)
+            if (it == 1) then
+                call MPI_Testany(2, reqs, idx, flag, status)
+                if (flag .and. idx /= MPI_UNDEFINED) ndone = ndone + 1
+                if (flag .and. idx == 1) then
+                    if (status%MPI_SOURCE /= left) nbad = nbad + 1
+                end if
+            else
+                call MPI_Testsome(2, reqs, outcount, indices, MPI_STATUSES_IGNORE)
+                if (outcount /= MPI_UNDEFINED) ndone = ndone + outcount
+            end if
+        end do
+        do i = 1, 123
+            if (ic(i) /= left * 11 + it + i) nbad = nbad + 1
+        end do
     end do
 
     ! ---- persistent
