@@ -136,6 +136,20 @@ static void *real_of(const binding_t *b, void **cache)
     return *cache;
 }
 
+/* The first index MPI_WAITANY/TESTANY/WAITSOME/TESTSOME return. Fortran's is 1; MPICH 4.0's mpi_f08
+ * procedures return the C index (0-based) unchanged, and the application sees that: so does the
+ * wrapper (seen with Debian's MPICH 4.0.2 for MPI_Testany and MPI_Testsome; later versions are
+ * assumed to follow the standard). */
+static int index_base(const binding_t *b)
+{
+#if defined(MPICH) && MPICH_NUMVERSION < 40100000
+    return b->f08 ? 0 : 1;
+#else
+    (void)b;
+    return 1;
+#endif
+}
+
 static int status_ignore(const binding_t *b, const void *p)
 {
     return b->f08 ? ml_f08_status_ignore(p) : ml_f_status_ignore(p);
@@ -404,7 +418,7 @@ static void any_fortran(const binding_t *b, void **cache, int fn, MPI_Fint *coun
     else
         ((f5_t)real)(count, requests, index, status, ierr);
     const uint64_t t1 = t->done_at = ml_stop(t0);
-    const int i = *index - 1; /* Fortran indices start at 1 */
+    const int i = *index - index_base(b); /* Fortran indices start at 1 (see index_base) */
     if (*ierr == MPI_SUCCESS && (flag == NULL || *flag) && *index != MPI_UNDEFINED && i >= 0 && i < n) {
         MPI_Status cs;
         ml_claim_completed(t, copied, i);
@@ -452,7 +466,7 @@ static void some_fortran(const binding_t *b, void **cache, int fn, MPI_Fint *inc
     const uint64_t t1 = t->done_at = ml_stop(t0);
     if ((*ierr == MPI_SUCCESS || *ierr == MPI_ERR_IN_STATUS) && *outcount != MPI_UNDEFINED)
         for (int j = 0; j < *outcount; j++) {
-            const int i = indices[j] - 1;
+            const int i = indices[j] - index_base(b);
             if (i >= 0 && i < n) {
                 ml_claim_completed(t, copied, i);
                 settle_fortran(b, t, i, statuses, j, *ierr, measuring);
