@@ -170,3 +170,72 @@ def test_inplace_profile(mpi, tmp_path):
     assert fn(p, "MPI_Allreduce", "bytes_sent") == [(n + n) * 8 + 3 * 4] * NP
     assert fn(p, "MPI_Allreduce", "bytes_recv") == [(n + n) * 8 + 3 * 4] * NP
     assert p["matrix"] == []
+
+
+# ----------------------------------------------------------------------------- mpi_f08
+# Bytes of each transfer in examples/fortran/f08traffic.f90 (use mpi_f08, IERROR mostly omitted).
+F08_RING = 2 * [100 * 4]        # measured ring exchanges; a third one runs under MPI_Pcontrol(0)
+F08_ANY = 37 * 8                # received with MPI_ANY_SOURCE / MPI_ANY_TAG into 1000 doubles
+F08_NB = 123 * 4                # MPI_Irecv has room for 500 INTEGER, 123 arrive
+F08_PERSISTENT = 4 * 10 * 8     # 3 x Startall + 1 x Start of each persistent request, 10 doubles
+F08_INPLACE = 3 * 4             # MPI_Allreduce(MPI_IN_PLACE) of 3 INTEGER, then one of nbad (4 B)
+
+
+def f08_expected(np: int) -> dict[str, tuple[list[int], list[int], list[int]]]:
+    root = min(1, np - 1)
+    one = {
+        "MPI_Send": (len(F08_RING) + 1, sum(F08_RING) + F08_ANY, 0),
+        "MPI_Recv": (len(F08_RING) + 1, 0, sum(F08_RING) + F08_ANY),
+        "MPI_Get_count": (1, 0, 0),
+        "MPI_Isend": (3, 3 * F08_NB, 0),  # completed by MPI_Waitall, MPI_Testany, MPI_Testsome
+        "MPI_Irecv": (3, 0, 3 * F08_NB),
+        "MPI_Send_init": (1, F08_PERSISTENT, 0),
+        "MPI_Recv_init": (1, 0, F08_PERSISTENT),
+        "MPI_Startall": (3, 0, 0),
+        "MPI_Start": (2, 0, 0),
+        "MPI_Waitall": (1 + 3, 0, 0),
+        "MPI_Wait": (2, 0, 0),
+        "MPI_Request_free": (2, 0, 0),
+        "MPI_Allreduce": (2, F08_INPLACE + 4, F08_INPLACE + 4),
+        "MPI_Barrier": (1, 0, 0),
+        "MPI_Comm_rank": (1, 0, 0),
+        "MPI_Comm_size": (1, 0, 0),
+    }
+    out = per_rank(np, one)
+    out["MPI_Bcast"] = ([1] * np, [80 if r == root else 0 for r in range(np)], [0 if r == root else 80 for r in range(np)])
+    return out
+
+
+def test_f08_exact(mpi, tmp_path):
+    """Every mpi_f08 call is measured once, under its C name, with the bytes of the C binding:
+    blocking, nonblocking and persistent point-to-point, MPI_STATUS(ES)_IGNORE, wildcard receives
+    (bytes from the status), MPI_IN_PLACE, and nothing between MPI_Pcontrol(0) and (1)."""
+    job = run_example(mpi, "f08traffic", NP, tmp_path)
+    assert f"f08traffic: ok {NP}" in job.stdout, job.stdout + job.stderr
+    p = job.profile
+    assert p["nranks"] == NP and p["complete"] is True
+    assert p["dropped"]["requests_untracked"] == 0
+    assert p["dropped"]["requests_outstanding_at_finalize"] == 0
+    expected = f08_expected(NP)
+    polls = {name: p["functions"].pop(name) for name in ("MPI_Testany", "MPI_Testsome")}
+    for name, least in (("MPI_Testany", 2), ("MPI_Testsome", 1)):  # polled until both completed
+        f = polls[name]
+        assert all(c >= least for c in f["calls"]), (name, f["calls"])
+        assert f["bytes_sent"] == [0] * NP and f["bytes_recv"] == [0] * NP
+    assert sorted(p["functions"]) == sorted(expected)
+    assert observed(p["functions"]) == expected
+    # to the right: 2 ring + 1 wildcard + 3 Isend + 4 persistent sends
+    pairs = {(m["src"], m["dst"]): (m["messages"], m["bytes"]) for m in p["matrix"]}
+    assert pairs == {(r, (r + 1) % NP): (2 + 1 + 3 + 4, sum(F08_RING) + F08_ANY + 3 * F08_NB + F08_PERSISTENT)
+                     for r in range(NP)}
+
+
+def test_f08_same_output(mpi, tmp_path):
+    """The in-place reduction's result under mpilens is that of a plain run."""
+    exe = str(example(mpi, "f08traffic"))
+    plain = plain_run(mpi, NP, [exe])
+    assert plain.returncode == 0, plain.stderr
+    job = run_example(mpi, "f08traffic", NP, tmp_path)
+    assert program_output(job.stdout) == program_output(plain.stdout)
+    s = NP * (NP - 1) // 2
+    assert f"f08traffic: in place {s:8d}{NP:8d}{NP * NP:8d}" in job.stdout

@@ -5,11 +5,12 @@ absent on this MPICH), the recommendation rules and `mpilens tune`, with real mp
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 
 import pytest
 
-from conftest import MPILENS, example, job_env, launcher, mpilens_run, mpirun
+from conftest import MPILENS, example, job_env, launcher, mpilens_run, mpirun, run_example
 
 # A cvar each MPI lets mpilens set globally, a value, and one set when a communicator is named.
 GLOBAL = {"openmpi": ("btl_vader_eager_limit", "4096", "65536"),
@@ -247,3 +248,23 @@ def test_mpit_mode_with_thread_multiple_regions_in_every_thread(tmp_path):
     assert not m.problems
     regions = [r for s in m.series if s.rank == 0 for r in s.region if r == "exchange"]
     assert len(regions) >= 8 * len({(s.name, s.comm) for s in m.series if s.rank == 0})  # 4 threads x begin/end
+
+
+@pytest.mark.parametrize("mode", ["profile", "profile,mpit", "profile,counters"])
+def test_application_mpit_calls_are_measured(mpi, tmp_path, mode):
+    """examples/c/mpit_calls.c: the application's own MPI_T calls after MPI_Init are timed and
+    counted, exactly; its MPI_T_init_thread before MPI_Init is not (nothing is measured before);
+    mpilens' own MPI_T use (mpit mode's pvars and cvars, counters mode's exposed pvars) adds no
+    MPI_T call to the profile."""
+    job = run_example(mpi, "mpit_calls", 2, tmp_path, settings={"MPILENS_MODE": mode})
+    m = re.search(r"mpit_calls: ok 2 cvars (\d+) pvars (\d+)", job.stdout)
+    assert m, job.stdout + job.stderr
+    p = job.profile
+    got = {k: v["calls"] for k, v in p["functions"].items() if k.startswith("MPI_T_")}
+    assert got == {"MPI_T_cvar_get_num": [1, 1], "MPI_T_pvar_get_num": [2, 2],
+                   "MPI_T_category_get_num": [1, 1], "MPI_T_finalize": [1, 1]}
+    assert all(t is not None and t > 0 for t in p["functions"]["MPI_T_pvar_get_num"]["time_s"])
+    if mode == "profile,counters":  # the application sees counters mode's mpilens_* pvars
+        plain = run_example(mpi, "mpit_calls", 2, tmp_path / "plain", settings={"MPILENS_MODE": "profile"})
+        base = int(re.search(r"pvars (\d+)", plain.stdout).group(1))
+        assert int(m.group(2)) > base

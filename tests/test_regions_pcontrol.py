@@ -247,3 +247,31 @@ def test_pcontrol_requests_completed_while_stopped(mpi, tmp_path):
     assert fn(p, "MPI_Barrier", "calls") == all_(1)
     assert p["dropped"]["requests_outstanding_at_finalize"] == 0, (
         f"dropped = {p['dropped']}: every request was completed by MPI_Waitall before MPI_Finalize")
+
+
+def test_made_while_paused_is_right_after_resuming(mpi, tmp_path):
+    """examples/c/paused.c: persistent requests created under MPI_Pcontrol(0) and started after
+    MPI_Pcontrol(1) are counted (bytes under their init function, which was not called while
+    measuring); a communicator and a datatype freed while paused leave no stale facts behind for
+    the new ones that may get their handles (c3's reversed ranks in the matrix, t2's 32 B)."""
+    NP = 4  # noqa: N806
+    job = run_example(mpi, "paused", NP, tmp_path)
+    assert f"paused: ok {NP}" in job.stdout, job.stdout + job.stderr
+    p = job.profile
+    assert p["dropped"]["requests_untracked"] == 0
+    assert p["dropped"]["requests_outstanding_at_finalize"] == 0
+    expected = {
+        "MPI_Sendrecv": (1, 16, 16), "MPI_Send": (1, 32, 0), "MPI_Recv": (1, 0, 32),
+        "MPI_Send_init": (0, 3 * 40, 0), "MPI_Recv_init": (0, 0, 3 * 40),
+        "MPI_Startall": (3, 0, 0), "MPI_Waitall": (3, 0, 0), "MPI_Request_free": (2, 0, 0),
+        # made while paused: not counted
+        "MPI_Comm_dup": (0, 0, 0), "MPI_Comm_split": (0, 0, 0), "MPI_Type_free": (1, 0, 0),
+        "MPI_Comm_free": (1, 0, 0), "MPI_Type_contiguous": (1, 0, 0),
+    }
+    for name, (calls, sent, recv) in expected.items():
+        assert fn(p, name, "calls") == [calls] * NP, name
+        assert fn(p, name, "bytes_sent") == [sent] * NP, name
+        assert fn(p, name, "bytes_recv") == [recv] * NP, name
+    pairs = {(m["src"], m["dst"]): (m["messages"], m["bytes"]) for m in p["matrix"]}
+    assert pairs == {**{(r, (r + 1) % NP): (1 + 3, 16 + 3 * 40) for r in range(NP)},
+                     **{(r, (r - 1) % NP): (1, 32) for r in range(NP)}}

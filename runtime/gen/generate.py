@@ -67,6 +67,8 @@ class Semantics:
     before: str | None = None
     before_when: str | None = None  # C condition: run `before` only then (tested first)
     after: str | None = None  # C statement run after a successful call
+    always: bool = False  # `before` runs even when the call is not measured (paused, nested)
+    inner: str | None = None  # the wrapper calls <inner>_<name without MPI_> instead of PMPI_<...>
     sync: bool = False
     handwritten: bool = False
 
@@ -87,6 +89,8 @@ class Build:
     c_generated: list[str] = field(default_factory=list)
     c_handwritten: list[str] = field(default_factory=list)
     f_generated: list[str] = field(default_factory=list)
+    f08_generated: list[str] = field(default_factory=list)
+    f08_handwritten: list[str] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
     absent: list[str] = field(default_factory=list)
 
@@ -100,7 +104,7 @@ def load_semantics(path: Path, functions: list[standard.StdFunction]) -> tuple[d
         if name not in by_name:
             raise SystemExit(f"semantics.yaml: {name} is not a function of the MPI standard")
         unknown = set(e) - {"class", "send", "recv", "peer", "source", "matrix", "request", "before", "before_when",
-                            "after", "sync", "handwritten"}
+                            "after", "always", "inner", "sync", "handwritten"}
         if unknown:
             raise SystemExit(f"semantics.yaml: {name}: unknown keys {sorted(unknown)}")
         if e["class"] not in CLASSES:
@@ -111,6 +115,7 @@ def load_semantics(path: Path, functions: list[standard.StdFunction]) -> tuple[d
             cls=e["class"], send=e.get("send"), recv=e.get("recv"), peer=e.get("peer"), source=e.get("source"),
             matrix=e.get("matrix", e["class"] == "p2p" and e.get("peer") is not None and e.get("send") is not None),
             request=e.get("request"), before=e.get("before"), before_when=e.get("before_when"), after=e.get("after"),
+            always=bool(e.get("always")), inner=e.get("inner"),
             handwritten=bool(e.get("handwritten")),
             sync=bool(e.get("sync")) and e.get("request") is None,
         )
@@ -170,6 +175,40 @@ def fortran_symbols(cc: str, mpi: str) -> set[str]:
                                       capture_output=True, text=True, check=True).stdout
                 return {m.group(1) for m in re.finditer(r"\s(pmpi_\w+?)_$", syms, flags=re.M)}
     return set()
+
+
+def f08_symbols(cc: str, mpi: str) -> dict[str, tuple[str, str]]:
+    """Return the mpi_f08 procedures of the MPI that its C wrappers do not see, by lowercase C name
+    (mpi_send, mpi_get_count_c): (the symbol the application calls, the real one to call).
+
+    Open MPI (libmpi_usempif08): every mpi_xxx_f08_ calls the mpif.h implementation, which calls
+    PMPI_*: all are wrapped (the real one: pmpi_xxx_f08_). MPICH (libmpichfort): mpi_xxx_f08_ and
+    mpi_xxx_f08_large_ call PMPI_* directly: wrapped (the real one: the next definition of the same
+    name); the procedures with choice buffers, mpi_xxx_f08ts_[large_], call the C MPI_xxx[_c]
+    functions, which the C wrappers measure: not wrapped (a second count would be a nested call)."""
+    flag = "-showme" if mpi == "openmpi" else "-show"
+    out = subprocess.run([cc, flag], capture_output=True, text=True, check=True).stdout
+    dirs = re.findall(r"-L(\S+)", out) + ["/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib"]
+    lib = "libmpi_usempif08.so" if mpi == "openmpi" else "libmpichfort.so"
+    nm = shutil.which("nm")
+    for d in dirs:
+        for path in (Path(d) / lib, Path(d) / "fortran" / "gfortran" / lib):
+            if not (path.exists() and nm):
+                continue
+            syms = subprocess.run([nm, "-D", "--defined-only", str(path.resolve())],
+                                  capture_output=True, text=True, check=True).stdout.split()
+            found: dict[str, tuple[str, str]] = {}
+            for sym in syms:
+                if mpi == "openmpi":
+                    m = re.fullmatch(r"pmpi_(\w+?)_f08_", sym)
+                    if m:
+                        found[f"mpi_{m.group(1)}"] = (sym[1:], sym)
+                else:
+                    m = re.fullmatch(r"mpi_(\w+?)_f08(_large)?_", sym)
+                    if m:
+                        found[f"mpi_{m.group(1)}{'_c' if m.group(2) else ''}"] = (sym, sym)
+            return found
+    return {}
 
 
 # ------------------------------------------------------------------------------------- C code
@@ -407,10 +446,27 @@ def c_wrapper(f: standard.StdFunction, proto: cheader.CPrototype, sem: Semantics
     decls = ", ".join(cp.declare(n) for cp, n in zip(proto.params, names)) or "void"
     args = ", ".join(names)
     ret = proto.ret
-    body = [f"ML_EXPORT {ret} MPI_{f.name[4:]}({decls})", "{",
-            "    ml_thread_t *const ml_t = ml_enter();",
-            f"    if (ML_UNLIKELY(ml_t == NULL)) return PMPI_{f.name[4:]}({args});",
-            "    ML_CALLSITE(ml_t);"]
+    call = f"{sem.inner + '_' if sem.inner else 'PMPI_'}{f.name[4:]}({args})"
+    body = [f"ML_EXPORT {ret} MPI_{f.name[4:]}({decls})", "{"]
+    if sem.request == "persistent":
+        # created while measuring is paused, started after it resumes: entered all the same
+        body += ["    int ml_measuring;",
+                 "    ml_thread_t *const ml_t = ml_enter_completion(&ml_measuring);",
+                 f"    if (ML_UNLIKELY(ml_t == NULL)) return {call};",
+                 "    if (ML_UNLIKELY(!ml_measuring)) {",
+                 f"        const {ret} ml_rc = {call};",
+                 "        uint64_t ml_seq = 0;",
+                 "        if (ml_rc == MPI_SUCCESS) {"]
+        body += ["            " + line for line in accounting(f.name, sem, "c", "*request", "status", roles(f, sem).comm)]
+        body += ["        }", "        (void)ml_seq;", "        ml_t->depth = 0;", "        return ml_rc;", "    }"]
+    elif sem.always:
+        # a cache of the tool must not outlive the handle, measured or not
+        body += ["    ml_thread_t *const ml_t = ml_enter();",
+                 f"    if (ML_UNLIKELY(ml_t == NULL)) {{ if (ml_g.ready) {sem.before}; return {call}; }}"]
+    else:
+        body += ["    ml_thread_t *const ml_t = ml_enter();",
+                 f"    if (ML_UNLIKELY(ml_t == NULL)) return {call};"]
+    body.append("    ML_CALLSITE(ml_t);")
     if sem.before:
         guard = f"if (ML_UNLIKELY({sem.before_when})) " if sem.before_when else ""
         body.append(f"    {guard}{sem.before};")
@@ -418,7 +474,7 @@ def c_wrapper(f: standard.StdFunction, proto: cheader.CPrototype, sem: Semantics
         body += ["    MPI_Status ml_status;", "    if (status == MPI_STATUS_IGNORE) status = &ml_status;"]
     body += io_lines(f, sem, "c")[0]
     body.append(ENTER_HOOK.format(fn=f.name))
-    body += timing_lines(f.name, sem, f"    const {ret} ml_rc = PMPI_{f.name[4:]}({args});")
+    body += timing_lines(f.name, sem, f"    const {ret} ml_rc = {call};")
     if sem.moves_data and sem.request is None:
         body.append("    int64_t ml_sent = 0, ml_recv = 0;")
     if sem.request is not None:
@@ -458,15 +514,19 @@ def fortran_conversion(name: str, cparam: cheader.CParam, fparam: standard.StdPa
     raise SystemExit(f"no Fortran conversion for parameter {name} of C type {cparam.type}")
 
 
-def f_wrapper(f: standard.StdFunction, proto: cheader.CPrototype, sem: Semantics) -> str:
-    assert f.fortran is not None
-    fparams = list(f.fortran)
-    assert fparams[-1].name == "ierror", f.name
+def f_wrapper(f: standard.StdFunction, proto: cheader.CPrototype, sem: Semantics,
+              f08: tuple[str, str] | None = None) -> str:
+    """The Fortran wrapper of f: mpif.h / use mpi (four manglings), or with f08 = (exported symbol,
+    real symbol) the mpi_f08 one (same calling convention, IERROR OPTIONAL, f08 status sentinels)."""
+    fparams = list(f.f08 if f08 else f.fortran or ())
+    assert fparams and fparams[-1].name == "ierror", f.name
     nstr = sum(1 for p in fparams if p.ftype.startswith("CHARACTER"))
     formals = [f"void *{p.name}_f" for p in fparams] + [f"size_t ml_len{i}" for i in range(nstr)]
     actuals = [f"{p.name}_f" for p in fparams] + [f"ml_len{i}" for i in range(nstr)]
-    ftype = f"ml_ftype_{f.name}"
+    b = "f08" if f08 else "f"
+    ftype = f"ml_{b}type_{f.name}"
     lower = f.name.lower()
+    resolve = f'ml_f08_resolve("{f08[1]}")' if f08 else f'ml_fortran_resolve("{lower}")'
     cparams = {p.name: cp for p, cp in zip(f.params, proto.params)}
     fmap = {p.name: p for p in fparams}
     r = roles(f, sem)
@@ -485,13 +545,43 @@ def f_wrapper(f: standard.StdFunction, proto: cheader.CPrototype, sem: Semantics
         return [fortran_conversion(n, cparams[n], fmap[n], sem) for n in names]
 
     body = [f"typedef void (*{ftype})({', '.join(['void *'] * len(fparams) + ['size_t'] * nstr)});",
-            f"static {ftype} ml_freal_{f.name};",
-            f"static void ml_f_{f.name}({', '.join(formals)})", "{",
-            f"    {ftype} ml_real = ml_freal_{f.name};",
-            f"    if (ML_UNLIKELY(ml_real == NULL)) ml_real = ml_freal_{f.name} = ({ftype})ml_fortran_resolve(\"{lower}\");",
-            "    ml_thread_t *const ml_t = ml_enter();",
-            f"    if (ML_UNLIKELY(ml_t == NULL)) {{ ml_real({', '.join(actuals)}); return; }}",
-            "    ML_CALLSITE(ml_t);"]
+            f"static {ftype} ml_{b}real_{f.name};",
+            f"static void ml_{b}_{f.name}({', '.join(formals)})", "{",
+            f"    {ftype} ml_real = ml_{b}real_{f.name};",
+            f"    if (ML_UNLIKELY(ml_real == NULL)) ml_real = ml_{b}real_{f.name} = ({ftype}){resolve};",
+            ]
+    real_call = f"ml_real({', '.join(actuals)});"
+    ierr_local = "    MPI_Fint ml_ierror; if (ierror_f == NULL) ierror_f = &ml_ierror;"
+    if sem.request == "persistent":
+        # created while measuring is paused, started after it resumes: entered all the same
+        needed0 = referenced(sem.send, sem.recv, sem.peer, sem.source)
+        if r.comm and r.comm not in needed0:
+            needed0.append(r.comm)
+        body += ["    int ml_measuring;",
+                 "    ml_thread_t *const ml_t = ml_enter_completion(&ml_measuring);",
+                 f"    if (ML_UNLIKELY(ml_t == NULL)) {{ {real_call} return; }}"]
+        if f08:
+            body.append(ierr_local)
+        body += ["    if (ML_UNLIKELY(!ml_measuring)) {", f"        {real_call}", "        uint64_t ml_seq = 0;",
+                 "        if (*(const MPI_Fint *)ierror_f == MPI_SUCCESS) {"]
+        body += ["            " + line for line in convert(needed0)]
+        body += ["            " + line for line in accounting(f.name, sem, "f", "PMPI_Request_f2c(*(const MPI_Fint *)request_f)",
+                                                             "status", r.comm)]
+        body += ["        }", "        (void)ml_seq;", "        ml_t->depth = 0;", "        return;", "    }"]
+    elif sem.always:
+        body += ["    ml_thread_t *const ml_t = ml_enter();",
+                 "    if (ML_UNLIKELY(ml_t == NULL)) {", "        if (ml_g.ready) {"]
+        body += ["            " + line for line in convert(referenced(sem.before))]
+        body += [f"            {sem.before};", "        }", f"        {real_call}", "        return;", "    }"]
+        if f08:
+            body.append(ierr_local)
+    else:
+        body += ["    ml_thread_t *const ml_t = ml_enter();",
+                 f"    if (ML_UNLIKELY(ml_t == NULL)) {{ {real_call} return; }}"]
+        if f08:
+            # IERROR is OPTIONAL in mpi_f08: when absent, the real procedure gets a local one
+            body.append(ierr_local)
+    body.append("    ML_CALLSITE(ml_t);")
     if sem.before:
         # the guard first: the handle conversions the statement needs cost calls of their own
         body.append(f"    if (ML_UNLIKELY({sem.before_when})) {{" if sem.before_when else "    {")
@@ -500,7 +590,7 @@ def f_wrapper(f: standard.StdFunction, proto: cheader.CPrototype, sem: Semantics
         body.append("    }")
     if needs_status(sem):
         body += ["    MPI_Fint ml_fstatus[ML_F_STATUS_MAX];",
-                 "    if (ml_f_status_ignore(status_f)) status_f = ml_fstatus;"]
+                 f"    if (ml_{b}_status_ignore(status_f)) status_f = ml_fstatus;"]
     body += io_lines(f, sem, "f")[0]
     body.append(ENTER_HOOK.format(fn=f.name))
     body += timing_lines(f.name, sem, f"    ml_real({', '.join(actuals)});")
@@ -524,7 +614,8 @@ def f_wrapper(f: standard.StdFunction, proto: cheader.CPrototype, sem: Semantics
     status_expr = "status"
     if needs_status(sem):
         body += ["        MPI_Status ml_cstatus;",
-                 "        PMPI_Status_f2c((const MPI_Fint *)status_f, &ml_cstatus);"]
+                 ("        ml_f08_status_f2c(status_f, &ml_cstatus);" if f08 else
+                  "        PMPI_Status_f2c((const MPI_Fint *)status_f, &ml_cstatus);")]
         status_expr = "&ml_cstatus"
     req_expr = "PMPI_Request_f2c(*(const MPI_Fint *)request_f)"
     lines = after_call(f, sem, "f", status_expr, req_expr)
@@ -540,7 +631,8 @@ def f_wrapper(f: standard.StdFunction, proto: cheader.CPrototype, sem: Semantics
         body.append("        " + trace)
     body.append("    }")
     body += leave_lines(f.name, sem, "(ml_null)" if null else None)
-    body += ["}", f"ML_FORTRAN_NAMES(ml_f_{f.name}, {lower}, {lower.upper()})", ""]
+    export = f"ML_F08_NAME(ml_f08_{f.name}, {f08[0]})" if f08 else f"ML_FORTRAN_NAMES(ml_f_{f.name}, {lower}, {lower.upper()})"
+    body += ["}", export, ""]
     return "\n".join(body)
 
 
@@ -601,6 +693,7 @@ def main() -> int:
     entries, classes, excludes = load_semantics(args.spec / "semantics.yaml", functions)
     protos, macros = cheader.read_header(args.cc)
     fsyms = fortran_symbols(args.cc, args.mpi)
+    f08syms = f08_symbols(args.cc, args.mpi)
 
     b = Build(mpi=args.mpi)
     # deprecated functions of the standard are wrapped on purpose
@@ -632,14 +725,20 @@ def main() -> int:
             b.data.add(f.name)
         b.flow[f.name] = ((1 if sem.send is not None else 0) | (2 if sem.recv is not None else 0)
                           | (4 if sem.request == "nonblocking" else 0) | (8 if sem.request == "persistent" else 0))
+        f08 = f08syms.get(f.name.lower()) if f.f08 is not None else None
         if sem.handwritten:
             b.c_handwritten.append(f.name)
+            if f08:
+                b.f08_handwritten.append(f.name)  # runtime/src/fortran.c
             continue
         c_out.append(c_wrapper(f, proto, sem))
         b.c_generated.append(f.name)
         if f.fortran is not None and not f.fortran_is_function and "p" + f.name.lower() in fsyms:
             f_out.append(f_wrapper(f, proto, sem))
             b.f_generated.append(f.name)
+        if f08:
+            f_out.append(f_wrapper(f, proto, sem, f08))
+            b.f08_generated.append(f.name)
 
     args.out.mkdir(parents=True, exist_ok=True)
     hdr = [STAMP, "#ifndef ML_FUNCTIONS_H", "#define ML_FUNCTIONS_H", "", '#include "ml_rundir.h" /* enum ml_function_class */', "",
@@ -656,6 +755,7 @@ def main() -> int:
             f'#define ML_MPI_FLAVOR "{args.mpi}"',
             f"#define ML_N_C_WRAPPERS {len(b.c_generated) + len(b.c_handwritten)}",
             f"#define ML_N_F_WRAPPERS {len(b.f_generated)}",
+            f"#define ML_N_F08_WRAPPERS {len(b.f08_generated) + len(b.f08_handwritten)}",
             "", "#endif", ""]
     tab = [STAMP, '#include "ml_functions.h"', "", "const char *const ml_fn_name[ML_NFUNC] = {"]
     tab += [f'    "{n}",' for n in b.ids] + ["};", "", "const unsigned char ml_fn_class[ML_NFUNC] = {"]
@@ -675,14 +775,17 @@ def main() -> int:
     report = [f"# mpilens wrappers for {args.mpi} ({args.cc})",
               f"C wrappers: {len(b.c_generated)} generated + {len(b.c_handwritten)} hand-written",
               f"Fortran wrappers: {len(b.f_generated)} generated (4 name manglings each)",
+              f"mpi_f08 wrappers: {len(b.f08_generated)} generated + {len(b.f08_handwritten)} hand-written",
               f"Standard functions absent from this MPI: {len(b.absent)}",
               f"Skipped: {len(b.skipped)}", ""]
     report += [f"wrapped {n}" for n in b.ids]
+    report += [f"f08 {n} {f08syms[n.lower()][0]}" for n in b.f08_generated + b.f08_handwritten]
     report += [f"absent {n}" for n in b.absent]
     report += [f"skipped {n}: {why}" for n, why in b.skipped]
     (args.out / "wrapped.txt").write_text("\n".join(report) + "\n")
     print(f"mpilens[{args.mpi}]: {len(b.c_generated) + len(b.c_handwritten)} C wrappers "
-          f"({len(b.c_handwritten)} hand-written), {len(b.f_generated)} Fortran wrappers x 4 manglings; "
+          f"({len(b.c_handwritten)} hand-written), {len(b.f_generated)} Fortran wrappers x 4 manglings, "
+          f"{len(b.f08_generated) + len(b.f08_handwritten)} mpi_f08 wrappers; "
           f"{len(b.absent)} standard functions absent from this MPI, "
           f"{sum(1 for _, w in b.skipped if w.startswith('excluded'))} excluded (see {args.out / 'wrapped.txt'})")
     return 0

@@ -27,11 +27,22 @@ class StdFunction:
     params: tuple[StdParam, ...]
     fortran: tuple[StdParam, ...] | None  # mpif.h parameters, IERROR included; None: no binding
     fortran_is_function: bool  # the mpif.h binding returns a value (MPI_WTIME, ...)
+    # mpi_f08 parameters, IERROR included (OPTIONAL there); large-count variants have them too
+    f08: tuple[StdParam, ...] | None = None
 
 
 def _c_params(expression) -> tuple[StdParam, ...]:
     return tuple(
         StdParam(p.name, p._parseset["kind"], p._parseset["param_direction"]) for p in expression.parameters
+    )
+
+
+def _f_params(expression) -> tuple[StdParam, ...] | None:
+    if expression is None:
+        return None
+    return tuple(
+        StdParam(p._parseset["name"], p._parseset["kind"], p._parseset["param_direction"], p.type)
+        for p in expression.parameters
     )
 
 
@@ -44,16 +55,15 @@ def load() -> list[StdFunction]:
         if c is None:
             continue
         f90 = proc.express.f90
-        fparams = None
-        if f90 is not None:
-            fparams = tuple(
-                StdParam(p._parseset["name"], p._parseset["kind"], p._parseset["param_direction"], p.type)
-                for p in f90.parameters
-            )
+        fparams = _f_params(f90)
         is_fn = f90 is not None and f90.return_type is not None
-        out.append(StdFunction(c.name, c.name, False, _c_params(c), fparams, is_fn))
+        f08 = proc.express.f08
+        f08params = _f_params(f08) if f08 is not None and f08.return_type is None else None
+        out.append(StdFunction(c.name, c.name, False, _c_params(c), fparams, is_fn, f08params))
         if proc.has_embiggenment():
-            big = proc.express.embiggen.iso_c
-            out.append(StdFunction(big.name, c.name, True, _c_params(big), None, False))
+            big = proc.express.embiggen
+            big08 = big.f08
+            out.append(StdFunction(big.iso_c.name, c.name, True, _c_params(big.iso_c), None, False,
+                                   _f_params(big08) if big08 is not None and big08.return_type is None else None))
     out.sort(key=lambda f: f.name)
     return out

@@ -234,6 +234,7 @@ ml_thread_t *ml_thread_attach(void)
     } while (!__atomic_compare_exchange_n(&ml_g.threads, &head, t, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
     ml_tls = t;
     t->observe = ml_g.observers;
+    t->reset_gen = __atomic_load_n(&ml_g.reset_gen, __ATOMIC_ACQUIRE); /* a new thread has nothing to drop */
     if (ml_g.config.time_sample > 1) {
         t->sample_rng = 2463534242u ^ ((uint32_t)ml_g.rank * 2654435761u) ^ (uint32_t)(uintptr_t)t;
         if (t->sample_rng == 0) t->sample_rng = 1;
@@ -538,10 +539,13 @@ void ml_mpi_finalize_leave(void)
     FOR_MODES(modes_on, m) if (m->finalize_leave) m->finalize_leave();
 }
 
+static void catch_up_all(void);
+
 void ml_finalize_before_mpi_finalize(void)
 {
     if (!ml_g.ready) return;
     __atomic_store_n(&ml_g.active, 0, __ATOMIC_RELEASE);
+    catch_up_all();
     /* the tick rate is fixed now, between MPI_Init and here, so that every file the modes write
      * from here on converts ticks with the rate of the profile */
     tick_rate = ticks_per_ns();
@@ -568,16 +572,51 @@ void ml_finalize_before_mpi_finalize(void)
 }
 
 /* ------------------------------------------------------------------------------- MPI_Pcontrol */
+/* MPI_Pcontrol(2) drops the statistics measured so far. Each thread drops its own, at its next
+ * call (ml_thread_catch_up): writing another thread's counters while it updates them would lose
+ * or half-reset its updates. The memory is given back rather than written (madvise): the lazily
+ * mapped blocks of every region path never touched stay unbacked. Until it catches up a thread's
+ * old statistics are left out of what is written (ml_thread_stale). */
+static void zero_mapping(void *from, size_t bytes)
+{
+    const uintptr_t page = 4096, a = (uintptr_t)from, b = a + bytes;
+    const uintptr_t lo = (a + page - 1) & ~(page - 1);
+    if (lo >= b) {
+        memset(from, 0, bytes);
+        return;
+    }
+    memset(from, 0, lo - a);
+    /* private anonymous memory reads back as zeros after MADV_DONTNEED */
+    if (madvise((void *)lo, b - lo, MADV_DONTNEED) != 0) memset((void *)lo, 0, b - lo);
+}
+
+void ml_thread_catch_up(ml_thread_t *t)
+{
+    const uint32_t gen = __atomic_load_n(&ml_g.reset_gen, __ATOMIC_ACQUIRE);
+    /* blocks, hist, matrix, rstats, ucounts: one stretch to the end of the thread's mapping */
+    zero_mapping(t->blocks, (size_t)((char *)t + t->mapped_bytes - (char *)t->blocks));
+    ml_callsite_reset(t); /* its call sites' counts too */
+    t->reset_gen = gen;
+}
+
+ml_thread_t *ml_enter_after_reset(void)
+{
+    ml_thread_t *t = ml_enter_thread();
+    if (t != NULL && ml_thread_stale(t)) ml_thread_catch_up(t);
+    return t;
+}
+
+/* At MPI_Finalize (no other thread is in MPI any more): the threads that did not call MPI since
+ * the last MPI_Pcontrol(2) drop their old statistics. */
+static void catch_up_all(void)
+{
+    for (ml_thread_t *t = __atomic_load_n(&ml_g.threads, __ATOMIC_ACQUIRE); t; t = t->next)
+        if (ml_thread_stale(t)) ml_thread_catch_up(t);
+}
+
 static void reset_all(void)
 {
-    for (ml_thread_t *t = __atomic_load_n(&ml_g.threads, __ATOMIC_ACQUIRE); t; t = t->next) {
-        memset(t->blocks, 0, (size_t)ml_g.max_paths * ML_NFUNC * sizeof(ml_fstat_t));
-        memset(t->hist, 0, (size_t)ML_NFUNC * ML_NBINS * sizeof(ml_hbin_t));
-        memset(t->matrix, 0, (size_t)ml_g.size * sizeof(ml_peer_t));
-        memset(t->rstats, 0, (size_t)ml_g.max_paths * sizeof(ml_rstat_t));
-        memset(t->ucounts, 0, (size_t)ml_g.max_paths * ML_MAX_COUNTERS * sizeof(ml_ucount_t));
-        ml_callsite_reset(t);
-    }
+    __atomic_add_fetch(&ml_g.reset_gen, 1, __ATOMIC_ACQ_REL);
     ml_g.t_init_end = ml_now();
 }
 
@@ -613,5 +652,6 @@ void ml_pcontrol(int level)
     } else if (level == 3 || level == 4) {
         snapshot();
     }
-    __atomic_store_n(&ml_g.active, ml_g.enabled, __ATOMIC_RELEASE);
+    /* 2: measuring, and threads catch up with a reset at their next call */
+    __atomic_store_n(&ml_g.active, ml_g.enabled ? (ml_g.reset_gen ? 2 : 1) : 0, __ATOMIC_RELEASE);
 }

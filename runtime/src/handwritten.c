@@ -76,8 +76,7 @@ ML_EXPORT int MPI_Wait(MPI_Request *request, MPI_Status *status)
     ml_req_claim(*request, &c);
     MPI_Status local;
     if (ml_claim_needs_status(&c) && status == MPI_STATUS_IGNORE) status = &local;
-    if (measuring && ML_UNLIKELY(t->observe & ML_OBS_AT_ENTER)) ml_observe_enter(t, ML_FN_MPI_Wait);
-    const uint64_t t0 = ml_start(t, ML_FN_MPI_Wait);
+    const uint64_t t0 = ml_completion_start(t, ML_FN_MPI_Wait, measuring);
     const int rc = PMPI_Wait(request, status);
     const uint64_t t1 = t->done_at = ml_stop(t0);
     if (rc == MPI_SUCCESS)
@@ -98,8 +97,7 @@ ML_EXPORT int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
     ml_req_claim(*request, &c);
     MPI_Status local;
     if (ml_claim_needs_status(&c) && status == MPI_STATUS_IGNORE) status = &local;
-    if (measuring && ML_UNLIKELY(t->observe & ML_OBS_AT_ENTER)) ml_observe_enter(t, ML_FN_MPI_Test);
-    const uint64_t t0 = ml_start(t, ML_FN_MPI_Test);
+    const uint64_t t0 = ml_completion_start(t, ML_FN_MPI_Test, measuring);
     const int rc = PMPI_Test(request, flag, status);
     const uint64_t t1 = t->done_at = ml_stop(t0);
     if (rc == MPI_SUCCESS && *flag)
@@ -118,14 +116,25 @@ static int all(int (*wait)(int, MPI_Request *, MPI_Status *), int (*test)(int, M
     ml_thread_t *const t = ml_enter_completion(&measuring);
     if (ML_UNLIKELY(t == NULL)) return wait ? wait(count, reqs, statuses) : test(count, reqs, flag, statuses);
     ML_CALLSITE(t);
-    MPI_Status *st = ml_claim_all(t, count, reqs, statuses);
-    if (measuring && ML_UNLIKELY(t->observe & ML_OBS_AT_ENTER)) ml_observe_enter(t, fn);
-    const uint64_t t0 = ml_start(t, fn);
+    /* Waitall completes every request: claimed before the call. Testall, polled, mostly completes
+     * none: the handles are copied and claimed only if it completes them. */
+    int copied = 0;
+    MPI_Status *st;
+    if (wait) {
+        st = ml_claim_all(t, count, reqs, statuses);
+    } else {
+        copied = ml_remember_handles(t, count, reqs);
+        st = statuses == MPI_STATUSES_IGNORE && count > 0 ? t->scratch_status : statuses;
+    }
+    const uint64_t t0 = ml_completion_start(t, fn, measuring);
     const int rc = wait ? wait(count, reqs, st) : test(count, reqs, flag, st);
     const uint64_t t1 = t->done_at = ml_stop(t0);
     if ((rc == MPI_SUCCESS || rc == MPI_ERR_IN_STATUS) && (wait || *flag))
-        for (int i = 0; i < count; i++) ml_settle(t, i, st == MPI_STATUSES_IGNORE ? NULL : &st[i], rc, measuring);
-    ml_unclaim_rest(t, count);
+        for (int i = 0; i < count; i++) {
+            ml_claim_completed(t, copied, i);
+            ml_settle(t, i, st == MPI_STATUSES_IGNORE ? NULL : &st[i], rc, measuring);
+        }
+    ml_release_rest(t, copied, count);
     ml_finish(t, fn, t0, t1, measuring);
     return rc;
 }
@@ -151,15 +160,16 @@ static int any(int (*wait)(int, MPI_Request *, int *, MPI_Status *),
         return wait ? wait(count, reqs, index, status) : test(count, reqs, index, flag, status);
     ML_CALLSITE(t);
     MPI_Status local;
-    if (ml_claim_all(t, count, reqs, MPI_STATUSES_IGNORE) != MPI_STATUSES_IGNORE && status == MPI_STATUS_IGNORE)
-        status = &local;
-    if (measuring && ML_UNLIKELY(t->observe & ML_OBS_AT_ENTER)) ml_observe_enter(t, fn);
-    const uint64_t t0 = ml_start(t, fn);
+    if (status == MPI_STATUS_IGNORE) status = &local;
+    const int copied = ml_remember_handles(t, count, reqs);
+    const uint64_t t0 = ml_completion_start(t, fn, measuring);
     const int rc = wait ? wait(count, reqs, index, status) : test(count, reqs, index, flag, status);
     const uint64_t t1 = t->done_at = ml_stop(t0);
-    if (rc == MPI_SUCCESS && (wait || *flag) && *index != MPI_UNDEFINED && *index >= 0 && *index < count)
-        ml_req_done(t, &t->scratch_claim[*index], status == MPI_STATUS_IGNORE ? NULL : status, measuring);
-    ml_unclaim_rest(t, count);
+    if (rc == MPI_SUCCESS && (wait || *flag) && *index != MPI_UNDEFINED && *index >= 0 && *index < count) {
+        ml_claim_completed(t, copied, *index);
+        ml_req_done(t, &t->scratch_claim[*index], status, measuring);
+    }
+    ml_release_rest(t, copied, count);
     ml_finish(t, fn, t0, t1, measuring);
     return rc;
 }
@@ -182,16 +192,18 @@ static int some(int (*call)(int, MPI_Request *, int *, int *, MPI_Status *), int
     ml_thread_t *const t = ml_enter_completion(&measuring);
     if (ML_UNLIKELY(t == NULL)) return call(incount, reqs, outcount, indices, statuses);
     ML_CALLSITE(t);
-    MPI_Status *st = ml_claim_all(t, incount, reqs, statuses);
-    if (measuring && ML_UNLIKELY(t->observe & ML_OBS_AT_ENTER)) ml_observe_enter(t, fn);
-    const uint64_t t0 = ml_start(t, fn);
+    const int copied = ml_remember_handles(t, incount, reqs);
+    MPI_Status *st = statuses == MPI_STATUSES_IGNORE && incount > 0 ? t->scratch_status : statuses;
+    const uint64_t t0 = ml_completion_start(t, fn, measuring);
     const int rc = call(incount, reqs, outcount, indices, st);
     const uint64_t t1 = t->done_at = ml_stop(t0);
     if ((rc == MPI_SUCCESS || rc == MPI_ERR_IN_STATUS) && *outcount != MPI_UNDEFINED)
         for (int j = 0; j < *outcount; j++)
-            if (indices[j] >= 0 && indices[j] < incount)
+            if (indices[j] >= 0 && indices[j] < incount) {
+                ml_claim_completed(t, copied, indices[j]);
                 ml_settle(t, indices[j], st == MPI_STATUSES_IGNORE ? NULL : &st[j], rc, measuring);
-    ml_unclaim_rest(t, incount);
+            }
+    ml_release_rest(t, copied, incount);
     ml_finish(t, fn, t0, t1, measuring);
     return rc;
 }
@@ -215,20 +227,10 @@ ML_EXPORT int MPI_Start(MPI_Request *request)
     ml_thread_t *const t = ml_enter();
     if (ML_UNLIKELY(t == NULL)) return PMPI_Start(request);
     ML_CALLSITE(t);
-    if (ML_UNLIKELY(t->observe & ML_OBS_AT_ENTER)) ml_observe_enter(t, ML_FN_MPI_Start);
-    const uint64_t t0 = ml_start(t, ML_FN_MPI_Start);
+    const uint64_t t0 = ml_completion_start(t, ML_FN_MPI_Start, 1);
     const int rc = PMPI_Start(request);
     const uint64_t t1 = t->done_at = ml_stop(t0);
-    uint64_t seq = 0;
-    if (rc == MPI_SUCCESS) {
-        ml_req_t *e = ml_req_find(*request);
-        if (e != NULL) seq = ml_req_start(t, e);
-    }
-    if (ML_UNLIKELY(t->observe & ML_OBS_AT_CALL)) {
-        const ml_call_t c = {.fn = ML_FN_MPI_Start, .t0 = t0, .t1 = t1, .comm = MPI_COMM_NULL, .dst = -1, .src = -1,
-                             .req = seq};
-        ml_observe_call(t, &c);
-    }
+    if (rc == MPI_SUCCESS) ml_started(t, ML_FN_MPI_Start, t0, t1, *request, 1);
     ml_leave(t, ML_FN_MPI_Start, t0, t1);
     return rc;
 }
@@ -238,20 +240,11 @@ ML_EXPORT int MPI_Startall(int count, MPI_Request array_of_requests[])
     ml_thread_t *const t = ml_enter();
     if (ML_UNLIKELY(t == NULL)) return PMPI_Startall(count, array_of_requests);
     ML_CALLSITE(t);
-    if (ML_UNLIKELY(t->observe & ML_OBS_AT_ENTER)) ml_observe_enter(t, ML_FN_MPI_Startall);
-    const uint64_t t0 = ml_start(t, ML_FN_MPI_Startall);
+    const uint64_t t0 = ml_completion_start(t, ML_FN_MPI_Startall, 1);
     const int rc = PMPI_Startall(count, array_of_requests);
     const uint64_t t1 = t->done_at = ml_stop(t0);
     if (rc == MPI_SUCCESS)
-        for (int i = 0; i < count; i++) {
-            ml_req_t *e = ml_req_find(array_of_requests[i]);
-            const uint64_t seq = e != NULL ? ml_req_start(t, e) : 0;
-            if (ML_UNLIKELY(t->observe & ML_OBS_AT_CALL) && seq) { /* one record per started operation */
-                const ml_call_t c = {.fn = ML_FN_MPI_Startall, .t0 = t0, .t1 = t1, .comm = MPI_COMM_NULL,
-                                     .dst = -1, .src = -1, .req = seq};
-                ml_observe_call(t, &c);
-            }
-        }
+        for (int i = 0; i < count; i++) ml_started(t, ML_FN_MPI_Startall, t0, t1, array_of_requests[i], 0);
     ml_leave(t, ML_FN_MPI_Startall, t0, t1);
     return rc;
 }
@@ -264,8 +257,7 @@ ML_EXPORT int MPI_Request_free(MPI_Request *request)
     ML_CALLSITE(t);
     ml_claim_t c;
     ml_req_claim(*request, &c);
-    if (measuring && ML_UNLIKELY(t->observe & ML_OBS_AT_ENTER)) ml_observe_enter(t, ML_FN_MPI_Request_free);
-    const uint64_t t0 = ml_start(t, ML_FN_MPI_Request_free);
+    const uint64_t t0 = ml_completion_start(t, ML_FN_MPI_Request_free, measuring);
     const int rc = PMPI_Request_free(request);
     const uint64_t t1 = t->done_at = ml_stop(t0);
     if (rc == MPI_SUCCESS)
@@ -278,16 +270,13 @@ ML_EXPORT int MPI_Request_free(MPI_Request *request)
 
 ML_EXPORT int MPI_Cancel(MPI_Request *request)
 {
+    ml_cancel_noted();
     ml_thread_t *const t = ml_enter();
     if (ML_UNLIKELY(t == NULL)) return PMPI_Cancel(request);
     ML_CALLSITE(t);
-    ml_req_t *const e = ml_req_find(*request);
-    if (ML_UNLIKELY(t->observe & ML_OBS_AT_ENTER)) ml_observe_enter(t, ML_FN_MPI_Cancel);
-    const uint64_t t0 = ml_start(t, ML_FN_MPI_Cancel);
+    const uint64_t t0 = ml_completion_start(t, ML_FN_MPI_Cancel, 1);
     const int rc = PMPI_Cancel(request);
     const uint64_t t1 = t->done_at = ml_stop(t0);
-    if (rc == MPI_SUCCESS && e != NULL) e->flags |= ML_REQ_CANCELLED;
-    if (ML_UNLIKELY(t->trace.on)) ml_trace_plain(t, ML_FN_MPI_Cancel, t0, t1);
-    ml_leave(t, ML_FN_MPI_Cancel, t0, t1);
+    ml_finish(t, ML_FN_MPI_Cancel, t0, t1, 1);
     return rc;
 }

@@ -185,12 +185,17 @@ typedef struct ml_thread {
     /* what could not be measured */
     uint64_t dropped_requests, region_mismatch;
     size_t mapped_bytes;
+    /* MPI_Pcontrol(2) resets this thread's statistics when it next enters a wrapper (the thread
+     * itself: no one writes counters another thread is updating): ml_g.reset_gen it caught up to */
+    uint32_t reset_gen;
     struct ml_thread *next;
 } ml_thread_t;
 
 /* ------------------------------------------------------------------------------- process state */
 typedef struct ml_global {
-    int active;         /* measuring now: read at every call (relaxed) */
+    /* read at every call (relaxed): 0 not measuring, 1 measuring, 2 measuring and MPI_Pcontrol(2)
+     * has reset the statistics (each thread catches up to reset_gen at its next call) */
+    int active;
     int ready;          /* initialized and not finalized */
     int enabled;        /* MPI_Pcontrol level != 0 */
     int finalized;
@@ -199,6 +204,11 @@ typedef struct ml_global {
     int thread_level;
     int multiple;       /* MPI_THREAD_MULTIPLE: request slots need atomic claims */
     uint32_t type_gen;  /* bumped by MPI_Type_free: cached datatype sizes are stale */
+    uint32_t reset_gen; /* bumped by MPI_Pcontrol(2) */
+    /* set (for good) by the first MPI_Cancel: from then on every completion reads its status and
+     * MPI_Test_cancelled decides whether the operation moved anything. A flag of the process, not
+     * of the request: a cancel racing with another thread's wait writes into no request entry. */
+    int cancels;
     MPI_Comm comm;      /* duplicate of MPI_COMM_WORLD for the tool's own traffic */
     ml_config_t config;
     char config_error[512];
@@ -236,10 +246,20 @@ ML_HOT ml_thread_t *ml_enter_thread(void)
     return t;
 }
 
+/* MPI_Pcontrol(2) happened since t last reset its statistics: reset them now (core.c). */
+void ml_thread_catch_up(ml_thread_t *t);
+/* Whether t's statistics predate the last MPI_Pcontrol(2) (it has not called MPI since). */
+static inline int ml_thread_stale(const ml_thread_t *t)
+{
+    return t->reset_gen != __atomic_load_n(&ml_g.reset_gen, __ATOMIC_ACQUIRE);
+}
+ml_thread_t *ml_enter_after_reset(void);
+
 /* Start measuring a call: the thread's state, or NULL to just call through. */
 ML_HOT ml_thread_t *ml_enter(void)
 {
-    if (ML_UNLIKELY(!__atomic_load_n(&ml_g.active, __ATOMIC_RELAXED))) return NULL;
+    const int a = __atomic_load_n(&ml_g.active, __ATOMIC_RELAXED);
+    if (ML_UNLIKELY(a != 1)) return a == 0 ? NULL : ml_enter_after_reset();
     return ml_enter_thread();
 }
 
@@ -249,7 +269,11 @@ ML_HOT ml_thread_t *ml_enter_completion(int *measuring)
 {
     if (ML_UNLIKELY(!__atomic_load_n(&ml_g.ready, __ATOMIC_RELAXED))) return NULL;
     ml_thread_t *t = ml_enter_thread();
-    if (t != NULL) *measuring = __atomic_load_n(&ml_g.active, __ATOMIC_RELAXED);
+    if (t != NULL) {
+        const int a = __atomic_load_n(&ml_g.active, __ATOMIC_RELAXED);
+        *measuring = a; /* nonzero: measuring */
+        if (ML_UNLIKELY(a == 2) && ml_thread_stale(t)) ml_thread_catch_up(t);
+    }
     return t;
 }
 
@@ -416,7 +440,6 @@ ML_HOT int64_t ml_status_bytes(const MPI_Status *st)
 #define ML_BYTES_FROM_STATUS (-1)
 #define ML_REQ_PERSISTENT 1u
 #define ML_REQ_ACTIVE 2u
-#define ML_REQ_CANCELLED 4u
 #define ML_REQ_WORLD 8u /* started on MPI_COMM_WORLD (counters mode: ranks are world ranks) */
 
 /* An outstanding nonblocking or persistent operation: its bytes are accounted at completion. */
@@ -468,11 +491,16 @@ void ml_req_done(ml_thread_t *t, ml_claim_t *c, const MPI_Status *st, int measur
 void ml_req_freed(ml_thread_t *t, ml_claim_t *c, int measuring);
 uint64_t ml_req_start(ml_thread_t *t, ml_req_t *e);
 
+/* Whether the completion of a claimed request needs its status: for the bytes of a receive, and
+ * once the process has cancelled anything, for MPI_Test_cancelled. (A send whose cancel, from
+ * another thread, starts after this completion call began is counted as sent: cancelling a send
+ * is deprecated in MPI-4 and Open MPI cannot do it. Every receive has its status.) */
 static inline int ml_claim_needs_status(const ml_claim_t *c)
 {
     if (!c->held) return 0;
     const ml_req_t *e = c->live ? c->live : &c->copy;
-    return e->sent == ML_BYTES_FROM_STATUS || e->recv == ML_BYTES_FROM_STATUS || (e->flags & ML_REQ_CANCELLED);
+    return e->sent == ML_BYTES_FROM_STATUS || e->recv == ML_BYTES_FROM_STATUS ||
+           __atomic_load_n(&ml_g.cancels, __ATOMIC_RELAXED);
 }
 
 /* One MPI call as the generated wrappers describe it to the observers (trace, counters): ranks are

@@ -1,4 +1,4 @@
-/* Fortran (mpif.h / use mpi) support of the wrappers. A Fortran wrapper passes its arguments
+/* Fortran (mpif.h / use mpi, and mpi_f08) support of the wrappers. A Fortran wrapper passes its arguments
  * unchanged to the MPI library's own Fortran entry point, so the application's numbers cannot
  * change; it converts handles with the f2c functions only to measure. */
 #ifndef ML_FORTRAN_H
@@ -26,6 +26,21 @@ const void *ml_fbuf(const void *p);
 /* Whether a status argument is Fortran's MPI_STATUS_IGNORE / MPI_STATUSES_IGNORE. */
 int ml_f_status_ignore(const void *p);
 int ml_f_statuses_ignore(const void *p);
+
+/* mpi_f08. Both MPIs export each procedure as an external symbol, mpi_xxx_f08_ (mpi_xxx_f08_large_
+ * for MPICH's large-count ones), with the handles (TYPE(MPI_Comm)...: one INTEGER) and the other
+ * arguments by reference as in mpif.h, and IERROR OPTIONAL: NULL when the application omits it.
+ * Open MPI's call its mpif.h implementation, which calls PMPI_*; MPICH's call PMPI_* directly,
+ * except those with choice buffers (mpi_xxx_f08ts_), which call the C MPI_* functions (measured
+ * by the C wrappers). The real procedure: pmpi_xxx_f08_ or the next mpi_xxx_f08_. */
+void *ml_f08_resolve(const char *sym);
+/* mpi_f08 TYPE(MPI_Status): MPI_STATUS(ES)_IGNORE, and its C view */
+int ml_f08_status_ignore(const void *p);
+int ml_f08_statuses_ignore(const void *p);
+void ml_f08_status_f2c(const void *f, MPI_Status *c);
+
+/* Export impl as the mpi_f08 symbol sym. */
+#define ML_F08_NAME(impl, sym) __typeof__(impl) sym __attribute__((alias(#impl), visibility("default")));
 
 /* Export impl under the four manglings Fortran compilers use. */
 #define ML_FORTRAN_NAMES(impl, lower, upper)                                                   \

@@ -43,4 +43,20 @@ const char *ml_spc_exposed_info(int i, int *kind, const char **desc);
 int ml_spc_exposed_on(int i);
 int64_t ml_spc_exposed_value(int i);
 
+
+/* The MPI_T pvar functions with the mpilens_* pvars of counters mode added to the MPI's own
+ * (mpit_expose.c). The generated MPI_T_pvar_* wrappers call these instead of PMPI_T_pvar_*
+ * (semantics.yaml: inner), timing and counting the application's calls. */
+int ml_exposed_T_pvar_get_num(int *num_pvar);
+int ml_exposed_T_pvar_get_info(int pvar_index, char *name, int *name_len, int *verbosity, int *var_class, MPI_Datatype *datatype, MPI_T_enum *enumtype, char *desc, int *desc_len, int *bind, int *readonly, int *continuous, int *atomic);
+int ml_exposed_T_pvar_get_index(const char *name, int var_class, int *pvar_index);
+int ml_exposed_T_pvar_handle_alloc(MPI_T_pvar_session session, int pvar_index, void *obj_handle, MPI_T_pvar_handle *handle, int *count);
+int ml_exposed_T_pvar_handle_free(MPI_T_pvar_session session, MPI_T_pvar_handle *handle);
+int ml_exposed_T_pvar_start(MPI_T_pvar_session session, MPI_T_pvar_handle handle);
+int ml_exposed_T_pvar_stop(MPI_T_pvar_session session, MPI_T_pvar_handle handle);
+int ml_exposed_T_pvar_read(MPI_T_pvar_session session, MPI_T_pvar_handle handle, void *buf);
+int ml_exposed_T_pvar_readreset(MPI_T_pvar_session session, MPI_T_pvar_handle handle, void *buf);
+int ml_exposed_T_pvar_reset(MPI_T_pvar_session session, MPI_T_pvar_handle handle);
+int ml_exposed_T_pvar_write(MPI_T_pvar_session session, MPI_T_pvar_handle handle, const void *buf);
+
 #endif

@@ -17,6 +17,7 @@
 
 #include "json.h"
 #include "ml.h"
+#include "ml_spc.h" /* ml_exposed_T_pvar_*: the pvars with counters mode's own */
 #include "ml_mpit.h"
 #include "mpit_common.h"
 
@@ -145,19 +146,19 @@ static void add_pvar(int i, const char *name, int cls, MPI_Datatype type, int bi
     snprintf(p->name, sizeof p->name, "%s", name);
     snprintf(p->commname, sizeof p->commname, "%s", commname);
     MPI_Comm c = comm;
-    if (MPI_T_pvar_handle_alloc(session, i, bind == MPI_T_BIND_MPI_COMM ? (void *)&c : NULL, &p->handle, &p->count) !=
+    if (ml_exposed_T_pvar_handle_alloc(session, i, bind == MPI_T_BIND_MPI_COMM ? (void *)&c : NULL, &p->handle, &p->count) !=
             MPI_SUCCESS ||
         p->count <= 0)
         return;
-    if (!continuous && MPI_T_pvar_start(session, p->handle) != MPI_SUCCESS) {
-        MPI_T_pvar_handle_free(session, &p->handle);
+    if (!continuous && ml_exposed_T_pvar_start(session, p->handle) != MPI_SUCCESS) {
+        ml_exposed_T_pvar_handle_free(session, &p->handle);
         return;
     }
     const size_t need = (size_t)p->count * 8;
     if (need > bufsize) {
         char *grow = realloc(buf, need);
         if (grow == NULL) {
-            MPI_T_pvar_handle_free(session, &p->handle);
+            ml_exposed_T_pvar_handle_free(session, &p->handle);
             return;
         }
         buf = grow;
@@ -183,13 +184,13 @@ static void add_pvar(int i, const char *name, int cls, MPI_Datatype type, int bi
 static void add_pvars_for(MPI_Comm comm, const char *commname)
 {
     int n = 0;
-    MPI_T_pvar_get_num(&n);
+    ml_exposed_T_pvar_get_num(&n);
     for (int i = 0; i < n; i++) {
         char name[256], desc[8];
         int nlen = sizeof name, dlen = sizeof desc, verb, cls, bind, ro, cont, atomic;
         MPI_Datatype dt;
         MPI_T_enum et;
-        if (MPI_T_pvar_get_info(i, name, &nlen, &verb, &cls, &dt, &et, desc, &dlen, &bind, &ro, &cont, &atomic) !=
+        if (ml_exposed_T_pvar_get_info(i, name, &nlen, &verb, &cls, &dt, &et, desc, &dlen, &bind, &ro, &cont, &atomic) !=
             MPI_SUCCESS)
             continue;
         if (have_pattern && regexec(&pattern, name, 0, NULL, 0) != 0) continue;
@@ -230,7 +231,7 @@ static void sample(const char *why, const char *region)
     for (int i = 0; i < npvars; i++) {
         pvar_t *p = &pvars[i];
         fputs(i ? ", " : "", out);
-        if (!p->live || MPI_T_pvar_read(session, p->handle, buf) != MPI_SUCCESS) {
+        if (!p->live || ml_exposed_T_pvar_read(session, p->handle, buf) != MPI_SUCCESS) {
             if (p->live) read_errors++;
             fputs("null", out);
             continue;
@@ -276,8 +277,8 @@ static void start_session(void)
         ml_log(0, "cannot write %s (%s); no pvar series", path, strerror(errno));
         return;
     }
-    MPI_T_pvar_get_num(&pvars_total);
-    session_ok = MPI_T_pvar_session_create(&session) == MPI_SUCCESS;
+    ml_exposed_T_pvar_get_num(&pvars_total);
+    session_ok = PMPI_T_pvar_session_create(&session) == MPI_SUCCESS;
     fprintf(out, "{\"schema\": \"" ML_SCHEMA_MPIT "\", \"rank\": %d, \"pvars_total\": %d, \"regex\": ", ml_g.rank,
             pvars_total);
     ml_json_str(out, ml_g.config.mpit_pvars ? ml_g.config.mpit_pvars : "");
@@ -372,8 +373,8 @@ void ml_mpit_comm_freed(MPI_Comm comm)
     pthread_mutex_lock(&lock);
     for (int i = 0; i < npvars; i++)
         if (pvars[i].live && pvars[i].comm == comm) {
-            if (!pvars[i].continuous) MPI_T_pvar_stop(session, pvars[i].handle);
-            MPI_T_pvar_handle_free(session, &pvars[i].handle);
+            if (!pvars[i].continuous) ml_exposed_T_pvar_stop(session, pvars[i].handle);
+            ml_exposed_T_pvar_handle_free(session, &pvars[i].handle);
             pvars[i].live = 0;
         }
     pthread_mutex_unlock(&lock);
@@ -407,11 +408,11 @@ void ml_mpit_finish(void)
     if (session_ok) {
         for (int i = 0; i < npvars; i++)
             if (pvars[i].live) {
-                if (!pvars[i].continuous) MPI_T_pvar_stop(session, pvars[i].handle);
-                MPI_T_pvar_handle_free(session, &pvars[i].handle);
+                if (!pvars[i].continuous) ml_exposed_T_pvar_stop(session, pvars[i].handle);
+                ml_exposed_T_pvar_handle_free(session, &pvars[i].handle);
                 pvars[i].live = 0;
             }
-        MPI_T_pvar_session_free(&session);
+        PMPI_T_pvar_session_free(&session);
         session_ok = 0;
     }
     pthread_mutex_unlock(&lock);

@@ -15,7 +15,7 @@ int mlt_init(void)
 {
     if (started) return 0;
     int provided = 0;
-    if (MPI_T_init_thread(MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) return -1;
+    if (PMPI_T_init_thread(MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) return -1;
     provided_level = provided;
     started = 1;
     return 0;
@@ -25,23 +25,23 @@ int mlt_thread_level(void) { return started ? provided_level : -1; }
 
 void mlt_finalize(void)
 {
-    if (started) MPI_T_finalize();
+    if (started) PMPI_T_finalize();
     started = 0;
 }
 
 int mlt_cvar_find(const char *name)
 {
     int index = -1;
-    if (MPI_T_cvar_get_index(name, &index) == MPI_SUCCESS && index >= 0) return index;
+    if (PMPI_T_cvar_get_index(name, &index) == MPI_SUCCESS && index >= 0) return index;
     /* an MPI without (or with a broken) get_index: scan the names */
     int n = 0;
-    if (MPI_T_cvar_get_num(&n) != MPI_SUCCESS) return -1;
+    if (PMPI_T_cvar_get_num(&n) != MPI_SUCCESS) return -1;
     for (int i = 0; i < n; i++) {
         char nm[256];
         int nlen = sizeof nm, verb, bind, scope;
         MPI_Datatype dt;
         MPI_T_enum et;
-        if (MPI_T_cvar_get_info(i, nm, &nlen, &verb, &dt, &et, NULL, NULL, &bind, &scope) == MPI_SUCCESS &&
+        if (PMPI_T_cvar_get_info(i, nm, &nlen, &verb, &dt, &et, NULL, NULL, &bind, &scope) == MPI_SUCCESS &&
             strcmp(nm, name) == 0)
             return i;
     }
@@ -52,7 +52,7 @@ int mlt_cvar_info(int index, mlt_cvar_info_t *info)
 {
     int nlen = sizeof info->name, dlen = sizeof info->desc;
     info->name[0] = info->desc[0] = 0;
-    if (MPI_T_cvar_get_info(index, info->name, &nlen, &info->verbosity, &info->type, &info->enumtype, info->desc,
+    if (PMPI_T_cvar_get_info(index, info->name, &nlen, &info->verbosity, &info->type, &info->enumtype, info->desc,
                             &dlen, &info->bind, &info->scope) != MPI_SUCCESS)
         return -1;
     info->count = 1;
@@ -111,12 +111,12 @@ int mlt_cvar_read(int index, void *obj, char *out, size_t n)
     if (mlt_cvar_info(index, &info) != 0) return -1;
     MPI_T_cvar_handle h;
     int count = 0;
-    if (MPI_T_cvar_handle_alloc(index, obj, &h, &count) != MPI_SUCCESS) return -1;
+    if (PMPI_T_cvar_handle_alloc(index, obj, &h, &count) != MPI_SUCCESS) return -1;
     int rc = -1;
     const size_t esize = info.type == MPI_CHAR || info.type == MPI_C_BOOL ? 1 : mlt_numeric_size(info.type);
     if (esize > 0 && count > 0) {
         char *buf = calloc((size_t)count + 1, esize < 8 ? 8 : esize);
-        if (buf != NULL && MPI_T_cvar_read(h, buf) == MPI_SUCCESS) {
+        if (buf != NULL && PMPI_T_cvar_read(h, buf) == MPI_SUCCESS) {
             rc = 0;
             if (info.type == MPI_C_BOOL) {
                 snprintf(out, n, "%s", *(_Bool *)buf ? "true" : "false");
@@ -136,7 +136,7 @@ int mlt_cvar_read(int index, void *obj, char *out, size_t n)
     } else if (count == 0) {
         rc = 0;
     }
-    MPI_T_cvar_handle_free(&h);
+    PMPI_T_cvar_handle_free(&h);
     return rc;
 }
 
@@ -175,7 +175,7 @@ static int enum_value(MPI_T_enum et, const char *v, int *out, char *err, size_t 
     int num = 0, nlen;
     char ename[128];
     nlen = sizeof ename;
-    if (MPI_T_enum_get_info(et, &num, ename, &nlen) != MPI_SUCCESS) return -1;
+    if (PMPI_T_enum_get_info(et, &num, ename, &nlen) != MPI_SUCCESS) return -1;
     char list[512] = "";
     long long asnum;
     const int numeric = parse_int(v, 0, &asnum, NULL) == 0;
@@ -183,7 +183,7 @@ static int enum_value(MPI_T_enum et, const char *v, int *out, char *err, size_t 
         int value = 0;
         char item[128];
         nlen = sizeof item;
-        if (MPI_T_enum_get_item(et, i, &value, item, &nlen) != MPI_SUCCESS) continue;
+        if (PMPI_T_enum_get_item(et, i, &value, item, &nlen) != MPI_SUCCESS) continue;
         if (strcasecmp(item, v) == 0 || (numeric && asnum == value)) {
             *out = value;
             return 0;
@@ -267,23 +267,23 @@ int mlt_cvar_write(int index, void *obj, const char *value, int flags, char *err
     if (flags & MLT_DRY_RUN) return 0;
     MPI_T_cvar_handle h;
     int count = 0;
-    int rc = MPI_T_cvar_handle_alloc(index, obj, &h, &count);
+    int rc = PMPI_T_cvar_handle_alloc(index, obj, &h, &count);
     if (rc != MPI_SUCCESS) {
         snprintf(err, errlen, "MPI_T cannot open it (error %d)", rc);
         return -1;
     }
     if (info.type != MPI_CHAR && count != 1) {
-        MPI_T_cvar_handle_free(&h);
+        PMPI_T_cvar_handle_free(&h);
         snprintf(err, errlen, "is an array of %d values; mpilens sets scalar cvars only", count);
         return -1;
     }
     if (info.type == MPI_CHAR && (int)strlen(value) >= count && count > 0) {
-        MPI_T_cvar_handle_free(&h);
+        PMPI_T_cvar_handle_free(&h);
         snprintf(err, errlen, "'%s' is longer than its %d characters", value, count - 1);
         return -1;
     }
-    rc = MPI_T_cvar_write(h, buf);
-    MPI_T_cvar_handle_free(&h);
+    rc = PMPI_T_cvar_write(h, buf);
+    PMPI_T_cvar_handle_free(&h);
     if (rc == MPI_SUCCESS) return 0;
     if (rc == MPI_T_ERR_CVAR_SET_NEVER)
         snprintf(err, errlen, "is read-only in this MPI (MPI_T_ERR_CVAR_SET_NEVER)");
@@ -447,7 +447,7 @@ static void closest_cvar(const char *name, char *out, size_t n)
 {
     int count = 0, best = 4;
     out[0] = 0;
-    MPI_T_cvar_get_num(&count);
+    PMPI_T_cvar_get_num(&count);
     for (int i = 0; i < count; i++) {
         mlt_cvar_info_t info;
         if (mlt_cvar_info(i, &info) != 0) continue;

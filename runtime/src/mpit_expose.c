@@ -66,14 +66,14 @@ static void put_string(char *dst, int *len, const char *src)
     *len = full;
 }
 
-ML_EXPORT int MPI_T_pvar_get_num(int *num_pvar)
+int ml_exposed_T_pvar_get_num(int *num_pvar)
 {
     const int rc = PMPI_T_pvar_get_num(num_pvar);
     if (rc == MPI_SUCCESS) *num_pvar += ml_spc_exposed();
     return rc;
 }
 
-ML_EXPORT int MPI_T_pvar_get_info(int pvar_index, char *name, int *name_len, int *verbosity, int *var_class,
+int ml_exposed_T_pvar_get_info(int pvar_index, char *name, int *name_len, int *verbosity, int *var_class,
                                   MPI_Datatype *datatype, MPI_T_enum *enumtype, char *desc, int *desc_len, int *bind,
                                   int *readonly, int *continuous, int *atomic)
 {
@@ -102,7 +102,7 @@ ML_EXPORT int MPI_T_pvar_get_info(int pvar_index, char *name, int *name_len, int
     return MPI_SUCCESS;
 }
 
-ML_EXPORT int MPI_T_pvar_get_index(const char *name, int var_class, int *pvar_index)
+int ml_exposed_T_pvar_get_index(const char *name, int var_class, int *pvar_index)
 {
     const int n = ml_spc_exposed();
     if (n > 0 && name != NULL && strncmp(name, "mpilens_", 8) == 0) {
@@ -122,7 +122,7 @@ ML_EXPORT int MPI_T_pvar_get_index(const char *name, int var_class, int *pvar_in
     return PMPI_T_pvar_get_index(name, var_class, pvar_index);
 }
 
-ML_EXPORT int MPI_T_pvar_handle_alloc(MPI_T_pvar_session session, int pvar_index, void *obj_handle,
+int ml_exposed_T_pvar_handle_alloc(MPI_T_pvar_session session, int pvar_index, void *obj_handle,
                                       MPI_T_pvar_handle *handle, int *count)
 {
     const int n = ml_spc_exposed(), b = n ? base() : -1;
@@ -135,7 +135,7 @@ ML_EXPORT int MPI_T_pvar_handle_alloc(MPI_T_pvar_session session, int pvar_index
     return MPI_SUCCESS;
 }
 
-ML_EXPORT int MPI_T_pvar_handle_free(MPI_T_pvar_session session, MPI_T_pvar_handle *handle)
+int ml_exposed_T_pvar_handle_free(MPI_T_pvar_session session, MPI_T_pvar_handle *handle)
 {
     if (handle != NULL && ours(*handle)) {
         *handle = MPI_T_PVAR_HANDLE_NULL;
@@ -144,19 +144,19 @@ ML_EXPORT int MPI_T_pvar_handle_free(MPI_T_pvar_session session, MPI_T_pvar_hand
     return PMPI_T_pvar_handle_free(session, handle);
 }
 
-ML_EXPORT int MPI_T_pvar_start(MPI_T_pvar_session session, MPI_T_pvar_handle handle)
+int ml_exposed_T_pvar_start(MPI_T_pvar_session session, MPI_T_pvar_handle handle)
 {
     if (ours(handle)) return MPI_T_ERR_PVAR_NO_STARTSTOP;
     return PMPI_T_pvar_start(session, handle);
 }
 
-ML_EXPORT int MPI_T_pvar_stop(MPI_T_pvar_session session, MPI_T_pvar_handle handle)
+int ml_exposed_T_pvar_stop(MPI_T_pvar_session session, MPI_T_pvar_handle handle)
 {
     if (ours(handle)) return MPI_T_ERR_PVAR_NO_STARTSTOP;
     return PMPI_T_pvar_stop(session, handle);
 }
 
-ML_EXPORT int MPI_T_pvar_read(MPI_T_pvar_session session, MPI_T_pvar_handle handle, void *buf)
+int ml_exposed_T_pvar_read(MPI_T_pvar_session session, MPI_T_pvar_handle handle, void *buf)
 {
     if (!ours(handle)) return PMPI_T_pvar_read(session, handle, buf);
     const struct exposed_handle *h = (const struct exposed_handle *)(void *)handle;
@@ -175,19 +175,19 @@ ML_EXPORT int MPI_T_pvar_read(MPI_T_pvar_session session, MPI_T_pvar_handle hand
     return MPI_SUCCESS;
 }
 
-ML_EXPORT int MPI_T_pvar_readreset(MPI_T_pvar_session session, MPI_T_pvar_handle handle, void *buf)
+int ml_exposed_T_pvar_readreset(MPI_T_pvar_session session, MPI_T_pvar_handle handle, void *buf)
 {
     if (ours(handle)) return MPI_T_ERR_PVAR_NO_WRITE;
     return PMPI_T_pvar_readreset(session, handle, buf);
 }
 
-ML_EXPORT int MPI_T_pvar_reset(MPI_T_pvar_session session, MPI_T_pvar_handle handle)
+int ml_exposed_T_pvar_reset(MPI_T_pvar_session session, MPI_T_pvar_handle handle)
 {
     if (ours(handle)) return MPI_T_ERR_PVAR_NO_WRITE;
     return PMPI_T_pvar_reset(session, handle);
 }
 
-ML_EXPORT int MPI_T_pvar_write(MPI_T_pvar_session session, MPI_T_pvar_handle handle, const void *buf)
+int ml_exposed_T_pvar_write(MPI_T_pvar_session session, MPI_T_pvar_handle handle, const void *buf)
 {
     if (ours(handle)) return MPI_T_ERR_PVAR_NO_WRITE;
     return PMPI_T_pvar_write(session, handle, buf);

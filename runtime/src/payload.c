@@ -21,6 +21,10 @@
 #include "ml_intervals.h"
 #include "ml_output.h"
 
+/* The threads whose statistics count: not those MPI_Pcontrol(2) reset that have not caught up. */
+#define EACH_CURRENT(type, t, threads) for (type *t = (threads); t; t = t->next) if (ml_thread_stale(t)) {} else
+
+
 void ml_sink_flush(ml_sink_t *s)
 {
     if (s->fd < 0 || s->len == 0) return;
@@ -132,7 +136,7 @@ static double estimate_ratio(const ml_thread_t *t, int f, uint32_t npaths)
 
 static int fstat_used(const ml_thread_t *threads, uint32_t p, int f)
 {
-    for (const ml_thread_t *t = threads; t; t = t->next) {
+    EACH_CURRENT(const ml_thread_t, t, threads) {
         const ml_fstat_t *x = &t->blocks[(size_t)p * ML_NFUNC + f];
         /* bytes without calls: a request started here and completed in another region */
         if (x->calls || x->sent || x->recv) return 1;
@@ -142,7 +146,7 @@ static int fstat_used(const ml_thread_t *threads, uint32_t p, int f)
 
 static int counter_used(const ml_thread_t *threads, uint32_t p, uint32_t id)
 {
-    for (const ml_thread_t *t = threads; t; t = t->next)
+    EACH_CURRENT(const ml_thread_t, t, threads)
         if (t->ucounts[(size_t)p * ML_MAX_COUNTERS + id].updates) return 1;
     return 0;
 }
@@ -151,7 +155,7 @@ static int path_used(const ml_thread_t *threads, uint32_t p)
 {
     for (uint32_t id = 0; id < ml_counter_count(); id++)
         if (counter_used(threads, p, id)) return 1;
-    for (const ml_thread_t *t = threads; t; t = t->next) {
+    EACH_CURRENT(const ml_thread_t, t, threads) {
         if (t->rstats[p].visits) return 1;
         for (int f = 0; f < ML_NFUNC; f++)
             if (fstat_used(t, p, f)) return 1;
@@ -172,6 +176,7 @@ void ml_payload_write(ml_sink_t *s, int complete, int reason, int signo)
     double mpi_var = 0;
     for (ml_thread_t *t = threads; t; t = t->next) {
         nthreads++;
+        if (ml_thread_stale(t)) continue; /* reset by MPI_Pcontrol(2), not caught up yet */
         /* time in MPI: the sum over the functions, here rather than once more per call */
         for (uint32_t p = 0; p < npaths; p++)
             for (int f = 0; f < ML_NFUNC; f++) {
@@ -216,7 +221,7 @@ void ml_payload_write(ml_sink_t *s, int complete, int reason, int signo)
     for (uint32_t p = 1; p < npaths; p++) {
         if (p == 1 && !path_used(threads, p)) continue;
         uint64_t v = 0, ticks = 0;
-        for (ml_thread_t *t = threads; t; t = t->next) {
+        EACH_CURRENT(ml_thread_t, t, threads) {
             v += t->rstats[p].visits;
             ticks += t->rstats[p].ticks;
         }
@@ -252,7 +257,7 @@ void ml_payload_write(ml_sink_t *s, int complete, int reason, int signo)
             ml_fstat_t m = {0};
             uint64_t timed = 0;
             double var = 0;
-            for (ml_thread_t *t = threads; t; t = t->next) {
+            EACH_CURRENT(ml_thread_t, t, threads) {
                 const ml_fstat_t *x = &t->blocks[(size_t)p * ML_NFUNC + f];
                 if (x->calls == 0) {
                     m.sent += x->sent; /* bytes of requests completed in another thread */
@@ -279,14 +284,14 @@ void ml_payload_write(ml_sink_t *s, int complete, int reason, int signo)
     for (int f = 0; f < ML_NFUNC; f++)
         for (int b = 0; b < ML_NBINS; b++) {
             uint64_t c = 0;
-            for (ml_thread_t *t = threads; t; t = t->next) c += t->hist[f * ML_NBINS + b].calls;
+            EACH_CURRENT(ml_thread_t, t, threads) c += t->hist[f * ML_NBINS + b].calls;
             n += c > 0;
         }
     put_u32(s, n);
     for (int f = 0; f < ML_NFUNC; f++)
         for (int b = 0; b < ML_NBINS; b++) {
             uint64_t c = 0, ticks = 0;
-            for (ml_thread_t *t = threads; t; t = t->next) {
+            EACH_CURRENT(ml_thread_t, t, threads) {
                 const ml_hbin_t *h = &t->hist[f * ML_NBINS + b];
                 c += h->calls;
                 if (ml_g.config.time_sample > 1 && h->calls)
@@ -303,14 +308,14 @@ void ml_payload_write(ml_sink_t *s, int complete, int reason, int signo)
     n = 0;
     for (int r = 0; r < ml_g.size; r++) {
         uint64_t m = 0;
-        for (ml_thread_t *t = threads; t; t = t->next) m += t->matrix[r].messages;
+        EACH_CURRENT(ml_thread_t, t, threads) m += t->matrix[r].messages;
         n += m > 0;
     }
     put_u32(s, n);
     for (int r = 0; r < ml_g.size; r++) {
         uint64_t m = 0;
         int64_t bytes = 0;
-        for (ml_thread_t *t = threads; t; t = t->next) {
+        EACH_CURRENT(ml_thread_t, t, threads) {
             m += t->matrix[r].messages;
             bytes += t->matrix[r].bytes;
         }
@@ -334,7 +339,7 @@ void ml_payload_write(ml_sink_t *s, int complete, int reason, int signo)
         for (uint32_t id = 0; id < ncounters; id++) {
             if (!counter_used(threads, p, id)) continue;
             ml_ucount_t m = {0, 0, 0};
-            for (ml_thread_t *t = threads; t; t = t->next) {
+            EACH_CURRENT(ml_thread_t, t, threads) {
                 const ml_ucount_t *u = &t->ucounts[(size_t)p * ML_MAX_COUNTERS + id];
                 if (u->updates == 0) continue;
                 if (ml_counter_kind(id) == ML_COUNTER_SUM)

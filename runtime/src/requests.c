@@ -208,7 +208,6 @@ void ml_req_unclaim(ml_claim_t *c)
 uint64_t ml_req_start(ml_thread_t *t, ml_req_t *e)
 {
     e->flags |= ML_REQ_ACTIVE;
-    e->flags &= (uint16_t)~ML_REQ_CANCELLED;
     e->path = t->cur_path;
     if (ML_UNLIKELY(ml_spc_on)) ml_spc_posted(t, e);
     /* in traces, the starts and completions of a persistent operation all carry the number its
@@ -242,9 +241,11 @@ static void account(ml_thread_t *t, const ml_req_t *e, int64_t sent, int64_t rec
 static void settle(ml_thread_t *t, ml_req_t *e, int live, const MPI_Status *st, int measuring)
 {
     if (!(e->flags & ML_REQ_ACTIVE)) return; /* an inactive persistent request completes at once */
-    if (live) e->flags &= (uint16_t)~(ML_REQ_ACTIVE | ML_REQ_CANCELLED);
+    if (live) e->flags &= (uint16_t)~ML_REQ_ACTIVE;
+    /* a cancelled operation moved nothing: MPI_Test_cancelled on its status decides (every
+     * completion asks for a status once the process has cancelled anything) */
     int cancelled = 0;
-    if (measuring && (e->flags & ML_REQ_CANCELLED) && st != NULL) PMPI_Test_cancelled(st, &cancelled);
+    if (ML_UNLIKELY(__atomic_load_n(&ml_g.cancels, __ATOMIC_RELAXED)) && st != NULL) PMPI_Test_cancelled(st, &cancelled);
     if (!measuring || cancelled) {
         if (ML_UNLIKELY(ml_spc_on)) ml_spc_done(t, e, NULL, -1, -1); /* it left the queue, nothing moved */
         return;

@@ -1,0 +1,78 @@
+"""Cancelled requests are never transfers, under both MPIs and from C and Fortran.
+
+examples/c/cancel.c and examples/fortran/fcancel.f90 cancel posted receives (completed by
+MPI_Wait with and without a status, MPI_Waitall with MPI_STATUSES_IGNORE next to a real receive,
+MPI_Test) and a started persistent receive, which then completes a real message. MPI_Test_cancelled
+decides: a cancelled receive adds no bytes and no message-size entry; the real ones add exactly
+their bytes. `cancel race N` cancels, from a second thread, the receive the main thread is
+waiting for (MPI_THREAD_MULTIPLE), between real exchanges that must all be counted.
+Expected numbers come from the programs' headers.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import fn, run_example
+
+NP = 4
+
+
+def sizes(profile: dict, name: str) -> dict[int, list[int]]:
+    """Message-size bins of a function: {bin: calls per rank}."""
+    return {b["bin"]: b["calls"] for b in profile["message_sizes"].get(name, [])}
+
+
+def bin_of(nbytes: int) -> int:
+    return nbytes.bit_length()
+
+
+def check(p: dict, expected: dict[str, tuple[int, int, int]]) -> None:
+    assert p["complete"] is True
+    assert p["dropped"]["requests_untracked"] == 0
+    assert p["dropped"]["requests_outstanding_at_finalize"] == 0
+    for name, (calls, sent, recv) in expected.items():
+        assert fn(p, name, "calls") == [calls] * NP, name
+        assert fn(p, name, "bytes_sent") == [sent] * NP, name
+        assert fn(p, name, "bytes_recv") == [recv] * NP, name
+
+
+@pytest.mark.parametrize("program", ["cancel", "fcancel"])
+def test_cancelled_receives_move_nothing(mpi, tmp_path, program):
+    job = run_example(mpi, program, NP, tmp_path)
+    assert f"{program}: ok {NP}" in job.stdout, job.stdout + job.stderr
+    p = job.profile
+    nirecv = 5 if program == "cancel" else 4  # cancel.c also completes one with MPI_Test
+    check(p, {
+        "MPI_Irecv": (nirecv, 0, 10 * 4),
+        "MPI_Recv_init": (1, 0, 8 * 4),
+        "MPI_Send": (2, 10 * 4 + 8 * 4, 0),
+        "MPI_Cancel": (nirecv, 0, 0),
+        "MPI_Wait": (4, 0, 0),
+        "MPI_Waitall": (1, 0, 0),
+        "MPI_Start": (2, 0, 0),
+        "MPI_Request_free": (1, 0, 0),
+    })
+    # one real receive of each kind: one size entry each, none for the cancelled ones
+    assert sizes(p, "MPI_Irecv") == {bin_of(40): [1] * NP}
+    assert sizes(p, "MPI_Recv_init") == {bin_of(32): [1] * NP}
+    pairs = {(m["src"], m["dst"]): (m["messages"], m["bytes"]) for m in p["matrix"]}
+    assert pairs == {(r, (r + 1) % NP): (2, 72) for r in range(NP)}
+
+
+def test_cancel_races_with_wait(mpi, tmp_path):
+    rounds = 300
+    job = run_example(mpi, "cancel", NP, tmp_path, args=["race", str(rounds)])
+    if "MPI_THREAD_MULTIPLE not provided" in job.stdout:
+        pytest.fail(f"{mpi} does not provide MPI_THREAD_MULTIPLE")
+    assert f"cancel: ok {NP}" in job.stdout, job.stdout + job.stderr
+    p = job.profile
+    check(p, {
+        "MPI_Irecv": (2 * rounds, 0, rounds * 256),
+        "MPI_Send": (rounds, rounds * 256, 0),
+        "MPI_Cancel": (rounds, 0, 0),
+        "MPI_Wait": (2 * rounds, 0, 0),
+    })
+    assert sizes(p, "MPI_Irecv") == {bin_of(256): [rounds] * NP}
+    pairs = {(m["src"], m["dst"]): (m["messages"], m["bytes"]) for m in p["matrix"]}
+    assert pairs == {(r, (r + 1) % NP): (rounds, rounds * 256) for r in range(NP)}
