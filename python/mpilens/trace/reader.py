@@ -72,6 +72,7 @@ class RankTrace:
     # the trace does not say (traces of earlier versions recorded no round trip)
     host_offsets: list[list[int]] | None = None
     clock_error_ns: int | None = None
+    host: str | None = None  # its host's name (meta.json), None when unknown
     # call site of each event: its number in its thread's table (the trailer's "sites"), 0: unknown
     site: np.ndarray | None = None
 
@@ -316,15 +317,12 @@ def _offsets(path: Path) -> list[list[int]]:
         tail = f.read()
         f.seek(0)
         head = f.read(1 << 20)
-    for data, magic in ((tail, L.MAGIC_TRACE_TRAILER), (head, L.MAGIC_TRACE_HEAD)):
-        at = data.rfind(magic) if magic == L.MAGIC_TRACE_TRAILER else (0 if data.startswith(magic) else -1)
-        if at < 0:
-            continue
-        end = data.find(L.MAGIC_TRACE_JSON_END, at)
-        try:
-            return list(json.loads(data[at + 8:end]).get("offset_ns", [])) if end > 0 else []
-        except ValueError:
-            continue
+    for data, at in ((tail, tail.rfind(L.MAGIC_TRACE_TRAILER)), (head, 0 if head.startswith(L.MAGIC_TRACE_HEAD) else -1)):
+        if at >= 0:
+            try:
+                return list(_json_block(memoryview(data), at + 8)[0].get("offset_ns", []))
+            except ValueError:  # json.JSONDecodeError too
+                continue
     return []
 
 
@@ -358,9 +356,9 @@ def read_all(rundir: str | Path) -> Iterator[RankTrace]:
     the offsets measured at MPI_Init and MPI_Finalize, the best of its ranks' (host_alignment)."""
     try:
         meta = json.loads(layout.meta_file(rundir).read_text())
-        host_of = meta["rank_host"]
+        host_of, host_names = meta["rank_host"], meta["hosts"]
     except (OSError, ValueError, KeyError):
-        host_of = None
+        host_of, host_names = None, []
     files = trace_files(rundir)
     aligned = host_alignment(files, host_of) if host_of else {}
     host_clock: dict[int, list[tuple[int, int]]] = {}  # each host's first rank's clock points
@@ -369,6 +367,7 @@ def read_all(rundir: str | Path) -> Iterator[RankTrace]:
         host = host_of[rt.rank] if host_of and rt.rank < len(host_of) else None
         rt.same_host_as_rank0 = host is not None and host == host_of[0]
         if host is not None:
+            rt.host = host_names[host] if host < len(host_names) else None
             if host in host_clock:
                 rt.host_clock_points = host_clock[host]
             else:

@@ -4,7 +4,6 @@ collective instances."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -221,7 +220,7 @@ def load(rundir: str | Path, progress: Callable[[str], None] | None = None) -> T
     complete = True
     nranks = 0
     file_bytes, writer_cpu_s = 0, 0.0
-    clock_error: dict[int, float | None] = {}  # host index -> error bound (s)
+    clock_error: dict[str, float | None] = {}  # host name -> error bound (s)
     for rt in reader.read_all(rundir):
         if progress:
             progress(f"reading the trace of rank {rt.rank}")
@@ -231,7 +230,8 @@ def load(rundir: str | Path, progress: Callable[[str], None] | None = None) -> T
         complete &= rt.complete
         file_bytes += rt.file_bytes
         if rt.host_offsets is not None:
-            clock_error[rt.rank] = None if rt.clock_error_ns is None else rt.clock_error_ns * 1e-9
+            clock_error[rt.host or f"rank {rt.rank}'s host"] = (None if rt.clock_error_ns is None
+                                                                  else rt.clock_error_ns * 1e-9)
         cpu = rt.writer_cpu_s
         writer_cpu_s = None if cpu is None or writer_cpu_s is None else writer_cpu_s + cpu
         if rt.trailer:
@@ -268,8 +268,6 @@ def load(rundir: str | Path, progress: Callable[[str], None] | None = None) -> T
         ev["t1"][:] -= origin
     if not complete:
         problems.append("some ranks did not reach MPI_Finalize: the trace ends where they stopped")
-    hosts = _host_names(rundir)
-    errors = {hosts.get(r, f"rank {r}'s host"): e for r, e in clock_error.items()}
     io_files: dict[int, list[str]] = {}
     if len(ev) and (ev["kind"] == reader.IO).any():  # names of the files the io events refer to
         from .. import io
@@ -283,16 +281,7 @@ def load(rundir: str | Path, progress: Callable[[str], None] | None = None) -> T
                 continue
             io_files[one["rank"]] = [r.name for r in sorted(one["records"], key=lambda r: r.rec["id"])]
     return Timeline(nranks, functions, classes, ev, regions, counters, complete, problems, file_bytes, writer_cpu_s,
-                    errors, io_files, sites=sites, rundir=Path(rundir))
-
-
-def _host_names(rundir: str | Path) -> dict[int, str]:
-    """Each rank's host name, from meta.json (empty when it cannot be read)."""
-    try:
-        meta = json.loads(layout.meta_file(rundir).read_text())
-        return {r: meta["hosts"][h] for r, h in enumerate(meta["rank_host"])}
-    except (OSError, ValueError, KeyError, IndexError, TypeError):
-        return {}
+                    clock_error, io_files, sites=sites, rundir=Path(rundir))
 
 
 # ------------------------------------------------------------------------------------- messages
