@@ -111,6 +111,30 @@ def mpi(request: pytest.FixtureRequest) -> str:
     return request.param
 
 
+# NetPIPE (Debian's netpipe-openmpi / netpipe-mpich2): a real application whose traffic is known
+NETPIPE = {"openmpi": "NPopenmpi", "mpich": "NPmpich2"}
+
+
+def netpipe_sizes(path: Path) -> list[int]:
+    """Message sizes of a NetPIPE output file (columns: bytes, Mbps, seconds)."""
+    return [int(line.split()[0]) for line in path.read_text().splitlines() if line.strip()]
+
+
+def check_netpipe_profile(p: dict, sizes: list[int], lo: int, reps: int) -> None:
+    """The traffic of NetPIPE 3.7's MPI protocol between ranks 0 and 1, from its own output file's
+    sizes: per size 3 trials (TRIALS) of `reps` round trips, after a latency test of 100 round trips
+    at the lower bound; rank 0 also tells rank 1 each size's repetition count (one int per size)."""
+    send, recv = p["functions"]["MPI_Send"], p["functions"]["MPI_Recv"]
+    assert recv["calls"] == send["calls"][::-1]  # a ping-pong: what one sends the other receives
+    assert recv["bytes_recv"] == send["bytes_sent"][::-1]
+    assert {(m["src"], m["dst"]): (m["messages"], m["bytes"]) for m in p["matrix"]} == {
+        (0, 1): (send["calls"][0], send["bytes_sent"][0]), (1, 0): (send["calls"][1], send["bytes_sent"][1])}
+    data, k = 3 * reps * sum(sizes), len(sizes)
+    assert send["bytes_sent"] == [data + 100 * lo + 4 * k, data + 100 * lo]
+    assert send["calls"] == [3 * reps * k + 100 + k, 3 * reps * k + 100]
+    assert fn(p, "MPI_Barrier", "calls")[0] == fn(p, "MPI_Barrier", "calls")[1] > 0
+
+
 def fn(profile: dict, name: str, key: str) -> list:
     """Per-rank values of one function's metric (zeros when the function was never called)."""
     f = profile["functions"].get(name)

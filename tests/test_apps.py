@@ -13,9 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import MPILENS, MPIS, fn, job_env, launcher, mpilens_run, plain_run
+from conftest import MPILENS, MPIS, NETPIPE, check_netpipe_profile, fn, job_env, launcher, mpilens_run, netpipe_sizes, plain_run
 
-NETPIPE = {"openmpi": "NPopenmpi", "mpich": "NPmpich2"}
 LAMMPS_INDENT = Path("/usr/share/lammps/examples/indent")
 LAMMPS_STEPS = 3000
 HPCC_INPUT = Path("/usr/share/doc/hpcc/examples/_hpccinf.txt")
@@ -74,11 +73,6 @@ def assert_complete(profile: dict, nranks: int) -> None:
 
 
 # ------------------------------------------------------------------------------------- NetPIPE
-def netpipe_sizes(path: Path) -> list[int]:
-    """Message sizes of a NetPIPE output file (columns: bytes, Mbps, seconds)."""
-    return [int(line.split()[0]) for line in path.read_text().splitlines() if line.strip()]
-
-
 def netpipe_plan(stdout: str) -> list[tuple[int, int, int]]:
     """NetPIPE's progress lines `  N:  SIZE bytes  REPS times -->  ... Mbps in ... usec`, without the timings."""
     return [tuple(map(int, m)) for m in re.findall(r"^\s*(\d+):\s+(\d+) bytes\s+(\d+) times -->", stdout, re.M)]
@@ -106,20 +100,7 @@ def test_netpipe(mpi, tmp_path):
 
     p = job.profile
     assert_complete(p, 2)
-    send, recv = p["functions"]["MPI_Send"], p["functions"]["MPI_Recv"]
-    assert all(c > 0 for c in send["calls"]) and all(c > 0 for c in recv["calls"])
-    # ping-pong between two ranks: what one sends the other receives, message for message
-    assert recv["calls"] == send["calls"][::-1]
-    assert recv["bytes_recv"] == send["bytes_sent"][::-1]
-    assert {(m["src"], m["dst"]): (m["messages"], m["bytes"]) for m in p["matrix"]} == {
-        (0, 1): (send["calls"][0], send["bytes_sent"][0]), (1, 0): (send["calls"][1], send["bytes_sent"][1])}
-    # NetPIPE 3.7's MPI protocol: per size 3 trials (TRIALS) of `reps` round trips, after a latency
-    # test of 100 round trips at the lower bound; rank 0 also tells rank 1 each size's repetition
-    # count (one int per size).
-    data, k = 3 * reps * sum(sizes), len(sizes)
-    assert send["bytes_sent"] == [data + 100 * lo + 4 * k, data + 100 * lo]
-    assert send["calls"] == [3 * reps * k + 100 + k, 3 * reps * k + 100]
-    assert fn(p, "MPI_Barrier", "calls")[0] == fn(p, "MPI_Barrier", "calls")[1] > 0
+    check_netpipe_profile(p, sizes, lo, reps)
     assert_p2p_balanced(p)
 
 

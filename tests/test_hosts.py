@@ -17,7 +17,7 @@ import subprocess
 
 import pytest
 
-from conftest import MPILENS, ROOT, example, fn, job_env
+from conftest import MPILENS, NETPIPE, ROOT, check_netpipe_profile, example, fn, job_env, netpipe_sizes
 from mpilens import rundir
 
 HOSTS = ROOT / "scripts" / "testhosts.sh"
@@ -117,3 +117,27 @@ def test_counters_eager_limit_per_transport(hosts, tmp_path):
     assert c.layout.doc["eager"]["shm_limit"] == shm and c.layout.doc["eager"]["net_limit"] == tcp
     assert [c.value("EAGER_MESSAGES", r) for r in range(NP)] == [0, 20, 0, 20]
     assert [c.value("NOT_EAGER_MESSAGES", r) for r in range(NP)] == [20, 0, 20, 0]
+
+
+@pytest.mark.parametrize("mpi", ["openmpi", "mpich"])
+def test_netpipe_across_hosts(hosts, mpi, tmp_path):
+    """NetPIPE (Debian's build) between two hosts, in trace mode: NetPIPE's known traffic, one rank
+    on each host, and its ping-pong's arrows forward beyond the clock alignment's error bound."""
+    lo, hi, reps = 2, 4096, 8
+    hosts_arg = ["--host", "mlh1:1,mlh2:1"] if mpi == "openmpi" else ["-hosts", "mlh1:1,mlh2:1"]
+    argv = [a for a in launch(mpi) if a not in ("--host", "-hosts", "mlh1:2,mlh2:2")]
+    argv = [*argv[:-2], *hosts_arg, "-np", "2"]  # launch() ends with -np 4
+    out = tmp_path / "run"
+    p = subprocess.run([str(MPILENS), "run", "-o", str(out), "--mode", "trace", "--", *argv, NETPIPE[mpi],
+                        "-l", str(lo), "-u", str(hi), "-p", "0", "-n", str(reps), "-o", str(tmp_path / "np.out")],
+                       env=job_env(), capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    r = rundir.load(out)
+    assert [x["host"] for x in r.profile["ranks"]] == ["mlh1", "mlh2"]
+    check_netpipe_profile(r.profile, netpipe_sizes(tmp_path / "np.out"), lo, reps)
+    tl = r.trace
+    bound = tl.clock_error_s["mlh2"]
+    m = tl.messages
+    assert m.unmatched_sends == 0 and m.unmatched_recvs == 0
+    assert len(m.send_ev) == sum(r.profile["functions"]["MPI_Send"]["calls"])
+    assert (m.recv_t - m.send_t).min() >= -bound, ((m.recv_t - m.send_t).min(), bound)

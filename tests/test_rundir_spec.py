@@ -201,4 +201,9 @@ def test_report_of_the_committed_partial_run():
     p = subprocess.run([str(MPILENS), "report", "--json", str(FIXTURE)], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     doc = json.loads(p.stdout)
-    assert doc["complete"] is False
+    assert doc["complete"] is False and doc["measured_ranks"] == 3
+    by_name = {f["name"]: f for f in doc["functions"]}
+    # 3 ranks, 3 completed steps each: 9 MPI_Sendrecv of 256 bytes each way, 9 MPI_Allreduce
+    assert by_name["MPI_Sendrecv"]["calls"] == 9 and by_name["MPI_Sendrecv"]["bytes_sent"] == 9 * 256
+    assert by_name["MPI_Allreduce"]["calls"] == 9
+    assert any(f["kind"] == "incomplete" and "MPI_Abort" in f["message"] for f in doc["findings"]), doc["findings"]

@@ -11,14 +11,12 @@ plugins collide (scripts/slurm.sh says why); everything else spans both nodes.
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
-from pathlib import Path
 
 import pytest
 
-from conftest import MPILENS, ROOT, example, fn, job_env
+from conftest import MPILENS, NETPIPE, ROOT, check_netpipe_profile, example, fn, job_env, netpipe_sizes
 from mpilens import rundir
 
 SLURM = ROOT / "scripts" / "slurm.sh"
@@ -129,5 +127,18 @@ def test_down_without_a_cluster_is_harmless(tmp_path):
     assert subprocess.run([str(SLURM), "down"], env=env, capture_output=True).returncode == 0
     p = subprocess.run([str(SLURM), "env"], env=env, capture_output=True, text=True)
     assert p.returncode == 1 and "no cluster is up" in p.stderr
-    assert shutil.which("srun"), "slurm-wlm is installed by make test (scripts/install-deps.sh)"
-    assert Path(SLURM).stat().st_mode & 0o111
+
+
+@pytest.mark.parametrize("mpi", ["openmpi", "mpich"])
+def test_srun_netpipe(slurm, mpi, tmp_path):
+    """NetPIPE (Debian's build) launched by srun under mpilens: its known traffic, exactly."""
+    lo, hi, reps = 2, 4096, 8
+    plugin = ["-N", "1", "--mpi=pmix"] if mpi == "openmpi" else ["-N", "2", "--mpi=pmi2"]
+    out = tmp_path / "run"
+    p = subprocess.run([str(MPILENS), "run", "-o", str(out), "--", "srun", "-n", "2", *plugin, NETPIPE[mpi],
+                        "-l", str(lo), "-u", str(hi), "-p", "0", "-n", str(reps), "-o", str(tmp_path / "np.out")],
+                       env=slurm, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    r = rundir.load(out)
+    assert r.complete and r.profile["nranks"] == 2
+    check_netpipe_profile(r.profile, netpipe_sizes(tmp_path / "np.out"), lo, reps)
