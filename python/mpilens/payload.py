@@ -38,13 +38,13 @@ def merge(files: list[Path], root: Path, nranks: int | None = None, time_sample:
         cmd += ["--mpi", mpi]
     p = subprocess.run(cmd + ["--"] + [str(f) for f in files], capture_output=True, text=True, check=False)
     problems = []
-    for line in p.stderr.splitlines():
-        name, _, why = line.partition(": ")
-        try:
-            name = str(Path(name).relative_to(root))
-        except ValueError:
-            pass
-        problems.append(f"{name} is damaged: {why}" if why and not why.startswith("cannot read") else f"{name}: {why}")
+    for line in p.stderr.splitlines():  # "FILE: what is wrong", FILE one of ours (a path may hold ": ")
+        f = next((f for f in files if line.startswith(f"{f}: ")), None)
+        if f is None:  # the program's own complaint (out of memory, ...)
+            problems.append(line)
+            continue
+        name, why = f.relative_to(root) if f.is_relative_to(root) else f, line[len(str(f)) + 2:]
+        problems.append(f"{name}: {why}" if why.startswith("cannot read") else f"{name} is damaged: {why}")
     if p.returncode == 2:
         return None, problems
     if p.returncode != 0:

@@ -51,7 +51,7 @@ class Run:
         intervals for MPILENS_INTERVALS=1); empty when meta.json is missing."""
         config = (self.meta or {}).get("config") or {}
         names = {m.strip() for m in str(config.get("MPILENS_MODE") or "").split(",") if m.strip()}
-        if str(config.get("MPILENS_INTERVALS", "0")).strip() not in ("", "0"):
+        if _switched_on(config, "MPILENS_INTERVALS"):
             names.add("intervals")
         return frozenset(names)
 
@@ -113,6 +113,12 @@ class Run:
         from . import io
 
         return io.load(self.path)
+
+
+def _switched_on(config: dict[str, Any], name: str) -> bool:
+    """Whether a boolean setting was on in the run: meta.json records the value the runtime parsed,
+    "1" or "0"."""
+    return str(config.get(name, "0")).strip() not in ("", "0")
 
 
 def _load_json(path: Path, problems: list[str]) -> Any:
@@ -210,7 +216,7 @@ def _aggregate(path: Path, files: list[Path], meta: dict[str, Any] | None,
         time_sample = 1
     tool, mpi = (meta or {}).get("tool") or {}, (meta or {}).get("mpi") or {}
     profile, bad = pl.merge(files, path, nranks=(meta or {}).get("nranks"), time_sample=time_sample,
-                            intervals=str(config.get("MPILENS_INTERVALS", "0")).lower() in ("1", "true", "yes", "on"),
+                            intervals=_switched_on(config, "MPILENS_INTERVALS"),
                             version=tool.get("version") if isinstance(tool, dict) else None,
                             mpi=mpi.get("flavor") if isinstance(mpi, dict) else None)
     problems += bad
