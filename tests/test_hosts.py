@@ -17,7 +17,7 @@ import subprocess
 
 import pytest
 
-from conftest import MPILENS, NETPIPE, ROOT, check_netpipe_profile, example, fn, job_env, netpipe_sizes
+from conftest import MPILENS, NETPIPE, ROOT, check_netpipe_profile, example, fn, mpilens_run, netpipe_sizes
 from mpilens import rundir
 
 HOSTS = ROOT / "scripts" / "testhosts.sh"
@@ -38,40 +38,40 @@ def hosts():
         subprocess.run([str(HOSTS), "down"], capture_output=True, timeout=60)
 
 
-def launch(mpi: str) -> list[str]:
+def launch(mpi: str, per_host: int = 2) -> list[str]:
+    """The launcher's command for per_host ranks on each of the two test hosts."""
+    hosts, np = f"mlh1:{per_host},mlh2:{per_host}", str(2 * per_host)
     if mpi == "openmpi":
         return ["mpirun.openmpi", "--mca", "plm_rsh_agent", str(RSH), "--mca", "plm_rsh_no_tree_spawn", "1",
                 "--mca", "btl_tcp_if_include", "10.77.0.0/24", "--mca", "oob_tcp_if_include", "10.77.0.0/24",
-                "--host", "mlh1:2,mlh2:2", "-np", str(NP)]
-    return ["mpirun.mpich", "-launcher", "ssh", "-launcher-exec", str(RSH), "-iface", "mlbr0",
-            "-hosts", "mlh1:2,mlh2:2", "-np", str(NP)]
+                "--host", hosts, "-np", np]
+    return ["mpirun.mpich", "-launcher", "ssh", "-launcher-exec", str(RSH), "-iface", "mlbr0", "-hosts", hosts,
+            "-np", np]
 
 
-def run(mpi: str, out, *mode: str) -> rundir.Run:
-    argv = [str(MPILENS), "run", "-o", str(out), *(["--mode", ",".join(mode)] if mode else []), "--",
-            *launch(mpi), str(example(mpi, "ring")), str(N), str(SIZE)]
-    p = subprocess.run(argv, env=job_env(), capture_output=True, text=True, timeout=300)
-    assert p.returncode == 0, p.stderr
-    return rundir.load(out)
+def run(mpi: str, tmp_path, mode: str = "profile", argv: list[str] | None = None, per_host: int = 2) -> rundir.Run:
+    """`mpilens run` across the two hosts (examples/c/ring N SIZE unless argv is given)."""
+    argv = argv or [str(example(mpi, "ring")), str(N), str(SIZE)]
+    return mpilens_run(None, [*launch(mpi, per_host), *argv], tmp_path, settings={"MPILENS_MODE": mode}).load()
 
 
 @pytest.mark.parametrize("mpi", ["openmpi", "mpich"])
 def test_profile_across_hosts(hosts, mpi, tmp_path):
-    r = run(mpi, tmp_path / "run")
+    r = run(mpi, tmp_path)
     p = r.profile
     assert r.meta["hosts"] == hosts and r.meta["rank_host"] == [0, 0, 1, 1]
     assert [x["host"] for x in p["ranks"]] == ["mlh1", "mlh1", "mlh2", "mlh2"]
     assert fn(p, "MPI_Send", "calls") == [N] * NP and fn(p, "MPI_Recv", "bytes_recv") == [N * SIZE] * NP
     assert sorted((m["src"], m["dst"], m["messages"]) for m in p["matrix"]) == [(r_, (r_ + 1) % NP, N)
                                                                                 for r_ in range(NP)]
-    text = subprocess.run([str(MPILENS), "report", str(tmp_path / "run")], capture_output=True, text=True).stdout
+    text = subprocess.run([str(MPILENS), "report", str(r.path)], capture_output=True, text=True).stdout
     assert "mlh1" in text and "mlh2" in text
 
 
 @pytest.mark.parametrize("mpi", ["openmpi", "mpich"])
 def test_trace_clocks_across_hosts(hosts, mpi, tmp_path):
-    r = run(mpi, tmp_path / "run", "trace")
-    summary = json.loads(subprocess.run([str(MPILENS), "trace", "--json", str(tmp_path / "run")],
+    r = run(mpi, tmp_path, "trace")
+    summary = json.loads(subprocess.run([str(MPILENS), "trace", "--json", str(r.path)],
                                         capture_output=True, text=True, check=True).stdout)
     errors = summary["clock_error_s"]
     assert list(errors) == ["mlh2"]  # rank 0's host is the reference
@@ -81,14 +81,14 @@ def test_trace_clocks_across_hosts(hosts, mpi, tmp_path):
     assert len(m.send_ev) == NP * N and m.unmatched_sends == 0 and m.unmatched_recvs == 0
     # every arrow goes forward, up to the alignment's error bound
     assert (m.recv_t - m.send_t).min() >= -bound, ((m.recv_t - m.send_t).min(), bound)
-    text = subprocess.run([str(MPILENS), "trace", str(tmp_path / "run")], capture_output=True, text=True).stdout
+    text = subprocess.run([str(MPILENS), "trace", str(r.path)], capture_output=True, text=True).stdout
     assert "Clocks: mlh2 aligned to rank 0's host within" in text
 
 
 @pytest.mark.parametrize("mpi", ["openmpi", "mpich"])
 def test_memory_shared_mappings_split_per_host(hosts, mpi, tmp_path):
     """Shared mappings count for 1/k of each rank, k the ranks on its host: 2 here, not 4."""
-    r = run(mpi, tmp_path / "run", "memory")
+    r = run(mpi, tmp_path, "memory")
     assert r.memory.local == {0: 2, 1: 2, 2: 2, 3: 2}
 
 
@@ -109,11 +109,7 @@ def test_counters_eager_limit_per_transport(hosts, tmp_path):
     shm, tcp = ompi_eager_limit("vader"), ompi_eager_limit("tcp")
     size = (shm + tcp) // 2
     assert shm < size < tcp
-    argv = [str(MPILENS), "run", "-o", str(tmp_path / "run"), "--mode", "counters", "--",
-            *launch("openmpi"), str(example("openmpi", "ring")), "20", str(size)]
-    p = subprocess.run(argv, env=job_env(), capture_output=True, text=True, timeout=300)
-    assert p.returncode == 0, p.stderr
-    c = rundir.load(tmp_path / "run").counters
+    c = run("openmpi", tmp_path, "counters", [str(example("openmpi", "ring")), "20", str(size)]).counters
     assert c.layout.doc["eager"]["shm_limit"] == shm and c.layout.doc["eager"]["net_limit"] == tcp
     assert [c.value("EAGER_MESSAGES", r) for r in range(NP)] == [0, 20, 0, 20]
     assert [c.value("NOT_EAGER_MESSAGES", r) for r in range(NP)] == [20, 0, 20, 0]
@@ -124,15 +120,8 @@ def test_netpipe_across_hosts(hosts, mpi, tmp_path):
     """NetPIPE (Debian's build) between two hosts, in trace mode: NetPIPE's known traffic, one rank
     on each host, and its ping-pong's arrows forward beyond the clock alignment's error bound."""
     lo, hi, reps = 2, 4096, 8
-    hosts_arg = ["--host", "mlh1:1,mlh2:1"] if mpi == "openmpi" else ["-hosts", "mlh1:1,mlh2:1"]
-    argv = [a for a in launch(mpi) if a not in ("--host", "-hosts", "mlh1:2,mlh2:2")]
-    argv = [*argv[:-2], *hosts_arg, "-np", "2"]  # launch() ends with -np 4
-    out = tmp_path / "run"
-    p = subprocess.run([str(MPILENS), "run", "-o", str(out), "--mode", "trace", "--", *argv, NETPIPE[mpi],
-                        "-l", str(lo), "-u", str(hi), "-p", "0", "-n", str(reps), "-o", str(tmp_path / "np.out")],
-                       env=job_env(), capture_output=True, text=True, timeout=300)
-    assert p.returncode == 0, p.stderr
-    r = rundir.load(out)
+    r = run(mpi, tmp_path, "trace", [NETPIPE[mpi], "-l", str(lo), "-u", str(hi), "-p", "0", "-n", str(reps),
+                                      "-o", str(tmp_path / "np.out")], per_host=1)
     assert [x["host"] for x in r.profile["ranks"]] == ["mlh1", "mlh2"]
     check_netpipe_profile(r.profile, netpipe_sizes(tmp_path / "np.out"), lo, reps)
     tl = r.trace

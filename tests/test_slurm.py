@@ -16,7 +16,7 @@ import subprocess
 
 import pytest
 
-from conftest import MPILENS, NETPIPE, ROOT, check_netpipe_profile, example, fn, job_env, netpipe_sizes
+from conftest import MPILENS, NETPIPE, ROOT, check_netpipe_profile, example, fn, job_env, mpilens_run, netpipe_sizes
 from mpilens import rundir
 
 SLURM = ROOT / "scripts" / "slurm.sh"
@@ -81,13 +81,10 @@ def ring(mpi: str) -> list[str]:
 def test_srun_direct_launch(slurm, mpi, tmp_path):
     plugin = ["-N", "1", "--mpi=pmix"] if mpi == "openmpi" else ["-N", "2", "--mpi=pmi2"]
     command = ["srun", "-n", str(NP), *plugin, *ring(mpi)]
-    out = tmp_path / "run"
-    p = subprocess.run([str(MPILENS), "run", "-o", str(out), "--", *command], env=slurm, capture_output=True,
-                       text=True, timeout=300)
-    assert p.returncode == 0, p.stderr
-    assert f"mpilens: run directory {out}" in p.stderr.splitlines(), p.stderr
-    assert "ring: 10 messages of 1024 bytes" in p.stdout  # the program's own output is passed on
-    check_ring(rundir.load(out), command)
+    job = mpilens_run(None, command, tmp_path, env=slurm)
+    assert f"mpilens: run directory {job.rundir}" in job.stderr.splitlines(), job.stderr
+    assert "ring: 10 messages of 1024 bytes" in job.stdout  # the program's own output is passed on
+    check_ring(job.load(), command)
 
 
 @pytest.mark.parametrize("mpi", ["openmpi", "mpich"])
@@ -134,11 +131,7 @@ def test_srun_netpipe(slurm, mpi, tmp_path):
     """NetPIPE (Debian's build) launched by srun under mpilens: its known traffic, exactly."""
     lo, hi, reps = 2, 4096, 8
     plugin = ["-N", "1", "--mpi=pmix"] if mpi == "openmpi" else ["-N", "2", "--mpi=pmi2"]
-    out = tmp_path / "run"
-    p = subprocess.run([str(MPILENS), "run", "-o", str(out), "--", "srun", "-n", "2", *plugin, NETPIPE[mpi],
-                        "-l", str(lo), "-u", str(hi), "-p", "0", "-n", str(reps), "-o", str(tmp_path / "np.out")],
-                       env=slurm, capture_output=True, text=True, timeout=300)
-    assert p.returncode == 0, p.stderr
-    r = rundir.load(out)
+    r = mpilens_run(None, ["srun", "-n", "2", *plugin, NETPIPE[mpi], "-l", str(lo), "-u", str(hi), "-p", "0",
+                           "-n", str(reps), "-o", str(tmp_path / "np.out")], tmp_path, env=slurm).load()
     assert r.complete and r.profile["nranks"] == 2
     check_netpipe_profile(r.profile, netpipe_sizes(tmp_path / "np.out"), lo, reps)
