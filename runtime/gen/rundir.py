@@ -58,8 +58,6 @@ class Record:
     fields: list[Field]   # every field, union variants included (overlapping offsets)
     size: int
     union: dict[str, tuple[str, list[Field]]] | None = None  # variant -> (doc, fields)
-    union_name: str = ""
-    union_offset: int = 0
 
 
 def parse_type(t: str) -> tuple[str, int]:
@@ -76,10 +74,9 @@ def load(path: Path = SPEC) -> dict:
         fields: list[Field] = []
         off = 0
         union = None
-        union_name, union_offset = "", 0
         for f in r["fields"]:
             if "union" in f:
-                union, union_name, union_offset = {}, f["name"], off
+                union = {}
                 width = 0
                 for vname, v in f["union"].items():
                     voff = off
@@ -95,12 +92,13 @@ def load(path: Path = SPEC) -> dict:
                 continue
             t, n = parse_type(f["type"])
             fld = Field(f["name"], t, n, off, str(f.get("doc", "")))
-            if not r.get("packed") and fld.size <= 8 and off % min(fld.size if not n else SCALARS.get(t, (1,))[0], 8):
+            element = 1 if t == "char" else SCALARS[t][0]
+            if not r.get("packed") and off % element:  # the generated C asserts the offsets too
                 raise SystemExit(f"rundir.yaml: {name}.{fld.name} at offset {off} is not naturally aligned")
             fields.append(fld)
             off += fld.size
         recs[name] = Record(name, r.get("c_name", f"ml_{name}"), r.get("doc", ""), bool(r.get("packed")), fields, off,
-                            union, union_name, union_offset)
+                            union)
     spec["_records"] = recs
     return spec
 
@@ -204,8 +202,6 @@ def gen_c(spec: dict) -> str:
             if f.variant:
                 continue
             out.append(f"    {c_field(f)}{f'  /* {f.doc} */' if f.doc else ''}")
-            if r.union and f.offset + f.size == r.union_offset:
-                pass
         if r.union:
             out.append("    union {")
             for vname, (vdoc, vf) in r.union.items():
@@ -401,7 +397,7 @@ def gen_doc(spec: dict) -> str:
             f"{v} {label}" + (f" ({docs[label]})" if label in docs else "") for label, _, v in enum_items(e)))
     for fname, fl in spec["flags"].items():
         out.append(f"- `{fname}` ({' '.join(fl['doc'].split())}): " + ", ".join(
-            f"{k} {'shift ' if v.get('shift') else ''}{v['value']:#x} ({v['doc']})" if not v.get("shift") else
+            f"{k} {v['value']:#x} ({v['doc']})" if not v.get("shift") else
             f"{k} shift {v['value']} ({v['doc']})" for k, v in fl["values"].items()))
     out.append(f"- constants: " + ", ".join(f"`{k}` = {c['value']} ({c['doc']})" for k, c in spec["constants"].items()))
     return "\n".join(out) + "\n"
