@@ -38,7 +38,13 @@ up() {
 }
 
 down() {
-  local h
+  local h l
+  # the host side of each veth pair first: deleting it removes both ends at once, whereas a
+  # namespace's devices go away some time after `ip netns del` returns (an `up` right after a
+  # `down` then met "File exists")
+  for l in $(ip -o link show 2>/dev/null | awk -F': ' '$2 ~ /^mlv[0-9]+@/ {split($2, a, "@"); print a[1]}'); do
+    ip link del "$l" 2>/dev/null || true
+  done
   for h in $(ip netns list 2>/dev/null | awk '/^mlh[0-9]+/ {print $1}'); do
     ip netns pids "$h" 2>/dev/null | xargs -r kill -9 2>/dev/null || true
     ip netns del "$h"
