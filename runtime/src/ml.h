@@ -400,6 +400,8 @@ void ml_comm_release(const ml_comm_t *c);
 /* A call created newcomm from parent (MPI_COMM_NULL: none): give it its uid. */
 void ml_comm_created(MPI_Comm parent, MPI_Comm newcomm);
 void ml_comm_neighbors(MPI_Comm comm, int *indeg, int *outdeg, uint64_t *null_slots);
+/* Call fn on every communicator known (under the table's lock unless a dying process asks). */
+void ml_comm_each(void (*fn)(MPI_Comm comm, const ml_comm_t *c, void *arg), void *arg, int lock);
 
 /* World rank of `rank` of the peer group of comm, or -1. */
 ML_HOT int ml_world_rank(MPI_Comm comm, int rank)
