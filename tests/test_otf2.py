@@ -197,3 +197,36 @@ def test_netpipe_messages(mpi, tmp_path):
     assert recvs == {1: sends[0], 0: sends[1]}
     data = sum(int(re.search(r"Length: (\d+)", a)[1]) for rec, loc, _, a in printed if rec == "MPI_SEND" and loc == 1)
     assert data == 3 * reps * sum(sizes) + 100 * lo
+
+
+def test_threads_locations(mpi, tmp_path):
+    """MPI_THREAD_MULTIPLE (examples/c/threads.c, K=6: per thread 3 blocking and 3 nonblocking
+    exchanges, then one whose requests the next thread completes): one location per thread, and
+    every nonblocking operation's start and completion, also when another thread completed it."""
+    import otf2
+
+    threads, k = 4, 6
+    job = run_example(mpi, "threads", 2, tmp_path, [str(k), "4096"], settings=TRACE)
+    if "MPI_THREAD_MULTIPLE not provided" in job.stdout:
+        pytest.skip(f"{mpi}: {job.stdout.strip()}")
+    archive = tmp_path / "otf2"
+    export(job.rundir, archive)
+    per, _, _ = read_back(archive)
+    assert sorted(per) == sorted([f"rank {r}" for r in range(2)] +
+                                 [f"rank {r} thread {t}" for r in range(2) for t in range(1, threads + 1)])
+    for r in range(2):
+        workers = [per[f"rank {r} thread {t}"] for t in range(1, threads + 1)]
+        for events in workers:
+            kinds = collections.Counter(type(e).__name__ for e in events)
+            assert kinds["MpiSend"] == kinds["MpiRecv"] == (k + 1) // 2
+            assert kinds["MpiIsend"] == kinds["MpiIrecvRequest"] == k // 2 + 1
+        every = [e for events in workers for e in events]
+        started = sorted(e.request_id for e in every if isinstance(e, otf2.events.MpiIsend))
+        completed = sorted(e.request_id for e in every if isinstance(e, otf2.events.MpiIsendComplete))
+        assert started == completed and len(started) == threads * (k // 2 + 1)
+        posted = sorted(e.request_id for e in every if isinstance(e, otf2.events.MpiIrecvRequest))
+        received = sorted(e.request_id for e in every if isinstance(e, otf2.events.MpiIrecv))
+        assert posted == received and len(posted) == threads * (k // 2 + 1)
+        assert all(e.msg_length == 4096 for e in every if isinstance(e, (otf2.events.MpiIsend, otf2.events.MpiIrecv)))
+    printed = printed_events(otf2_print(archive))
+    assert collections.Counter(rec for rec, *_ in printed)["MPI_ISEND_COMPLETE"] == 2 * threads * (k // 2 + 1)

@@ -171,45 +171,57 @@ class _Operations:
             if int(ev["fn"][i]) not in self.starts:
                 self.defining[(int(ev["rank"][i]), int(ev["req"][i]))] = int(i)
         done = np.flatnonzero(ev["kind"] == reader.DONE)
-        self.completions: dict[tuple[int, int], list[int]] = defaultdict(list)
+        completions: dict[tuple[int, int], list[int]] = defaultdict(list)
         for i in done[np.argsort(ev["t0"][done], kind="stable")]:
-            self.completions[(int(ev["rank"][i]), int(ev["req"][i]))].append(int(i))
-        self.begun: dict[tuple[int, int], int] = defaultdict(int)
-        self.written: set[int] = set()  # completions whose start was written
+            completions[(int(ev["rank"][i]), int(ev["req"][i]))].append(int(i))
+        # the starts of each operation in time order: its post, or each MPI_Start(all) of it
+        starts: dict[tuple[int, int], list[int]] = defaultdict(list)
+        calls = np.flatnonzero((ev["kind"] == reader.CALL) & (ev["req"] > 0))
+        for i in calls[np.argsort(ev["t0"][calls], kind="stable")]:
+            key = (int(ev["rank"][i]), int(ev["req"][i]))
+            f = int(ev["fn"][i])
+            if f in self.starts or base[f] in SEND_NONBLOCKING | RECV_NONBLOCKING | SENDRECV_NB:
+                starts[key].append(int(i))
+        # decided before any location is written: a completion may be on another thread than its start
+        self.send_of: dict[int, int] = {}  # start event -> completion event, for sends that moved data
+        self.recv_of: dict[int, int] = {}  # the same for receives
+        for key, events in starts.items():
+            op = self.defining.get(key)
+            if op is None:
+                continue
+            for s, d in zip(events, completions.get(key, [])):  # cancelled or freed: no k-th completion
+                if int(ev["fn"][op]) in self.sends:
+                    dst = int(ev["dst"][d]) if ev["dst"][d] >= 0 else int(ev["dst"][op])
+                    if dst in comm_of(int(ev["comm"][op]))[1]:
+                        self.send_of[s] = d
+                if int(ev["fn"][op]) in self.recvs and ev["src"][d] >= 0:
+                    self.recv_of[s] = d
+        self.sent_done, self.recv_done = set(self.send_of.values()), set(self.recv_of.values())
 
-    def start(self, w, time: int, key: tuple[int, int]) -> None:
-        """MpiIsend / MpiIrecvRequest of the next start of operation key (rank, request), when the
-        completion it pairs with moved data. A request's id is 2 x its number for the send, that
-        plus 1 for the receive (MPI_Isendrecv is both)."""
-        ev, op = self.ev, self.defining.get(key)
-        k = self.begun[key]
-        self.begun[key] += 1
-        dones = self.completions.get(key, [])
-        if op is None or k >= len(dones):
-            return  # cancelled, freed or never completed: nothing moved
-        d = dones[k]
-        if int(ev["fn"][op]) in self.sends:
+    def start(self, w, time: int, i: int) -> None:
+        """MpiIsend / MpiIrecvRequest of start event i, when the completion it pairs with moved
+        data. A request's id is 2 x its number for the send, that plus 1 for the receive
+        (MPI_Isendrecv is both)."""
+        ev = self.ev
+        req = int(ev["req"][i])
+        if i in self.send_of:
+            op, d = self.defining[(int(ev["rank"][i]), req)], self.send_of[i]
             dst = int(ev["dst"][d]) if ev["dst"][d] >= 0 else int(ev["dst"][op])
             comm, rank_in = self.comm_of(int(ev["comm"][op]))
-            if dst in rank_in:
-                w.mpi_isend(time, rank_in[dst], comm, int(ev["stag"][op]) & 0xFFFFFFFF, int(ev["sent"][d]), 2 * key[1])
-                self.counts["isend"] += 1
-                self.written.add(d)
-        if int(ev["fn"][op]) in self.recvs and ev["src"][d] >= 0:
-            w.mpi_irecv_request(time, 2 * key[1] + 1)
+            w.mpi_isend(time, rank_in[dst], comm, int(ev["stag"][op]) & 0xFFFFFFFF, int(ev["sent"][d]), 2 * req)
+            self.counts["isend"] += 1
+        if i in self.recv_of:
+            w.mpi_irecv_request(time, 2 * req + 1)
             self.counts["irecv_request"] += 1
-            self.written.add(d)
 
     def complete(self, w, time: int, d: int) -> None:
         """MpiIsendComplete / MpiIrecv of completion event d, when its start was written."""
-        if d not in self.written:
-            return
         ev = self.ev
-        req, f = int(ev["req"][d]), int(ev["fn"][d])
-        if f in self.sends:
+        req = int(ev["req"][d])
+        if d in self.sent_done:
             w.mpi_isend_complete(time, 2 * req)
             self.counts["isend_complete"] += 1
-        if f in self.recvs and ev["src"][d] >= 0:
+        if d in self.recv_done:
             comm, rank_in = self.comm_of(int(ev["comm"][d]))
             src = int(ev["src"][d])
             w.mpi_irecv(time, rank_in.get(src, src), comm, int(ev["rtag"][d]) & 0xFFFFFFFF, int(ev["recv"][d]),
@@ -299,7 +311,7 @@ class _Location:
         t0 = self.at(ev["t0"][i])
         req = int(ev["req"][i])
         if req and (f in self.ops.starts or f in self.posts):
-            self.ops.start(w, t0, (self.rank, req))
+            self.ops.start(w, t0, i)
         if f in self.send_block and ev["dst"][i] >= 0:
             comm, rank_in = self.ops.comm_of(int(ev["comm"][i]))
             if int(ev["dst"][i]) in rank_in:
