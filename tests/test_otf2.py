@@ -230,3 +230,29 @@ def test_threads_locations(mpi, tmp_path):
         assert all(e.msg_length == 4096 for e in every if isinstance(e, (otf2.events.MpiIsend, otf2.events.MpiIrecv)))
     printed = printed_events(otf2_print(archive))
     assert collections.Counter(rec for rec, *_ in printed)["MPI_ISEND_COMPLETE"] == 2 * threads * (k // 2 + 1)
+
+
+def test_intercommunicator(mpi, tmp_path):
+    """The trace names both groups of an intercommunicator (comm_traffic inter: the two halves);
+    the export writes its messages on MPI_COMM_WORLD with world ranks, which OTF2 can resolve."""
+    from mpilens.trace import reader
+
+    job = run_example(mpi, "comm_traffic", 4, tmp_path, ["inter"], settings=TRACE)
+    for rt in reader.read_all(job.rundir):
+        mine, theirs = HALVES[rt.rank % 2], HALVES[1 - rt.rank % 2]
+        listed = sorted((tuple(ranks), tuple(remote)) for _, ranks, remote in rt.trailer["comms"])
+        assert listed == sorted([(mine, theirs), (mine, ()), ((0, 1, 2, 3), ())]), rt.rank
+    archive = tmp_path / "otf2"
+    export(job.rundir, archive)
+    printed = printed_events(otf2_print(archive))
+    on_inter = collections.defaultdict(list)
+    for rec, loc, _, a in printed:
+        m = re.match(r'(?:Receiver|Sender): (\d+) \("rank (\d+)" <\d+>\), Communicator: "MPI_COMM_WORLD" <\d+>, '
+                     r"Tag: 12, Length: 40$", a)
+        if rec in ("MPI_SEND", "MPI_RECV") and m:
+            assert m[1] == m[2]  # a world rank
+            on_inter[loc].append((rec, int(m[1])))
+    for r in range(4):
+        s = HALVES[r % 2].index(r)
+        partner = HALVES[1 - r % 2][s]
+        assert sorted(on_inter[r]) == [("MPI_RECV", partner), ("MPI_SEND", partner)], r

@@ -12,7 +12,11 @@
  *   MPI_Bcast of 64 bytes from rank 1 of the half
  *   MPI_Reduce of one double (8 bytes) to world rank 0, on MPI_COMM_WORLD
  *   MPI_Barrier on MPI_COMM_WORLD
- *   MPI_Comm_free of the half */
+ *   MPI_Comm_free of the half
+ * With the argument "inter", before freeing the half: MPI_Intercomm_create of the two halves
+ * (leaders: rank 0 of each, world ranks 2 and 3, tag 11), then on it MPI_Send of 40 bytes to rank s
+ * of the other half and MPI_Recv of 40 bytes from it (tag 12; the even half sends first), then
+ * MPI_Comm_free of the intercommunicator. */
 #include <mpi.h>
 #include <mpilens.h>
 #include <stdio.h>
@@ -62,6 +66,18 @@ int main(int argc, char **argv)
     double x = rank, sum = 0;
     MPI_Reduce(&x, &sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
     MPI_Barrier(MPI_COMM_WORLD);
+    if (argc > 1 && strcmp(argv[1], "inter") == 0) {
+        MPI_Comm inter;
+        MPI_Intercomm_create(half, 0, MPI_COMM_WORLD, rank % 2 ? 2 : 3, 11, &inter);
+        if (rank % 2 == 0) {
+            MPI_Send(out, 40, MPI_BYTE, s, 12, inter);
+            MPI_Recv(in, 40, MPI_BYTE, s, 12, inter, MPI_STATUS_IGNORE);
+        } else {
+            MPI_Recv(in, 40, MPI_BYTE, s, 12, inter, MPI_STATUS_IGNORE);
+            MPI_Send(out, 40, MPI_BYTE, s, 12, inter);
+        }
+        MPI_Comm_free(&inter);
+    }
     MPI_Comm_free(&half);
     if (rank == 0) printf("sum %g\n", sum);
     MPI_Finalize();

@@ -116,8 +116,8 @@ class Timeline:
     sites: dict[tuple[int, int, int], tuple[int, list[tuple[str | None, int]]]] = field(default_factory=dict)
     rundir: Path | None = None
     # the communicators the events name, by the uid the events hold: (world rank of each rank of
-    # its group, world ranks of the remote group of an intercommunicator or ()); empty for traces
-    # of versions that did not record them
+    # its group, world ranks of the remote group of an intercommunicator or (), as seen from the
+    # lowest rank that lists it); empty for traces of versions that did not record them
     comms: dict[int, tuple[tuple[int, ...], tuple[int, ...]]] = field(default_factory=dict)
     world_uid: int | None = None  # MPI_COMM_WORLD's uid (None: not recorded)
     realtime_origin_ns: int | None = None  # calendar time (ns since 1970) of time 0; None: not recorded
