@@ -227,8 +227,8 @@ def test_pcontrol_reset_threads(mpi, tmp_path):
         assert after - before < PT_TOUCH_KB, rss[r]  # the reset touched no other thread's statistics
         assert end - after < 4 * PT_TOUCH_KB, rss[r]  # nor did the workers' catching up
     f = p["functions"]["MPI_Type_size"]
-    for r in range(np):  # no garbage: times of the counted calls only
-        assert 0 < f["time_s"][r] < p["ranks"][r]["wall_time_s"] and f["min_s"][r] <= f["max_s"][r] < 0.1
+    for r in range(np):  # no garbage: the counted calls ran after the reset, on 3 threads at once
+        assert 0 < f["time_s"][r] < PT_WORKERS * p["ranks"][r]["wall_time_s"] and f["min_s"][r] <= f["max_s"][r] < 0.1
 
 def test_pcontrol_snapshots(mpi, tmp_path):
     """MPI_Pcontrol(3) and (4) write mpiP's intermediate reports: each rank's statistics as of its
