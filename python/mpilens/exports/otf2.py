@@ -47,6 +47,10 @@ ALL2ONE = {"MPI_Gather", "MPI_Gatherv", "MPI_Reduce"}
 ALL2ALL = {"MPI_Allgather", "MPI_Allgatherv", "MPI_Alltoall", "MPI_Alltoallv", "MPI_Alltoallw", "MPI_Allreduce",
            "MPI_Reduce_scatter", "MPI_Reduce_scatter_block"}
 COLLECTIVE_OPS = ROOTED | ALL2ALL | {"MPI_Barrier", "MPI_Scan", "MPI_Exscan"}
+# the fields of an event a location's writer reads, after its index (in this order), and how many
+# events it reads into Python values at a time
+FIELDS = ("kind", "fn", "t0", "t1", "comm", "dst", "src", "stag", "rtag", "sent", "recv", "req")
+WINDOW = 1 << 16
 SENDRECV_NB = {"MPI_Isendrecv", "MPI_Isendrecv_replace"}  # a send and a receive on one request
 
 
@@ -159,7 +163,7 @@ class _Operations:
     one) paired with its completion, the k-th start with the k-th completion of the same request."""
 
     def __init__(self, tl: Timeline, comm_of, counts: dict[str, int]) -> None:
-        ev = tl.ev
+        ev = tl.ev.columns  # a plain dict of the columns: faster to index one event at a time
         self.ev, self.comm_of, self.counts = ev, comm_of, counts
         base = [_base(n) for n in tl.functions]
         self.sends = {f for f, b in enumerate(base) if b in SEND_NONBLOCKING | SEND_PERSISTENT | SENDRECV_NB}
@@ -242,96 +246,96 @@ class _Location:
         self.recv_block = {f for f, b in enumerate(base) if b in RECV_BLOCKING}
         self.posts = {f for f, b in enumerate(base) if b in SEND_NONBLOCKING | RECV_NONBLOCKING | SENDRECV_NB}
         self.coll = {f for f, b in enumerate(base) if b in COLLECTIVE_OPS}
+        self.ev = tl.ev.columns
         self.last = 0
-        self.open_call: int | None = None  # event index of the call whose Leave is not written yet
-        self.at_end: list[tuple[str, tuple]] = []  # its records written before its Leave
+        # the call whose Leave is not written yet: (fn, t1, request), and its records written before
+        # its Leave; the calls are read window by window, so it is kept by value
+        self.open_call: tuple[int, float, int] | None = None
+        self.open_t0 = 0.0
+        self.at_end: list[tuple[str, tuple]] = []
         self.regions: list[int] = []  # open mpilens regions (path ids)
 
     def at(self, t: float) -> int:
         """ns of a time, never before the location's previous record (OTF2 requires the order)."""
-        self.last = max(int(round(t * RESOLUTION)), self.last, 0)
+        self.last = max(int(t * RESOLUTION + 0.5), self.last, 0)
         return self.last
 
     def close(self) -> None:
         if self.open_call is None:
             return
-        i = self.open_call
-        t1 = self.at(self.tl.ev["t1"][i])
+        f, t1, _ = self.open_call
+        t1 = self.at(t1)
         for what, args in self.at_end:
             if what == "recv":
                 self.w.mpi_recv(t1, *args)
             else:
                 self.w.mpi_collective_end(t1, *args)
-        f = int(self.tl.ev["fn"][i])
         self.w.leave(t1, self.region(self.tl.functions[f], True, self.tl.classes[f]))
         self.counts["leave"] += 1
         self.open_call, self.at_end = None, []
 
     def write(self, chunk: np.ndarray) -> None:
-        ev = self.tl.ev
-        for i in chunk:
-            i = int(i)
-            k = int(ev["kind"][i])
-            if k == reader.CALL:
-                self.call(i)
-            elif k == reader.DONE:
-                t = ev["t0"][i]
-                j = self.open_call
-                if j is not None and t > ev["t1"][j]:
-                    if ev["req"][j] == ev["req"][i]:
-                        t = ev["t1"][j]  # complete when posted (MPICH's eager sends): in the post
-                    else:
-                        self.close()  # a completion outside the call that returned it
-                self.ops.complete(self.w, self.at(t), i)
-            elif k == reader.REGION_BEGIN:
-                self.close()
-                self.regions.append(int(ev["fn"][i]))
-                self.w.enter(self.at(ev["t0"][i]), self.region(self.tl.region_name(self.rank, int(ev["fn"][i])), False))
-                self.counts["enter"] += 1
-            elif k == reader.REGION_END and self.regions:
-                self.close()
-                self.w.leave(self.at(ev["t0"][i]), self.region(self.tl.region_name(self.rank, self.regions.pop()), False))
-                self.counts["leave"] += 1
+        """The records of the location's events (indices into the timeline, in time order), read
+        a window at a time as Python values (one event's fields from numpy one by one cost more
+        than writing its record)."""
+        for w0 in range(0, len(chunk), WINDOW):
+            idx = chunk[w0:w0 + WINDOW]
+            for e in zip(idx.tolist(), *(self.ev[name][idx].tolist() for name in FIELDS)):
+                k = e[1]
+                if k == reader.CALL:
+                    self.call(e)
+                elif k == reader.DONE:
+                    i, _, _, t, *_, req = e
+                    if self.open_call is not None and t > self.open_call[1]:
+                        if self.open_call[2] == req:
+                            t = self.open_call[1]  # complete when posted (MPICH's eager sends): in the post
+                        else:
+                            self.close()  # a completion outside the call that returned it
+                    self.ops.complete(self.w, self.at(t), i)
+                elif k == reader.REGION_BEGIN:
+                    self.close()
+                    self.regions.append(e[2])
+                    self.w.enter(self.at(e[3]), self.region(self.tl.region_name(self.rank, e[2]), False))
+                    self.counts["enter"] += 1
+                elif k == reader.REGION_END and self.regions:
+                    self.close()
+                    self.w.leave(self.at(e[3]), self.region(self.tl.region_name(self.rank, self.regions.pop()), False))
+                    self.counts["leave"] += 1
         self.close()
         while self.regions:  # regions still open at the end of the trace
             self.w.leave(self.last, self.region(self.tl.region_name(self.rank, self.regions.pop()), False))
             self.counts["leave"] += 1
 
-    def call(self, i: int) -> None:
-        ev, w = self.tl.ev, self.w
-        f = int(ev["fn"][i])
-        j = self.open_call
+    def call(self, e: tuple) -> None:
+        i, _, f, t0, t1, comm_uid, dst, src, stag, rtag, sent, recv, req = e
+        w, o = self.w, self.open_call
         # MPI_Startall writes one event per request, all with the call's times: one call
-        if not (j is not None and f in self.ops.starts and ev["fn"][j] == f and ev["t0"][i] == ev["t0"][j]
-                and ev["t1"][i] == ev["t1"][j]):
+        if not (o is not None and f in self.ops.starts and o[0] == f and self.open_t0 == t0 and o[1] == t1):
             self.close()
-            w.enter(self.at(ev["t0"][i]), self.region(self.tl.functions[f], True, self.tl.classes[f]))
+            w.enter(self.at(t0), self.region(self.tl.functions[f], True, self.tl.classes[f]))
             self.counts["enter"] += 1
-            self.open_call = i
-        t0 = self.at(ev["t0"][i])
-        req = int(ev["req"][i])
+            self.open_call, self.open_t0 = (f, t1, req), t0
+        t0 = self.at(t0)
         if req and (f in self.ops.starts or f in self.posts):
             self.ops.start(w, t0, i)
-        if f in self.send_block and ev["dst"][i] >= 0:
-            comm, rank_in = self.ops.comm_of(int(ev["comm"][i]))
-            if int(ev["dst"][i]) in rank_in:
-                w.mpi_send(t0, rank_in[int(ev["dst"][i])], comm, int(ev["stag"][i]) & 0xFFFFFFFF, int(ev["sent"][i]))
+        if f in self.send_block and dst >= 0:
+            comm, rank_in = self.ops.comm_of(comm_uid)
+            if dst in rank_in:
+                w.mpi_send(t0, rank_in[dst], comm, stag & 0xFFFFFFFF, sent)
                 self.counts["send"] += 1
-        if f in self.recv_block and ev["src"][i] >= 0:
-            comm, rank_in = self.ops.comm_of(int(ev["comm"][i]))
-            if int(ev["src"][i]) in rank_in:
-                self.at_end.append(("recv", (rank_in[int(ev["src"][i])], comm, int(ev["rtag"][i]) & 0xFFFFFFFF,
-                                             int(ev["recv"][i]))))
+        if f in self.recv_block and src >= 0:
+            comm, rank_in = self.ops.comm_of(comm_uid)
+            if src in rank_in:
+                self.at_end.append(("recv", (rank_in[src], comm, rtag & 0xFFFFFFFF, recv)))
                 self.counts["recv"] += 1
-        if f in self.coll and int(ev["comm"][i]) in self.comms:
-            comm, rank_in = self.comms[int(ev["comm"][i])]
-            root = rank_in.get(int(ev["dst"][i]), UNDEFINED_ROOT) if self.base[f] in ROOTED else UNDEFINED_ROOT
+        if f in self.coll and comm_uid in self.comms:
+            comm, rank_in = self.comms[comm_uid]
+            root = rank_in.get(dst, UNDEFINED_ROOT) if self.base[f] in ROOTED else UNDEFINED_ROOT
             w.mpi_collective_begin(t0)
-            self.at_end.append(("coll", (getattr(self.o.CollectiveOp, self.base[f][4:].upper()), comm, root,
-                                         int(ev["sent"][i]), int(ev["recv"][i]))))
+            self.at_end.append(("coll", (getattr(self.o.CollectiveOp, self.base[f][4:].upper()), comm, root, sent,
+                                         recv)))
             self.counts["collective_begin"] += 1
             self.counts["collective_end"] += 1
-
 
 exporter(Exporter("otf2", "a trace as an OTF2 archive (Vampir, Score-P tools); written into a new directory", "trace",
                   "-otf2", otf2, directory=True))
