@@ -256,3 +256,37 @@ def test_intercommunicator(mpi, tmp_path):
         s = HALVES[r % 2].index(r)
         partner = HALVES[1 - r % 2][s]
         assert sorted(on_inter[r]) == [("MPI_RECV", partner), ("MPI_SEND", partner)], r
+
+
+def test_nonblocking_collectives(mpi, tmp_path):
+    """comm_traffic icoll: MPI_Ibcast from rank 1 of the half and MPI_Iallreduce on MPI_COMM_WORLD,
+    completed by one MPI_Waitall: a NonBlockingCollectiveRequest in each call, the completions with
+    operation, communicator, root and bytes in the MPI_Waitall."""
+    import otf2
+
+    job = run_example(mpi, "comm_traffic", 4, tmp_path, ["icoll"], settings=TRACE)
+    assert "wrong icoll" not in job.stderr
+    archive = tmp_path / "otf2"
+    export(job.rundir, archive)
+    per, _, _ = read_back(archive)
+    world = [f"rank {w}" for w in range(4)]
+    for r in range(4):
+        half = [f"rank {w}" for w in HALVES[r % 2]]
+        s = HALVES[r % 2].index(r)
+        stack, posted, done = [], {}, []
+        for e in per[f"rank {r}"]:
+            if isinstance(e, otf2.events.Enter):
+                stack.append(e.region.name)
+            elif isinstance(e, otf2.events.Leave):
+                stack.pop()
+            elif isinstance(e, otf2.events.NonBlockingCollectiveRequest):
+                posted[e.request_id] = stack[-1]
+            elif isinstance(e, otf2.events.NonBlockingCollectiveComplete):
+                done.append((posted.pop(e.request_id), stack[-1], e.collective_op,
+                             [m.name for m in e.communicator.group.members], e.root, e.size_sent, e.size_received))
+        assert posted == {}
+        assert sorted(done, key=str) == sorted([
+            ("MPI_Ibcast", "MPI_Waitall", otf2.CollectiveOp.BCAST, half, 1, 64 if s == 1 else 0, 64 if s == 0 else 0),
+            ("MPI_Iallreduce", "MPI_Waitall", otf2.CollectiveOp.ALLREDUCE, world, UNDEFINED, 8, 8)], key=str)
+    printed = printed_events(otf2_print(archive))
+    assert collections.Counter(rec for rec, *_ in printed)["NON_BLOCKING_COLLECTIVE_COMPLETE"] == 8

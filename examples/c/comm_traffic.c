@@ -16,7 +16,9 @@
  * With the argument "inter", before freeing the half: MPI_Intercomm_create of the two halves
  * (leaders: rank 0 of each, world ranks 2 and 3, tag 11), then on it MPI_Send of 40 bytes to rank s
  * of the other half and MPI_Recv of 40 bytes from it (tag 12; the even half sends first), then
- * MPI_Comm_free of the intercommunicator. */
+ * MPI_Comm_free of the intercommunicator.
+ * With the argument "icoll", after MPI_Barrier: MPI_Ibcast of 64 bytes from rank 1 of the half,
+ * MPI_Iallreduce of one double on MPI_COMM_WORLD, one MPI_Waitall of both. */
 #include <mpi.h>
 #include <mpilens.h>
 #include <stdio.h>
@@ -66,6 +68,15 @@ int main(int argc, char **argv)
     double x = rank, sum = 0;
     MPI_Reduce(&x, &sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
     MPI_Barrier(MPI_COMM_WORLD);
+    if (argc > 1 && strcmp(argv[1], "icoll") == 0) {
+        MPI_Request coll[2];
+        double y = rank, ysum = 0;
+        for (int i = 0; i < 16; i++) values[i] = s == 1 ? i : -1;
+        MPI_Ibcast(values, 16, MPI_INT, 1, half, &coll[0]);
+        MPI_Iallreduce(&y, &ysum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &coll[1]);
+        MPI_Waitall(2, coll, MPI_STATUSES_IGNORE);
+        if (values[15] != 15 || ysum != size * (size - 1) / 2) fprintf(stderr, "comm_traffic: wrong icoll\n");
+    }
     if (argc > 1 && strcmp(argv[1], "inter") == 0) {
         MPI_Comm inter;
         MPI_Intercomm_create(half, 0, MPI_COMM_WORLD, rank % 2 ? 2 : 3, 11, &inter);

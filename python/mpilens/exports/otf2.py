@@ -10,7 +10,8 @@ MPI location group):
   request id, at the post (or start) and in the call that completed them;
 - MpiCollectiveBegin/End around the blocking collectives, with the operation, the root as a rank
   of the communicator (undefined for rootless operations) and the bytes this rank sent and
-  received (as mpilens counts them).
+  received (as mpilens counts them); NonBlockingCollectiveRequest + NonBlockingCollectiveComplete
+  (the same facts, linked by a request id) for the nonblocking ones (MPI_Ibcast, ...).
 Every communicator the events name is a communicator definition with its group of world ranks;
 ranks in message records are ranks of that communicator, as OTF2 requires. An operation that
 moved nothing (cancelled, MPI_PROC_NULL, never completed) gets no message record."""
@@ -47,6 +48,8 @@ ALL2ONE = {"MPI_Gather", "MPI_Gatherv", "MPI_Reduce"}
 ALL2ALL = {"MPI_Allgather", "MPI_Allgatherv", "MPI_Alltoall", "MPI_Alltoallv", "MPI_Alltoallw", "MPI_Allreduce",
            "MPI_Reduce_scatter", "MPI_Reduce_scatter_block"}
 COLLECTIVE_OPS = ROOTED | ALL2ALL | {"MPI_Barrier", "MPI_Scan", "MPI_Exscan"}
+# nonblocking collectives, by the blocking one they are the start of: MPI_Ibcast -> MPI_Bcast
+NONBLOCKING_COLLECTIVES = {"MPI_I" + name[4].lower() + name[5:]: name for name in COLLECTIVE_OPS}
 # the fields of an event a location's writer reads, after its index (in this order), and how many
 # events it reads into Python values at a time
 FIELDS = ("kind", "fn", "t0", "t1", "comm", "dst", "src", "stag", "rtag", "sent", "recv", "req")
@@ -61,6 +64,7 @@ def _base(name: str) -> str:
 
 def _role(o, name: str, cls: str):
     base = _base(name)
+    base = NONBLOCKING_COLLECTIVES.get(base, base)
     if cls == "collective":
         if base == "MPI_Barrier":
             return o.RegionRole.BARRIER
@@ -139,7 +143,7 @@ def otf2(tl: Timeline, out: Path, progress: Progress = None) -> dict[str, int]:
                     region_role=_role(o, name, cls) if mpi else o.RegionRole.CODE)
             return regions[(name, mpi)]
 
-        ops = _Operations(tl, comm_of, counts)
+        ops = _Operations(tl, comm_of, comms, counts)
         if progress:
             progress("OTF2: events")
         ev_rank, ev_thread = ev["rank"], ev["thread"]
@@ -162,13 +166,19 @@ class _Operations:
     """Nonblocking and persistent operations: each start (the post, or an MPI_Start of a persistent
     one) paired with its completion, the k-th start with the k-th completion of the same request."""
 
-    def __init__(self, tl: Timeline, comm_of, counts: dict[str, int]) -> None:
+    def __init__(self, tl: Timeline, comm_of, comms: dict, counts: dict[str, int]) -> None:
         ev = tl.ev.columns  # a plain dict of the columns: faster to index one event at a time
         self.ev, self.comm_of, self.counts = ev, comm_of, counts
         base = [_base(n) for n in tl.functions]
         self.sends = {f for f, b in enumerate(base) if b in SEND_NONBLOCKING | SEND_PERSISTENT | SENDRECV_NB}
         self.recvs = {f for f, b in enumerate(base) if b in RECV_NONBLOCKING | RECV_PERSISTENT}
         self.starts = {f for f, b in enumerate(base) if b in STARTS}
+        # nonblocking collectives: fn -> the blocking one's name (its operation, whether rooted)
+        self.collectives = {f: NONBLOCKING_COLLECTIVES[b] for f, b in enumerate(base) if b in NONBLOCKING_COLLECTIVES}
+        self.comms = comms
+        import otf2
+
+        self.collective_op = lambda name: getattr(otf2.CollectiveOp, name[4:].upper())
         # the operation's defining call (its post, or the init of a persistent one)
         self.defining: dict[tuple[int, int], int] = {}
         for i in np.flatnonzero((ev["kind"] == reader.CALL) & (ev["req"] > 0)):
@@ -184,11 +194,12 @@ class _Operations:
         for i in calls[np.argsort(ev["t0"][calls], kind="stable")]:
             key = (int(ev["rank"][i]), int(ev["req"][i]))
             f = int(ev["fn"][i])
-            if f in self.starts or base[f] in SEND_NONBLOCKING | RECV_NONBLOCKING | SENDRECV_NB:
+            if f in self.starts or f in self.collectives or base[f] in SEND_NONBLOCKING | RECV_NONBLOCKING | SENDRECV_NB:
                 starts[key].append(int(i))
         # decided before any location is written: a completion may be on another thread than its start
         self.send_of: dict[int, int] = {}  # start event -> completion event, for sends that moved data
         self.recv_of: dict[int, int] = {}  # the same for receives
+        self.coll_of: dict[int, int] = {}  # the same for nonblocking collectives on a known communicator
         for key, events in starts.items():
             op = self.defining.get(key)
             if op is None:
@@ -200,7 +211,10 @@ class _Operations:
                         self.send_of[s] = d
                 if int(ev["fn"][op]) in self.recvs and ev["src"][d] >= 0:
                     self.recv_of[s] = d
+                if int(ev["fn"][op]) in self.collectives and int(ev["comm"][op]) in comms:
+                    self.coll_of[s] = d
         self.sent_done, self.recv_done = set(self.send_of.values()), set(self.recv_of.values())
+        self.coll_post = {d: s for s, d in self.coll_of.items()}
 
     def start(self, w, time: int, i: int) -> None:
         """MpiIsend / MpiIrecvRequest of start event i, when the completion it pairs with moved
@@ -217,6 +231,9 @@ class _Operations:
         if i in self.recv_of:
             w.mpi_irecv_request(time, 2 * req + 1)
             self.counts["irecv_request"] += 1
+        if i in self.coll_of:
+            w.non_blocking_collective_request(time, 2 * req)
+            self.counts["collective_request"] += 1
 
     def complete(self, w, time: int, d: int) -> None:
         """MpiIsendComplete / MpiIrecv of completion event d, when its start was written."""
@@ -231,6 +248,14 @@ class _Operations:
             w.mpi_irecv(time, rank_in.get(src, src), comm, int(ev["rtag"][d]) & 0xFFFFFFFF, int(ev["recv"][d]),
                         2 * req + 1)
             self.counts["irecv"] += 1
+        if d in self.coll_post:
+            post = self.coll_post[d]
+            name = self.collectives[int(ev["fn"][post])]
+            comm, rank_in = self.comms[int(ev["comm"][post])]
+            root = rank_in.get(int(ev["dst"][post]), UNDEFINED_ROOT) if name in ROOTED else UNDEFINED_ROOT
+            w.non_blocking_collective_complete(time, self.collective_op(name), comm, root, int(ev["sent"][d]),
+                                               int(ev["recv"][d]), 2 * req)
+            self.counts["collective_complete"] += 1
 
 
 class _Location:
@@ -316,7 +341,7 @@ class _Location:
             self.counts["enter"] += 1
             self.open_call, self.open_t0 = (f, t1, req), t0
         t0 = self.at(t0)
-        if req and (f in self.ops.starts or f in self.posts):
+        if req and (f in self.ops.starts or f in self.posts or f in self.ops.collectives):
             self.ops.start(w, t0, i)
         if f in self.send_block and dst >= 0:
             comm, rank_in = self.ops.comm_of(comm_uid)
