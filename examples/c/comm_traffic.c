@@ -18,7 +18,10 @@
  * of the other half and MPI_Recv of 40 bytes from it (tag 12; the even half sends first), then
  * MPI_Comm_free of the intercommunicator.
  * With the argument "icoll", after MPI_Barrier: MPI_Ibcast of 64 bytes from rank 1 of the half,
- * MPI_Iallreduce of one double on MPI_COMM_WORLD, one MPI_Waitall of both. */
+ * MPI_Iallreduce of one double on MPI_COMM_WORLD, one MPI_Waitall of both.
+ * With the argument "pcoll" (MPI-4), after MPI_Barrier: MPI_Bcast_init of the same broadcast and
+ * MPI_Allreduce_init of the same reduction, 2 x (MPI_Startall of both, MPI_Waitall), then
+ * MPI_Request_free of both; an MPI-3 library prints "comm_traffic: no persistent collectives". */
 #include <mpi.h>
 #include <mpilens.h>
 #include <stdio.h>
@@ -76,6 +79,24 @@ int main(int argc, char **argv)
         MPI_Iallreduce(&y, &ysum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &coll[1]);
         MPI_Waitall(2, coll, MPI_STATUSES_IGNORE);
         if (values[15] != 15 || ysum != size * (size - 1) / 2) fprintf(stderr, "comm_traffic: wrong icoll\n");
+    }
+    if (argc > 1 && strcmp(argv[1], "pcoll") == 0) {
+#if MPI_VERSION >= 4
+        MPI_Request coll[2];
+        double y = rank, ysum = 0;
+        MPI_Bcast_init(values, 16, MPI_INT, 1, half, MPI_INFO_NULL, &coll[0]);
+        MPI_Allreduce_init(&y, &ysum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &coll[1]);
+        for (int k = 0; k < 2; k++) {
+            for (int i = 0; i < 16; i++) values[i] = s == 1 ? i + k : -1;
+            MPI_Startall(2, coll);
+            MPI_Waitall(2, coll, MPI_STATUSES_IGNORE);
+            if (values[15] != 15 + k || ysum != size * (size - 1) / 2) fprintf(stderr, "comm_traffic: wrong pcoll\n");
+        }
+        MPI_Request_free(&coll[0]);
+        MPI_Request_free(&coll[1]);
+#else
+        if (rank == 0) printf("comm_traffic: no persistent collectives (MPI_VERSION %d)\n", MPI_VERSION);
+#endif
     }
     if (argc > 1 && strcmp(argv[1], "inter") == 0) {
         MPI_Comm inter;

@@ -11,7 +11,8 @@ MPI location group):
 - MpiCollectiveBegin/End around the blocking collectives, with the operation, the root as a rank
   of the communicator (undefined for rootless operations) and the bytes this rank sent and
   received (as mpilens counts them); NonBlockingCollectiveRequest + NonBlockingCollectiveComplete
-  (the same facts, linked by a request id) for the nonblocking ones (MPI_Ibcast, ...).
+  (the same facts, linked by a request id) for the nonblocking ones (MPI_Ibcast, ...) and each
+  start of a persistent one (MPI_Bcast_init, ...).
 Every communicator the events name is a communicator definition with its group of world ranks;
 ranks in message records are ranks of that communicator, as OTF2 requires. An operation that
 moved nothing (cancelled, MPI_PROC_NULL, never completed) gets no message record."""
@@ -50,6 +51,7 @@ ALL2ALL = {"MPI_Allgather", "MPI_Allgatherv", "MPI_Alltoall", "MPI_Alltoallv", "
 COLLECTIVE_OPS = ROOTED | ALL2ALL | {"MPI_Barrier", "MPI_Scan", "MPI_Exscan"}
 # nonblocking collectives, by the blocking one they are the start of: MPI_Ibcast -> MPI_Bcast
 NONBLOCKING_COLLECTIVES = {"MPI_I" + name[4].lower() + name[5:]: name for name in COLLECTIVE_OPS}
+PERSISTENT_COLLECTIVES = {name + "_init": name for name in COLLECTIVE_OPS}  # MPI-4: started by MPI_Start
 # the fields of an event a location's writer reads, after its index (in this order), and how many
 # events it reads into Python values at a time
 FIELDS = ("kind", "fn", "t0", "t1", "comm", "dst", "src", "stag", "rtag", "sent", "recv", "req")
@@ -173,8 +175,11 @@ class _Operations:
         self.sends = {f for f, b in enumerate(base) if b in SEND_NONBLOCKING | SEND_PERSISTENT | SENDRECV_NB}
         self.recvs = {f for f, b in enumerate(base) if b in RECV_NONBLOCKING | RECV_PERSISTENT}
         self.starts = {f for f, b in enumerate(base) if b in STARTS}
-        # nonblocking collectives: fn -> the blocking one's name (its operation, whether rooted)
-        self.collectives = {f: NONBLOCKING_COLLECTIVES[b] for f, b in enumerate(base) if b in NONBLOCKING_COLLECTIVES}
+        # nonblocking and persistent collectives: fn -> the blocking one's name (its operation,
+        # whether rooted); the nonblocking ones start at their call, the persistent ones at MPI_Start
+        self.nonblocking = {f: NONBLOCKING_COLLECTIVES[b] for f, b in enumerate(base) if b in NONBLOCKING_COLLECTIVES}
+        self.collectives = self.nonblocking | {f: PERSISTENT_COLLECTIVES[b] for f, b in enumerate(base)
+                                               if b in PERSISTENT_COLLECTIVES}
         self.comms = comms
         import otf2
 
@@ -194,7 +199,7 @@ class _Operations:
         for i in calls[np.argsort(ev["t0"][calls], kind="stable")]:
             key = (int(ev["rank"][i]), int(ev["req"][i]))
             f = int(ev["fn"][i])
-            if f in self.starts or f in self.collectives or base[f] in SEND_NONBLOCKING | RECV_NONBLOCKING | SENDRECV_NB:
+            if f in self.starts or f in self.nonblocking or base[f] in SEND_NONBLOCKING | RECV_NONBLOCKING | SENDRECV_NB:
                 starts[key].append(int(i))
         # decided before any location is written: a completion may be on another thread than its start
         self.send_of: dict[int, int] = {}  # start event -> completion event, for sends that moved data
@@ -214,7 +219,7 @@ class _Operations:
                 if int(ev["fn"][op]) in self.collectives and int(ev["comm"][op]) in comms:
                     self.coll_of[s] = d
         self.sent_done, self.recv_done = set(self.send_of.values()), set(self.recv_of.values())
-        self.coll_post = {d: s for s, d in self.coll_of.items()}
+        self.coll_done = set(self.coll_of.values())
 
     def start(self, w, time: int, i: int) -> None:
         """MpiIsend / MpiIrecvRequest of start event i, when the completion it pairs with moved
@@ -248,11 +253,11 @@ class _Operations:
             w.mpi_irecv(time, rank_in.get(src, src), comm, int(ev["rtag"][d]) & 0xFFFFFFFF, int(ev["recv"][d]),
                         2 * req + 1)
             self.counts["irecv"] += 1
-        if d in self.coll_post:
-            post = self.coll_post[d]
-            name = self.collectives[int(ev["fn"][post])]
-            comm, rank_in = self.comms[int(ev["comm"][post])]
-            root = rank_in.get(int(ev["dst"][post]), UNDEFINED_ROOT) if name in ROOTED else UNDEFINED_ROOT
+        if d in self.coll_done:
+            op = self.defining[(int(ev["rank"][d]), req)]  # the call, or MPI_Xxx_init
+            name = self.collectives[int(ev["fn"][op])]
+            comm, rank_in = self.comms[int(ev["comm"][op])]
+            root = rank_in.get(int(ev["dst"][op]), UNDEFINED_ROOT) if name in ROOTED else UNDEFINED_ROOT
             w.non_blocking_collective_complete(time, self.collective_op(name), comm, root, int(ev["sent"][d]),
                                                int(ev["recv"][d]), 2 * req)
             self.counts["collective_complete"] += 1
@@ -341,7 +346,7 @@ class _Location:
             self.counts["enter"] += 1
             self.open_call, self.open_t0 = (f, t1, req), t0
         t0 = self.at(t0)
-        if req and (f in self.ops.starts or f in self.posts or f in self.ops.collectives):
+        if req and (f in self.ops.starts or f in self.posts or f in self.ops.nonblocking):
             self.ops.start(w, t0, i)
         if f in self.send_block and dst >= 0:
             comm, rank_in = self.ops.comm_of(comm_uid)
