@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -80,6 +81,10 @@ def test_c_program_and_dlopened_pic_library(mpi, tmp_path):
     assert m["schema"] == "mpilens.maps/1"
     libs = [x for x in m["modules"] if x["path"].endswith("libsites.so")]
     assert libs and libs[0]["bias"] > 0 and len(libs[0]["build_id"]) == 40
+    # the library sat at a different address in each rank (ASLR), yet its site is one site of all ranks
+    biases = {x["bias"] for p in maps for x in json.loads(p.read_text())["modules"] if x["path"].endswith("libsites.so")}
+    if Path("/proc/sys/kernel/randomize_va_space").read_text().strip() != "0":
+        assert len(biases) == np, biases
     # the symbolised sites are cached in the run directory
     assert json.loads((job.rundir / "callsites.json").read_text())["schema"] == "mpilens.callsites/1"
     # the text report's section, and the HTML page's table with a row per site
@@ -95,6 +100,29 @@ def test_c_program_and_dlopened_pic_library(mpi, tmp_path):
     table = table[:table.index("</table>")]
     assert table.count("<tr>") == len(sites) + 1
     assert f"callsites.c:{src['wait']}" in table
+
+
+def test_symbolisation_is_cached_until_the_module_changes(tmp_path):
+    """symbolise() keeps its results in the cache file and reuses them while the module's size and
+    modification time are unchanged; a changed module is symbolised again."""
+    from mpilens.callsites import symbolise
+
+    module = tmp_path / "callsites"
+    shutil.copy2(example("openmpi", "callsites"), module)
+    src = markers(ROOT / "examples" / "c" / "callsites.c")
+    nm = subprocess.run(["nm", str(module)], capture_output=True, text=True, check=True).stdout
+    inner = int(next(line.split()[0] for line in nm.splitlines() if line.endswith(" inner")), 16)
+    cache = tmp_path / "callsites.json"
+    # an address inside inner(): the function, and a line of callsites.c
+    first = symbolise({(str(module), inner + 4)}, cache)[(str(module), inner + 4)]
+    assert first["symbol"] == "inner" and Path(first["file"]).name == "callsites.c"
+    assert abs(first["line"] - src["inner"]) < 5
+    doc = json.loads(cache.read_text())
+    doc["modules"][str(module)]["addresses"][str(inner + 4)]["symbol"] = "from-the-cache"
+    cache.write_text(json.dumps(doc))
+    assert symbolise({(str(module), inner + 4)}, cache)[(str(module), inner + 4)]["symbol"] == "from-the-cache"
+    os.utime(module, (1, 1))
+    assert symbolise({(str(module), inner + 4)}, cache)[(str(module), inner + 4)]["symbol"] == "inner"
 
 
 def test_depth_three_paths_through_three_functions(mpi, tmp_path):
