@@ -15,8 +15,15 @@ MPI_Wait, recv = MPI_Isend + MPI_Recv + MPI_Wait, isend = MPI_Irecv + MPI_Isend 
 under callgrind, plain and under the runtime at every depth: instructions per loop iteration
 added to the plain program, and per call of the runtime's own functions.
 
+With --selfloop it also times those one-rank loops (no partner to wait for, so less exposed to
+a loaded machine than the ping-pong), plain and at every depth in shuffled order per round.
+
+With --python it times MPI calls made from Python on one rank (bench/pysites.py): a C extension's
+MPI_Allreduce (examples/python/mixedext.c) and, with the MPI mpi4py is built for, mpi4py's
+MPI_Barrier; plain and under the runtime at every depth, in shuffled order per round.
+
 Usage: .venv/bin/python bench/callsites.py [--rounds N] [--mpi openmpi,mpich] [--depths 1,4,8]
-       [--batches N] [--lib-dir DIR] [--callgrind] [--no-timing]
+       [--batches N] [--lib-dir DIR] [--callgrind] [--selfloop] [--python] [--no-timing]
 """
 from __future__ import annotations
 
@@ -52,17 +59,61 @@ def bench(mpi: str, args: argparse.Namespace, tmp: Path) -> list[str]:
             lat[d].append(values[8])
         log(f"{mpi}: round {r + 1}/{args.rounds} ({time.monotonic() - t0:.0f} s)")
     out = [f"### {MPI_NAMES[mpi]} (runtime sha256 {sha256(lib)[:12]}, {args.rounds} rounds)", "",
-           "| depth | latency 8 B (median of runs) | added vs depth 0 (median of rounds) | 95 % CI | per MPI call |",
-           "|---:|---:|---:|---:|---:|"]
+           "| depth | latency 8 B (median of runs) | ratio to depth 0 (median of rounds) | added vs depth 0 "
+           "(median of rounds) | 95 % CI | per MPI call |",
+           "|---:|---:|---:|---:|---:|---:|"]
     for d in depths:
         med = statistics.median(lat[d])
         if d == 0:
-            out.append(f"| 0 | {med:.3f} us | | | |")
+            out.append(f"| 0 | {med:.3f} us | | | | |")
             continue
+        ratio = statistics.median(a / b for a, b in zip(lat[d], lat[0]))
         diffs = [(a - b) * 1000 for a, b in zip(lat[d], lat[0])]
         m = statistics.median(diffs)
         lo, hi = bootstrap_median_ci(diffs)
-        out.append(f"| {d} | {med:.3f} us | {m:+.1f} ns | [{lo:+.1f}, {hi:+.1f}] ns | {m / 2:+.1f} ns |")
+        out.append(f"| {d} | {med:.3f} us | {ratio:.3f} | {m:+.1f} ns | [{lo:+.1f}, {hi:+.1f}] ns | {m / 2:+.1f} ns |")
+    return out + [""]
+
+
+def selfloop(mpi: str, args: argparse.Namespace, tmp: Path) -> list[str]:
+    """The one-rank loops of bench/selfloop.c (no partner to wait for: less exposed to a loaded
+    machine than the ping-pong), plain and at every depth in shuffled order per round: ns per
+    iteration, medians over the rounds of the differences and ratios to the plain program."""
+    import hotpath
+
+    src = args.lib_dir / f"libmpilens-{mpi}.so"
+    lib = tmp / src.name
+    shutil.copy2(src, lib)
+    exe = hotpath.compile_selfloop(mpi)
+    depths: list[int | None] = [None, 0] + [d for d in args.depths if d != 0]
+    ns: dict[tuple[str, int | None], list[float]] = {}
+    rng = random.Random(5)
+    for r in range(args.rounds):
+        for loop in CG_LOOPS:
+            order = depths[:]
+            rng.shuffle(order)
+            for d in order:
+                hotpath.SETTINGS.clear()
+                if d is not None:
+                    hotpath.SETTINGS["MPILENS_CALLSITE_DEPTH"] = str(d)
+                out = hotpath.run(exe, [loop, str(hotpath.ITERS[loop] // 4)], lib if d is not None else None, tmp)
+                m = hotpath.LINE_RE.search(out)
+                if m is None:
+                    raise BenchError(f"unexpected output of selfloop {loop}: {out}")
+                ns.setdefault((loop, d), []).append(float(m.group(1)))
+        log(f"{mpi}: selfloop round {r + 1}/{args.rounds}")
+    out = [f"### {MPI_NAMES[mpi]}: one-rank loops, ns per iteration ({args.rounds} rounds; added to plain, median of "
+           "rounds, and ratio to plain)", "",
+           "| loop | plain | " + " | ".join(f"depth {d}" for d in depths if d is not None) + " |",
+           "|---|---:|" + "---:|" * (len(depths) - 1)]
+    for loop in CG_LOOPS:
+        plain = ns[(loop, None)]
+        cells = []
+        for d in depths[1:]:
+            diff = statistics.median(b - a for a, b in zip(plain, ns[(loop, d)]))
+            ratio = statistics.median(b / a for a, b in zip(plain, ns[(loop, d)]))
+            cells.append(f"{diff:+.0f} ns ({ratio:.2f})")
+        out.append(f"| {loop} | {statistics.median(plain):.0f} ns | " + " | ".join(cells) + " |")
     return out + [""]
 
 
@@ -115,6 +166,65 @@ def instructions(mpi: str, args: argparse.Namespace, tmp: Path) -> list[str]:
     return out
 
 
+def python_cost(mpi: str, args: argparse.Namespace, tmp: Path) -> list[str]:
+    """Time per MPI call made from Python (bench/pysites.py, one rank): plain, and under the
+    runtime at every depth, in shuffled order per round; medians over the rounds."""
+    import re
+    import subprocess
+
+    from overhead import base_env
+
+    python = "/usr/bin/python3"
+    cfg = subprocess.run([python + "-config", "--includes", "--extension-suffix"], capture_output=True, text=True)
+    if cfg.returncode != 0:
+        raise BenchError(f"{python}-config failed: `make deps` installs python3-dev")
+    includes, suffix = cfg.stdout.split("\n")[:2]
+    ext = ROOT / "build" / "bench" / mpi / "python"
+    ext.mkdir(parents=True, exist_ok=True)
+    p = subprocess.run([f"mpicc.{mpi}", "-shared", "-fPIC", "-g", "-O2", *includes.split(),
+                        str(ROOT / "examples" / "python" / "mixedext.c"), "-o", str(ext / f"mixedext{suffix}")],
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        raise BenchError(f"building mixedext.c failed:\n{p.stderr}")
+    found = subprocess.run([python, "-c", "import mpi4py.MPI as m; print(m.__file__)"], capture_output=True, text=True)
+    libs = subprocess.run(["ldd", found.stdout.strip()], capture_output=True, text=True).stdout if found.returncode == 0 else ""
+    mode = "mpi4py" if libs and (("libmpich" in libs) == (mpi == "mpich")) else "plain"
+    src = args.lib_dir / f"libmpilens-{mpi}.so"
+    lib = tmp / src.name
+    shutil.copy2(src, lib)
+    depths: list[int | None] = [None, 0] + [d for d in args.depths if d != 0]
+    res: dict[int | None, dict[str, list[float]]] = {d: {} for d in depths}
+    rng = random.Random(11)
+    for r in range(args.rounds):
+        order = depths[:]
+        rng.shuffle(order)
+        for d in order:
+            env = base_env()
+            if d is not None:
+                env.update(LD_PRELOAD=str(lib), MPILENS_MODE="profile", MPILENS_CALLSITE_DEPTH=str(d),
+                           MPILENS_OUTPUT=str(tmp / f"py-{mpi}-{r}-{d}"))
+            out = subprocess.run([python, str(ROOT / "bench" / "pysites.py"), str(ext), "20000", mode],
+                                 capture_output=True, text=True, env=env, timeout=300)
+            if out.returncode != 0:
+                raise BenchError(f"bench/pysites.py failed:\n{out.stderr[-2000:]}")
+            for k, v in re.findall(r"(\w+)_ns=([\d.]+)", out.stdout):
+                res[d].setdefault(k, []).append(float(v))
+            shutil.rmtree(tmp / f"py-{mpi}-{r}-{d}", ignore_errors=True)
+        log(f"{mpi}: python round {r + 1}/{args.rounds}")
+    kinds = {"ext": "C extension's MPI_Allreduce (GIL held)", "mpi4py": "mpi4py's MPI_Barrier"}
+    out = [f"### {MPI_NAMES[mpi]}: MPI calls from Python, one rank ({mode}; {args.rounds} rounds, medians)", "",
+           "| call | plain | " + " | ".join(f"depth {d}" for d in depths if d is not None) + " |",
+           "|---|---:|" + "---:|" * (len(depths) - 1)]
+    for k, label in kinds.items():
+        if k not in res[None]:
+            continue
+        base = statistics.median(res[None][k])
+        cells = [f"{statistics.median(res[d][k]):.0f} ns ({statistics.median(res[d][k]) - base:+.0f})"
+                 for d in depths if d is not None]
+        out.append(f"| {label} | {base:.0f} ns | " + " | ".join(cells) + " |")
+    return out + [""]
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--rounds", type=int, default=15)
@@ -123,7 +233,9 @@ def main() -> int:
     p.add_argument("--batches", type=int, default=15)
     p.add_argument("--lib-dir", type=Path, default=ROOT / "build" / "lib")
     p.add_argument("--callgrind", action="store_true", help="also count instructions with valgrind")
-    p.add_argument("--no-timing", action="store_true", help="only the instruction counts (with --callgrind)")
+    p.add_argument("--no-timing", action="store_true", help="no ping-pong timing (with --callgrind, --selfloop or --python)")
+    p.add_argument("--selfloop", action="store_true", help="also time the one-rank loops of bench/selfloop.c")
+    p.add_argument("--python", action="store_true", help="also time MPI calls made from Python (mpi4py, C extension)")
     args = p.parse_args()
     lines = []
     with tempfile.TemporaryDirectory(prefix="mpilens-callsites-bench-") as t:
@@ -133,6 +245,10 @@ def main() -> int:
                     lines += bench(mpi, args, Path(t))
                 if args.callgrind:
                     lines += instructions(mpi, args, Path(t))
+                if args.selfloop:
+                    lines += selfloop(mpi, args, Path(t))
+                if args.python:
+                    lines += python_cost(mpi, args, Path(t))
         except BenchError as err:
             print(f"bench/callsites.py: {err}", file=sys.stderr)
             return 1
