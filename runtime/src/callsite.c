@@ -59,8 +59,8 @@ static uint32_t nmodules;
 static pthread_mutex_t modules_lock = PTHREAD_MUTEX_INITIALIZER;
 static char exe_path[4096];
 
-/* CPython, resolved at run time (no build dependency): mpi4py's calls are given the Python
- * file:line that made them. */
+/* CPython, resolved at run time (no build dependency): calls made under Python code (through
+ * mpi4py or a C extension) are given the Python file:line that made them. */
 static struct {
     int on;
     struct { uintptr_t lo, hi; } mpi4py[8];
@@ -178,7 +178,7 @@ int ml_callsite_init(void)
     exe_path[n > 0 ? n : 0] = 0;
     nexcluded = 0;
     dl_iterate_phdr(collect_excluded, (void *)&ml_callsite_init);
-    /* CPython in this process (mpi4py): its API from the process's own symbols */
+    /* CPython in this process: its API from the process's own symbols */
     py.is_initialized = (int (*)(void))dlsym(RTLD_DEFAULT, "Py_IsInitialized");
     py.gil_ensure = (int (*)(void))dlsym(RTLD_DEFAULT, "PyGILState_Ensure");
     py.gil_release = (void (*)(int))dlsym(RTLD_DEFAULT, "PyGILState_Release");
