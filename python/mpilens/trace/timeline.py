@@ -135,18 +135,17 @@ class Timeline:
             return None
         if self._symbolised is None:
             from .. import layout
-            from ..callsites import PYTHON, symbolise
+            from ..callsites import PYTHON, site_frame, symbolise
 
-            frames = {fr[0] for _, f in self.sites.values() for fr in f[:1]
-                      if fr[0] is not None and not fr[0].startswith(PYTHON)}
-            wanted = {(m, a) for _, f in self.sites.values() for m, a in f[:1] if m in frames}
+            wanted = {f[site_frame(f)] for _, f in self.sites.values() if f}
+            wanted = {(m, a) for m, a in wanted if m is not None and not m.startswith(PYTHON)}
             cache = layout.callsites_cache_file(self.rundir) if self.rundir is not None else None
             sym = symbolise(wanted, cache)
             out: dict[tuple[int, int, int], dict[str, Any]] = {}
             for key, (_, f) in self.sites.items():
                 if not f:
                     continue
-                m, a = f[0]
+                m, a = f[site_frame(f)]
                 if m is not None and m.startswith(PYTHON):
                     _, func, file = m.split("\t", 2)
                     out[key] = {"symbol": func, "file": file, "line": a, "module": file, "address": a}
