@@ -138,7 +138,7 @@ ML_HOT int all(int (*wait)(int, MPI_Request *, MPI_Status *), int (*test)(int, M
             ml_claim_completed(t, copied, i);
             ml_settle(t, i, st == MPI_STATUSES_IGNORE ? NULL : &st[i], rc, measuring);
         }
-    ml_release_rest(t, copied, count);
+    if (!(wait && rc == MPI_SUCCESS)) ml_release_rest(t, copied, count); /* a successful Waitall completed all */
     ml_finish(t, fn, t0, t1, measuring);
     return rc;
 }

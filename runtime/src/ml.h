@@ -184,6 +184,7 @@ typedef struct ml_thread {
     ml_site_t *site_pending; /* a walked site found for a request entry, for the same call's leave */
     uintptr_t site_pending_ra;
     int site_pending_fn;
+    ml_site_t *site_posted; /* the site ml_req_track found for the call being made, for its leave */
     uint32_t site_shift, site_cap, site_used, site_fast;
     /* what could not be measured */
     uint64_t dropped_requests, region_mismatch;
@@ -378,6 +379,23 @@ ML_HOT void ml_leave_bytes(ml_thread_t *t, int fn, uint64_t t0, uint64_t t1, int
     h->calls++;
     h->ticks += d;
     if (ML_LIKELY(t->sites != NULL)) ml_site_count(t, fn, d, sent, recv);
+    if (ML_UNLIKELY(t->observe & ML_OBS_AT_LEAVE)) ml_observe_leave(t, fn);
+    t->depth = 0;
+}
+
+/* End a measured call that started an operation (its bytes come at its completion): the call site
+ * ml_req_track found, if it ran in this call, saves a second lookup. */
+ML_HOT void ml_leave_posted(ml_thread_t *t, int fn, uint64_t t0, uint64_t t1)
+{
+    const uint64_t d = ml_count(t, &t->cur[fn], t0, t1);
+    ml_site_t *e = t->site_posted;
+    t->site_posted = NULL;
+    if (e == NULL && t->sites != NULL) e = ml_site_find(t, fn);
+    if (ML_LIKELY(e != NULL)) {
+        e->calls++;
+        e->ticks += d;
+        if (ML_UNLIKELY(t->sampling)) e->timed += d != 0;
+    }
     if (ML_UNLIKELY(t->observe & ML_OBS_AT_LEAVE)) ml_observe_leave(t, fn);
     t->depth = 0;
 }
@@ -587,6 +605,7 @@ ML_HOT uint64_t ml_req_track(ml_thread_t *t, MPI_Request req, int fn, unsigned f
 {
     if (ML_LIKELY(ml_req_lean(t)) && !(flags & ML_REQ_PERSISTENT) && req != MPI_REQUEST_NULL) {
         ml_site_t *site = t->sites ? ml_site_early(t, fn) : NULL;
+        t->site_posted = site;
         if (ml_req_shared_handle(req)) { /* complete already, and with no status worth reading */
             const ml_req_t done = {.fn = (uint16_t)fn, .path = t->cur_path, .peer = peer, .site = site};
             ml_req_account(t, &done, sent == ML_BYTES_FROM_STATUS ? 0 : sent, recv == ML_BYTES_FROM_STATUS ? 0 : recv);
