@@ -462,6 +462,7 @@ ML_HOT int64_t ml_status_bytes(const MPI_Status *st)
 #define ML_REQ_PERSISTENT 1u
 #define ML_REQ_ACTIVE 2u
 #define ML_REQ_WORLD 8u /* started on MPI_COMM_WORLD (counters mode: ranks are world ranks) */
+#define ML_REQ_FULL 16u /* entered while trace or counters mode watch requests: completed by requests.c */
 
 /* An outstanding nonblocking or persistent operation: its bytes are accounted at completion. */
 typedef struct ml_req {
@@ -668,8 +669,10 @@ ML_HOT void ml_req_done(ml_thread_t *t, ml_claim_t *c, const MPI_Status *st, int
 {
     if (!c->held) return;
     ml_req_t *e = c->live;
-    if (ML_LIKELY(e != NULL && c->owner == t && e->flags == ML_REQ_ACTIVE && e->comm == NULL && measuring &&
-                  ml_req_lean(t) && !__atomic_load_n(&ml_g.cancels, __ATOMIC_RELAXED))) {
+    /* an entry of the inlined start (no mode but the profile watches it), nonblocking, measuring, and
+     * no cancel in the process so far */
+    if (ML_LIKELY(e != NULL && c->owner == t && e->flags == ML_REQ_ACTIVE && measuring &&
+                  !__atomic_load_n(&ml_g.cancels, __ATOMIC_RELAXED))) {
         c->held = 0;
         const int64_t sent = e->sent != ML_BYTES_FROM_STATUS ? e->sent : (st ? ml_status_bytes(st) : 0);
         const int64_t recv = e->recv != ML_BYTES_FROM_STATUS ? e->recv : (st ? ml_status_bytes(st) : 0);

@@ -225,6 +225,7 @@ uint64_t ml_req_track_slow(ml_thread_t *t, MPI_Request req, int fn, unsigned fla
         if (comm != MPI_COMM_NULL && (comm != MPI_COMM_WORLD || (ml_spc_on & ML_SPC_COMMS))) facts = ml_comm_get(comm);
     }
     if (t->trace.on && facts == NULL && comm != MPI_COMM_NULL) facts = ml_comm_get(comm);
+    flags |= ML_REQ_FULL;
     ml_req_t e = {0, (uint16_t)fn, (uint16_t)(flags & ML_REQ_PERSISTENT ? flags : flags | ML_REQ_ACTIVE),
                   t->cur_path, peer, 0, sent, recv, seq, 0, facts, t->sites ? ml_site_early(t, fn) : NULL};
     if (ML_UNLIKELY(ml_spc_on) && !(flags & ML_REQ_PERSISTENT)) ml_spc_posted(t, &e);
