@@ -17,6 +17,7 @@
 #endif
 
 #include "ml.h"
+#include "ml_files.h"
 #include "ml_callsite.h"
 #include "ml_modes.h"
 #include "ml_output.h"
@@ -432,6 +433,7 @@ void ml_init_after_mpi_init(int thread_level, uint64_t t_begin)
     snprintf(ml_g.outdir, sizeof ml_g.outdir, "%s", realpath(dir.path, abs) ? abs : dir.path);
     snprintf(ml_g.partial_path, sizeof ml_g.partial_path, "%s/" ML_PATH_PARTIAL, ml_g.outdir, ml_g.rank);
     snprintf(ml_g.partial_tmp_path, sizeof ml_g.partial_tmp_path, "%s.tmp", ml_g.partial_path);
+    ml_files_init(); /* per-rank files or per-host containers (MPILENS_FILES), before any mode writes */
 
     ml_g.max_paths = (uint32_t)ml_g.config.max_regions + 2; /* + the root path and "(overflow)" */
     ml_categories_init(ml_g.config.categories_off);

@@ -8,13 +8,14 @@
 
 #include "ml.h"
 
-/* A byte sink: a growing heap buffer, or (fd >= 0) a fixed buffer flushed with write(2), which
- * is what the signal handler uses. */
+/* A byte sink: a growing heap buffer, or (fd >= 0 or stream) a fixed buffer flushed with write(2),
+ * which is what the signal handler uses. */
 typedef struct ml_sink {
     char *data;
     size_t len, cap;
     int fd;
     int failed;
+    struct ml_stream_file *stream; /* set: flushed as a piece of a stream (ml_files.h) instead of fd */
 } ml_sink_t;
 
 void ml_sink_put(ml_sink_t *s, const void *p, size_t n);

@@ -20,6 +20,7 @@
 #include "ml_callsite.h"
 #include "ml_intervals.h"
 #include "ml_output.h"
+#include "ml_files.h"
 
 /* The threads whose statistics count: not those MPI_Pcontrol(2) reset that have not caught up. */
 #define EACH_CURRENT(type, t, threads) for (type *t = (threads); t; t = t->next) if (ml_thread_stale(t)) {} else
@@ -27,6 +28,11 @@
 
 void ml_sink_flush(ml_sink_t *s)
 {
+    if (s->stream != NULL) {
+        if (s->len && ml_stream_write(s->stream, s->data, s->len) != 0) s->failed = 1;
+        s->len = 0;
+        return;
+    }
     if (s->fd < 0 || s->len == 0) return;
     size_t off = 0;
     while (off < s->len) {
@@ -43,7 +49,7 @@ void ml_sink_flush(ml_sink_t *s)
 void ml_sink_put(ml_sink_t *s, const void *p, size_t n)
 {
     if (s->failed) return;
-    if (s->fd >= 0) {
+    if (s->fd >= 0 || s->stream != NULL) {
         while (n > 0) {
             if (s->len == s->cap) ml_sink_flush(s);
             if (s->failed) return;
@@ -376,7 +382,7 @@ void ml_payload_write(ml_sink_t *s, int complete, int reason, int signo)
 int ml_payload_to_file(const char *tmp, const char *path, int reason, int signo)
 {
     char buffer[1 << 14];
-    ml_sink_t s = {buffer, 0, sizeof buffer, open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666), 0};
+    ml_sink_t s = {buffer, 0, sizeof buffer, open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666), 0, NULL};
     if (s.fd < 0) return -1;
     ml_payload_write(&s, 0, reason, signo);
     close(s.fd);
