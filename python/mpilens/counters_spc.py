@@ -179,7 +179,7 @@ class Counters:
         for r, s in self.series.items():
             col = s.values[:, off].astype(np.float64)
             if c["type"] == "timer":
-                col = col / (s.ticks_per_ns or 1.0) * 1e-9
+                col = col / (s.ticks_per_ns or self.ticks_per_ns(r)) * 1e-9  # in a container the rate is in the totals
             m[r, : len(col)] = col
             tt[r, : len(s.t)] = s.t
         with np.errstate(all="ignore"):

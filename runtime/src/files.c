@@ -186,6 +186,37 @@ void ml_stream_close(ml_stream_t *s)
     s->fd = s->index_fd = -1;
 }
 
+/* ------------------------------------------------------------------------------- stdio */
+static ssize_t cookie_write(void *c, const char *p, size_t n)
+{
+    return ml_stream_write(c, p, n) == 0 ? (ssize_t)n : -1;
+}
+
+static int cookie_close(void *c)
+{
+    ml_stream_close(c);
+    free(c);
+    return 0;
+}
+
+FILE *ml_stream_fopen(int kind, unsigned item)
+{
+    if (!grouped) {
+        char path[4352];
+        if (kind < 1 || kind > ML_STREAM_COUNT || rank_path(path, sizeof path, kind, item) != 0) return NULL;
+        return fopen(path, "w");
+    }
+    ml_stream_t *s = malloc(sizeof *s);
+    if (s == NULL) return NULL;
+    if (ml_stream_open(s, kind, item) != 0) {
+        free(s);
+        return NULL;
+    }
+    FILE *f = fopencookie(s, "w", (cookie_io_functions_t){.write = cookie_write, .close = cookie_close});
+    if (f == NULL) cookie_close(s);
+    return f;
+}
+
 /* ------------------------------------------------------------------------------- whole files */
 FILE *ml_whole_open(ml_whole_t *w, int kind, unsigned item)
 {

@@ -39,6 +39,11 @@ int ml_stream_writev(ml_stream_t *s, const struct iovec *v, int n, uint32_t thre
 int ml_stream_write(ml_stream_t *s, const void *p, size_t n);
 void ml_stream_close(ml_stream_t *s);
 
+/* A rank's file written with stdio as it goes (a series, appended to and flushed): per rank,
+ * fopen(path, "w"); grouped, a FILE whose every flush is one chunk (it cannot seek). NULL, or
+ * errno. Closed with fclose. */
+FILE *ml_stream_fopen(int kind, unsigned item);
+
 /* A whole file of this rank written at once (JSON or binary written with stdio): per rank, a
  * temporary file renamed into place when closed; grouped, a memory stream written as one chunk. */
 typedef struct ml_whole {

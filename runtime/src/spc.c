@@ -33,6 +33,7 @@
 
 #include "json.h"
 #include "ml.h"
+#include "ml_files.h"
 #include "ml_spc.h"
 
 unsigned ml_spc_on;
@@ -907,8 +908,7 @@ static int start_counters(void)
             h->state = 1;
             h->period_ms = (uint32_t)ml_g.config.snapshot_ms;
         }
-        ml_rundir_path(path, sizeof path, ML_PATH_COUNTERS_SERIES, ml_g.rank);
-        S.series = fopen(path, "wb");
+        S.series = ml_stream_fopen(ML_STREAM_COUNTERS_SERIES, 0);
         if (S.series != NULL) {
             series_hdr_t h;
             memset(&h, 0, sizeof h);
@@ -953,10 +953,8 @@ int ml_spc_init(void)
 /* ------------------------------------------------------------------------------- finalize */
 static void write_rank_json(void)
 {
-    char path[4400], tmp[4500];
-    ml_rundir_path(path, sizeof path, ML_PATH_COUNTERS_TOTALS, ml_g.rank);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
+    ml_whole_t out;
+    FILE *f = ml_whole_open(&out, ML_STREAM_COUNTERS_TOTALS, 0);
     if (f == NULL) return;
     fprintf(f, "{\"rank\": %d, \"ticks_per_ns\": %.9g, \"snapshots\": %llu, \"snapshot_seconds\": %.6f,\n \"values\": [",
             ml_g.rank, S.ticks_per_ns, (unsigned long long)S.nrec, (double)S.snap_ns_total * 1e-9);
@@ -1017,8 +1015,7 @@ static void write_rank_json(void)
         fprintf(f, "null");
     }
     fprintf(f, "}\n");
-    const int bad = ferror(f);
-    if (fclose(f) == 0 && !bad) rename(tmp, path);
+    ml_whole_close(&out);
 }
 
 void ml_spc_finish(void)
@@ -1043,8 +1040,9 @@ void ml_spc_finish(void)
         h.period_ms = (uint32_t)ml_g.config.snapshot_ms;
         h.ticks_per_ns = S.ticks_per_ns;
         h.records = S.nrec;
-        fseek(S.series, 0, SEEK_SET);
-        fwrite(&h, sizeof h, 1, S.series);
+        /* in a container the head stays as written at MPI_Init (records and rate 0, as a killed
+         * rank's): the records are counted from the length, the rate is in the totals */
+        if (!ml_files_grouped() && fseek(S.series, 0, SEEK_SET) == 0) fwrite(&h, sizeof h, 1, S.series);
         fclose(S.series);
         S.series = NULL;
     }
