@@ -121,7 +121,7 @@ class Member:
     @property
     def name(self) -> str:
         """How messages name it: the container and the rank."""
-        return f"{self.container.name}[rank {self.rank}]"
+        return f"{self.container.parent.name}/{self.container.name}[rank {self.rank}]"
 
     def __str__(self) -> str:
         return f"{self.container}[{self.family} of rank {self.rank}]"

@@ -630,13 +630,13 @@ static void snapshot(void)
 {
     static int taken;
     char path[4300], tmp[4310];
-    if (ml_rundir_path(path, sizeof path, ML_PATH_SNAPSHOT, __atomic_add_fetch(&taken, 1, __ATOMIC_RELAXED),
-                       ml_g.rank) != 0) {
+    const int number = __atomic_add_fetch(&taken, 1, __ATOMIC_RELAXED);
+    if (ml_rundir_path(path, sizeof path, ML_PATH_SNAPSHOT, number, ml_g.rank) != 0) {
         ml_log(0, "MPI_Pcontrol: cannot create the folder of %s (%s): no snapshot", path, strerror(errno));
         return;
     }
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    if (ml_payload_to_file(tmp, path, ML_END_SNAPSHOT, 0) != 0)
+    if (ml_payload_to_file(tmp, path, ML_STREAM_SNAPSHOT, (unsigned)number, ML_END_SNAPSHOT, 0) != 0)
         ml_log(0, "MPI_Pcontrol: cannot write %s (%s): no snapshot", path, strerror(errno));
 }
 

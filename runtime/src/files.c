@@ -23,6 +23,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "ml.h"
@@ -215,6 +216,26 @@ FILE *ml_stream_fopen(int kind, unsigned item)
     FILE *f = fopencookie(s, "w", (cookie_io_functions_t){.write = cookie_write, .close = cookie_close});
     if (f == NULL) cookie_close(s);
     return f;
+}
+
+int ml_stream_commit(int kind, unsigned item, const char *tmp, const char *path)
+{
+    if (!grouped) return rename(tmp, path);
+    int rc = -1;
+    const int fd = open(tmp, O_RDONLY | O_CLOEXEC);
+    const off_t n = fd >= 0 ? lseek(fd, 0, SEEK_END) : -1;
+    void *m = n > 0 ? mmap(NULL, (size_t)n, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
+    if (m != MAP_FAILED) {
+        static ml_stream_t s; /* its paths take 8 KiB: not on a signal handler's stack */
+        if (ml_stream_open(&s, kind, item) == 0) {
+            rc = ml_stream_write(&s, m, (size_t)n);
+            ml_stream_close(&s);
+        }
+        munmap(m, (size_t)n);
+    }
+    if (fd >= 0) close(fd);
+    unlink(tmp);
+    return rc;
 }
 
 /* ------------------------------------------------------------------------------- whole files */

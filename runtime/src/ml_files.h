@@ -44,6 +44,10 @@ void ml_stream_close(ml_stream_t *s);
  * errno. Closed with fclose. */
 FILE *ml_stream_fopen(int kind, unsigned item);
 
+/* A rank's file written whole under the temporary name tmp: per rank, renamed to path; grouped,
+ * put into the container as one chunk and removed (no allocation: signal handlers use it). */
+int ml_stream_commit(int kind, unsigned item, const char *tmp, const char *path);
+
 /* A whole file of this rank written at once (JSON or binary written with stdio): per rank, a
  * temporary file renamed into place when closed; grouped, a memory stream written as one chunk. */
 typedef struct ml_whole {
