@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from conftest import MPILENS, example, fn, launcher, run_example
-from mpilens import _layout, layout, memory, rundir
+from mpilens import _layout, counters_spc, layout, memory, rundir
 from mpilens.errors import RunDirectoryError
 from mpilens.trace import timeline
 
@@ -72,6 +72,11 @@ def test_per_host_files_read_as_per_rank_files(mpi, tmp_path):
         assert [host.counters.value(name, r) for r in range(NP)] == [each] * NP, name
         assert [rank.counters.value(name, r) for r in range(NP)] == [each] * NP, name
     assert sorted(host.counters.series) == list(range(NP)) and host.counters.problems == []
+    # the live view: one file of slots for the host, each rank's last values in its slot
+    assert sorted(p.name for p in (host.path / "live").iterdir()) == ["group-000000.spc", "layout.json"]
+    live = {v["rank"]: v for v in counters_spc.read_live(host.path)[1]}
+    sent = host.counters.layout.counter("MESSAGES_SENT_USER")["offset"]
+    assert {r: (v["state"], int(v["values"][sent])) for r, v in live.items()} == {r: ("finished", N) for r in range(NP)}
     # memory, intervals, mpit: every rank is there, with the same structure
     assert [m.rank for m in host.memory.ranks] == [m.rank for m in rank.memory.ranks] == list(range(NP))
     assert host.intervals.compute.shape == rank.intervals.compute.shape == (NP, 1)  # the one MPI_Allreduce

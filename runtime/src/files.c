@@ -28,10 +28,11 @@
 
 #include "ml.h"
 
-static int grouped, group;
+static int grouped, group, slot;
 
 int ml_files_grouped(void) { return grouped; }
 int ml_files_group(void) { return group; }
+int ml_files_slot(void) { return slot; }
 
 /* auto: per host from this many ranks on (below it a directory of per-rank files is small) */
 enum { AUTO_HOST_FROM = 64 };
@@ -55,8 +56,15 @@ void ml_files_init(void)
     if (world == NULL) return;
     /* the split keeps the world order (key 0 for all): groups of consecutive ranks of the host */
     const long per = ml_g.config.files_group > 0 ? ml_g.config.files_group : lsize;
-    group = world[(lrank / per) * per];
+    const int first = world[(lrank / per) * per];
     free(world);
+    ml_files_use_group(first, (int)(lrank % per));
+}
+
+void ml_files_use_group(int first_rank, int place)
+{
+    group = first_rank;
+    slot = place;
     grouped = 1;
 }
 

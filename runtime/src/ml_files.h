@@ -15,6 +15,12 @@
 /* At MPI_Init, once the run directory is known; collective on ml_g.comm: MPILENS_FILES decides,
  * and the ranks of each host (MPI_Comm_split_type shared) find their group. */
 void ml_files_init(void);
+/* From now on write into the containers of the group whose first world rank is first_rank, this
+ * rank the place-th of the group (what ml_files_init decides; bench/files_sim.c simulates hosts
+ * with it). */
+void ml_files_use_group(int first_rank, int place);
+/* this rank's place among the ranks of its group (its slot in a file of fixed slots) */
+int ml_files_slot(void);
 /* 1 when this rank writes into its group's containers */
 int ml_files_grouped(void);
 /* the group's first world rank (the container's name), this rank when files are per rank */

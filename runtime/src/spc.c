@@ -736,6 +736,13 @@ static const char *group_name(unsigned g)
     return "?";
 }
 
+/* MPILENS_FILES=host: a rank's slot in its group's live file, whole pages (mmap maps from a page) */
+static size_t live_slot_bytes(void)
+{
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE), need = LIVE_HDR + S.nv * sizeof(int64_t);
+    return (need + page - 1) / page * page;
+}
+
 static int write_layout(const char *path)
 {
     char tmp[4300];
@@ -756,6 +763,8 @@ static int write_layout(const char *path)
     fprintf(f, "],\n  \"live_dir\": ");
     ml_json_str(f, S.livedir);
     fprintf(f, ",\n  \"live_header_bytes\": %d,\n  \"series_header_bytes\": %d,\n", (int)LIVE_HDR, (int)sizeof(series_hdr_t));
+    /* MPILENS_FILES=host: the live files are live/group-NNNNNN.spc, one slot of this many bytes per rank */
+    if (ml_files_grouped()) fprintf(f, "  \"live_slot_bytes\": %zu,\n", live_slot_bytes());
     fprintf(f, "  \"eager\": {\"shm_limit\": ");
     if (S.eager_shm >= 0) {
         fprintf(f, "%lld, \"shm_source\": ", (long long)S.eager_shm);
@@ -890,13 +899,27 @@ static int start_counters(void)
     PMPI_Barrier(ml_g.comm); /* rank 0 may have created them; everyone sees them now */
     if (ok) {
         char name[64];
-        snprintf(name, sizeof name, strrchr(ML_PATH_COUNTERS_LIVE, '/') + 1, ml_g.rank);
-        snprintf(path, sizeof path, "%s/%s", S.livedir, name);
         S.live_len = LIVE_HDR + S.nv * sizeof(int64_t);
-        S.live_fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
-        if (S.live_fd >= 0 && ftruncate(S.live_fd, (off_t)S.live_len) == 0) {
-            void *m = mmap(NULL, S.live_len, PROT_READ | PROT_WRITE, MAP_SHARED, S.live_fd, 0);
-            if (m != MAP_FAILED) S.live = m;
+        if (ml_files_grouped()) {
+            /* one file per group, a slot per rank at a page boundary: the rank maps its slot only.
+             * posix_fallocate only ever extends the file (ftruncate by one rank could cut off the
+             * slots of the others) */
+            snprintf(name, sizeof name, strrchr(ML_PATH_COUNTERS_LIVE_SLOTS, '/') + 1, ml_files_group());
+            snprintf(path, sizeof path, "%s/%s", S.livedir, name);
+            const off_t at = (off_t)live_slot_bytes() * ml_files_slot();
+            S.live_fd = open(path, O_RDWR | O_CREAT, 0644);
+            if (S.live_fd >= 0 && posix_fallocate(S.live_fd, at, (off_t)live_slot_bytes()) == 0) {
+                void *m = mmap(NULL, S.live_len, PROT_READ | PROT_WRITE, MAP_SHARED, S.live_fd, at);
+                if (m != MAP_FAILED) S.live = m;
+            }
+        } else {
+            snprintf(name, sizeof name, strrchr(ML_PATH_COUNTERS_LIVE, '/') + 1, ml_g.rank);
+            snprintf(path, sizeof path, "%s/%s", S.livedir, name);
+            S.live_fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+            if (S.live_fd >= 0 && ftruncate(S.live_fd, (off_t)S.live_len) == 0) {
+                void *m = mmap(NULL, S.live_len, PROT_READ | PROT_WRITE, MAP_SHARED, S.live_fd, 0);
+                if (m != MAP_FAILED) S.live = m;
+            }
         }
         if (S.live != NULL) {
             live_hdr_t *h = (live_hdr_t *)S.live;
