@@ -434,6 +434,9 @@ void ml_init_after_mpi_init(int thread_level, uint64_t t_begin)
     snprintf(ml_g.partial_path, sizeof ml_g.partial_path, "%s/" ML_PATH_PARTIAL, ml_g.outdir, ml_g.rank);
     snprintf(ml_g.partial_tmp_path, sizeof ml_g.partial_tmp_path, "%s.tmp", ml_g.partial_path);
     ml_files_init(); /* per-rank files or per-host containers (MPILENS_FILES), before any mode writes */
+    if (ml_files_grouped()) /* where a rank that ends early says its data is (the temporary file stays) */
+        ml_files_container_path(ml_g.partial_path, sizeof ml_g.partial_path, ML_STREAM_PARTIAL, 0,
+                                ML_CONTAINER_DATA_PATH);
 
     ml_g.max_paths = (uint32_t)ml_g.config.max_regions + 2; /* + the root path and "(overflow)" */
     ml_categories_init(ml_g.config.categories_off);

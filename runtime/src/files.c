@@ -82,7 +82,7 @@ static int rank_path(char *out, size_t n, int kind, unsigned item)
 }
 
 /* A file of the group's container of a stream (name: ML_CONTAINER_DATA_PATH or _INDEX_PATH). */
-static int container_path(char *out, size_t n, int kind, unsigned item, const char *name)
+int ml_files_container_path(char *out, size_t n, int kind, unsigned item, const char *name)
 {
     char folder[256], file[64];
     if (kind == ML_STREAM_SNAPSHOT)
@@ -110,8 +110,8 @@ int ml_stream_open(ml_stream_t *s, int kind, unsigned item)
         s->fd = open(s->data_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0666);
         return s->fd < 0 ? -1 : 0;
     }
-    if (container_path(s->data_path, sizeof s->data_path, kind, item, ML_CONTAINER_DATA_PATH) != 0 ||
-        container_path(s->index_path, sizeof s->index_path, kind, item, ML_CONTAINER_INDEX_PATH) != 0)
+    if (ml_files_container_path(s->data_path, sizeof s->data_path, kind, item, ML_CONTAINER_DATA_PATH) != 0 ||
+        ml_files_container_path(s->index_path, sizeof s->index_path, kind, item, ML_CONTAINER_INDEX_PATH) != 0)
         return -1;
     /* never truncated: the group's other ranks write into it too */
     s->fd = open(s->data_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666);
@@ -260,7 +260,7 @@ FILE *ml_whole_open(ml_whole_t *w, int kind, unsigned item)
         return NULL;
     }
     if (grouped) {
-        if (container_path(w->path, sizeof w->path, kind, item, ML_CONTAINER_DATA_PATH) != 0) return NULL;
+        if (ml_files_container_path(w->path, sizeof w->path, kind, item, ML_CONTAINER_DATA_PATH) != 0) return NULL;
         w->f = open_memstream(&w->buf, &w->len);
         return w->f;
     }

@@ -19,6 +19,9 @@ void ml_files_init(void);
  * rank the place-th of the group (what ml_files_init decides; bench/files_sim.c simulates hosts
  * with it). */
 void ml_files_use_group(int first_rank, int place);
+/* the path of a file of this rank's group's container of a stream (name: ML_CONTAINER_DATA_PATH or
+ * ML_CONTAINER_INDEX_PATH), its folder created; 0 or -1 */
+int ml_files_container_path(char *out, size_t n, int kind, unsigned item, const char *name);
 /* this rank's place among the ranks of its group (its slot in a file of fixed slots) */
 int ml_files_slot(void);
 /* 1 when this rank writes into its group's containers */
