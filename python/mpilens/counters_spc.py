@@ -197,8 +197,11 @@ def load(rundir: str | Path) -> Counters:
     docs: dict[int, dict[str, Any]] = {}
     series: dict[int, Series] = {}
     slots = live_slots(layout)
+    # each family listed once (a container's index is read once, not once per rank)
+    series_of = {paths.rank_of("counters_series", f): f for f in paths.files(rundir, "counters_series")}
+    totals_of = {paths.rank_of("counters_totals", f): f for f in paths.files(rundir, "counters_totals")}
     for r in range(int(layout.doc["nranks"])):
-        sp = paths.counters_series_file(rundir, r)
+        sp = series_of.get(r) or paths.path(rundir, "counters_series", rank=r)
         if sp.exists():
             try:
                 series[r] = read_series(sp, layout.nv)
@@ -206,7 +209,7 @@ def load(rundir: str | Path) -> Counters:
                 problems.append(str(err))
         else:
             problems.append(f"{paths.relative('counters_series', rank=r)} is missing")
-        jp = paths.counters_totals_file(rundir, r)
+        jp = totals_of.get(r) or paths.path(rundir, "counters_totals", rank=r)
         if jp.exists():
             try:
                 docs[r] = json.loads(jp.read_text())

@@ -17,6 +17,7 @@ reader never knows which layout it reads.
 
 from __future__ import annotations
 
+import functools
 import io
 import os
 import re
@@ -194,7 +195,17 @@ def read_index(index: Path) -> list[tuple[int, int, int, int, int, int]]:
     """The records of a container's index: (offset, length, rank, stream, item, thread), in order.
     A torn or never-written tail (a process killed while appending) is left out; a record that
     fails its check before valid ones, or that names data beyond the data file, is damage:
-    RunDirectoryError."""
+    RunDirectoryError. Read once per state of the index (its size and time)."""
+    try:
+        st = index.stat()
+    except OSError as err:
+        raise RunDirectoryError(f"{index}: cannot read ({err.strerror})") from err
+    return _read_index(str(index), st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=256)
+def _read_index(name: str, size: int, mtime_ns: int) -> list[tuple[int, int, int, int, int, int]]:
+    index = Path(name)
     raw = index.read_bytes()
     size = _layout.CONTAINER_INDEX.size
     raw = raw[:len(raw) - len(raw) % size]
@@ -381,7 +392,8 @@ def memory_files(run_dir: str | Path) -> list[RankFile]:
 
 
 def memory_file(run_dir: str | Path, rank: int) -> RankFile:
-    """The memory file of one rank."""
+    """The memory file of one rank (in a container: the index is read to find it; for every rank,
+    list them with memory_files)."""
     return find(run_dir, "memory", rank=rank)
 
 
