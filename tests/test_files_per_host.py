@@ -235,3 +235,22 @@ def test_snapshots_and_partial_payloads_in_containers(mpi, tmp_path):
     assert run.source != "profile.json"
     allreduce = fn(run.profile, "MPI_Allreduce", "calls")
     assert allreduce[1] == 4  # rank 1 aborts after 4 steps
+
+
+def test_io_per_file_from_containers(tmp_path):
+    """`mpilens io` on a run with per-host files: examples/c/iofile.c's known accesses (as
+    tests/test_io.py checks them per rank), read from io/group-000000.mlc."""
+    from test_io import by_name, io_json
+
+    np_ = 3
+    data = tmp_path / "data"
+    data.mkdir()
+    job = run_example("openmpi", "iofile", np_, tmp_path, [str(data)], settings={"MPILENS_FILES": "host"})
+    assert sorted(p.name for p in (job.rundir / "io").iterdir()) == ["group-000000.mlc", "group-000000.mlx"]
+    files = by_name(io_json(job.rundir))
+    shared, rank0 = str(data / "shared.dat"), str(data / "rank0.dat")
+    assert set(files) == {shared, rank0}
+    assert files[shared]["ranks"] == list(range(np_))
+    assert files[shared]["bytes_written"] == os.path.getsize(shared) == 7168 * np_
+    assert files[shared]["bytes_read"] == np_ * (4096 + 256)
+    assert files[rank0]["bytes_written"] == os.path.getsize(rank0) == 300
