@@ -107,6 +107,8 @@ $(BUILD)/lib/libmpilens-annotate.so: runtime/src/annotate_stub.c runtime/include
 EX_LINK = -L$(abspath $(BUILD)/lib) -Wl,-rpath,$(abspath $(BUILD)/lib) -lmpilens-annotate -lpthread -lm
 # libraries only one example needs: EX_LIBS_<example>
 EX_LIBS_papi_sde := -lpapi
+# Fortran examples that need the preprocessor (they see ML_EXAMPLE_MPI_<mpi>): EX_FFLAGS_<example>
+EX_FFLAGS_f08large := -cpp
 
 examples: $(foreach m,$(MPIS),$(addprefix $(BUILD)/$(m)/examples/,$(EXAMPLES_C) $(EXAMPLES_F) $(EXAMPLES_CXX) libsites.so))
 
@@ -116,7 +118,7 @@ $(BUILD)/$(1)/examples/%: examples/c/%.c $(BUILD)/lib/libmpilens-annotate.so
 	mpicc.$(1) -std=c11 -O2 -g -Wall -Wno-stringop-overflow -fopenmp -Iruntime/include -o $$@ $$< $(EX_LINK) $$(EX_LIBS_$$*)
 $(BUILD)/$(1)/examples/%: examples/fortran/%.f90 $(BUILD)/lib/libmpilens-annotate.so
 	@mkdir -p $$(dir $$@)
-	mpifort.$(1) -O2 -g -fallow-argument-mismatch -fopenmp -J $$(dir $$@) -o $$@ $$< $(EX_LINK)
+	mpifort.$(1) -O2 -g -fallow-argument-mismatch -fopenmp $$(EX_FFLAGS_$$*) -DML_EXAMPLE_MPI_$(1) -J $$(dir $$@) -o $$@ $$< $(EX_LINK)
 $(BUILD)/$(1)/examples/%: examples/cxx/%.cpp $(BUILD)/lib/libmpilens-annotate.so
 	@mkdir -p $$(dir $$@)
 	mpicxx.$(1) -O2 -g -Wall -o $$@ $$< $(EX_LINK)

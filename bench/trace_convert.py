@@ -10,7 +10,8 @@ one step's caches do not help the next:
   match     pair every send with its receive (communicator, source, destination, tag, order)
   findings  late sender / late receiver / collective waits / irregular durations / gaps
   parquet   `mpilens trace --format parquet` (load + match + write, the command as users run it)
-  chrome    `mpilens trace --format chrome` (text JSON: the slowest format, per event)
+  chrome    `mpilens trace --format chrome` (text JSON, per event)
+  otf2      `mpilens export otf2` (an OTF2 archive through the otf2 Python writer, record by record)
 
 Usage: .venv/bin/python bench/trace_convert.py [--events 10000000] [--mpi openmpi] [--keep DIR]
 """
@@ -88,9 +89,11 @@ def main() -> int:
             res[f"{step}_s"] = timed_step(step, rundir)
             print(f"  {step}: {res[f'{step}_s']:.2f} s", file=sys.stderr)
         res["events"] = events
-        for fmt, out in (("parquet", work / "t.parquet"), ("chrome", work / "t.json")):
-            res[f"{fmt}_s"] = timed_command([MPILENS, "trace", str(rundir), "--format", fmt, "-o", str(out), "--quiet"])
-            res[f"{fmt}_bytes"] = out.stat().st_size
+        for fmt, out in (("parquet", work / "t.parquet"), ("chrome", work / "t.json"), ("otf2", work / "t-otf2")):
+            shutil.rmtree(out, ignore_errors=True)  # otf2 writes a new directory
+            res[f"{fmt}_s"] = timed_command([MPILENS, "export", fmt, str(rundir), "-o", str(out), "--quiet"])
+            res[f"{fmt}_bytes"] = (sum(f.stat().st_size for f in out.rglob("*") if f.is_file()) if out.is_dir()
+                                   else out.stat().st_size)
             print(f"  {fmt}: {res[f'{fmt}_s']:.2f} s", file=sys.stderr)
         if a.keep is None:
             shutil.rmtree(work, ignore_errors=True)
@@ -102,11 +105,12 @@ def main() -> int:
     print(f"### Trace conversion ({a.mpi}, bench/msgrate.c {batches} batches, 2 ranks): "
           f"{events:,} events, {size / 2**20:.0f} MiB ({size / events:.1f} B/event), recorded in {run_s:.1f} s\n")
     print("| step | seconds | M events/s |\n|---|---:|---:|")
-    for step in ("load", "match", "findings", "parquet", "chrome"):
+    for step in ("load", "match", "findings", "parquet", "chrome", "otf2"):
         s = res[f"{step}_s"]
         print(f"| {step} | {s:.1f} | {m / s:.2f} |")
     print(f"\nParquet file {res['parquet_bytes'] / 2**20:.0f} MiB, Chrome JSON {res['chrome_bytes'] / 2**20:.0f} MiB "
-          f"({res['chrome_s'] / events * 1e6:.2f} µs per event).")
+          f"({res['chrome_s'] / events * 1e6:.2f} µs per event), OTF2 archive {res['otf2_bytes'] / 2**20:.0f} MiB "
+          f"({res['otf2_s'] / events * 1e6:.2f} µs per event).")
     if a.json:
         a.json.write_text(json.dumps(res, indent=1))
     return 0

@@ -17,6 +17,7 @@ packages=(
   slurm-wlm munge                   # a real Slurm on this machine (scripts/slurm.sh, tests/test_slurm.py)
   iproute2                          # test hosts in network namespaces (scripts/testhosts.sh)
   python3-h5py-mpi libhdf5-mpich-dev  # parallel HDF5 (Open MPI via h5py, MPICH via h5pcc) for the I/O tests
+  otf2-tools                        # otf2-print reads the OTF2 exports back in the tests
 )
 
 missing=()

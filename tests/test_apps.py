@@ -303,6 +303,24 @@ def test_lammps_heaviest_call_sites_are_lammps_functions(lammps):
         assert Path(s["module"]).name.startswith("liblammps.so"), s
         assert s["symbol"].startswith("LAMMPS_NS::"), s
         assert len(s["calls"]) == 4
+    # a second reader: binutils' nm and objdump on the library. Each site's address is a return
+    # address inside the function named (its symbol's range), right after a call instruction.
+    lib = top[0]["module"]
+    nm = subprocess.run(["nm", "-D", "-C", "-S", "--defined-only", lib], capture_output=True, text=True, check=True)
+    funcs = []
+    for line in nm.stdout.splitlines():
+        parts = line.split(None, 3)
+        if len(parts) == 4 and parts[2] in "tTwW":
+            funcs.append((int(parts[0], 16), int(parts[1], 16), parts[3]))
+    for s in top:
+        a = s["address"]
+        start, size, name = next(f for f in funcs if f[0] < a <= f[0] + f[1])
+        assert s["symbol"] == name, (s, name)
+        dis = subprocess.run(["objdump", "-d", "--no-show-raw-insn", f"--start-address={start:#x}",
+                              f"--stop-address={start + size:#x}", lib], capture_output=True, text=True, check=True)
+        ins = [m for m in re.finditer(r"^\s*([0-9a-f]+):\s+(\S+)", dis.stdout, re.M)]
+        before = [m.group(2) for m, nxt in zip(ins, ins[1:]) if int(nxt.group(1), 16) == a]
+        assert before and before[0].startswith("call"), (s, before)
     # the sites of each function add up to its calls on every rank
     for name, f in job.profile["functions"].items():
         assert [sum(s["calls"][r] for s in sites if s["mpi_function"] == name) for r in range(4)] == f["calls"], name

@@ -5,7 +5,9 @@ programs (`site:NAME`), the expected counts from the programs' loops; under Open
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -79,6 +81,10 @@ def test_c_program_and_dlopened_pic_library(mpi, tmp_path):
     assert m["schema"] == "mpilens.maps/1"
     libs = [x for x in m["modules"] if x["path"].endswith("libsites.so")]
     assert libs and libs[0]["bias"] > 0 and len(libs[0]["build_id"]) == 40
+    # the library sat at a different address in each rank (ASLR), yet its site is one site of all ranks
+    biases = {x["bias"] for p in maps for x in json.loads(p.read_text())["modules"] if x["path"].endswith("libsites.so")}
+    if Path("/proc/sys/kernel/randomize_va_space").read_text().strip() != "0":
+        assert len(biases) == np, biases
     # the symbolised sites are cached in the run directory
     assert json.loads((job.rundir / "callsites.json").read_text())["schema"] == "mpilens.callsites/1"
     # the text report's section, and the HTML page's table with a row per site
@@ -94,6 +100,29 @@ def test_c_program_and_dlopened_pic_library(mpi, tmp_path):
     table = table[:table.index("</table>")]
     assert table.count("<tr>") == len(sites) + 1
     assert f"callsites.c:{src['wait']}" in table
+
+
+def test_symbolisation_is_cached_until_the_module_changes(tmp_path):
+    """symbolise() keeps its results in the cache file and reuses them while the module's size and
+    modification time are unchanged; a changed module is symbolised again."""
+    from mpilens.callsites import symbolise
+
+    module = tmp_path / "callsites"
+    shutil.copy2(example("openmpi", "callsites"), module)
+    src = markers(ROOT / "examples" / "c" / "callsites.c")
+    nm = subprocess.run(["nm", str(module)], capture_output=True, text=True, check=True).stdout
+    inner = int(next(line.split()[0] for line in nm.splitlines() if line.endswith(" inner")), 16)
+    cache = tmp_path / "callsites.json"
+    # an address inside inner(): the function, and a line of callsites.c
+    first = symbolise({(str(module), inner + 4)}, cache)[(str(module), inner + 4)]
+    assert first["symbol"] == "inner" and Path(first["file"]).name == "callsites.c"
+    assert abs(first["line"] - src["inner"]) < 5
+    doc = json.loads(cache.read_text())
+    doc["modules"][str(module)]["addresses"][str(inner + 4)]["symbol"] = "from-the-cache"
+    cache.write_text(json.dumps(doc))
+    assert symbolise({(str(module), inner + 4)}, cache)[(str(module), inner + 4)]["symbol"] == "from-the-cache"
+    os.utime(module, (1, 1))
+    assert symbolise({(str(module), inner + 4)}, cache)[(str(module), inner + 4)]["symbol"] == "inner"
 
 
 def test_depth_three_paths_through_three_functions(mpi, tmp_path):
@@ -172,16 +201,24 @@ def test_frames_callsites(mpi_name, tmp_path):
     assert list(rows["rank"]) == [0, 1] and list(rows["calls"]) == [3, 3]
 
 
+PYTHON = "/usr/bin/python3"  # Debian's, with python3-mpi4py, python3-h5py-mpi and python3-dev
+
+
+def mpi4py_mpi() -> str:
+    """The MPI that Debian's mpi4py is built for (one of them)."""
+    found = subprocess.run([PYTHON, "-c", "import mpi4py.MPI as m; print(m.__file__)"], capture_output=True, text=True)
+    if found.returncode != 0:
+        pytest.fail(f"mpi4py is not importable by {PYTHON}: `make deps` installs python3-mpi4py\n{found.stderr}")
+    libs = subprocess.run(["ldd", found.stdout.strip()], capture_output=True, text=True).stdout
+    return "mpich" if "libmpich" in libs else "openmpi"
+
+
 def test_mpi4py_calls_have_their_python_lines(tmp_path):
     """mpi4py: the call site is the Python line that called into mpi4py (read from the
     interpreter, resolved at run time), with depth 2 the Python caller too."""
-    python = "/usr/bin/python3"
-    found = subprocess.run([python, "-c", "import mpi4py.MPI as m; print(m.__file__)"], capture_output=True, text=True)
-    if found.returncode != 0:
-        pytest.fail(f"mpi4py is not importable by {python}: `make deps` installs python3-mpi4py\n{found.stderr}")
-    libs = subprocess.run(["ldd", found.stdout.strip()], capture_output=True, text=True).stdout
-    mpi = "mpich" if "libmpich" in libs else "openmpi"
-    script = ROOT / "examples" / "python_sites.py"
+    python = PYTHON
+    mpi = mpi4py_mpi()
+    script = ROOT / "examples" / "python" / "python_sites.py"
     src = markers(script)
     iters = 6
     job = mpirun(mpi, 2, [python, str(script), str(iters)], tmp_path, settings={"MPILENS_CALLSITE_DEPTH": "2"})
@@ -192,6 +229,96 @@ def test_mpi4py_calls_have_their_python_lines(tmp_path):
     assert [f["symbol"] for f in s["path"]] == ["exchange", "main"]
     s = site(sites, "MPI_Barrier", "python_sites.py", src["py-barrier"])
     assert s["symbol"] == "main" and s["calls"] == [iters, iters]
+
+
+def build_extension(mpi: str, out: Path) -> Path:
+    """examples/python/mixedext.c built as a CPython extension module for an MPI, in out."""
+    cfg = subprocess.run([PYTHON + "-config", "--includes", "--extension-suffix"], capture_output=True, text=True)
+    if cfg.returncode != 0:
+        pytest.fail(f"{PYTHON}-config failed: `make deps` installs python3-dev\n{cfg.stderr}")
+    includes, suffix = cfg.stdout.split("\n")[:2]
+    out.mkdir(parents=True, exist_ok=True)
+    p = subprocess.run([f"mpicc.{mpi}", "-shared", "-fPIC", "-g", "-O2", *includes.split(),
+                        str(ROOT / "examples" / "python" / "mixedext.c"), "-o", str(out / f"mixedext{suffix}")],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    return out
+
+
+def test_mixed_stack_python_c_extension_mpi(mpi, tmp_path):
+    """Python calling a C extension that calls MPI: the site is the Python line that called the
+    extension, whether the extension holds the GIL during the call (allreduce) or released it
+    (ring); with depth 3 the path goes from the MPI call through the extension's two functions to
+    that Python line. With the MPI mpi4py is built for, mpi4py initialises MPI and makes calls of
+    its own; with the other MPI the extension initialises MPI (no mpi4py in the process)."""
+    ext = build_extension(mpi, tmp_path / "ext")
+    mode = "mpi4py" if mpi == mpi4py_mpi() else "plain"
+    script = ROOT / "examples" / "python" / "mixed_sites.py"
+    py, c = markers(script), markers(ROOT / "examples" / "python" / "mixedext.c")
+    iters = 4
+    argv = [PYTHON, str(script), str(ext), str(iters), mode]
+
+    job = mpirun(mpi, 2, argv, tmp_path / "d1")
+    sites = report_json(job.rundir)["callsites"]
+    assert not [s for s in sites if s["file"] and Path(s["file"]).name == "mixedext.c"], sites
+    s = site(sites, "MPI_Allreduce", "mixed_sites.py", py["mx-allreduce"])
+    assert s["symbol"] == "reduce_step" and s["calls"] == [iters] * 2 and s["bytes_sent"] == [iters * 8] * 2
+    # rank 0 sends first, rank 1 receives first: two lines of C, one line of Python
+    s = site(sites, "MPI_Send", "mixed_sites.py", py["mx-ring"])
+    assert s["symbol"] == "main" and s["calls"] == [iters] * 2 and s["bytes_sent"] == [iters * 800] * 2
+    s = site(sites, "MPI_Recv", "mixed_sites.py", py["mx-ring"])
+    assert s["calls"] == [iters] * 2 and s["bytes_recv"] == [iters * 800] * 2
+    assert site(sites, "MPI_Comm_rank", "mixed_sites.py", py["mx-ring"])["calls"] == [iters] * 2
+    if mode == "mpi4py":
+        assert site(sites, "MPI_Barrier", "mixed_sites.py", py["mx-barrier"])["calls"] == [iters] * 2
+    for name, f in job.profile["functions"].items():
+        assert [sum(s["calls"][r] for s in sites if s["mpi_function"] == name) for r in range(2)] == f["calls"], name
+
+    job = mpirun(mpi, 2, argv, tmp_path / "d3", settings={"MPILENS_CALLSITE_DEPTH": "3"})
+    sites = report_json(job.rundir)["callsites"]
+
+    def path(s: dict) -> list[tuple[str, str, int]]:
+        return [(f["symbol"], Path(f["file"]).name, f["line"]) for f in s["path"]]
+    s = site(sites, "MPI_Allreduce", "mixed_sites.py", py["mx-allreduce"])
+    assert path(s) == [("reduce_sum", "mixedext.c", c["ext-allreduce"]),
+                       ("py_allreduce", "mixedext.c", c["ext-py-allreduce"]),
+                       ("reduce_step", "mixed_sites.py", py["mx-allreduce"])]
+    assert s["symbol"] == "reduce_step" and s["calls"] == [iters] * 2
+    sends = {path(s)[0][2]: (path(s), s["calls"]) for s in sites if s["mpi_function"] == "MPI_Send"}
+    assert sends == {c[k]: ([("ring_exchange", "mixedext.c", c[k]), ("py_ring", "mixedext.c", c["ext-py-ring"]),
+                             ("main", "mixed_sites.py", py["mx-ring"])], calls)
+                     for k, calls in (("ext-send", [iters, 0]), ("ext-send-odd", [0, iters]))}
+    assert all(s["line"] == py["mx-ring"] and Path(s["file"]).name == "mixed_sites.py" for s in sites
+               if s["mpi_function"] == "MPI_Send")
+    if mode == "mpi4py":  # mpi4py's own call: no native frame, the Python callers
+        s = site(sites, "MPI_Barrier", "mixed_sites.py", py["mx-barrier"])
+        assert path(s) == [("main", "mixed_sites.py", py["mx-barrier"]), ("<module>", "mixed_sites.py", py["mx-main"])]
+
+
+def test_h5py_collective_write_sites_are_the_scripts_lines(tmp_path):
+    """A real mixed stack: h5py (Debian's python3-h5py-mpi) writing a dataset collectively, its
+    MPI-IO calls made inside the HDF5 C library. The sites are the script's lines that called
+    h5py (h5py's own Python layer is library code, skipped like the MPI library's frames)."""
+    mpi = mpi4py_mpi()  # h5py's MPI support goes through mpi4py, built for the same MPI
+    found = subprocess.run([PYTHON, "-c", "import h5py; assert h5py.get_config().mpi"], capture_output=True, text=True,
+                           env={**os.environ, "H5PY_ALWAYS_USE_MPI": "1"})  # Debian's h5py: else serial outside mpirun
+    if found.returncode != 0:
+        pytest.fail(f"h5py with MPI is not importable by {PYTHON}: `make deps` installs python3-h5py-mpi\n"
+                    f"{found.stderr}")
+    script = ROOT / "examples" / "python" / "h5py_sites.py"
+    src = markers(script)
+    rows = 500
+    job = mpirun(mpi, 2, [PYTHON, str(script), str(tmp_path / "x.h5"), str(rows)], tmp_path)
+    sites = report_json(job.rundir)["callsites"]
+    s = site(sites, "MPI_File_open", "h5py_sites.py", src["h5-open"])
+    assert s["symbol"] == "write" and s["calls"] == [1, 1]
+    s = site(sites, "MPI_File_write_at_all", "h5py_sites.py", src["h5-write"])
+    assert s["calls"] == [1, 1] and s["bytes_sent"] == [rows * 16 * 8] * 2
+    assert site(sites, "MPI_File_close", "h5py_sites.py", src["h5-close"])["calls"] == [1, 1]
+    io = [s for s in sites if s["mpi_function"].startswith("MPI_File_")]
+    assert {(Path(s["file"]).name, s["line"]) for s in io} <= {("h5py_sites.py", src[k])
+                                                              for k in ("h5-open", "h5-write", "h5-close")}
+    assert not [s for s in sites if s["file"] and "/h5py/" in s["file"]]
 
 
 def test_hatchet_call_path_tree(tmp_path):

@@ -16,6 +16,8 @@ from __future__ import annotations
 import math
 import re
 
+import pytest
+
 from conftest import example, fn, plain_run, run_example
 
 NP = 4
@@ -239,3 +241,60 @@ def test_f08_same_output(mpi, tmp_path):
     assert program_output(job.stdout) == program_output(plain.stdout)
     s = NP * (NP - 1) // 2
     assert f"f08traffic: in place {s:8d}{NP:8d}{NP * NP:8d}" in job.stdout
+
+
+# ----------------------------------------------------------------------------- mpi_f08 any/some
+F08_COMPLETE = 123 * 4  # each round's message; the MPI_Irecv has room for 500 INTEGER
+
+
+def test_f08_any_some(mpi, tmp_path):
+    """MPI_Waitany, MPI_Waitsome, MPI_Testany and MPI_Testsome through mpi_f08 (examples/fortran/
+    f08complete.f90): each call counted once under its C name, as many as the program made, and
+    the receives' bytes from the statuses the program ignores."""
+    job = run_example(mpi, "f08complete", NP, tmp_path)
+    assert f"f08complete: ok {NP}" in job.stdout, job.stdout + job.stderr
+    made = {int(m[0]): tuple(map(int, m[1:])) for m in
+            re.findall(r"^f08complete: rank (\d+) waitsome (\d+) testany (\d+) testsome (\d+)$", job.stdout, re.M)}
+    assert sorted(made) == list(range(NP))
+    p = job.profile
+    assert p["complete"] is True and p["dropped"]["requests_untracked"] == 0
+    assert p["dropped"]["requests_outstanding_at_finalize"] == 0
+    expected = per_rank(NP, {
+        "MPI_Irecv": (4, 0, 4 * F08_COMPLETE),
+        "MPI_Isend": (4, 4 * F08_COMPLETE, 0),
+        "MPI_Waitany": (3, 0, 0),
+        "MPI_Allreduce": (1, 4, 4),
+        "MPI_Comm_rank": (1, 0, 0),
+        "MPI_Comm_size": (1, 0, 0),
+    })
+    for k, name in enumerate(("MPI_Waitsome", "MPI_Testany", "MPI_Testsome")):
+        expected[name] = ([made[r][k] for r in range(NP)], [0] * NP, [0] * NP)
+    assert observed(p["functions"]) == expected
+    assert {(m["src"], m["dst"]): (m["messages"], m["bytes"]) for m in p["matrix"]} == {
+        (r, (r + 1) % NP): (4, 4 * F08_COMPLETE) for r in range(NP)}
+
+
+# ----------------------------------------------------------------------------- mpi_f08 large counts
+def test_f08_large_count(mpi, tmp_path):
+    """Counts of kind MPI_COUNT_KIND through mpi_f08 reach the large-count procedures, measured
+    under their C names (MPI_Send_c, ...) with the bytes of the C binding (examples/fortran/
+    f08large.f90); Open MPI 4.1 has none."""
+    job = run_example(mpi, "f08large", 2, tmp_path)
+    if "f08large: no large-count procedures" in job.stdout:
+        assert mpi == "openmpi"
+        pytest.skip("Open MPI 4.1 implements MPI 3.1: no large-count procedures")
+    assert "f08large: ok" in job.stdout, job.stdout + job.stderr
+    p = job.profile
+    assert p["complete"] is True and p["dropped"]["requests_untracked"] == 0
+    assert observed(p["functions"]) == {
+        "MPI_Send_c": ([1, 0], [400, 0], [0, 0]),
+        "MPI_Recv_c": ([0, 1], [0, 0], [0, 400]),
+        "MPI_Irecv_c": ([1, 1], [0, 0], [200, 200]),
+        "MPI_Isend_c": ([1, 1], [200, 200], [0, 0]),
+        "MPI_Waitall": ([1, 1], [0, 0], [0, 0]),
+        "MPI_Bcast_c": ([1, 1], [80, 0], [0, 80]),
+        "MPI_Allreduce": ([1, 1], [4, 4], [4, 4]),
+        "MPI_Comm_rank": ([1, 1], [0, 0], [0, 0]),
+    }
+    assert {(m["src"], m["dst"]): (m["messages"], m["bytes"]) for m in p["matrix"]} == {(0, 1): (2, 600),
+                                                                                        (1, 0): (1, 200)}

@@ -421,7 +421,9 @@ def _hdf5_job(mpi: str, tmp_path: Path, np_: int, n: int) -> tuple[object, Path,
         src = tmp_path / "h5write.c"
         src.write_text(HDF5_C)
         exe = tmp_path / "h5write"
-        subprocess.run([h5pcc, "-o", str(exe), str(src)], check=True, capture_output=True, env=job_env())
+        # h5pcc leaves its object file in the working directory
+        subprocess.run([h5pcc, "-o", str(exe), str(src)], check=True, capture_output=True, env=job_env(),
+                       cwd=tmp_path)
         argv = [str(exe)]
     job = mpilens_run(mpi, launcher(mpi, np_) + argv + [str(out), str(n)], tmp_path, timeout=120)
     offset = int(job.stdout.split("offset")[1].split()[0])

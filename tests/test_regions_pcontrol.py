@@ -11,6 +11,7 @@ statistics gathered so far.
 
 from __future__ import annotations
 
+import re
 import subprocess
 
 import pytest
@@ -186,6 +187,48 @@ def test_pcontrol_reset(mpi, tmp_path):
     assert calls_of(post) == {"MPI_Allreduce": all_(c), "MPI_Send": all_(c), "MPI_Recv": all_(c)}
     assert post["functions"]["MPI_Send"]["bytes_sent"] == all_(c * 300)
 
+
+
+# examples/c/pcontrol_threads.c: 3 workers per rank; worker w's phase A (200 (w+1) MPI_Comm_size)
+# before the first reset, phase B (MPI_Type_size) across the second, phase C (100 (w+1)
+# MPI_Comm_rank) after both
+PT_WORKERS = 3
+# a thread's statistics: 514 region paths (MPILENS_MAX_REGIONS 512 + 2) x 381 functions x 72 bytes,
+# 14 MB each, mapped but not backed until touched: zeroing the workers' from the main thread would
+# commit 3 x 14 MB of it
+PT_TOUCH_KB = 1024
+
+
+def test_pcontrol_reset_threads(mpi, tmp_path):
+    """MPI_Pcontrol(2) while other threads measure (MPI_THREAD_MULTIPLE): what they did before is
+    dropped, what they do after is counted exactly, a call racing with the reset is one or the
+    other (never lost twice, never garbage), and the reset commits none of the other threads'
+    lazily mapped statistics to memory (each drops its own, with madvise, at its next call)."""
+    np = 2
+    job = run_example(mpi, "pcontrol_threads", np, tmp_path, ["400000"])
+    if "MPI_THREAD_MULTIPLE not provided" in job.stdout:
+        pytest.skip(f"{mpi}: {job.stdout.strip()}")
+    assert "pcontrol_threads: ok" in job.stdout, job.stdout + job.stderr
+    p = job.profile
+    check_run(p, np)
+    assert [r["threads"] for r in p["ranks"]] == [PT_WORKERS + 1] * np
+    assert fn(p, "MPI_Comm_size", "calls") == [0] * np  # phase A and the main thread's: before the resets
+    assert fn(p, "MPI_Comm_rank", "calls") == [sum(100 * (w + 1) for w in range(PT_WORKERS))] * np
+    bounds = {int(r): (int(lo), int(hi)) for r, lo, hi in
+              re.findall(r"^pcontrol_threads: rank (\d+) type_size between (\d+) and (\d+)$", job.stdout, re.M)}
+    rss = {int(r): tuple(map(int, v)) for r, *v in
+           re.findall(r"^pcontrol_threads: rank (\d+) rss_kb (\d+) (\d+) (\d+)$", job.stdout, re.M)}
+    assert sorted(bounds) == sorted(rss) == list(range(np))
+    calls = fn(p, "MPI_Type_size", "calls")
+    for r in range(np):
+        lo, hi = bounds[r]
+        assert lo <= calls[r] <= hi, (r, calls[r], bounds[r])
+        before, after, end = rss[r]
+        assert after - before < PT_TOUCH_KB, rss[r]  # the reset touched no other thread's statistics
+        assert end - after < 4 * PT_TOUCH_KB, rss[r]  # nor did the workers' catching up
+    f = p["functions"]["MPI_Type_size"]
+    for r in range(np):  # no garbage: the counted calls ran after the reset, on 3 threads at once
+        assert 0 < f["time_s"][r] < PT_WORKERS * p["ranks"][r]["wall_time_s"] and f["min_s"][r] <= f["max_s"][r] < 0.1
 
 def test_pcontrol_snapshots(mpi, tmp_path):
     """MPI_Pcontrol(3) and (4) write mpiP's intermediate reports: each rank's statistics as of its

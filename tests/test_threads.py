@@ -73,3 +73,31 @@ def test_threads_region_per_thread(mpi, tmp_path):
     assert exchange["visits"] == [NTHREADS] * NP
     got = {name: (f["calls"], f["bytes_sent"], f["bytes_recv"]) for name, f in exchange["functions"].items()}
     assert got == {name: tuple([v] * NP for v in vals) for name, vals in expected_functions(k, s).items()}
+
+
+def test_serialized_handoff_and_growth(mpi, tmp_path):
+    """examples/c/handoff.c under MPI_THREAD_SERIALIZED: N = 5000 requests outstanding at once (the
+    thread's request table grows several times), requests posted by a thread that then exits and
+    completed by the main thread (Waitany one by one, Waitall), persistent requests created by that
+    thread and started, completed and freed by the main one. Counts and bytes from the program."""
+    n, m = 5000, 100
+    job = run_example(mpi, "handoff", 2, tmp_path, [str(n), str(m)])
+    if "not provided" in job.stdout:
+        pytest.skip(f"{mpi}: {job.stdout.strip()}")
+    assert "handoff: ok" in job.stdout, job.stdout + job.stderr
+    p = job.profile
+    assert p["dropped"]["requests_untracked"] == 0
+    assert p["dropped"]["requests_outstanding_at_finalize"] == 0
+    both = [1, 1]
+    assert fn(p, "MPI_Isend", "calls") == [n + m, m] and fn(p, "MPI_Irecv", "calls") == [m, n + m]
+    assert fn(p, "MPI_Isend", "bytes_sent") == [8 * n + 16 * m, 16 * m]
+    assert fn(p, "MPI_Irecv", "bytes_recv") == [16 * m, 8 * n + 16 * m]
+    assert fn(p, "MPI_Waitany", "calls") == [m, m]
+    assert fn(p, "MPI_Waitall", "calls") == [1 + 1 + 3] * 2
+    assert fn(p, "MPI_Startall", "calls") == [3, 3]
+    assert fn(p, "MPI_Send_init", "calls") == both and fn(p, "MPI_Recv_init", "calls") == both
+    assert fn(p, "MPI_Send_init", "bytes_sent") == [3 * 32] * 2
+    assert fn(p, "MPI_Recv_init", "bytes_recv") == [3 * 32] * 2
+    assert fn(p, "MPI_Request_free", "calls") == [2, 2]
+    pairs = {(x["src"], x["dst"]): (x["messages"], x["bytes"]) for x in p["matrix"]}
+    assert pairs == {(0, 1): (n + m + 3, 8 * n + 16 * m + 3 * 32), (1, 0): (m + 3, 16 * m + 3 * 32)}

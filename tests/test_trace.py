@@ -343,8 +343,8 @@ def test_exports(tmp_path):
     with otf2.reader.open(str(archive / "traces.otf2")) as trace:
         assert len(list(trace.definitions.location_groups)) == 2
         for _, event in trace.events:
-            sends += isinstance(event, otf2.events.MpiSend)
-            recvs += isinstance(event, otf2.events.MpiRecv)
+            sends += isinstance(event, (otf2.events.MpiSend, otf2.events.MpiIsend))
+            recvs += isinstance(event, (otf2.events.MpiRecv, otf2.events.MpiIrecv))
             enters += isinstance(event, otf2.events.Enter)
     assert sends == recvs == 2 * 2 * 4 + 2
     calls = sum(sum(f["calls"]) for f in job.profile["functions"].values())

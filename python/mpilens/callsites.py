@@ -13,6 +13,10 @@ module turns them into function, file and line, at analysis time:
   The address looked up is the return address minus one: the call instruction, so the line is
   the call's even when the next statement starts right after it. A binary without debug
   information gives the function from its symbol table; without symbols, ``module+0xoffset``.
+- **Python.** A Python frame's module is ``python\t<function>\t<file>`` and its address the line.
+  A call made under Python is named by its innermost Python frame: with depth N > 1 a call from
+  a C extension has the extension's native frames first (from the MPI call outwards), then the
+  Python frames; the site's file, line and symbol are the Python frame's.
 - **Cache.** The result is kept in the run directory (``callsites.json``), keyed by module path,
   its size and modification time, and the address; it is reused while the modules are unchanged.
 
@@ -153,17 +157,23 @@ def callsites(run: Any) -> list[dict[str, Any]]:
     out = []
     for s in sites:
         path = []
+        first_python = None
         for f in s["frames"]:
             m = f.get("module")
             if m and m.startswith(PYTHON):  # a Python frame: "python\t<function>\t<file>", the line as address
                 _, func, file = m.split("\t", 2)
+                if first_python is None:
+                    first_python = len(path)
                 path.append({"symbol": func, "file": file, "line": f["address"], "module": file,
                              "address": f["address"]})
                 continue
             r = sym.get((m, f["address"])) if m else None
             path.append({"symbol": (r or {}).get("symbol") or f"{f['address']:#x}", "file": (r or {}).get("file"),
                          "line": (r or {}).get("line"), "module": m, "address": f["address"]})
-        top = path[0] if path else {"symbol": OTHER, "file": None, "line": None, "module": None, "address": None}
+        # a call made under Python is named by its Python line, also when a C extension made it
+        # (the path then has the extension's frames first)
+        top = path[first_python or 0] if path else {"symbol": OTHER, "file": None, "line": None, "module": None,
+                                                     "address": None}
         entry = {"mpi_function": s["function"], "file": top["file"], "line": top["line"], "symbol": top["symbol"],
                  "module": top["module"], "address": top["address"], "calls": s["calls"], "time_s": s["time_s"],
                  "bytes_sent": s["bytes_sent"], "bytes_recv": s["bytes_recv"]}
@@ -172,6 +182,13 @@ def callsites(run: Any) -> list[dict[str, Any]]:
         out.append(entry)
     out.sort(key=lambda e: -sum(v or 0 for v in e["time_s"]))
     return out
+
+
+def site_frame(frames: list[tuple[str | None, int]]) -> int:
+    """Index of the frame that names a site among its (module, address) frames, from the MPI call
+    outwards: the first Python frame when there is one (a C extension's frames come before it
+    in a mixed stack), else the first."""
+    return next((i for i, (m, _) in enumerate(frames) if m is not None and m.startswith(PYTHON)), 0)
 
 
 def location(site: dict[str, Any]) -> str:

@@ -359,8 +359,10 @@ def null_transfer(sem: Semantics) -> str | None:
 def leave_lines(fn: str, sem: Semantics, null: str | None) -> list[str]:
     """End of a data-moving wrapper: bytes and size bin for a transfer, only timing otherwise."""
     timing = f"ml_leave(ml_t, ML_FN_{fn}, ml_t0, ml_t1);"
-    if sem.request is not None or not sem.moves_data:
-        return ["    " + timing]  # no bytes, or they come when the request completes
+    if sem.request is not None and sem.moves_data:
+        return [f"    ml_leave_posted(ml_t, ML_FN_{fn}, ml_t0, ml_t1);"]  # bytes come when the request completes
+    if not sem.moves_data:
+        return ["    " + timing]
     transfer = f"ml_leave_bytes(ml_t, ML_FN_{fn}, ml_t0, ml_t1, ml_sent, ml_recv);"
     if null is None:
         return ["    " + transfer]

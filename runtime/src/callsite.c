@@ -10,6 +10,10 @@
  * (dlopen'ed with RTLD_LOCAL, so its _Unwind_* symbols never replace the C++ runtime's),
  * or with glibc's backtrace() when libunwind is absent.
  *
+ * Under Python (CPython's API found at MPI_Init) a call made while the thread runs Python code,
+ * through mpi4py or a C extension, is named by the program's innermost Python frame; at depth
+ * N > 1 the extension's native frames come first (python_path). Such calls take the slow path.
+ *
  * Addresses are never symbolised here: a site's frames are written as (module, address in the
  * module's ELF file) into the payload (payload.c) and merged across ranks by that key
  * (merge.c); each rank also writes its memory map (ML_PATH_MAPS) at MPI_Finalize. `mpilens`
@@ -56,8 +60,8 @@ static uint32_t nmodules;
 static pthread_mutex_t modules_lock = PTHREAD_MUTEX_INITIALIZER;
 static char exe_path[4096];
 
-/* CPython, resolved at run time (no build dependency): mpi4py's calls are given the Python
- * file:line that made them. */
+/* CPython, resolved at run time (no build dependency): calls made under Python code (through
+ * mpi4py or a C extension) are given the Python file:line that made them. */
 static struct {
     int on;
     struct { uintptr_t lo, hi; } mpi4py[8];
@@ -74,6 +78,10 @@ static struct {
     void (*decref)(void *);
     void *(*this_thread_state)(void); /* PyGILState_GetThisThreadState: NULL for a thread Python does not know */
     int (*finalizing)(void);          /* Py_IsFinalizing (3.13) or _Py_IsFinalizing; may be absent */
+    /* the interpreter's code (libpython, or the python executable that contains it): in a mixed
+     * stack, the native frames between the MPI call and Python end at its first frame */
+    struct { uintptr_t lo, hi; } interp[8];
+    int ninterp;
 } py;
 
 int ml_callsite_depth(void) { return depth; }
@@ -122,6 +130,34 @@ static int collect_excluded(struct dl_phdr_info *info, size_t size, void *self)
     return 0;
 }
 
+/* The executable ranges of the module that holds the address `arg` (CPython's PyEval_GetFrame). */
+static int collect_interpreter(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    const uintptr_t a = (uintptr_t)arg;
+    int mine = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type == PT_LOAD && a >= info->dlpi_addr + ph->p_vaddr && a < info->dlpi_addr + ph->p_vaddr + ph->p_memsz)
+            mine = 1;
+    }
+    for (int i = 0; mine && i < info->dlpi_phnum && py.ninterp < 8; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X)) continue;
+        py.interp[py.ninterp].lo = info->dlpi_addr + ph->p_vaddr;
+        py.interp[py.ninterp].hi = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
+        py.ninterp++;
+    }
+    return mine; /* found: stop */
+}
+
+static int in_interpreter(uintptr_t a)
+{
+    for (int i = 0; i < py.ninterp; i++)
+        if (a >= py.interp[i].lo && a < py.interp[i].hi) return 1;
+    return 0;
+}
+
 static int is_excluded(uintptr_t a)
 {
     for (int i = 0; i < nexcluded; i++)
@@ -143,7 +179,7 @@ int ml_callsite_init(void)
     exe_path[n > 0 ? n : 0] = 0;
     nexcluded = 0;
     dl_iterate_phdr(collect_excluded, (void *)&ml_callsite_init);
-    /* CPython in this process (mpi4py): its API from the process's own symbols */
+    /* CPython in this process: its API from the process's own symbols */
     py.is_initialized = (int (*)(void))dlsym(RTLD_DEFAULT, "Py_IsInitialized");
     py.gil_ensure = (int (*)(void))dlsym(RTLD_DEFAULT, "PyGILState_Ensure");
     py.gil_release = (void (*)(int))dlsym(RTLD_DEFAULT, "PyGILState_Release");
@@ -157,13 +193,17 @@ int ml_callsite_init(void)
     py.this_thread_state = (void *(*)(void))dlsym(RTLD_DEFAULT, "PyGILState_GetThisThreadState");
     py.finalizing = (int (*)(void))dlsym(RTLD_DEFAULT, "Py_IsFinalizing");
     if (py.finalizing == NULL) py.finalizing = (int (*)(void))dlsym(RTLD_DEFAULT, "_Py_IsFinalizing");
+    /* mpi4py is not required: a C extension (h5py's HDF5, a user's own module) may make the MPI
+     * calls, and may even have initialised MPI itself */
     py.on = py.this_thread_state && py.is_initialized && py.gil_ensure && py.gil_release && py.get_frame && py.frame_line && py.frame_code &&
-            py.frame_back && py.getattr && py.utf8 && py.decref && py.nmpi4py > 0 && py.is_initialized();
+            py.frame_back && py.getattr && py.utf8 && py.decref && py.is_initialized();
+    py.ninterp = 0;
+    if (py.on) dl_iterate_phdr(collect_interpreter, (void *)py.get_frame);
     /* libunwind: its own namespace, so that nothing of it replaces the process's unwinder */
     void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
     if (h != NULL) unw_backtrace_fn = (int (*)(void **, int))dlsym(h, "unw_backtrace");
     ml_log(1, "call sites: depth %d, %u entries per thread, %d excluded code ranges, unwinder %s%s", depth, cap,
-           nexcluded, unw_backtrace_fn ? "libunwind" : "glibc backtrace", py.on ? ", Python lines for mpi4py" : "");
+           nexcluded, unw_backtrace_fn ? "libunwind" : "glibc backtrace", py.on ? ", Python lines" : "");
     return 0;
 }
 
@@ -248,6 +288,18 @@ static int walk(uintptr_t *out, int want)
     return k;
 }
 
+/* The native frames of a mixed stack: the first `want` return addresses outside the MPI library
+ * and mpilens, up to the interpreter's first frame (a C extension, the libraries it calls). */
+static int walk_native(uintptr_t *out, int want)
+{
+    void *buf[64];
+    const int n = unw_backtrace_fn ? unw_backtrace_fn(buf, 64) : backtrace(buf, 64);
+    int k = 0, i = 0;
+    while (i < n && is_excluded((uintptr_t)buf[i])) i++;
+    for (; i < n && k < want && !in_interpreter((uintptr_t)buf[i]); i++) out[k++] = (uintptr_t)buf[i];
+    return k;
+}
+
 static uint64_t hash_frames(const uintptr_t *f, int n)
 {
     uint64_t h = 0xcbf29ce484222325ull;
@@ -307,27 +359,43 @@ static uint32_t python_module(void *code)
     return i;
 }
 
-/* The Python frames of this thread (the code that called mpi4py), from the innermost outwards:
- * taken with the GIL (mpi4py releases it around MPI calls; the call is over when this runs). */
+/* Whether a Python file is library code, not the program's: an installed package (h5py's Python
+ * layer, mpi4py.futures) or the import machinery (MPI_Init from `from mpi4py import MPI`). */
+static int python_library(uint32_t m)
+{
+    const char *file = strchr(modules[m].path + 7, '\t'); /* "python\t<function>\t<file>" */
+    file = file ? file + 1 : "";
+    return strncmp(file, "<frozen ", 8) == 0 || strstr(file, "/site-packages/") != NULL ||
+           strstr(file, "/dist-packages/") != NULL;
+}
+
+/* The Python frames of this thread (the code that called mpi4py or a C extension), from the
+ * innermost outwards, starting at the first frame of the program's own code: the frames of
+ * installed packages and of the import machinery inside it are library code, skipped like the
+ * MPI library's native frames (all frames are kept when the program has none of its own, as when
+ * it is an installed package itself). Taken with the GIL (mpi4py and careful extensions release
+ * it around MPI calls; the call is over when this runs; an extension that kept it holds it
+ * already). Only for a thread Python knows (python_path checks). */
+#define ML_PY_LOOK 64 /* Python frames looked at for the program's own code */
 static int python_frames(uintptr_t *out, uint32_t *mods, int want)
 {
-    /* never make Python create a thread state, nor touch an interpreter that is shutting down
-     * (mpi4py finalizes MPI from an atexit hook): such calls get the native call site */
-    if (!py.is_initialized() || (py.finalizing && py.finalizing()) || py.this_thread_state() == NULL) return 0;
     const int g = py.gil_ensure();
-    int k = 0;
+    uintptr_t all[ML_PY_LOOK];
+    uint32_t allmods[ML_PY_LOOK];
+    int k = 0, first = -1;
     void *f = py.get_frame(); /* borrowed */
     if (f != NULL) {
         void *cur = f;
         int owned = 0;
-        while (cur != NULL && k < want) {
+        while (cur != NULL && k < ML_PY_LOOK && (first < 0 || k - first < want)) {
             void *code = py.frame_code(cur);
             const int line = py.frame_line(cur);
             const uint32_t m = code ? python_module(code) : UINT32_MAX;
             if (code) py.decref(code);
             if (m != UINT32_MAX) {
-                out[k] = ((uintptr_t)m << 32) | (uint32_t)line;
-                mods[k] = m;
+                if (first < 0 && !python_library(m)) first = k;
+                all[k] = ((uintptr_t)m << 32) | (uint32_t)line;
+                allmods[k] = m;
                 k++;
             }
             void *back = py.frame_back(cur);
@@ -338,7 +406,13 @@ static int python_frames(uintptr_t *out, uint32_t *mods, int want)
         if (owned && cur) py.decref(cur);
     }
     py.gil_release(g);
-    return k;
+    if (first < 0) first = 0;
+    int n = 0;
+    for (int i = first; i < k && n < want; i++, n++) {
+        out[n] = all[i];
+        mods[n] = allmods[i];
+    }
+    return n;
 }
 
 ml_site_t *ml_site_slow(ml_thread_t *t, int fn)
@@ -365,28 +439,45 @@ ml_site_t *ml_site_early(ml_thread_t *t, int fn)
     return e;
 }
 
+/* A call made while this thread runs Python code: its Python frames from the innermost outwards,
+ * preceded at depth N > 1 by the native frames between the MPI call and the interpreter (at most
+ * N - 1 of them, so that the Python line is always there). A call from mpi4py has no native
+ * frame (mpi4py is the binding, like the MPI library); a call from a C extension (a module of the
+ * user's, h5py and the HDF5 library under it) has the extension's. Native frames get module
+ * UINT32_MAX in mods (module_of finds it). 0: no Python code runs on this thread. */
+static int python_path(uintptr_t ra, uintptr_t *out, uint32_t *mods)
+{
+    /* never make Python create a thread state, nor touch an interpreter that is shutting down
+     * (mpi4py finalizes MPI from an atexit hook): such calls get the native call site */
+    if (!py.is_initialized() || (py.finalizing && py.finalizing()) || py.this_thread_state() == NULL) return 0;
+    int nat = 0;
+    if (depth > 1 && !in_mpi4py(ra)) nat = walk_native(out, depth - 1);
+    for (int k = 0; k < nat; k++) mods[k] = UINT32_MAX;
+    const int k = python_frames(out + nat, mods + nat, depth - nat);
+    return k > 0 ? nat + k : 0;
+}
+
 static ml_site_t *site_lookup(ml_thread_t *t, int fn)
 {
     uintptr_t frames[ML_CALLSITE_MAX_DEPTH];
-    uint32_t pymods[ML_CALLSITE_MAX_DEPTH];
-    int n;
-    uintptr_t key;
+    uint32_t mods[ML_CALLSITE_MAX_DEPTH];
+    int n = 0;
+    uintptr_t key = 0;
     int fast = 0, python = 0;
-    if (py.on && in_mpi4py(t->ra)) {
-        n = python_frames(frames, pymods, depth);
-        key = n == 0 ? 0 : (uintptr_t)hash_frames(frames, n);
-        python = n > 0;
-        if (n == 0) {
-            n = walk(frames, depth);
-            key = n == 0 ? 0 : depth == 1 ? frames[0] : (uintptr_t)hash_frames(frames, n);
-        }
+    /* under Python the site is the Python line, whether mpi4py or a C extension made the call;
+     * such a site is never found on the fast path (the same return address serves many lines) */
+    if (py.on && (n = python_path(t->ra, frames, mods)) > 0) {
+        key = (uintptr_t)hash_frames(frames, n);
+        python = 1;
     } else if (depth == 1 && !is_excluded(t->ra)) {
         frames[0] = t->ra;
+        mods[0] = UINT32_MAX;
         n = 1;
         key = t->ra;
         fast = 1;
     } else {
         n = walk(frames, depth);
+        for (int k = 0; k < n; k++) mods[k] = UINT32_MAX;
         key = n == 0 ? 0 : depth == 1 ? frames[0] : (uintptr_t)hash_frames(frames, n);
     }
     if (n == 0) return &t->site_other[fn]; /* no frame outside MPI (should not happen) */
@@ -406,7 +497,7 @@ static ml_site_t *site_lookup(ml_thread_t *t, int fn)
     ml_site_frame_t *fr = &t->site_frames[(size_t)i * depth];
     for (int k = 0; k < n; k++) {
         fr[k].addr = frames[k];
-        fr[k].module = python ? pymods[k] : module_of(frames[k]);
+        fr[k].module = mods[k] != UINT32_MAX ? mods[k] : module_of(frames[k]);
     }
     if (n < depth) fr[n].addr = 0;
     e->key = key;

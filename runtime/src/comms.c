@@ -179,12 +179,23 @@ void ml_comm_forget(MPI_Comm comm)
         if (table[i].key == EMPTY) break;
         if (table[i].key == k) {
             __atomic_store_n(&table[i].key, TOMB, __ATOMIC_RELEASE);
+            ml_trace_comm_seen(comm, table[i].c, NULL); /* a trace names its members at the end */
             ml_comm_release(table[i].c); /* the table's reference; requests may hold more */
             table[i].c = NULL;
             break;
         }
     }
     pthread_mutex_unlock(&lock);
+}
+
+void ml_comm_each(void (*fn)(MPI_Comm comm, const ml_comm_t *c, void *arg), void *arg, int lock_table)
+{
+    if (lock_table) pthread_mutex_lock(&lock);
+    for (uint32_t i = 0; i < CAP; i++) {
+        const uintptr_t k = __atomic_load_n(&table[i].key, __ATOMIC_ACQUIRE);
+        if (k != EMPTY && k != TOMB && table[i].c != NULL) fn((MPI_Comm)k, table[i].c, arg);
+    }
+    if (lock_table) pthread_mutex_unlock(&lock);
 }
 
 void ml_comm_neighbors(MPI_Comm comm, int *indeg, int *outdeg, uint64_t *null_slots)

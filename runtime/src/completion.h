@@ -62,7 +62,7 @@ static inline void ml_unclaim_rest(ml_thread_t *t, int n)
 }
 
 /* Request i of a Waitall/Testall that returned rc: complete, still pending, or failed. */
-static inline void ml_settle(ml_thread_t *t, int i, const MPI_Status *s, int rc, int measuring)
+ML_HOT void ml_settle(ml_thread_t *t, int i, const MPI_Status *s, int rc, int measuring)
 {
     ml_claim_t *c = &t->scratch_claim[i];
     if (rc == MPI_ERR_IN_STATUS && s != NULL && s->MPI_ERROR != MPI_SUCCESS) {

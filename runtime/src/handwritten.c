@@ -108,8 +108,12 @@ ML_EXPORT int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
     return rc;
 }
 
+/* The helpers of the array completion calls are inlined into each exported wrapper: their
+ * ML_CALLSITE must read the application's return address, not the wrapper's (which would send
+ * every call to the stack walk of callsite.c). */
+
 /* Waitall and Testall: every request completes together (Testall: if flag). */
-static int all(int (*wait)(int, MPI_Request *, MPI_Status *), int (*test)(int, MPI_Request *, int *, MPI_Status *),
+ML_HOT int all(int (*wait)(int, MPI_Request *, MPI_Status *), int (*test)(int, MPI_Request *, int *, MPI_Status *),
                int fn, int count, MPI_Request reqs[], int *flag, MPI_Status statuses[])
 {
     int measuring;
@@ -134,7 +138,7 @@ static int all(int (*wait)(int, MPI_Request *, MPI_Status *), int (*test)(int, M
             ml_claim_completed(t, copied, i);
             ml_settle(t, i, st == MPI_STATUSES_IGNORE ? NULL : &st[i], rc, measuring);
         }
-    ml_release_rest(t, copied, count);
+    if (!(wait && rc == MPI_SUCCESS)) ml_release_rest(t, copied, count); /* a successful Waitall completed all */
     ml_finish(t, fn, t0, t1, measuring);
     return rc;
 }
@@ -150,7 +154,7 @@ ML_EXPORT int MPI_Testall(int count, MPI_Request array_of_requests[], int *flag,
 }
 
 /* Waitany and Testany: at most one request completes, the one at *index. */
-static int any(int (*wait)(int, MPI_Request *, int *, MPI_Status *),
+ML_HOT int any(int (*wait)(int, MPI_Request *, int *, MPI_Status *),
                int (*test)(int, MPI_Request *, int *, int *, MPI_Status *), int fn, int count, MPI_Request reqs[],
                int *index, int *flag, MPI_Status *status)
 {
@@ -185,7 +189,7 @@ ML_EXPORT int MPI_Testany(int count, MPI_Request array_of_requests[], int *index
 }
 
 /* Waitsome and Testsome: the requests listed in indices completed; their statuses are packed. */
-static int some(int (*call)(int, MPI_Request *, int *, int *, MPI_Status *), int fn, int incount,
+ML_HOT int some(int (*call)(int, MPI_Request *, int *, int *, MPI_Status *), int fn, int incount,
                 MPI_Request reqs[], int *outcount, int indices[], MPI_Status statuses[])
 {
     int measuring;

@@ -159,7 +159,10 @@ typedef struct ml_thread {
     uint32_t observe;
     /* ---- trace mode (ml_trace.h, trace.c): read by the inlined events, so embedded */
     ml_trace_thread_t trace;
-    /* ---- the request table (requests.c) */
+    /* ---- the requests (requests.c) */
+    /* below MPI_THREAD_MULTIPLE: this thread's table of its outstanding operations */
+    struct ml_req *rq;       /* [rq_cap], NULL until its first request */
+    uint32_t rq_cap, rq_shift, rq_live, rq_tombs;
     uint64_t done_at;        /* end of the completion call being settled (request completion time) */
     uint64_t req_seq;        /* requests started by this thread: links a post to its completion */
     /* requests this thread entered minus those it took out (summed over threads at the end) */
@@ -181,6 +184,7 @@ typedef struct ml_thread {
     ml_site_t *site_pending; /* a walked site found for a request entry, for the same call's leave */
     uintptr_t site_pending_ra;
     int site_pending_fn;
+    ml_site_t *site_posted; /* the site ml_req_track found for the call being made, for its leave */
     uint32_t site_shift, site_cap, site_used, site_fast;
     /* what could not be measured */
     uint64_t dropped_requests, region_mismatch;
@@ -379,6 +383,23 @@ ML_HOT void ml_leave_bytes(ml_thread_t *t, int fn, uint64_t t0, uint64_t t1, int
     t->depth = 0;
 }
 
+/* End a measured call that started an operation (its bytes come at its completion): the call site
+ * ml_req_track found, if it ran in this call, saves a second lookup. */
+ML_HOT void ml_leave_posted(ml_thread_t *t, int fn, uint64_t t0, uint64_t t1)
+{
+    const uint64_t d = ml_count(t, &t->cur[fn], t0, t1);
+    ml_site_t *e = t->site_posted;
+    t->site_posted = NULL;
+    if (e == NULL && t->sites != NULL) e = ml_site_find(t, fn);
+    if (ML_LIKELY(e != NULL)) {
+        e->calls++;
+        e->ticks += d;
+        if (ML_UNLIKELY(t->sampling)) e->timed += d != 0;
+    }
+    if (ML_UNLIKELY(t->observe & ML_OBS_AT_LEAVE)) ml_observe_leave(t, fn);
+    t->depth = 0;
+}
+
 /* ------------------------------------------------------------------------------- communicators */
 /* What the tool knows of a communicator, filled at first use and dropped when it is freed. */
 typedef struct ml_comm {
@@ -400,6 +421,8 @@ void ml_comm_release(const ml_comm_t *c);
 /* A call created newcomm from parent (MPI_COMM_NULL: none): give it its uid. */
 void ml_comm_created(MPI_Comm parent, MPI_Comm newcomm);
 void ml_comm_neighbors(MPI_Comm comm, int *indeg, int *outdeg, uint64_t *null_slots);
+/* Call fn on every communicator known (under the table's lock unless a dying process asks). */
+void ml_comm_each(void (*fn)(MPI_Comm comm, const ml_comm_t *c, void *arg), void *arg, int lock);
 
 /* World rank of `rank` of the peer group of comm, or -1. */
 ML_HOT int ml_world_rank(MPI_Comm comm, int rank)
@@ -441,6 +464,7 @@ ML_HOT int64_t ml_status_bytes(const MPI_Status *st)
 #define ML_REQ_PERSISTENT 1u
 #define ML_REQ_ACTIVE 2u
 #define ML_REQ_WORLD 8u /* started on MPI_COMM_WORLD (counters mode: ranks are world ranks) */
+#define ML_REQ_FULL 16u /* entered while trace or counters mode watch requests: completed by requests.c */
 
 /* An outstanding nonblocking or persistent operation: its bytes are accounted at completion. */
 typedef struct ml_req {
@@ -459,37 +483,207 @@ typedef struct ml_req {
     ml_site_t *site;    /* call site that started it: its bytes are counted there at completion */
 } ml_req_t;
 
+#define ML_REQ_EMPTY ((uintptr_t)0)
+#define ML_REQ_TOMB (~(uintptr_t)0)
+#define ML_REQ_BUSY (~(uintptr_t)1) /* being filled: not yet visible to lookups */
+
 int ml_requests_init(size_t capacity);
 /* Enter a new operation: the function that started it, flags, its bytes (or ML_BYTES_FROM_STATUS)
  * and destination world rank (-1: none); returns its trace sequence number (0 outside trace
  * mode). A full table counts it as dropped. One handle may have
  * several entries: MPICH hands out one shared handle for all operations that complete at once. */
-uint64_t ml_req_track(ml_thread_t *t, MPI_Request req, int fn, unsigned flags, int64_t sent, int64_t recv, int peer,
-                      MPI_Comm comm);
+uint64_t ml_req_track_slow(ml_thread_t *t, MPI_Request req, int fn, unsigned flags, int64_t sent, int64_t recv,
+                           int peer, MPI_Comm comm);
 /* The first entry of a handle, left in the table (persistent requests, MPI_Cancel). */
 ml_req_t *ml_req_find(MPI_Request req);
 size_t ml_requests_outstanding(void);
 
-/* A completion call holds the entries of its requests across the MPI call. A nonblocking entry is
- * taken out of the table *before* the call: once MPI frees the handle another thread may get the
- * same value for a new operation. A persistent entry stays (its handle lives until freed). */
+/* A completion call holds the entries of its requests across the MPI call. Below
+ * MPI_THREAD_MULTIPLE it looks them up before the call and settles them in place after it. Under
+ * MPI_THREAD_MULTIPLE a nonblocking entry is taken out of the table *before* the call: once MPI
+ * frees the handle another thread may get the same value for a new operation. A persistent entry
+ * stays (its handle lives until freed). */
 typedef struct ml_claim {
-    ml_req_t *live;     /* persistent: the entry in the table */
-    ml_req_t copy;      /* nonblocking: the entry, out of the table */
+    ml_req_t *live;     /* the entry in its table: below MPI_THREAD_MULTIPLE, and persistent ones */
+    struct ml_thread *owner; /* below MPI_THREAD_MULTIPLE: the thread whose table holds live */
     MPI_Request handle;
     int held;           /* 0: the handle has no entry */
+    ml_req_t copy;      /* MPI_THREAD_MULTIPLE, nonblocking: the entry, out of the table */
 } ml_claim_t;
 
-void ml_req_claim(MPI_Request req, ml_claim_t *c);
-/* The call did not complete it: put a taken entry back. */
-void ml_req_unclaim(ml_claim_t *c);
-/* The call completed it: account its bytes (when measuring; st may be NULL when no status is
- * needed) and close it. */
-void ml_req_done(ml_thread_t *t, ml_claim_t *c, const MPI_Status *st, int measuring);
+void ml_req_claim_slow(MPI_Request req, ml_claim_t *c);
+void ml_req_putback(ml_claim_t *c);
+/* The call did not complete it: put a taken entry back (an entry looked up in place stays). */
+static inline void ml_req_unclaim(ml_claim_t *c)
+{
+    if (c->held) ml_req_putback(c);
+}
+void ml_req_done_slow(ml_thread_t *t, ml_claim_t *c, const MPI_Status *st, int measuring);
 /* MPI_Request_free: a started send will complete, so its bytes count; a freed receive's size is
  * never known. */
 void ml_req_freed(ml_thread_t *t, ml_claim_t *c, int measuring);
 uint64_t ml_req_start(ml_thread_t *t, ml_req_t *e);
+
+/* ---- the common case, inlined into the wrappers: the profile without trace and counters modes,
+ * below MPI_THREAD_MULTIPLE, an operation started and completed by the same thread. Its entry is
+ * written into the thread's own table at the start, looked up before the completion call and
+ * settled in place after it (requests.c has the other cases and the table's upkeep). */
+extern unsigned ml_spc_on; /* ml_spc.h: counters mode's groups */
+#if defined(OPEN_MPI)
+extern char ompi_request_empty[]; /* libmpi's one request for operations complete at once */
+#endif
+
+/* A handle shared by operations that completed inside the call that started them: Open MPI's
+ * "empty" request, MPICH's built-in handles. Such an operation is accounted at once. */
+ML_HOT int ml_req_shared_handle(MPI_Request r)
+{
+#if defined(OPEN_MPI)
+    return (void *)r == (void *)ompi_request_empty;
+#elif defined(MPICH)
+    return ((uint32_t)r >> 30) == 1u; /* HANDLE_KIND_BUILTIN */
+#else
+    return 0;
+#endif
+}
+
+ML_HOT uintptr_t ml_req_key(MPI_Request r)
+{
+    const uintptr_t k = (uintptr_t)r;
+    return k == ML_REQ_EMPTY || k == ML_REQ_TOMB || k == ML_REQ_BUSY ? k ^ 2u : k;
+}
+
+ML_HOT uint32_t ml_req_home(const ml_thread_t *t, uintptr_t k)
+{
+    return (uint32_t)(((uint64_t)k * 0x9E3779B97F4A7C15ull) >> t->rq_shift);
+}
+
+/* Whether t's operations take the inlined path: no mode but the profile watches them, and one
+ * thread at a time is inside MPI. */
+ML_HOT int ml_req_lean(const ml_thread_t *t)
+{
+    return !(t->trace.on | ml_spc_on | ml_g.multiple);
+}
+
+/* A completed operation's bytes: in its function's statistics (of the region where it started),
+ * its call site, the size histogram and the destination's row of the matrix. */
+ML_HOT void ml_req_account(ml_thread_t *t, const ml_req_t *e, int64_t sent, int64_t recv)
+{
+    ml_fstat_t *s = &t->blocks[(size_t)e->path * ML_NFUNC + e->fn];
+    s->sent += sent;
+    s->recv += recv;
+    if (e->site != NULL) {
+        /* the site belongs to the thread that started the operation, maybe not this one */
+        if (ML_UNLIKELY(ml_g.multiple)) {
+            __atomic_fetch_add(&e->site->sent, sent, __ATOMIC_RELAXED);
+            __atomic_fetch_add(&e->site->recv, recv, __ATOMIC_RELAXED);
+        } else {
+            e->site->sent += sent;
+            e->site->recv += recv;
+        }
+    }
+    /* the transfer's size class; its time is that of the calls that waited for it */
+    t->hist[e->fn * ML_NBINS + ml_size_bin(sent > recv ? sent : recv)].calls++;
+    if (e->peer >= 0) {
+        t->matrix[e->peer].messages++;
+        t->matrix[e->peer].bytes += sent;
+    }
+}
+
+/* Take entry e out of owner's table: empty when the next slot is (no probe runs past it), else a
+ * tombstone. */
+ML_HOT void ml_req_remove(ml_thread_t *owner, ml_req_t *e)
+{
+    const uint32_t i = (uint32_t)(e - owner->rq);
+    if (owner->rq[(i + 1) & (owner->rq_cap - 1)].key == ML_REQ_EMPTY) {
+        e->key = ML_REQ_EMPTY;
+    } else {
+        e->key = ML_REQ_TOMB;
+        owner->rq_tombs++;
+    }
+    owner->rq_live--;
+}
+
+ML_HOT uint64_t ml_req_track(ml_thread_t *t, MPI_Request req, int fn, unsigned flags, int64_t sent, int64_t recv,
+                             int peer, MPI_Comm comm)
+{
+    if (ML_LIKELY(ml_req_lean(t)) && !(flags & ML_REQ_PERSISTENT) && req != MPI_REQUEST_NULL) {
+        ml_site_t *site = t->sites ? ml_site_early(t, fn) : NULL;
+        t->site_posted = site;
+        if (ml_req_shared_handle(req)) { /* complete already, and with no status worth reading */
+            const ml_req_t done = {.fn = (uint16_t)fn, .path = t->cur_path, .peer = peer, .site = site};
+            ml_req_account(t, &done, sent == ML_BYTES_FROM_STATUS ? 0 : sent, recv == ML_BYTES_FROM_STATUS ? 0 : recv);
+            return 0;
+        }
+        /* the table stays at most three quarters full of entries and tombstones: probes end */
+        if (ML_UNLIKELY((t->rq_live + t->rq_tombs + 1) * 4 > t->rq_cap * 3))
+            return ml_req_track_slow(t, req, fn, flags, sent, recv, peer, comm);
+        const uintptr_t k = ml_req_key(req);
+        const uint32_t m = t->rq_cap - 1;
+        uint32_t i = ml_req_home(t, k);
+        while (t->rq[i].key != ML_REQ_EMPTY && t->rq[i].key != ML_REQ_TOMB) i = (i + 1) & m;
+        ml_req_t *e = &t->rq[i];
+        if (e->key == ML_REQ_TOMB) t->rq_tombs--;
+        t->rq_live++;
+        e->key = k;
+        e->fn = (uint16_t)fn;
+        e->flags = (uint16_t)(flags | ML_REQ_ACTIVE);
+        e->path = t->cur_path;
+        e->peer = peer;
+        e->sent = sent;
+        e->recv = recv;
+        e->comm = NULL;
+        e->site = site;
+        return 0;
+    }
+    return ml_req_track_slow(t, req, fn, flags, sent, recv, peer, comm);
+}
+
+/* Before a completion call: the entry of req (c->held), found in the calling thread's table or
+ * elsewhere (ml_req_claim_slow). */
+ML_HOT void ml_req_claim(MPI_Request req, ml_claim_t *c)
+{
+    ml_thread_t *t = ml_tls;
+    if (ml_req_shared_handle(req)) { /* accounted when it started */
+        c->held = 0;
+        return;
+    }
+    if (ML_LIKELY(!ml_g.multiple && t != NULL && t->rq_live != 0)) {
+        const uintptr_t k = ml_req_key(req);
+        const uint32_t m = t->rq_cap - 1;
+        for (uint32_t i = ml_req_home(t, k);; i = (i + 1) & m) {
+            const uintptr_t have = t->rq[i].key;
+            if (have == k) {
+                c->live = &t->rq[i];
+                c->owner = t;
+                c->handle = req;
+                c->held = 1;
+                return;
+            }
+            if (have == ML_REQ_EMPTY) break;
+        }
+    }
+    ml_req_claim_slow(req, c);
+}
+
+/* After the call completed it: account its bytes (when measuring; st may be NULL when no status is
+ * needed) and close it. */
+ML_HOT void ml_req_done(ml_thread_t *t, ml_claim_t *c, const MPI_Status *st, int measuring)
+{
+    if (!c->held) return;
+    ml_req_t *e = c->live;
+    /* an entry of the inlined start (no mode but the profile watches it), nonblocking, measuring, and
+     * no cancel in the process so far */
+    if (ML_LIKELY(e != NULL && c->owner == t && e->flags == ML_REQ_ACTIVE && measuring &&
+                  !__atomic_load_n(&ml_g.cancels, __ATOMIC_RELAXED))) {
+        c->held = 0;
+        const int64_t sent = e->sent != ML_BYTES_FROM_STATUS ? e->sent : (st ? ml_status_bytes(st) : 0);
+        const int64_t recv = e->recv != ML_BYTES_FROM_STATUS ? e->recv : (st ? ml_status_bytes(st) : 0);
+        ml_req_account(t, e, sent, recv);
+        ml_req_remove(t, e);
+        return;
+    }
+    ml_req_done_slow(t, c, st, measuring);
+}
 
 /* Whether the completion of a claimed request needs its status: for the bytes of a receive, and
  * once the process has cancelled anything, for MPI_Test_cancelled. (A send whose cancel, from

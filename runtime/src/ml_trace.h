@@ -15,6 +15,7 @@ typedef struct ml_thread ml_thread_t;
 typedef struct ml_call ml_call_t;
 typedef struct ml_req ml_req_t;
 struct ml_tbuf;
+typedef struct ml_comm ml_comm_t;
 
 /* A thread's trace state (ml_thread_t.trace), given at its first MPI call (ml_trace_thread). */
 typedef struct ml_trace_thread {
@@ -37,5 +38,8 @@ void ml_trace_plain(ml_thread_t *t, int fn, uint64_t t0, uint64_t t1);
 void ml_trace_done(ml_thread_t *t, const ml_req_t *e, const MPI_Status *st, int64_t sent, int64_t recv);
 void ml_trace_region(ml_thread_t *t, int begin, uint32_t path);
 void ml_trace_counter(ml_thread_t *t, uint32_t id, double value);
+/* A communicator's members, for the trailer's list (at MPI_Comm_free, and for the living ones at
+ * the end); the signature of ml_comm_each's callback. */
+void ml_trace_comm_seen(MPI_Comm comm, const ml_comm_t *c, void *unused);
 
 #endif

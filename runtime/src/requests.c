@@ -1,14 +1,21 @@
-/* Table of outstanding requests. A nonblocking or persistent operation is entered when it starts
- * and accounted when a Wait/Test completes it, from whichever thread that is: one table for the
- * process, open addressing, slots claimed and released with compare-and-swap (no lock).
+/* Tables of outstanding requests. A nonblocking or persistent operation is entered when it starts
+ * and accounted when a Wait/Test completes it.
  *
- * Two facts of real MPIs shape it:
- *  - a handle is not unique: MPICH gives every operation that completes at once the same built-in
- *    handle, Open MPI one shared request for operations on MPI_PROC_NULL. So a handle may have
- *    several entries; completing it takes any one of them, and they are interchangeable.
- *  - a handle is reused as soon as MPI frees it, maybe by another thread. So completion calls take
- *    their nonblocking entries out of the table before calling MPI (ml_req_claim) and put back
- *    those that did not complete (ml_req_unclaim). */
+ * Which table holds an entry depends on the thread level:
+ *  - below MPI_THREAD_MULTIPLE one thread at a time is inside MPI, so each thread keeps its own
+ *    small table, read and written with plain loads and stores, that stays in its cache. A
+ *    completion call looks its requests up before the call and settles the entries in place after
+ *    it: no copy, nothing taken out and put back. An operation another thread started (a
+ *    completion moved to another thread under MPI_THREAD_SERIALIZED) is found in that thread's
+ *    table, which nobody else touches meanwhile.
+ *  - under MPI_THREAD_MULTIPLE one table for the process, slots claimed with compare-and-swap
+ *    (no lock). A handle is reused as soon as MPI frees it, maybe by another thread: completion
+ *    calls take their nonblocking entries out of the table before calling MPI (ml_req_claim) and
+ *    put back those that did not complete (ml_req_unclaim).
+ *
+ * A handle is not unique: MPICH gives every operation that completes at once the same built-in
+ * handle, Open MPI one shared request for operations on MPI_PROC_NULL. So a handle may have several
+ * entries; completing it takes any one of them, and they are interchangeable. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,56 +23,29 @@
 #include "ml_spc.h"
 #include "ml_trace.h"
 
-#define ML_REQ_EMPTY ((uintptr_t)0)
-#define ML_REQ_TOMB (~(uintptr_t)0)
-#define ML_REQ_BUSY (~(uintptr_t)1) /* being filled: not yet visible to lookups */
 #define MAX_PROBE 128u
+#define OWN_MIN 64u /* first size of a thread's table */
 
+/* the process's table (MPI_THREAD_MULTIPLE only) */
 static ml_req_t *slots;
 static size_t mask;
 static uint32_t longest_probe; /* lookups never look further than inserts went */
+/* the most entries a thread's table may hold (MPILENS_MAX_REQUESTS) */
+static uint32_t own_max;
 
-#if defined(OPEN_MPI)
-extern char ompi_request_empty[]; /* libmpi's one request for operations complete at once */
-#endif
-
-/* A handle shared by operations that completed inside the call that started them: Open MPI's
- * "empty" request, MPICH's built-in handles. Such an operation is accounted at once. */
-static inline int shared_handle(MPI_Request r)
-{
-#if defined(OPEN_MPI)
-    return (void *)r == (void *)ompi_request_empty;
-#elif defined(MPICH)
-    return ((uint32_t)r >> 30) == 1u; /* HANDLE_KIND_BUILTIN */
-#else
-    return 0;
-#endif
-}
-
-/* Slot ownership: compare-and-swap when threads may race (MPI_THREAD_MULTIPLE), plain stores
- * otherwise (one thread in MPI at a time). */
-static inline int take_slot(uintptr_t *key, uintptr_t *have, uintptr_t to)
-{
-    if (ml_g.multiple) return __atomic_compare_exchange_n(key, have, to, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
-    *key = to;
-    return 1;
-}
-
-static uintptr_t key_of(MPI_Request r)
-{
-    uintptr_t k = (uintptr_t)r;
-    return k == ML_REQ_EMPTY || k == ML_REQ_TOMB || k == ML_REQ_BUSY ? k ^ 2u : k;
-}
+static inline uint64_t hash_of(uintptr_t k) { return (uint64_t)k * 0x9E3779B97F4A7C15ull; }
 
 static size_t home_of(uintptr_t k)
 {
-    return (size_t)(((uint64_t)k * 0x9E3779B97F4A7C15ull) >> 20) & mask;
+    return (size_t)(hash_of(k) >> 20) & mask;
 }
 
 int ml_requests_init(size_t capacity)
 {
     size_t cap = 64;
     while (cap < capacity) cap *= 2;
+    own_max = cap > (1u << 30) ? 1u << 30 : (uint32_t)cap;
+    if (!ml_g.multiple) return 0; /* the threads' tables are made at their first request */
     slots = calloc(cap, sizeof *slots);
     if (slots == NULL) return -1;
     mask = cap - 1;
@@ -75,12 +55,92 @@ int ml_requests_init(size_t capacity)
 size_t ml_requests_outstanding(void)
 {
     int64_t n = 0;
-    for (ml_thread_t *t = __atomic_load_n(&ml_g.threads, __ATOMIC_ACQUIRE); t; t = t->next) n += t->requests_open;
+    for (ml_thread_t *t = __atomic_load_n(&ml_g.threads, __ATOMIC_ACQUIRE); t; t = t->next)
+        n += t->requests_open + (int64_t)t->rq_live;
     return n > 0 ? (size_t)n : 0;
 }
 
+/* ------------------------------------------------------------------ a thread's own table */
+/* Open addressing with linear probing over rq_cap = 2^k entries, kept at most three quarters full
+ * of entries and tombstones (so every probe ends at an empty slot); rebuilt when that is
+ * reached: tombstones dropped, and the size doubled while more than half would be live. */
+static int own_rebuild(ml_thread_t *t)
+{
+    uint32_t cap = t->rq_cap ? t->rq_cap : OWN_MIN;
+    while ((uint64_t)(t->rq_live + 1) * 2 > cap && cap < own_max) cap *= 2;
+    if ((uint64_t)(t->rq_live + 1) * 4 > (uint64_t)cap * 3) return -1; /* full at MPILENS_MAX_REQUESTS */
+    ml_req_t *n = calloc(cap, sizeof *n);
+    if (n == NULL) return -1;
+    const uint32_t shift = (uint32_t)(64 - __builtin_ctzll(cap));
+    for (uint32_t i = 0; i < t->rq_cap; i++) {
+        const uintptr_t k = t->rq[i].key;
+        if (k == ML_REQ_EMPTY || k == ML_REQ_TOMB) continue;
+        uint32_t j = (uint32_t)(hash_of(k) >> shift);
+        while (n[j].key != ML_REQ_EMPTY) j = (j + 1) & (cap - 1);
+        n[j] = t->rq[i];
+    }
+    free(t->rq);
+    t->rq = n;
+    t->rq_cap = cap;
+    t->rq_shift = shift;
+    t->rq_tombs = 0;
+    return 0;
+}
+
+/* A free slot of t's table for key k (its key not yet written), NULL when the table is full. */
+static inline ml_req_t *own_slot(ml_thread_t *t, uintptr_t k)
+{
+    if (ML_UNLIKELY((t->rq_live + t->rq_tombs + 1) * 4 > t->rq_cap * 3) && own_rebuild(t) != 0) return NULL;
+    const uint32_t m = t->rq_cap - 1;
+    for (uint32_t i = (uint32_t)(hash_of(k) >> t->rq_shift);; i = (i + 1) & m) {
+        ml_req_t *s = &t->rq[i];
+        if (s->key == ML_REQ_EMPTY || s->key == ML_REQ_TOMB) {
+            if (s->key == ML_REQ_TOMB) t->rq_tombs--;
+            t->rq_live++;
+            return s;
+        }
+    }
+}
+
+static inline ml_req_t *own_find(ml_thread_t *t, uintptr_t k)
+{
+    if (t->rq == NULL) return NULL;
+    const uint32_t m = t->rq_cap - 1;
+    for (uint32_t i = (uint32_t)(hash_of(k) >> t->rq_shift);; i = (i + 1) & m) {
+        const uintptr_t have = t->rq[i].key;
+        if (have == k) return &t->rq[i];
+        if (have == ML_REQ_EMPTY) return NULL;
+    }
+}
+
+/* The entry of a handle in t's table, else in another thread's (below MPI_THREAD_MULTIPLE no
+ * other thread is inside MPI, so none is changing its table); *owner: whose table. */
+static ml_req_t *own_lookup(ml_thread_t *t, uintptr_t k, ml_thread_t **owner)
+{
+    ml_req_t *e = t ? own_find(t, k) : NULL;
+    if (ML_LIKELY(e != NULL)) {
+        *owner = t;
+        return e;
+    }
+    for (ml_thread_t *o = __atomic_load_n(&ml_g.threads, __ATOMIC_ACQUIRE); o; o = o->next) {
+        if (o == t || o->rq_live == 0) continue;
+        if ((e = own_find(o, k)) != NULL) {
+            *owner = o;
+            return e;
+        }
+    }
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ the process's table */
+/* Slot ownership: compare-and-swap (threads race under MPI_THREAD_MULTIPLE). */
+static inline int take_slot(uintptr_t *key, uintptr_t *have, uintptr_t to)
+{
+    return __atomic_compare_exchange_n(key, have, to, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+}
+
 /* Claim a free slot for key k and store e's contents in it; NULL when none is free nearby. */
-static ml_req_t *insert(ml_thread_t *t, uintptr_t k, const ml_req_t *e)
+static ml_req_t *shared_insert(ml_thread_t *t, uintptr_t k, const ml_req_t *e)
 {
     const size_t home = home_of(k);
     for (uint32_t d = 0; d < MAX_PROBE; d++) {
@@ -110,15 +170,53 @@ static ml_req_t *insert(ml_thread_t *t, uintptr_t k, const ml_req_t *e)
     return NULL;
 }
 
-static void account(ml_thread_t *t, const ml_req_t *e, int64_t sent, int64_t recv);
+/* Enter e under key k in the table of this thread level; NULL when full. */
+static ml_req_t *insert(ml_thread_t *t, uintptr_t k, const ml_req_t *e)
+{
+    if (ml_g.multiple) return shared_insert(t, k, e);
+    ml_req_t *s = own_slot(t, k);
+    if (s != NULL) {
+        *s = *e;
+        s->key = k;
+    }
+    return s;
+}
 
-uint64_t ml_req_track(ml_thread_t *t, MPI_Request req, int fn, unsigned flags, int64_t sent, int64_t recv, int peer,
-                      MPI_Comm comm)
+uint64_t ml_req_track_slow(ml_thread_t *t, MPI_Request req, int fn, unsigned flags, int64_t sent, int64_t recv,
+                           int peer, MPI_Comm comm)
 {
     if (req == MPI_REQUEST_NULL) return 0;
+    /* nonblocking operations start active; persistent ones wait for MPI_Start */
+    const uint16_t fl = (uint16_t)(flags & ML_REQ_PERSISTENT ? flags : flags | ML_REQ_ACTIVE);
+    if (ML_LIKELY(!(t->trace.on | ml_spc_on | ml_g.multiple))) {
+        /* the profile alone, one thread in MPI at a time: the entry is written in place */
+        ml_site_t *site = t->sites ? ml_site_early(t, fn) : NULL;
+        if (!(flags & ML_REQ_PERSISTENT) && ml_req_shared_handle(req)) {
+            const ml_req_t e = {.fn = (uint16_t)fn, .flags = fl, .path = t->cur_path, .peer = peer, .site = site};
+            ml_req_account(t, &e, sent == ML_BYTES_FROM_STATUS ? 0 : sent, recv == ML_BYTES_FROM_STATUS ? 0 : recv);
+            return 0;
+        }
+        const uintptr_t k = ml_req_key(req);
+        ml_req_t *s = own_slot(t, k);
+        if (ML_UNLIKELY(s == NULL)) {
+            t->dropped_requests++;
+            return 0;
+        }
+        s->key = k;
+        s->fn = (uint16_t)fn;
+        s->flags = fl;
+        s->path = t->cur_path;
+        s->peer = peer;
+        s->sent = sent;
+        s->recv = recv;
+        s->seq = 0;
+        s->t_post = 0;
+        s->comm = NULL;
+        s->site = site;
+        return 0;
+    }
     /* in traces, thread number and sequence name the operation, to link its start and its end */
     const uint64_t seq = t->trace.on ? ((uint64_t)(t->trace.index + 1) << 40) | ++t->req_seq : 0;
-    /* nonblocking operations start active; persistent ones wait for MPI_Start */
     /* the communicator's facts: for the trace; for the counters when not MPI_COMM_WORLD (ranks of
      * received messages, communicator sizes of collectives) or per communicator */
     const ml_comm_t *facts = NULL;
@@ -127,13 +225,14 @@ uint64_t ml_req_track(ml_thread_t *t, MPI_Request req, int fn, unsigned flags, i
         if (comm != MPI_COMM_NULL && (comm != MPI_COMM_WORLD || (ml_spc_on & ML_SPC_COMMS))) facts = ml_comm_get(comm);
     }
     if (t->trace.on && facts == NULL && comm != MPI_COMM_NULL) facts = ml_comm_get(comm);
+    flags |= ML_REQ_FULL;
     ml_req_t e = {0, (uint16_t)fn, (uint16_t)(flags & ML_REQ_PERSISTENT ? flags : flags | ML_REQ_ACTIVE),
                   t->cur_path, peer, 0, sent, recv, seq, 0, facts, t->sites ? ml_site_early(t, fn) : NULL};
     if (ML_UNLIKELY(ml_spc_on) && !(flags & ML_REQ_PERSISTENT)) ml_spc_posted(t, &e);
-    if (!(flags & ML_REQ_PERSISTENT) && shared_handle(req)) {
+    if (!(flags & ML_REQ_PERSISTENT) && ml_req_shared_handle(req)) {
         /* complete already, and with no status worth reading */
         const int64_t s = sent == ML_BYTES_FROM_STATUS ? 0 : sent, r = recv == ML_BYTES_FROM_STATUS ? 0 : recv;
-        account(t, &e, s, r);
+        ml_req_account(t, &e, s, r);
         if (ML_UNLIKELY(ml_spc_on)) ml_spc_done(t, &e, NULL, s, r);
         if (t->trace.on) {
             t->done_at = ml_now();
@@ -143,7 +242,7 @@ uint64_t ml_req_track(ml_thread_t *t, MPI_Request req, int fn, unsigned flags, i
     }
     /* the facts live until the operation completes or is freed, whatever happens to comm */
     if (facts != NULL) ml_comm_hold(facts);
-    if (insert(t, key_of(req), &e) == NULL) {
+    if (insert(t, ml_req_key(req), &e) == NULL) {
         t->dropped_requests++;
         ml_comm_release(facts);
     }
@@ -153,7 +252,11 @@ uint64_t ml_req_track(ml_thread_t *t, MPI_Request req, int fn, unsigned flags, i
 ml_req_t *ml_req_find(MPI_Request req)
 {
     if (req == MPI_REQUEST_NULL) return NULL;
-    const uintptr_t k = key_of(req);
+    const uintptr_t k = ml_req_key(req);
+    if (!ml_g.multiple) {
+        ml_thread_t *owner;
+        return own_lookup(ml_tls, k, &owner);
+    }
     const size_t home = home_of(k);
     const uint32_t reach = __atomic_load_n(&longest_probe, __ATOMIC_RELAXED);
     for (uint32_t d = 0; d <= reach; d++) {
@@ -165,13 +268,19 @@ ml_req_t *ml_req_find(MPI_Request req)
     return NULL;
 }
 
-void ml_req_claim(MPI_Request req, ml_claim_t *c)
+void ml_req_claim_slow(MPI_Request req, ml_claim_t *c)
 {
     c->handle = req;
     c->live = NULL;
     c->held = 0;
-    if (req == MPI_REQUEST_NULL || shared_handle(req)) return;
-    const uintptr_t k = key_of(req);
+    if (req == MPI_REQUEST_NULL || ml_req_shared_handle(req)) return;
+    const uintptr_t k = ml_req_key(req);
+    if (ML_LIKELY(!ml_g.multiple)) {
+        /* looked up only: the entry stays where it is until the call has completed it */
+        c->live = own_lookup(ml_tls, k, &c->owner);
+        c->held = c->live != NULL;
+        return;
+    }
     const size_t home = home_of(k);
     const uint32_t reach = __atomic_load_n(&longest_probe, __ATOMIC_RELAXED);
     for (uint32_t d = 0; d <= reach; d++) {
@@ -195,14 +304,15 @@ void ml_req_claim(MPI_Request req, ml_claim_t *c)
     }
 }
 
-void ml_req_unclaim(ml_claim_t *c)
+void ml_req_putback(ml_claim_t *c)
 {
     ml_thread_t *t = ml_tls;
-    if (c->held && c->live == NULL && (t == NULL || insert(t, key_of(c->handle), &c->copy) == NULL)) {
+    c->held = 0;
+    if (c->live != NULL) return; /* still in its table */
+    if (t == NULL || shared_insert(t, ml_req_key(c->handle), &c->copy) == NULL) {
         if (t != NULL) t->dropped_requests++;
         ml_comm_release(c->copy.comm);
     }
-    c->held = 0;
 }
 
 uint64_t ml_req_start(ml_thread_t *t, ml_req_t *e)
@@ -215,33 +325,10 @@ uint64_t ml_req_start(ml_thread_t *t, ml_req_t *e)
     return e->seq;
 }
 
-static void account(ml_thread_t *t, const ml_req_t *e, int64_t sent, int64_t recv)
-{
-    ml_fstat_t *s = &t->blocks[(size_t)e->path * ML_NFUNC + e->fn];
-    s->sent += sent;
-    s->recv += recv;
-    if (e->site != NULL) {
-        /* the site belongs to the thread that started the operation, maybe not this one */
-        if (ml_g.multiple) {
-            __atomic_fetch_add(&e->site->sent, sent, __ATOMIC_RELAXED);
-            __atomic_fetch_add(&e->site->recv, recv, __ATOMIC_RELAXED);
-        } else {
-            e->site->sent += sent;
-            e->site->recv += recv;
-        }
-    }
-    /* the transfer's size class; its time is that of the calls that waited for it */
-    t->hist[e->fn * ML_NBINS + ml_size_bin(sent > recv ? sent : recv)].calls++;
-    if (e->peer >= 0) {
-        t->matrix[e->peer].messages++;
-        t->matrix[e->peer].bytes += sent;
-    }
-}
-
-static void settle(ml_thread_t *t, ml_req_t *e, int live, const MPI_Status *st, int measuring)
+static void settle(ml_thread_t *t, ml_req_t *e, int persistent, const MPI_Status *st, int measuring)
 {
     if (!(e->flags & ML_REQ_ACTIVE)) return; /* an inactive persistent request completes at once */
-    if (live) e->flags &= (uint16_t)~ML_REQ_ACTIVE;
+    if (persistent) e->flags &= (uint16_t)~ML_REQ_ACTIVE;
     /* a cancelled operation moved nothing: MPI_Test_cancelled on its status decides (every
      * completion asks for a status once the process has cancelled anything) */
     int cancelled = 0;
@@ -252,21 +339,36 @@ static void settle(ml_thread_t *t, ml_req_t *e, int live, const MPI_Status *st, 
     }
     const int64_t sent = e->sent != ML_BYTES_FROM_STATUS ? e->sent : (st ? ml_status_bytes(st) : 0);
     const int64_t recv = e->recv != ML_BYTES_FROM_STATUS ? e->recv : (st ? ml_status_bytes(st) : 0);
-    account(t, e, sent, recv);
+    ml_req_account(t, e, sent, recv);
     if (ML_UNLIKELY(ml_spc_on)) ml_spc_done(t, e, st, sent, recv);
     if (t->trace.on) ml_trace_done(t, e, st, sent, recv);
 }
 
-void ml_req_done(ml_thread_t *t, ml_claim_t *c, const MPI_Status *st, int measuring)
+/* The operation of a claim is over: its entry leaves the table it is in. */
+static void drop_entry(ml_claim_t *c, ml_req_t *e)
+{
+    if (e->comm != NULL) ml_comm_release(e->comm);
+    if (c->live == NULL) return; /* taken out at the claim */
+    if (!ml_g.multiple) {
+        ml_req_remove(c->owner, c->live);
+    } else {
+        __atomic_store_n(&c->live->key, ML_REQ_TOMB, __ATOMIC_RELEASE);
+        ml_thread_t *t = ml_tls;
+        if (t) t->requests_open--;
+    }
+}
+
+void ml_req_done_slow(ml_thread_t *t, ml_claim_t *c, const MPI_Status *st, int measuring)
 {
     if (!c->held) return;
     c->held = 0;
-    if (c->live) {
-        settle(t, c->live, 1, st, measuring); /* a persistent entry stays, with its reference */
+    ml_req_t *e = c->live ? c->live : &c->copy;
+    if (e->flags & ML_REQ_PERSISTENT) {
+        settle(t, e, 1, st, measuring); /* a persistent entry stays, with its reference */
         return;
     }
-    settle(t, &c->copy, 0, st, measuring);
-    if (c->copy.comm != NULL) ml_comm_release(c->copy.comm); /* the operation is over */
+    settle(t, e, 0, st, measuring);
+    drop_entry(c, e); /* the operation is over */
 }
 
 void ml_req_freed(ml_thread_t *t, ml_claim_t *c, int measuring)
@@ -274,10 +376,6 @@ void ml_req_freed(ml_thread_t *t, ml_claim_t *c, int measuring)
     if (!c->held) return;
     ml_req_t *e = c->live ? c->live : &c->copy;
     c->held = 0;
-    if (measuring && (e->flags & ML_REQ_ACTIVE) && e->sent > 0 && e->recv == 0) account(t, e, e->sent, 0);
-    ml_comm_release(e->comm);
-    if (c->live != NULL) {
-        __atomic_store_n(&c->live->key, ML_REQ_TOMB, __ATOMIC_RELEASE);
-        t->requests_open--;
-    }
+    if (measuring && (e->flags & ML_REQ_ACTIVE) && e->sent > 0 && e->recv == 0) ml_req_account(t, e, e->sent, 0);
+    drop_entry(c, e);
 }

@@ -30,6 +30,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ml_callsite.h"
@@ -290,6 +291,79 @@ static int64_t measure_offset(int64_t *rtt)
     return offset[0];
 }
 
+/* ------------------------------------------------------------------------------- communicators */
+/* The trailer lists the members of every communicator the events name: its uid as the events hold
+ * it, the world ranks of its group in rank order, and those of the remote group of an
+ * intercommunicator. An export that must give ranks within a communicator (OTF2) needs them. A
+ * communicator is recorded when it is freed (its facts go then) and the living ones at the end. */
+#define COMMS_MAX 4096u
+static struct comm_seen {
+    uint32_t uid;
+    int size, remote_size; /* remote_size 0: an intracommunicator */
+    int *world;            /* size world ranks of the group, then remote_size of the remote group */
+} comms_seen[COMMS_MAX];
+static uint32_t ncomms_seen, comms_dropped;
+static uint32_t comms_index[2 * COMMS_MAX]; /* uid hash -> 1 + index into comms_seen; 0: empty */
+static pthread_mutex_t comms_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The slot of uid in comms_index: its entry's, or the empty one where it would go. */
+static uint32_t *comms_slot(uint32_t uid)
+{
+    uint32_t i = (uint32_t)((uid * 0x9E3779B97F4A7C15ull) >> 40) & (2 * COMMS_MAX - 1);
+    while (comms_index[i] != 0 && comms_seen[comms_index[i] - 1].uid != uid) i = (i + 1) & (2 * COMMS_MAX - 1);
+    return &comms_index[i];
+}
+
+/* World ranks of the local group of an intercommunicator (c->world holds the remote group's). */
+static int local_world_ranks(MPI_Comm comm, int n, int *out)
+{
+    int *ranks = malloc((size_t)n * sizeof(int));
+    if (ranks == NULL) return -1;
+    MPI_Group local, world;
+    PMPI_Comm_group(comm, &local);
+    PMPI_Comm_group(MPI_COMM_WORLD, &world);
+    for (int i = 0; i < n; i++) ranks[i] = i;
+    PMPI_Group_translate_ranks(local, n, ranks, world, out);
+    for (int i = 0; i < n; i++)
+        if (out[i] == MPI_UNDEFINED) out[i] = -1;
+    PMPI_Group_free(&local);
+    PMPI_Group_free(&world);
+    free(ranks);
+    return 0;
+}
+
+void ml_trace_comm_seen(MPI_Comm comm, const ml_comm_t *c, void *unused)
+{
+    (void)unused;
+    if (out.fd < 0 || c == NULL || c->world == NULL || comm == ml_g.comm) return;
+    const uint32_t uid = (uint32_t)c->uid;
+    pthread_mutex_lock(&comms_lock);
+    uint32_t *slot = comms_slot(uid);
+    if (*slot == 0 && ncomms_seen == COMMS_MAX) {
+        comms_dropped++;
+    } else if (*slot == 0) {
+        struct comm_seen *s = &comms_seen[ncomms_seen];
+        s->uid = uid;
+        s->size = c->size;
+        s->remote_size = c->is_inter ? c->remote_size : 0;
+        s->world = malloc((size_t)(s->size + s->remote_size) * sizeof(int));
+        int ok = s->world != NULL;
+        if (ok && c->is_inter) {
+            ok = local_world_ranks(comm, s->size, s->world) == 0;
+            if (ok) memcpy(s->world + s->size, c->world, (size_t)s->remote_size * sizeof(int));
+        } else if (ok) {
+            memcpy(s->world, c->world, (size_t)s->size * sizeof(int));
+        }
+        if (ok) {
+            *slot = ++ncomms_seen;
+        } else {
+            free(s->world);
+            comms_dropped++;
+        }
+    }
+    pthread_mutex_unlock(&comms_lock);
+}
+
 /* ------------------------------------------------------------------------------- metadata */
 /* JSON with strings and integers only, through the signal-safe sink of payload.c. */
 static void put(ml_sink_t *s, const char *text) { ml_sink_put(s, text, strlen(text)); }
@@ -320,6 +394,59 @@ static void put_string(ml_sink_t *s, const char *text)
     put(s, "\"");
 }
 
+static void put_ranks(ml_sink_t *s, const int *ranks, int n)
+{
+    put(s, "[");
+    for (int i = 0; i < n; i++) {
+        if (i) put(s, ", ");
+        put_int(s, ranks[i]);
+    }
+    put(s, "]");
+}
+
+/* "comms": [[uid, [world ranks], [world ranks of the remote group]], ...]. A dying process
+ * (signal-safe: no lock, no allocation) lists the recorded ones and the living
+ * intracommunicators as they are. */
+static void put_comm(ml_sink_t *s, uint32_t uid, const int *ranks, int n, const int *remote, int nremote, int *first)
+{
+    put(s, *first ? "[" : ", [");
+    *first = 0;
+    put_int(s, uid);
+    put(s, ", ");
+    put_ranks(s, ranks, n);
+    put(s, ", ");
+    put_ranks(s, remote, nremote);
+    put(s, "]");
+}
+
+struct comms_json {
+    ml_sink_t *s;
+    int first;
+};
+
+static void put_living_comm(MPI_Comm comm, const ml_comm_t *c, void *arg)
+{
+    struct comms_json *j = arg;
+    if (c == NULL || c->world == NULL || c->is_inter || comm == ml_g.comm || *comms_slot((uint32_t)c->uid) != 0)
+        return;
+    put_comm(j->s, (uint32_t)c->uid, c->world, c->size, NULL, 0, &j->first);
+}
+
+static void put_comms(ml_sink_t *s, int dying)
+{
+    struct comms_json j = {s, 1};
+    if (!dying) ml_comm_each(ml_trace_comm_seen, NULL, 1); /* the living ones, recorded */
+    put(s, ", \"comms\": [");
+    const uint32_t n = __atomic_load_n(&ncomms_seen, __ATOMIC_ACQUIRE);
+    for (uint32_t i = 0; i < n; i++) {
+        const struct comm_seen *c = &comms_seen[i];
+        put_comm(s, c->uid, c->world, c->size, c->world + c->size, c->remote_size, &j.first);
+    }
+    if (dying) ml_comm_each(put_living_comm, &j, 0);
+    put(s, "], \"comms_dropped\": ");
+    put_int(s, comms_dropped);
+}
+
 /* trailer: 0 head, 1 trailer of a rank that reached MPI_Finalize, 2 trailer of one that did not */
 static void write_json_block(const char *magic, int trailer)
 {
@@ -327,6 +454,8 @@ static void write_json_block(const char *magic, int trailer)
     ml_sink_t s = {buffer, 0, sizeof buffer, -1, 0, &out};
     uint64_t tick, ns;
     ml_clock_point(&tick, &ns);
+    struct timespec realtime; /* the calendar time of ns1, for exports that state when the run was */
+    clock_gettime(CLOCK_REALTIME, &realtime);
     /* the block's length is not known before the JSON is written: mark the end instead */
     ml_sink_put(&s, magic, ML_MAGIC_LEN);
     put(&s, "{\"rank\": ");
@@ -341,6 +470,10 @@ static void write_json_block(const char *magic, int trailer)
     put_int(&s, (int64_t)tick);
     put(&s, ", \"ns1\": ");
     put_int(&s, (int64_t)ns);
+    put(&s, ", \"world_uid\": ");
+    put_int(&s, ml_trace_world_uid);
+    put(&s, ", \"realtime_ns1\": ");
+    put_int(&s, (int64_t)realtime.tv_sec * 1000000000 + realtime.tv_nsec);
     put(&s, ", \"offset_ns\": [["); /* [when, offset, round trip] */
     put_int(&s, (int64_t)offset_init_at);
     put(&s, ", ");
@@ -384,6 +517,7 @@ static void write_json_block(const char *magic, int trailer)
             put(&s, ml_counter_kind(c) == ML_COUNTER_SUM ? ", \"sum\"]" : ", \"last\"]");
         }
         put(&s, "]");
+        put_comms(&s, trailer == 2);
         ml_callsite_trace_json(&s); /* the call sites the events name */
         if (writer_cpu_ns >= 0) { /* what writing the trace cost this rank, on a core of its node */
             put(&s, ", \"writer_cpu_ns\": ");

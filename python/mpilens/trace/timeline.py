@@ -115,6 +115,12 @@ class Timeline:
     # (module path, address in the module)); the events' "site" column holds the numbers
     sites: dict[tuple[int, int, int], tuple[int, list[tuple[str | None, int]]]] = field(default_factory=dict)
     rundir: Path | None = None
+    # the communicators the events name, by the uid the events hold: (world rank of each rank of
+    # its group, world ranks of the remote group of an intercommunicator or (), as seen from the
+    # lowest rank that lists it); empty for traces of versions that did not record them
+    comms: dict[int, tuple[tuple[int, ...], tuple[int, ...]]] = field(default_factory=dict)
+    world_uid: int | None = None  # MPI_COMM_WORLD's uid (None: not recorded)
+    realtime_origin_ns: int | None = None  # calendar time (ns since 1970) of time 0; None: not recorded
     _symbolised: dict[tuple[int, int, int], dict[str, Any]] | None = None
 
     def site(self, i: int) -> dict[str, Any] | None:
@@ -129,18 +135,17 @@ class Timeline:
             return None
         if self._symbolised is None:
             from .. import layout
-            from ..callsites import PYTHON, symbolise
+            from ..callsites import PYTHON, site_frame, symbolise
 
-            frames = {fr[0] for _, f in self.sites.values() for fr in f[:1]
-                      if fr[0] is not None and not fr[0].startswith(PYTHON)}
-            wanted = {(m, a) for _, f in self.sites.values() for m, a in f[:1] if m in frames}
+            wanted = {f[site_frame(f)] for _, f in self.sites.values() if f}
+            wanted = {(m, a) for m, a in wanted if m is not None and not m.startswith(PYTHON)}
             cache = layout.callsites_cache_file(self.rundir) if self.rundir is not None else None
             sym = symbolise(wanted, cache)
             out: dict[tuple[int, int, int], dict[str, Any]] = {}
             for key, (_, f) in self.sites.items():
                 if not f:
                     continue
-                m, a = f[0]
+                m, a = f[site_frame(f)]
                 if m is not None and m.startswith(PYTHON):
                     _, func, file = m.split("\t", 2)
                     out[key] = {"symbol": func, "file": file, "line": a, "module": file, "address": a}
@@ -221,6 +226,8 @@ def load(rundir: str | Path, progress: Callable[[str], None] | None = None) -> T
     nranks = 0
     file_bytes, writer_cpu_s = 0, 0.0
     clock_error: dict[str, float | None] = {}  # host name -> error bound (s)
+    comms: dict[int, tuple[tuple[int, ...], tuple[int, ...]]] = {}
+    world_uid = realtime_at = None  # realtime_at: (rank 0's ns1, its calendar time)
     for rt in reader.read_all(rundir):
         if progress:
             progress(f"reading the trace of rank {rt.rank}")
@@ -234,7 +241,12 @@ def load(rundir: str | Path, progress: Callable[[str], None] | None = None) -> T
                                                                   else rt.clock_error_ns * 1e-9)
         cpu = rt.writer_cpu_s
         writer_cpu_s = None if cpu is None or writer_cpu_s is None else writer_cpu_s + cpu
+        if rt.rank == 0 and "realtime_ns1" in rt.head:
+            world_uid = rt.head.get("world_uid")
+            realtime_at = (rt.head["ns1"], rt.head["realtime_ns1"])
         if rt.trailer:
+            for uid, ranks, remote in rt.trailer.get("comms", []):
+                comms.setdefault(int(uid), (tuple(ranks), tuple(remote)))
             regions[rt.rank] = [(p, n) for p, n in rt.trailer.get("regions", [])]
             counters[rt.rank] = [(n, k) for n, k in rt.trailer.get("counters", [])]
         else:
@@ -262,10 +274,13 @@ def load(rundir: str | Path, progress: Callable[[str], None] | None = None) -> T
     parts.sort(key=lambda t: int(t["rank"][0]) if len(t) else 0)
     ev = Events.concatenate(parts)
     del parts
+    origin = 0.0
     if len(ev):
         origin = ev["t0"].min()
         ev["t0"][:] -= origin
         ev["t1"][:] -= origin
+    # rank 0's times are its CLOCK_MONOTONIC: its head gives the calendar time of one of them
+    realtime = None if realtime_at is None else int(realtime_at[1] + (origin * 1e9 - realtime_at[0]))
     if not complete:
         problems.append("some ranks did not reach MPI_Finalize: the trace ends where they stopped")
     io_files: dict[int, list[str]] = {}
@@ -281,7 +296,8 @@ def load(rundir: str | Path, progress: Callable[[str], None] | None = None) -> T
                 continue
             io_files[one["rank"]] = [r.name for r in sorted(one["records"], key=lambda r: r.rec["id"])]
     return Timeline(nranks, functions, classes, ev, regions, counters, complete, problems, file_bytes, writer_cpu_s,
-                    clock_error, io_files, sites=sites, rundir=Path(rundir))
+                    clock_error, io_files, sites=sites, rundir=Path(rundir), comms=comms, world_uid=world_uid,
+                    realtime_origin_ns=realtime)
 
 
 # ------------------------------------------------------------------------------------- messages

@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+"""Two builds of the runtime against each other in the same hour: the 8-byte ping-pong and message
+rate of bench/overhead.py, plain and under each runtime, all interleaved.
+
+Each round runs, in a fresh random order, the plain programs and the programs under the runtime of
+each --lib DIR (copied first, so a rebuild cannot change it mid-run), each with every --set of
+MPILENS_* settings ("-" for none). Every configuration is compared with the plain run of the same
+round, so they share the machine's drift; per configuration the table gives the median over rounds
+of (with / without) for the 8-byte hop and the message rate, with bootstrap 95 % intervals.
+
+Usage: .venv/bin/python bench/versus.py --lib before=/tmp/old/lib --lib after=build/lib
+       [--set - --set MPILENS_TIME_SAMPLE=64] [--mode profile|trace] [--rounds N] [--mpi openmpi,mpich]
+       [--json FILE]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import shutil
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from overhead import MPI_NAMES, BenchError, bootstrap_median_ci, compile_programs, log, run_once, sha256  # noqa: E402
+
+
+def parse_settings(text: str) -> dict[str, str]:
+    if text == "-":
+        return {}
+    out = {}
+    for item in text.split(","):
+        k, sep, v = item.partition("=")
+        if not sep or not k.startswith("MPILENS_"):
+            raise BenchError(f"--set wants MPILENS_K=V[,MPILENS_K=V] or -, not {text!r}")
+        out[k] = v
+    return out
+
+
+def bench(mpi: str, libs: dict[str, Path], sets: list[str], mode: str, rounds: int, batches: int,
+          tmp: Path) -> dict:
+    exe_dir = compile_programs(mpi)
+    copies = {}
+    for name, d in libs.items():
+        src = d / f"libmpilens-{mpi}.so"
+        if not src.is_file():
+            raise BenchError(f"{src} is missing")
+        (tmp / name).mkdir()
+        copies[name] = tmp / name / src.name
+        shutil.copy2(src, copies[name])
+    configs = [None] + [(name, s) for name in libs for s in sets]  # None: plain
+    got: dict = {c: {"lat8": [], "rate": []} for c in configs}
+    counter = [0]
+    rng = random.Random(11)
+    for r in range(rounds):
+        order = configs[:]
+        rng.shuffle(order)
+        for c in order:
+            lib = None if c is None else copies[c[0]]
+            settings = {} if c is None else parse_settings(c[1])
+            pp, _ = run_once(mpi, "pingpong", exe_dir, [str(batches), "1"], "core", lib, tmp, counter, 600, mode,
+                             None, settings)
+            mr, _ = run_once(mpi, "msgrate", exe_dir, [str(batches), "1"], "core", lib, tmp, counter, 600, mode,
+                             None, settings)
+            got[c]["lat8"].append(pp[8])
+            got[c]["rate"].append(mr[8])
+        log(f"  {mpi}: round {r + 1}/{rounds}: plain 8 B {got[None]['lat8'][-1]:.3f} µs, "
+            f"rate {got[None]['rate'][-1] / 1e6:.2f} M/s")
+    rows = []
+    for c in configs[1:]:
+        lat = [b / a for a, b in zip(got[None]["lat8"], got[c]["lat8"])]
+        rate = [b / a for a, b in zip(got[None]["rate"], got[c]["rate"])]
+        rows.append({"lib": c[0], "settings": c[1], "lat8_ratio": statistics.median(lat),
+                     "lat8_ci": bootstrap_median_ci(lat), "rate_ratio": statistics.median(rate),
+                     "rate_ci": bootstrap_median_ci(rate),
+                     "lat8_added_ns": 1000 * (statistics.median(got[c]["lat8"]) - statistics.median(got[None]["lat8"]))})
+    return {"mpi": mpi, "rounds": rounds, "mode": mode, "plain_lat8_us": statistics.median(got[None]["lat8"]),
+            "plain_rate": statistics.median(got[None]["rate"]), "rows": rows,
+            "libs": {n: sha256(p)[:12] for n, p in copies.items()}}
+
+
+def table(res: dict) -> str:
+    out = [f"### {MPI_NAMES[res['mpi']]}: MPILENS_MODE={res['mode']}, {res['rounds']} rounds; plain 8 B hop "
+           f"{res['plain_lat8_us']:.3f} µs, plain rate {res['plain_rate'] / 1e6:.2f} M msgs/s",
+           "", "| runtime | settings | 8 B hop, with / without (95 % CI) | added | message rate kept (95 % CI) |",
+           "|---|---|---|---:|---|"]
+    for r in res["rows"]:
+        out.append(f"| {r['lib']} ({res['libs'][r['lib']]}) | {r['settings']} | **{r['lat8_ratio']:.3f}** "
+                   f"({r['lat8_ci'][0]:.3f}–{r['lat8_ci'][1]:.3f}) | {r['lat8_added_ns']:+.0f} ns | "
+                   f"**{r['rate_ratio']:.3f}** ({r['rate_ci'][0]:.3f}–{r['rate_ci'][1]:.3f}) |")
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--lib", action="append", required=True, help="NAME=DIR holding libmpilens-<mpi>.so")
+    p.add_argument("--set", action="append", dest="sets", help="MPILENS_K=V[,...] or - (default: -)")
+    p.add_argument("--mode", default="profile")
+    p.add_argument("--rounds", type=int, default=8)
+    p.add_argument("--batches", type=int, default=15)
+    p.add_argument("--mpi", default="openmpi,mpich")
+    p.add_argument("--json", type=Path)
+    args = p.parse_args(argv)
+    libs = {}
+    for item in args.lib:
+        name, sep, d = item.partition("=")
+        if not sep:
+            p.error(f"--lib wants NAME=DIR, not {item!r}")
+        libs[name] = Path(d).resolve()
+    sets = args.sets or ["-"]
+    results = []
+    try:
+        with tempfile.TemporaryDirectory(prefix="mpilens-versus-") as tmp:
+            for mpi in args.mpi.split(","):
+                sub = Path(tmp) / mpi
+                sub.mkdir()
+                res = bench(mpi, libs, sets, args.mode, args.rounds, args.batches, sub)
+                results.append(res)
+                print(table(res) + "\n", flush=True)
+    except BenchError as e:
+        print(f"versus.py: {e}", file=sys.stderr)
+        return 1
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
