@@ -92,6 +92,23 @@ def test_memory_shared_mappings_split_per_host(hosts, mpi, tmp_path):
     assert r.memory.local == {0: 2, 1: 2, 2: 2, 3: 2}
 
 
+@pytest.mark.parametrize("mpi", ["openmpi", "mpich"])
+def test_one_container_per_host(hosts, mpi, tmp_path):
+    """MPILENS_FILES=host across the two hosts: each stream folder holds one container per host,
+    named by the host's first rank (0 on mlh1, 2 on mlh2), no per-rank file, and the readers see the
+    four ranks with the ring's known messages and each host's shared mappings split in two."""
+    argv = [str(example(mpi, "ring")), str(N), str(SIZE)]
+    r = mpilens_run(None, [*launch(mpi), *argv], tmp_path,
+                    settings={"MPILENS_MODE": "trace,memory", "MPILENS_FILES": "host"}).load()
+    for folder in ("trace", "memory", "maps"):
+        names = sorted(p.name for p in (r.path / folder).iterdir() if p.suffix in (".mlc", ".mlx", ".bin", ".json"))
+        assert names == ["group-000000.mlc", "group-000000.mlx", "group-000002.mlc", "group-000002.mlx"], names
+    m = r.trace.messages
+    assert sorted(zip(m.src.tolist(), m.dst.tolist())) == sorted((r_, (r_ + 1) % NP) for r_ in range(NP) for _ in range(N))
+    assert (m.bytes == SIZE).all()
+    assert r.memory.local == {0: 2, 1: 2, 2: 2, 3: 2}
+
+
 def ompi_eager_limit(btl: str) -> int:
     """An Open MPI BTL's eager limit as ompi_info reports it (not through mpilens)."""
     out = subprocess.run(["ompi_info", "--param", "btl", btl, "--level", "9", "--parsable"], capture_output=True,

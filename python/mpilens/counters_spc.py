@@ -179,7 +179,7 @@ class Counters:
         for r, s in self.series.items():
             col = s.values[:, off].astype(np.float64)
             if c["type"] == "timer":
-                col = col / (s.ticks_per_ns or 1.0) * 1e-9
+                col = col / (s.ticks_per_ns or self.ticks_per_ns(r)) * 1e-9  # in a container the rate is in the totals
             m[r, : len(col)] = col
             tt[r, : len(s.t)] = s.t
         with np.errstate(all="ignore"):
@@ -196,8 +196,12 @@ def load(rundir: str | Path) -> Counters:
     totals: dict[int, np.ndarray] = {}
     docs: dict[int, dict[str, Any]] = {}
     series: dict[int, Series] = {}
+    slots = live_slots(layout)
+    # each family listed once (a container's index is read once, not once per rank)
+    series_of = {paths.rank_of("counters_series", f): f for f in paths.files(rundir, "counters_series")}
+    totals_of = {paths.rank_of("counters_totals", f): f for f in paths.files(rundir, "counters_totals")}
     for r in range(int(layout.doc["nranks"])):
-        sp = paths.counters_series_file(rundir, r)
+        sp = series_of.get(r) or paths.path(rundir, "counters_series", rank=r)
         if sp.exists():
             try:
                 series[r] = read_series(sp, layout.nv)
@@ -205,7 +209,7 @@ def load(rundir: str | Path) -> Counters:
                 problems.append(str(err))
         else:
             problems.append(f"{paths.relative('counters_series', rank=r)} is missing")
-        jp = paths.counters_totals_file(rundir, r)
+        jp = totals_of.get(r) or paths.path(rundir, "counters_totals", rank=r)
         if jp.exists():
             try:
                 docs[r] = json.loads(jp.read_text())
@@ -216,7 +220,7 @@ def load(rundir: str | Path) -> Counters:
         else:
             problems.append(f"{paths.relative('counters_totals', rank=r)} is missing (rank {r} did not reach "
                             "MPI_Finalize)")
-        live = read_live_file(paths.live_file(layout.doc["live_dir"], r), layout.nv)
+        live = read_live_file(*live_place(layout, r, slots), nv=layout.nv)
         if live is not None:  # the last values the rank published
             totals[r] = live["values"]
             problems.append(f"rank {r}: totals taken from its live file")
@@ -224,13 +228,43 @@ def load(rundir: str | Path) -> Counters:
 
 
 # ------------------------------------------------------------------------------------ live view
-def read_live_file(path: Path, nv: int | None = None, tries: int = 50) -> dict[str, Any] | None:
-    """One consistent read of a rank's live file (retried while the writer is mid-update)."""
+def live_slots(layout: Layout) -> dict[int, tuple[Path, int]]:
+    """MPILENS_FILES=host: where each rank's live values are, (live/group-NNNNNN.spc, offset of the
+    rank's slot), from the slots' headers; {} for a run with a live file per rank."""
+    stride = int(layout.doc.get("live_slot_bytes") or 0)
+    out: dict[int, tuple[Path, int]] = {}
+    if stride <= 0:
+        return out
+    pattern = Path(paths.glob_pattern("counters_live_slots")).name
+    for f in sorted(Path(layout.doc["live_dir"]).glob(pattern)):
+        try:
+            with open(f, "rb") as fh:
+                size = fh.seek(0, 2)
+                for at in range(0, size - LIVE_HDR.size + 1, stride):
+                    fh.seek(at)
+                    head = fh.read(LIVE_HDR.size)
+                    if head[:8] == LIVE_MAGIC:
+                        out[LIVE_HDR.unpack(head)[7]] = (f, at)
+        except OSError:
+            continue
+    return out
+
+
+def live_place(layout: Layout, rank: int, slots: dict[int, tuple[Path, int]] | None = None) -> tuple[Path, int]:
+    """A rank's live values: (file, offset), its slot in a group's file or its own file."""
+    if slots and rank in slots:
+        return slots[rank]
+    return paths.live_file(layout.doc["live_dir"], rank), 0
+
+
+def read_live_file(path: Path, offset: int = 0, nv: int | None = None, tries: int = 50) -> dict[str, Any] | None:
+    """One consistent read of a rank's live values at offset of path (its own file, or its slot in
+    a group's), retried while the writer is mid-update."""
     try:
         with open(path, "rb") as f:
             for _ in range(tries):
-                f.seek(0)
-                raw = f.read()
+                f.seek(offset)
+                raw = f.read(LIVE_HDR.size + 8 * nv if nv is not None else -1)
                 if len(raw) < LIVE_HDR.size or raw[:8] != LIVE_MAGIC:
                     return None
                 _, _, fnv, seq, t_ns, tpn, updates, rank, pid, state, period = LIVE_HDR.unpack_from(raw)
@@ -240,7 +274,7 @@ def read_live_file(path: Path, nv: int | None = None, tries: int = 50) -> dict[s
                     return None
                 vals = np.frombuffer(raw, dtype="<i8", count=fnv, offset=LIVE_HDR.size).copy()
                 seq_at = L.SPC_LIVE_HEADER_DTYPE.fields["seq"][1]  # read the sequence again: unchanged and even
-                f.seek(seq_at)
+                f.seek(offset + seq_at)
                 seq2 = int(np.frombuffer(f.read(8), dtype="<u8")[0])
                 if seq % 2 == 0 and seq == seq2:
                     return {"rank": rank, "pid": pid, "t_s": t_ns * 1e-9, "ticks_per_ns": tpn, "updates": updates,
@@ -256,8 +290,9 @@ def read_live(rundir: str | Path) -> tuple[Layout, list[dict[str, Any]]]:
     rundir = Path(rundir)
     layout = load_layout(rundir)
     out = []
+    slots = live_slots(layout)
     for r in range(int(layout.doc["nranks"])):
-        v = read_live_file(paths.live_file(layout.doc["live_dir"], r), layout.nv)
+        v = read_live_file(*live_place(layout, r, slots), nv=layout.nv)
         if v is not None:
             out.append(v)
     return layout, out

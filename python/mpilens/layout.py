@@ -7,15 +7,25 @@ directory) taken from the run directory's spec (runtime/spec/rundir.yaml, throug
 ``mpilens._layout``). A pattern is a ``str.format`` template whose fields are
 ``{rank:06d}`` (world rank) and ``{snapshot:04d}`` (number of an MPI_Pcontrol(3|4) snapshot);
 globs and parsers are derived from it.
+
+With MPILENS_FILES=host the ranks of a host write the files of a family as chunks into a container
+in the family's folder (group-NNNNNN.mlc, indexed by group-NNNNNN.mlx; docs/run-directory.md,
+"Files per host"). ``files()`` and the functions built on it return such a rank's file as a
+``Member``, which reads like a ``Path`` (``read_bytes``, ``read_text``, ``open``, ``name``), so a
+reader never knows which layout it reads.
 """
 
 from __future__ import annotations
 
+import functools
+import io
+import os
 import re
 import string
 from pathlib import Path
 
 from . import _layout
+from .errors import RunDirectoryError
 
 # family -> path pattern, relative to the run directory: the `files` of runtime/spec/rundir.yaml
 # (generated into mpilens._layout; docs/run-directory.md says what each holds)
@@ -77,23 +87,194 @@ def folder(run_dir: str | Path, family: str, **fields: int) -> Path:
     return Path(run_dir) / _fill(parent, "*", fields) if parent else Path(run_dir)
 
 
-def files(run_dir: str | Path, family: str, **fields: int) -> list[Path]:
-    """The family's files present in a run directory, sorted (fields given are fixed)."""
+def files(run_dir: str | Path, family: str, **fields: int) -> list[RankFile]:
+    """The family's files present in a run directory, by rank (fields given are fixed): the
+    per-rank files and the ranks' files in the containers of the family's folder."""
     rx = _regex(family)
-    return sorted(p for p in Path(run_dir).glob(glob_pattern(family, **fields))
-                  if rx.fullmatch(p.relative_to(run_dir).as_posix()))
+    own = sorted(p for p in Path(run_dir).glob(glob_pattern(family, **fields))
+                 if rx.fullmatch(p.relative_to(run_dir).as_posix()))
+    inside = members(run_dir, family, **fields)
+    if not inside:
+        return list(own)
+    return sorted([*own, *inside], key=lambda f: (rank_of(family, f) or 0, str(f)))
 
 
-def fields_of(family: str, file: str | Path) -> dict[str, int] | None:
+def find(run_dir: str | Path, family: str, **fields: int) -> RankFile:
+    """One rank's file of a family: the per-rank file when it exists, else the rank's file in a
+    container, else the per-rank path (which does not exist: the caller's open says so)."""
+    own = path(run_dir, family, **fields)
+    if own.exists() or _layout.FILES[family].stream is None:
+        return own
+    for m in members(run_dir, family, **{k: v for k, v in fields.items() if k != "rank"}):
+        if m.rank == fields.get("rank"):
+            return m
+    return own
+
+
+# ------------------------------------------------------------------ containers (MPILENS_FILES=host)
+class Member:
+    """One rank's file of a family kept in a container: the rank's chunks of the family's stream,
+    in index order, read when asked. Reads like a pathlib.Path for the readers."""
+
+    def __init__(self, family: str, rank: int, item: int, container: Path, chunks: list[tuple[int, int]]):
+        self.family, self.rank, self.item, self.container, self.chunks = family, rank, item, container, chunks
+
+    @property
+    def name(self) -> str:
+        """How messages name it: the container and the rank."""
+        return f"{self.container.parent.name}/{self.container.name}[rank {self.rank}]"
+
+    def __str__(self) -> str:
+        return f"{self.container}[{self.family} of rank {self.rank}]"
+
+    def __repr__(self) -> str:
+        return f"Member({self.family!r}, rank={self.rank}, {str(self.container)!r}, {len(self.chunks)} chunks)"
+
+    @property
+    def size(self) -> int:
+        """Bytes of the rank's file (its chunks' data)."""
+        return sum(n for _, n in self.chunks)
+
+    def exists(self) -> bool:
+        """Always: the index named it."""
+        return True
+
+    def read_bytes(self) -> bytes:
+        """The rank's file: its chunks, each checked against its head; RunDirectoryError when the
+        data is not what the index says."""
+        stream = _layout.FILES[self.family].stream
+        out = []
+        with self.container.open("rb") as f:
+            for offset, length in self.chunks:
+                f.seek(offset)
+                head = f.read(_layout.CONTAINER_CHUNK.size)
+                if len(head) < _layout.CONTAINER_CHUNK.size:
+                    raise RunDirectoryError(f"{self.container}: the index names a chunk at byte {offset} "
+                                            "beyond the end of the data (damaged container)")
+                magic, rank, kind, item, n, _, _ = _layout.CONTAINER_CHUNK.unpack(head)
+                if (magic, rank, kind, item, n) != (_layout.MAGIC_CONTAINER, self.rank, stream, self.item, length):
+                    raise RunDirectoryError(f"{self.container}: the index names a chunk of rank {self.rank} at "
+                                            f"byte {offset}, the data holds something else there (damaged container)")
+                data = f.read(length)
+                if len(data) < length:
+                    raise RunDirectoryError(f"{self.container}: the chunk at byte {offset} is cut short "
+                                            "(damaged container)")
+                out.append(data)
+        return b"".join(out)
+
+    def read_text(self, encoding: str = "utf-8", errors: str = "strict") -> str:
+        """The rank's file as text."""
+        return self.read_bytes().decode(encoding, errors)
+
+    def open(self, mode: str = "rb") -> io.IOBase:
+        """The rank's file as a file object in memory (reading only)."""
+        if mode not in ("r", "rb", "rt"):
+            raise ValueError(f"a file in a container opens for reading only, not {mode!r}")
+        raw = io.BytesIO(self.read_bytes())
+        return raw if "b" in mode else io.TextIOWrapper(raw, encoding="utf-8")
+
+
+RankFile = Path | Member
+
+_FNV_PRIME, _FNV_BASIS = 16777619, 2166136261
+
+
+def _checks(raw: bytes) -> list[bool]:
+    """Which 32-byte index records of `raw` carry a valid check (FNV-1a of their first 28 bytes)."""
+    import numpy as np
+
+    rec = np.frombuffer(raw, dtype=np.uint8).reshape(-1, _layout.CONTAINER_INDEX.size)
+    h = np.full(len(rec), _FNV_BASIS, dtype=np.uint64)
+    for i in range(_layout.CONTAINER_INDEX.size - 4):
+        h = ((h ^ rec[:, i]) * np.uint64(_FNV_PRIME)) & np.uint64(0xFFFFFFFF)
+    stored = rec[:, -4:].copy().view("<u4").ravel()
+    return list(h.astype(np.uint32) == stored)
+
+
+def read_index(index: Path) -> list[tuple[int, int, int, int, int, int]]:
+    """The records of a container's index: (offset, length, rank, stream, item, thread), in order.
+    A torn or never-written tail (a process killed while appending) is left out; a record that
+    fails its check before valid ones, or that names data beyond the data file, is damage:
+    RunDirectoryError. Read once per state of the index (its size and time)."""
+    try:
+        st = index.stat()
+    except OSError as err:
+        raise RunDirectoryError(f"{index}: cannot read ({err.strerror})") from err
+    return _read_index(str(index), st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=256)
+def _read_index(name: str, size: int, mtime_ns: int) -> list[tuple[int, int, int, int, int, int]]:
+    index = Path(name)
+    raw = index.read_bytes()
+    size = _layout.CONTAINER_INDEX.size
+    raw = raw[:len(raw) - len(raw) % size]
+    if not raw:
+        return []
+    ok = _checks(raw)
+    last_good = max((i for i, good in enumerate(ok) if good), default=-1)
+    bad = [i for i in range(last_good + 1) if not ok[i]]
+    if bad:
+        raise RunDirectoryError(f"{index}: index record {bad[0]} of {len(ok)} is damaged (check mismatch); "
+                                "the container cannot be read safely")
+    data = index.with_suffix(Path(_layout.CONTAINER_DATA_PATH).suffix)
+    try:
+        data_size = os.stat(data).st_size
+    except OSError as err:
+        raise RunDirectoryError(f"{index}: its data file {data.name} is missing ({err.strerror})") from err
+    out = []
+    for i in range(last_good + 1):
+        offset, length, rank, stream, item, thread, _ = _layout.CONTAINER_INDEX.unpack_from(raw, i * size)
+        if offset + _layout.CONTAINER_CHUNK.size + length > data_size:
+            raise RunDirectoryError(f"{index}: index record {i} names bytes {offset}-"
+                                    f"{offset + _layout.CONTAINER_CHUNK.size + length} of {data.name}, which has "
+                                    f"{data_size} (damaged container)")
+        out.append((offset, length, rank, stream, item, thread))
+    return out
+
+
+def containers(run_dir: str | Path, family: str, **fields: int) -> list[Path]:
+    """The index files of the containers in a family's folder (fields given are fixed)."""
+    if _layout.FILES[family].stream is None:
+        return []
+    top = folder(run_dir, family, **fields)
+    pattern = _layout.CONTAINER_INDEX_PATH.replace("{group:06d}", "[0-9]" * 6)
+    return sorted(top.parent.glob(f"{top.name}/{pattern}")) if "*" in top.name else sorted(top.glob(pattern))
+
+
+def members(run_dir: str | Path, family: str, **fields: int) -> list[Member]:
+    """The ranks' files of a family found in containers (MPILENS_FILES=host), by rank."""
+    stream = _layout.FILES[family].stream
+    out: list[Member] = []
+    for index in containers(run_dir, family, **fields):
+        data = index.with_suffix(Path(_layout.CONTAINER_DATA_PATH).suffix)
+        item = fields.get("snapshot")
+        if item is None and "snapshot" in _fields(PATTERNS[family]):
+            item = int(index.parent.name)
+        chunks: dict[int, list[tuple[int, int]]] = {}
+        for offset, length, rank, kind, it, _ in read_index(index):
+            if kind == stream and (item is None or it == item):
+                chunks.setdefault(rank, []).append((offset, length))
+        out += [Member(family, r, item or 0, data, c) for r, c in chunks.items()]
+    return sorted(out, key=lambda m: (m.rank, m.item))
+
+
+def fields_of(family: str, file: str | RankFile) -> dict[str, int] | None:
     """The fields of a family's file from its name, e.g. {"rank": 3}; None when it does not match.
-    `file` may be a path in the run directory or relative to it (its last components are matched)."""
+    `file` may be a path in the run directory or relative to it (its last components are matched),
+    or a rank's file in a container."""
+    if isinstance(file, Member):
+        out = {"rank": file.rank}
+        if "snapshot" in _fields(PATTERNS[family]):
+            out["snapshot"] = file.item
+        return out
     parts = Path(file).parts
     depth = len(Path(PATTERNS[family]).parts)
     m = _regex(family).fullmatch("/".join(parts[-depth:]))
     return {k: int(v) for k, v in m.groupdict().items()} if m else None
 
 
-def rank_of(family: str, file: str | Path) -> int | None:
+def rank_of(family: str, file: str | RankFile) -> int | None:
     """The rank a family's file belongs to, from its name (None when the name does not say)."""
     f = fields_of(family, file)
     return None if f is None else f.get("rank")
@@ -165,7 +346,7 @@ def profile_file(run_dir: str | Path) -> Path:
     return path(run_dir, "profile")
 
 
-def partial_files(run_dir: str | Path) -> list[Path]:
+def partial_files(run_dir: str | Path) -> list[RankFile]:
     """The per-rank payloads of ranks that ended without MPI_Finalize (or before aggregation)."""
     return files(run_dir, "partial")
 
@@ -175,12 +356,12 @@ def partial_dir(run_dir: str | Path) -> Path:
     return folder(run_dir, "partial")
 
 
-def intervals_files(run_dir: str | Path) -> list[Path]:
+def intervals_files(run_dir: str | Path) -> list[RankFile]:
     """The MPILENS_INTERVALS files of a run directory, by rank."""
     return files(run_dir, "intervals")
 
 
-def io_files(run_dir: str | Path) -> list[Path]:
+def io_files(run_dir: str | Path) -> list[RankFile]:
     """The I/O-per-file files of a run directory (MPILENS_IO), by rank."""
     return files(run_dir, "io")
 
@@ -195,24 +376,25 @@ def snapshot_dir(run_dir: str | Path, number: int) -> Path:
     return folder(run_dir, "snapshot", snapshot=number)
 
 
-def snapshot_files(run_dir: str | Path, number: int) -> list[Path]:
+def snapshot_files(run_dir: str | Path, number: int) -> list[RankFile]:
     """The per-rank files of MPI_Pcontrol snapshot `number`, by rank."""
     return files(run_dir, "snapshot", snapshot=number)
 
 
-def trace_files(run_dir: str | Path) -> list[Path]:
+def trace_files(run_dir: str | Path) -> list[RankFile]:
     """The trace files of a run directory, by rank."""
     return files(run_dir, "trace")
 
 
-def memory_files(run_dir: str | Path) -> list[Path]:
+def memory_files(run_dir: str | Path) -> list[RankFile]:
     """The memory files of a run directory, by rank."""
     return files(run_dir, "memory")
 
 
-def memory_file(run_dir: str | Path, rank: int) -> Path:
-    """The memory file of one rank."""
-    return path(run_dir, "memory", rank=rank)
+def memory_file(run_dir: str | Path, rank: int) -> RankFile:
+    """The memory file of one rank (in a container: the index is read to find it; for every rank,
+    list them with memory_files)."""
+    return find(run_dir, "memory", rank=rank)
 
 
 def memory_dir(run_dir: str | Path) -> Path:
@@ -230,14 +412,14 @@ def counters_layout_file(run_dir: str | Path) -> Path:
     return path(run_dir, "counters_layout")
 
 
-def counters_series_file(run_dir: str | Path, rank: int) -> Path:
+def counters_series_file(run_dir: str | Path, rank: int) -> RankFile:
     """A rank's counters time series."""
-    return path(run_dir, "counters_series", rank=rank)
+    return find(run_dir, "counters_series", rank=rank)
 
 
-def counters_totals_file(run_dir: str | Path, rank: int) -> Path:
+def counters_totals_file(run_dir: str | Path, rank: int) -> RankFile:
     """A rank's counters totals (written at MPI_Finalize)."""
-    return path(run_dir, "counters_totals", rank=rank)
+    return find(run_dir, "counters_totals", rank=rank)
 
 
 def live_file(live_dir: str | Path, rank: int) -> Path:
@@ -251,7 +433,7 @@ def mpit_dir(run_dir: str | Path) -> Path:
     return folder(run_dir, "mpit")
 
 
-def mpit_files(run_dir: str | Path) -> list[Path]:
+def mpit_files(run_dir: str | Path) -> list[RankFile]:
     """The per-rank MPI_T series of mpit mode, by rank."""
     return files(run_dir, "mpit")
 
@@ -261,12 +443,12 @@ def papi_dir(run_dir: str | Path) -> Path:
     return folder(run_dir, "papi")
 
 
-def papi_files(run_dir: str | Path) -> list[Path]:
+def papi_files(run_dir: str | Path) -> list[RankFile]:
     """The per-rank PAPI files, by rank."""
     return files(run_dir, "papi")
 
 
-def maps_files(run_dir: str | Path) -> list[Path]:
+def maps_files(run_dir: str | Path) -> list[RankFile]:
     """Each rank's memory map (modules, build ids, load biases), written with call sites on."""
     return files(run_dir, "maps")
 

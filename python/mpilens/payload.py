@@ -9,22 +9,43 @@ from __future__ import annotations
 
 import json
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import Any
 
+from . import layout
 from .build_info import merge_program
 from .errors import RunDirectoryError
 
 
-def merge(files: list[Path], root: Path, nranks: int | None = None, time_sample: int = 1, intervals: bool = False,
-          version: str | None = None, mpi: str | None = None) -> tuple[dict[str, Any] | None, list[str]]:
-    """Merge payload files into a profile.json document.
+def merge(files: list[layout.RankFile], root: Path, nranks: int | None = None, time_sample: int = 1,
+          intervals: bool = False, version: str | None = None,
+          mpi: str | None = None) -> tuple[dict[str, Any] | None, list[str]]:
+    """Merge payload files into a profile.json document (a rank's payload in a container, of
+    MPILENS_FILES=host, is copied out for mpilens-merge first).
 
     Returns (profile, problems): profile is None when no file could be used; problems names each
     file that could not be, relative to root, with what is wrong with it.
     """
     if not files:
         return None, []
+    if any(isinstance(f, layout.Member) for f in files):
+        with tempfile.TemporaryDirectory(prefix="mpilens-merge-") as tmp:
+            copies: list[Path] = []
+            names: dict[str, str] = {}
+            for i, f in enumerate(files):
+                if isinstance(f, layout.Member):
+                    copy = Path(tmp) / f"{i:06d}.payload"
+                    try:
+                        copy.write_bytes(f.read_bytes())
+                    except RunDirectoryError as err:
+                        return None, [str(err)]
+                    names[str(copy)] = f.name if str(f.container).startswith(str(root)) else str(f)
+                    copies.append(copy)
+                else:
+                    copies.append(f)
+            profile, problems = merge(copies, Path(tmp), nranks, time_sample, intervals, version, mpi)
+            return profile, [_rename(p, Path(tmp), names) for p in problems]
     cmd = [str(merge_program())]
     if nranks:
         cmd += ["--nranks", str(nranks)]
@@ -53,3 +74,12 @@ def merge(files: list[Path], root: Path, nranks: int | None = None, time_sample:
         return json.loads(p.stdout), problems
     except json.JSONDecodeError as err:  # a defect of mpilens-merge, not of the run directory
         raise RunDirectoryError(f"mpilens-merge wrote no valid JSON ({err})") from err
+
+
+def _rename(problem: str, tmp: Path, names: dict[str, str]) -> str:
+    """A problem of a copied-out payload, naming the rank's file in its container instead."""
+    for copy, name in names.items():
+        rel = str(Path(copy).relative_to(tmp))
+        if problem.startswith(rel):
+            return name + problem[len(rel):]
+    return problem

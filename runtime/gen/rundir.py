@@ -31,7 +31,7 @@ SCALARS = {
     "f64": (8, "double", "d", "f8"),
 }
 # path placeholders: name -> (digits, C conversion)
-PLACEHOLDERS = {"rank": 6, "snapshot": 4}
+PLACEHOLDERS = {"rank": 6, "snapshot": 4, "group": 6}
 
 
 @dataclass
@@ -133,6 +133,7 @@ def magics(spec: dict) -> dict[str, bytes]:
     out = {"PAYLOAD": magic_bytes(spec["payload"]["magic"]), "PAYLOAD_END": magic_bytes(spec["payload"]["end"])}
     for o in spec["payload"].get("older", []):
         out[f"PAYLOAD_{ident(o['name'])}"] = magic_bytes(o["magic"])
+    out["CONTAINER"] = magic_bytes(spec["container"]["magic"])
     for fname, f in spec["files"].items():
         if "magic" in f:
             out[ident(fname)] = magic_bytes(f["magic"])
@@ -141,6 +142,20 @@ def magics(spec: dict) -> dict[str, bytes]:
         if "json_end" in f:
             out[f"{ident(fname)}_JSON_END"] = magic_bytes(f["json_end"])
     return out
+
+
+def stream_files(spec: dict) -> list[str]:
+    """The families written as streams (MPILENS_FILES=host), by stream id from 1 without gaps."""
+    ids = {label: v for label, _, v in enum_items(spec["enums"]["stream"])}
+    by_id = {}
+    for fname, f in spec["files"].items():
+        if "stream" in f:
+            if f["stream"] != fname or fname not in ids:
+                raise SystemExit(f"rundir.yaml: file {fname}: stream {f['stream']!r} is not its own name in enum stream")
+            by_id[ids[fname]] = fname
+    if sorted(by_id) != list(range(1, len(ids) + 1)):
+        raise SystemExit("rundir.yaml: every value of enum stream needs its file, ids 1..N")
+    return [by_id[i] for i in sorted(by_id)]
 
 
 def path_parts(pattern: str) -> tuple[str, str, str, list[str]]:
@@ -178,6 +193,14 @@ def gen_c(spec: dict) -> str:
     out += ["", "/* paths, relative to the run directory (printf formats: snapshot, then rank) */"]
     for fname, f in spec["files"].items():
         out.append(f'#define ML_PATH_{ident(fname)} "{path_parts(f["path"])[0]}"')
+    streams = stream_files(spec)
+    out += ["", "/* MPILENS_FILES=host: a group's container, in the folder of each stream's family */",
+            f'#define ML_CONTAINER_DATA_PATH "{path_parts(spec["container"]["data"])[0]}"',
+            f'#define ML_CONTAINER_INDEX_PATH "{path_parts(spec["container"]["index"])[0]}"',
+            "/* by stream id: the family's per-rank path, and its folder (printf formats as the paths) */",
+            "#define ML_STREAM_PATHS {NULL, " + ", ".join(f"ML_PATH_{ident(f)}" for f in streams) + "}",
+            "#define ML_STREAM_FOLDERS {NULL, " + ", ".join(
+                '"' + path_parts(spec["files"][f]["path"].rpartition("/")[0])[0] + '"' for f in streams) + "}"]
     out += ["", "/* constants */"]
     for k, c in spec["constants"].items():
         out.append(f"#define ML_{k} {c['value']} /* {c['doc']} */")
@@ -252,7 +275,8 @@ def gen_python(spec: dict) -> str:
            "    name: str", "    path: str  # str.format pattern: {rank:06d}, {snapshot:04d}", "    glob: str",
            "    placeholders: tuple[str, ...]", "    format: str  # json, jsonl, text, binary or payload",
            "    mode: str | None  # the --mode that writes it (None: every run, or a setting)",
-           "    magic: bytes | None", "    schema: str | None", "    writer: str", "    contents: str", "", ""]
+           "    magic: bytes | None", "    schema: str | None", "    writer: str", "    contents: str",
+           "    stream: int | None  # its stream id in containers (MPILENS_FILES=host), None: never in one", "", ""]
     for k, b in magics(spec).items():
         out.append(f"MAGIC_{k} = {b!r}")
     out.append("")
@@ -289,6 +313,7 @@ def gen_python(spec: dict) -> str:
                      '        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")',
                      "    import numpy as np", "", "    value = globals()[name] = np.dtype(_DTYPES[name])",
                      "    return value"]
+    stream_ids = {label: v for label, _, v in enum_items(spec["enums"]["stream"])}
     out += ["", "", "FILES: dict[str, FileSpec] = {"]
     for fname, f in spec["files"].items():
         _, py, glob, names = path_parts(f["path"])
@@ -299,8 +324,12 @@ def gen_python(spec: dict) -> str:
         out.append(f"    {fname!r}: FileSpec({fname!r}, {py!r}, {glob!r}, {tuple(names)!r}, {f['format']!r}, "
                    f"{f.get('mode')!r}, {magic!r}, {f.get('schema')!r},")
         out.append(f"        {' '.join(f['writer'].split())!r},")
-        out.append(f"        {' '.join(f['contents'].split())!r}),")
+        out.append(f"        {' '.join(f['contents'].split())!r},")
+        out.append(f"        {stream_ids.get(fname)!r}),")
     out.append("}")
+    c = spec["container"]
+    out += ["", "# MPILENS_FILES=host: a group's container (data, index) in the folder of each stream's family",
+            f"CONTAINER_DATA_PATH = {path_parts(c['data'])[1]!r}", f"CONTAINER_INDEX_PATH = {path_parts(c['index'])[1]!r}"]
     # the payload's sequence, for its reader
     out += ["", "# the payload: (kind, name, record, string) in order; kind is record, string or table",
             "PAYLOAD_LAYOUT = ("]
@@ -336,7 +365,8 @@ def gen_doc(spec: dict) -> str:
            "(`build/gen/ml_rundir.h`) and the formats the Python readers use (`mpilens._layout`): change the spec, "
            "never a copy.", "",
            "Paths are relative to the run directory; `{rank}` is a world rank in 6 digits, `{snapshot}` the number "
-           "of an `MPI_Pcontrol` snapshot in 4. Binary files are little-endian; a magic is the first 8 bytes of a "
+           "of an `MPI_Pcontrol` snapshot in 4 (with `MPILENS_FILES=host` the per-rank files are chunks of one "
+           "container per host instead: see \"Files per host\" below). Binary files are little-endian; a magic is the first 8 bytes of a "
            "file or block, and a change of layout changes it (the last characters are the version).", "",
            "| file | path | mode | format | written by | contents |", "|---|---|---|---|---|---|"]
     for fname, f in spec["files"].items():
@@ -371,6 +401,19 @@ def gen_doc(spec: dict) -> str:
                 if name in recs and name not in used:
                     used.add(name)
                     out += record_table(recs[name])
+    c = spec["container"]
+    out += ["## Files per host (containers)", "",
+            "With `MPILENS_FILES=host` (the default from 64 ranks on), the files of the families that name a "
+            "stream (" + ", ".join(f"`{f}`" for f in stream_files(spec)) + ") are not written one per rank: "
+            "the ranks of a group (a host's ranks, or `MPILENS_FILES_GROUP` of them) share a container in the "
+            f"family's folder: `{c['data']}` (data) and `{c['index']}` (index), `{{group}}` the group's first "
+            "world rank in 6 digits. Families sharing a folder share its container (their chunks differ by "
+            "stream). What a chunk holds is a piece of the rank's file as the table above describes it: a "
+            "rank's file is the concatenation of its chunks of that stream in index order.", "",
+            " ".join(c["doc"].split()), "",
+            f"Data: magic `{c['magic']}` at each chunk; layout: " + ", then ".join(f"`{x}`" for x in c["layout"])
+            + ". Index: " + ", then ".join(f"`{x}`" for x in c["index_layout"]) + ".", ""]
+    out += record_table(recs["container_chunk"]) + record_table(recs["container_index"])
     out += ["## The payload", "",
             "One rank's measurements: what rank 0 gathers at `MPI_Finalize` and merges into `profile.json`, and "
             "what the `partial` and `snapshot` files hold, which `mpilens-merge` merges the same way. "

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "ml.h"
+#include "ml_files.h"
 #include "ml_callsite.h"
 #include "ml_output.h"
 
@@ -722,14 +723,10 @@ static int write_module(struct dl_phdr_info *info, size_t size, void *arg)
 void ml_callsite_finish(void)
 {
     if (depth == 0) return;
-    char path[4400];
-    if (ml_rundir_path(path, sizeof path, ML_PATH_MAPS, ml_g.rank) != 0) {
-        ml_log(0, "cannot create the folder of %s (%s)", path, strerror(errno));
-        return;
-    }
-    FILE *f = fopen(path, "w");
+    ml_whole_t out;
+    FILE *f = ml_whole_open(&out, ML_STREAM_MAPS, 0);
     if (f == NULL) {
-        ml_log(0, "cannot write %s (%s)", path, strerror(errno));
+        ml_log(0, "cannot write %s (%s)", ml_whole_where(&out), strerror(errno));
         return;
     }
     fprintf(f, "{\"schema\": \"" ML_SCHEMA_MAPS "\", \"rank\": %d, \"depth\": %d, \"modules\": [", ml_g.rank, depth);
@@ -750,5 +747,5 @@ void ml_callsite_finish(void)
         fprintf(f, ", \"bias\": %llu}", (unsigned long long)modules[m].bias);
     }
     fputs("\n]}\n", f);
-    if (fclose(f) != 0) ml_log(0, "cannot write %s (%s)", path, strerror(errno));
+    if (ml_whole_close(&out) != 0) ml_log(0, "cannot write %s (%s)", ml_whole_where(&out), strerror(errno));
 }

@@ -17,6 +17,7 @@
 #endif
 
 #include "ml.h"
+#include "ml_files.h"
 #include "ml_callsite.h"
 #include "ml_modes.h"
 #include "ml_output.h"
@@ -432,6 +433,10 @@ void ml_init_after_mpi_init(int thread_level, uint64_t t_begin)
     snprintf(ml_g.outdir, sizeof ml_g.outdir, "%s", realpath(dir.path, abs) ? abs : dir.path);
     snprintf(ml_g.partial_path, sizeof ml_g.partial_path, "%s/" ML_PATH_PARTIAL, ml_g.outdir, ml_g.rank);
     snprintf(ml_g.partial_tmp_path, sizeof ml_g.partial_tmp_path, "%s.tmp", ml_g.partial_path);
+    ml_files_init(); /* per-rank files or per-host containers (MPILENS_FILES), before any mode writes */
+    if (ml_files_grouped()) /* where a rank that ends early says its data is (the temporary file stays) */
+        ml_files_container_path(ml_g.partial_path, sizeof ml_g.partial_path, ML_STREAM_PARTIAL, 0,
+                                ML_CONTAINER_DATA_PATH);
 
     ml_g.max_paths = (uint32_t)ml_g.config.max_regions + 2; /* + the root path and "(overflow)" */
     ml_categories_init(ml_g.config.categories_off);
@@ -628,13 +633,13 @@ static void snapshot(void)
 {
     static int taken;
     char path[4300], tmp[4310];
-    if (ml_rundir_path(path, sizeof path, ML_PATH_SNAPSHOT, __atomic_add_fetch(&taken, 1, __ATOMIC_RELAXED),
-                       ml_g.rank) != 0) {
+    const int number = __atomic_add_fetch(&taken, 1, __ATOMIC_RELAXED);
+    if (ml_rundir_path(path, sizeof path, ML_PATH_SNAPSHOT, number, ml_g.rank) != 0) {
         ml_log(0, "MPI_Pcontrol: cannot create the folder of %s (%s): no snapshot", path, strerror(errno));
         return;
     }
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    if (ml_payload_to_file(tmp, path, ML_END_SNAPSHOT, 0) != 0)
+    if (ml_payload_to_file(tmp, path, ML_STREAM_SNAPSHOT, (unsigned)number, ML_END_SNAPSHOT, 0) != 0)
         ml_log(0, "MPI_Pcontrol: cannot write %s (%s): no snapshot", path, strerror(errno));
 }
 

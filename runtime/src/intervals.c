@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "ml.h"
+#include "ml_files.h"
 #include "ml_intervals.h"
 
 static uint64_t *ticks; /* [capacity][2] */
@@ -48,10 +49,8 @@ void ml_interval(MPI_Comm comm, uint64_t t0, uint64_t t1)
 
 int ml_intervals_write(void)
 {
-    char path[4300], tmp[4310];
-    snprintf(path, sizeof path, "%s/" ML_PATH_INTERVALS, ml_g.outdir, ml_g.rank);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
+    ml_whole_t out;
+    FILE *f = ml_whole_open(&out, ML_STREAM_INTERVALS, 0);
     if (f == NULL) return -1;
     const uint64_t n = ml_intervals_recorded();
     ml_intervals_header_t head = {.rank = (uint32_t)ml_g.rank, .nranks = (uint32_t)ml_g.size, .count = n,
@@ -62,9 +61,7 @@ int ml_intervals_write(void)
         const ml_interval_t x = {ml_ticks_to_ns(ticks[2 * i]) * 1e-9, ml_ticks_to_ns(ticks[2 * i + 1]) * 1e-9};
         fwrite(&x, sizeof x, 1, f);
     }
-    const int bad = ferror(f);
-    if (fclose(f) != 0 || bad) return -1;
-    return rename(tmp, path);
+    return ml_whole_close(&out);
 }
 
 /* ------------------------------------------------------------------------------- the table of modes */

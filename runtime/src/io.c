@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "ml.h"
+#include "ml_files.h"
 #include "ml_io.h"
 #include "trace_event.h"
 
@@ -340,10 +341,36 @@ void ml_io_after(ml_thread_t *t, const ml_io_pre_t *p, int fn, uint64_t t0, uint
 /* ------------------------------------------------------------------------------- the file
  * Written with write(2) through a small buffer, so that the exit paths (maybe a signal handler)
  * can use the same code: no stdio, no allocation. */
-typedef struct { int fd, bad; size_t n; char buf[8192]; } ml_io_out_t;
+/* fd >= 0: flushed into the rank's file; else (a container) gathered in an anonymous mapping,
+ * written as one chunk at the end (whole or not at all, as the renamed file; no malloc in a
+ * signal handler) */
+typedef struct { int fd, bad; size_t n; char buf[8192]; char *mem; size_t mlen, mcap; } ml_io_out_t;
 
 static void out_flush(ml_io_out_t *o)
 {
+    if (o->fd < 0) {
+        if (o->bad || o->n == 0) {
+            o->n = 0;
+            return;
+        }
+        if (o->mlen + o->n > o->mcap) {
+            size_t cap = o->mcap ? o->mcap * 2 : (size_t)1 << 20;
+            while (cap < o->mlen + o->n) cap *= 2;
+            void *m = o->mem ? mremap(o->mem, o->mcap, cap, MREMAP_MAYMOVE)
+                             : mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            if (m == MAP_FAILED) {
+                o->bad = 1;
+                o->n = 0;
+                return;
+            }
+            o->mem = m;
+            o->mcap = cap;
+        }
+        memcpy(o->mem + o->mlen, o->buf, o->n);
+        o->mlen += o->n;
+        o->n = 0;
+        return;
+    }
     size_t done = 0;
     while (done < o->n && !o->bad) {
         const ssize_t w = write(o->fd, o->buf + done, o->n - done);
@@ -390,8 +417,10 @@ static int write_file(int reason)
     size_t n = strlen(out_path);
     memcpy(tmp, out_path, n);
     memcpy(tmp + n, ".tmp", 5);
-    ml_io_out_t o = {.fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)};
-    if (o.fd < 0) return -1;
+    static ml_io_out_t o; /* 8 KiB: not on the stack of a signal handler */
+    memset(&o, 0, sizeof o);
+    o.fd = ml_files_grouped() ? -1 : open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (o.fd < 0 && !ml_files_grouped()) return -1;
     const uint32_t files = __atomic_load_n(&nrecs, __ATOMIC_ACQUIRE);
     const uint64_t total = __atomic_load_n(&naccesses, __ATOMIC_RELAXED);
     const uint64_t listed = total < max_accesses ? total : max_accesses;
@@ -446,6 +475,16 @@ static int write_file(int reason)
     out_put(&o, "}}\n", 3);
     out_flush(&o);
     const int bad = o.bad;
+    if (o.fd < 0) {
+        static ml_stream_t s; /* its paths take 8 KiB */
+        int rc = -1;
+        if (!bad && ml_stream_open(&s, ML_STREAM_IO, 0) == 0) {
+            rc = ml_stream_write(&s, o.mem, o.mlen);
+            ml_stream_close(&s);
+        }
+        if (o.mem) munmap(o.mem, o.mcap);
+        return rc;
+    }
     if (close(o.fd) != 0 || bad) return -1;
     return rename(tmp, out_path);
 }

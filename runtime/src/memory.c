@@ -33,6 +33,7 @@
 
 #include "memory_interpose.h"
 #include "ml.h"
+#include "ml_files.h"
 #include "ml_memory.h"
 
 /* ------------------------------------------------------------------------------- real functions */
@@ -523,7 +524,8 @@ static int residency_sampled(int64_t *pss, int64_t *rss, int *exact)
 }
 
 /* ------------------------------------------------------------------------------- records */
-static int out_fd = -1;
+static int out_fd = -1; /* >= 0: the rank's stream is open (its file, or its chunks in a container) */
+static ml_stream_t out_stream;
 static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
 static ml_mem_rec_t outbuf[1024]; /* 64 KiB */
 static size_t outn;
@@ -538,17 +540,7 @@ static uint64_t init_ns; /* CLOCK_MONOTONIC at MPI_Init entry: time origin of th
 static void flush_locked(void)
 {
     if (outn == 0 || out_fd < 0) return;
-    const size_t bytes = outn * sizeof outbuf[0];
-    size_t off = 0;
-    while (off < bytes) {
-        const ssize_t n = write(out_fd, (const char *)outbuf + off, bytes - off);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) {
-            write_errors++;
-            break;
-        }
-        off += (size_t)n;
-    }
+    if (ml_stream_write(&out_stream, outbuf, outn * sizeof outbuf[0]) != 0) write_errors++;
     records_written += outn;
     outn = 0;
 }
@@ -731,9 +723,8 @@ void ml_memory_init_begin(int fn)
 static int open_file(void)
 {
     char path[4300];
-    if (ml_rundir_path(path, sizeof path, ML_PATH_MEMORY, ml_g.rank) != 0) return -1;
-    const int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-    if (fd < 0) return -1;
+    if (ml_stream_open(&out_stream, ML_STREAM_MEMORY, 0) != 0) return -1;
+    const int fd = out_stream.fd;
     ml_mem_header_t h = {0};
     memcpy(h.magic, ML_MAGIC_MEMORY, ML_MAGIC_LEN);
     h.rank = (uint32_t)ml_g.rank;
@@ -745,8 +736,8 @@ static int open_file(void)
     h.rollup = (uint32_t)have_rollup;
     h.page_size = (uint32_t)sysconf(_SC_PAGESIZE);
     h.init_ns = init_ns;
-    if (write(fd, &h, sizeof h) != (ssize_t)sizeof h) {
-        close(fd);
+    if (ml_stream_write(&out_stream, &h, sizeof h) != 0) {
+        ml_stream_close(&out_stream);
         return -1;
     }
     if (ml_g.rank == 0) { /* function numbers of this build, for the analysis */
@@ -847,7 +838,7 @@ void ml_memory_finish(void)
     sample(ML_MEM_FINAL, ML_FN_MPI_Finalize, 0);
     pthread_mutex_lock(&out_lock);
     write_trailer(ML_END_FINALIZE);
-    close(out_fd);
+    ml_stream_close(&out_stream);
     out_fd = -1;
     pthread_mutex_unlock(&out_lock);
     set_counting(0);

@@ -8,13 +8,14 @@
 
 #include "ml.h"
 
-/* A byte sink: a growing heap buffer, or (fd >= 0) a fixed buffer flushed with write(2), which
- * is what the signal handler uses. */
+/* A byte sink: a growing heap buffer, or (fd >= 0 or stream) a fixed buffer flushed with write(2),
+ * which is what the signal handler uses. */
 typedef struct ml_sink {
     char *data;
     size_t len, cap;
     int fd;
     int failed;
+    struct ml_stream_file *stream; /* set: flushed as a piece of a stream (ml_files.h) instead of fd */
 } ml_sink_t;
 
 void ml_sink_put(ml_sink_t *s, const void *p, size_t n);
@@ -23,8 +24,9 @@ void ml_sink_flush(ml_sink_t *s);
 /* Serialize this process's measurements (see runtime/src/payload.c for the format). */
 void ml_payload_write(ml_sink_t *s, int complete, int reason, int signo);
 void ml_partial_dump(int reason, int signo);
-/* this rank's statistics so far into path (via tmp); 0 on success */
-int ml_payload_to_file(const char *tmp, const char *path, int reason, int signo);
+/* this rank's statistics so far into path (via tmp), or into its group's container (stream kind,
+ * item: ml_files.h); 0 on success */
+int ml_payload_to_file(const char *tmp, const char *path, int kind, unsigned item, int reason, int signo);
 int ml_profile_write(const char *path, const char *payloads, size_t len, int nranks, double gather_s);
 int ml_meta_write(const char *hosts, int hostlen);
 int ml_meta_finish(void);

@@ -17,6 +17,7 @@
 
 #include "json.h"
 #include "ml.h"
+#include "ml_files.h"
 #include "ml_spc.h" /* ml_exposed_T_pvar_*: the pvars with counters mode's own */
 #include "ml_mpit.h"
 #include "mpit_common.h"
@@ -266,15 +267,10 @@ static void *sampler_main(void *arg)
 
 static void start_session(void)
 {
-    char path[4300];
-    if (ml_rundir_path(path, sizeof path, ML_PATH_MPIT, ml_g.rank) != 0) {
-        ml_log(0, "cannot create the folder of %s (%s); no pvar series", path, strerror(errno));
-        return;
-    }
-
-    out = fopen(path, "w");
+    out = ml_stream_fopen(ML_STREAM_MPIT, 0);
     if (out == NULL) {
-        ml_log(0, "cannot write %s (%s); no pvar series", path, strerror(errno));
+        ml_log(0, "cannot write this rank's pvar series into %s/mpit (%s); no pvar series", ml_g.outdir,
+               strerror(errno));
         return;
     }
     ml_exposed_T_pvar_get_num(&pvars_total);

@@ -32,6 +32,7 @@
 
 #include "json.h"
 #include "ml.h"
+#include "ml_files.h"
 #include "ml_papi.h"
 #include "ml_spc.h"
 
@@ -553,11 +554,8 @@ void ml_papi_finish(void)
     if (!ev.on && ev.refused[0] == 0 && ev.off_reason[0] == 0) return;
     ml_thread_t *t = ml_tls;
     if (ev.on && t != NULL && t->papi != NULL && t->papi->es != ML_PAPI_NULL) end_compute(t, t->papi);
-    char path[4300], tmp[4320];
-    if (ml_rundir_path(path, sizeof path, ML_PATH_PAPI, ml_g.rank) != 0) goto fail;
-
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
+    ml_whole_t out;
+    FILE *f = ml_whole_open(&out, ML_STREAM_PAPI, 0);
     if (f == NULL) goto fail;
     const size_t n = (size_t)ev.n, paths = ml_g.max_paths;
     /* sum the threads */
@@ -567,6 +565,7 @@ void ml_papi_finish(void)
         free(compute);
         free(ticks);
         fclose(f);
+        out.f = NULL;
         goto fail;
     }
     long long *mpi_path = compute + paths * n, *mpi_fn = mpi_path + paths * n;
@@ -633,7 +632,7 @@ void ml_papi_finish(void)
     fputs("\n}\n}\n", f);
     free(compute);
     free(ticks);
-    if (fclose(f) != 0 || rename(tmp, path) != 0) goto fail;
+    if (ml_whole_close(&out) != 0) goto fail;
     return;
 fail:
     ml_log(0, "could not write " ML_PATH_PAPI " (%s)", ml_g.rank, strerror(errno));

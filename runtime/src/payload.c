@@ -20,6 +20,7 @@
 #include "ml_callsite.h"
 #include "ml_intervals.h"
 #include "ml_output.h"
+#include "ml_files.h"
 
 /* The threads whose statistics count: not those MPI_Pcontrol(2) reset that have not caught up. */
 #define EACH_CURRENT(type, t, threads) for (type *t = (threads); t; t = t->next) if (ml_thread_stale(t)) {} else
@@ -27,6 +28,11 @@
 
 void ml_sink_flush(ml_sink_t *s)
 {
+    if (s->stream != NULL) {
+        if (s->len && ml_stream_write(s->stream, s->data, s->len) != 0) s->failed = 1;
+        s->len = 0;
+        return;
+    }
     if (s->fd < 0 || s->len == 0) return;
     size_t off = 0;
     while (off < s->len) {
@@ -43,7 +49,7 @@ void ml_sink_flush(ml_sink_t *s)
 void ml_sink_put(ml_sink_t *s, const void *p, size_t n)
 {
     if (s->failed) return;
-    if (s->fd >= 0) {
+    if (s->fd >= 0 || s->stream != NULL) {
         while (n > 0) {
             if (s->len == s->cap) ml_sink_flush(s);
             if (s->failed) return;
@@ -373,14 +379,18 @@ void ml_payload_write(ml_sink_t *s, int complete, int reason, int signo)
 /* This rank's statistics so far as a file, written under a temporary name and renamed when whole:
  * a rank killed while writing (MPICH's launcher sends SIGKILL soon after SIGTERM) leaves no file
  * rather than a damaged one. No allocation: it also runs in signal handlers. */
-int ml_payload_to_file(const char *tmp, const char *path, int reason, int signo)
+int ml_payload_to_file(const char *tmp, const char *path, int kind, unsigned item, int reason, int signo)
 {
     char buffer[1 << 14];
-    ml_sink_t s = {buffer, 0, sizeof buffer, open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666), 0};
+    ml_sink_t s = {buffer, 0, sizeof buffer, open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666), 0, NULL};
     if (s.fd < 0) return -1;
     ml_payload_write(&s, 0, reason, signo);
     close(s.fd);
-    return s.failed || rename(tmp, path) != 0 ? -1 : 0;
+    if (s.failed) {
+        unlink(tmp);
+        return -1;
+    }
+    return ml_stream_commit(kind, item, tmp, path) != 0 ? -1 : 0;
 }
 
 void ml_partial_dump(int reason, int signo)
@@ -389,6 +399,6 @@ void ml_partial_dump(int reason, int signo)
     if (!__atomic_load_n(&ml_g.ready, __ATOMIC_ACQUIRE) || ml_g.finalized) return;
     if (__atomic_exchange_n(&done, 1, __ATOMIC_ACQ_REL)) return;
     __atomic_store_n(&ml_g.active, 0, __ATOMIC_RELEASE);
-    ml_payload_to_file(ml_g.partial_tmp_path, ml_g.partial_path, reason, signo);
+    ml_payload_to_file(ml_g.partial_tmp_path, ml_g.partial_path, ML_STREAM_PARTIAL, 0, reason, signo);
     ml_modes_emergency(reason); /* the table of modes: trace, memory, ... */
 }

@@ -33,6 +33,7 @@
 
 #include "json.h"
 #include "ml.h"
+#include "ml_files.h"
 #include "ml_spc.h"
 
 unsigned ml_spc_on;
@@ -735,6 +736,13 @@ static const char *group_name(unsigned g)
     return "?";
 }
 
+/* MPILENS_FILES=host: a rank's slot in its group's live file, whole pages (mmap maps from a page) */
+static size_t live_slot_bytes(void)
+{
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE), need = LIVE_HDR + S.nv * sizeof(int64_t);
+    return (need + page - 1) / page * page;
+}
+
 static int write_layout(const char *path)
 {
     char tmp[4300];
@@ -755,6 +763,8 @@ static int write_layout(const char *path)
     fprintf(f, "],\n  \"live_dir\": ");
     ml_json_str(f, S.livedir);
     fprintf(f, ",\n  \"live_header_bytes\": %d,\n  \"series_header_bytes\": %d,\n", (int)LIVE_HDR, (int)sizeof(series_hdr_t));
+    /* MPILENS_FILES=host: the live files are live/group-NNNNNN.spc, one slot of this many bytes per rank */
+    if (ml_files_grouped()) fprintf(f, "  \"live_slot_bytes\": %zu,\n", live_slot_bytes());
     fprintf(f, "  \"eager\": {\"shm_limit\": ");
     if (S.eager_shm >= 0) {
         fprintf(f, "%lld, \"shm_source\": ", (long long)S.eager_shm);
@@ -889,13 +899,27 @@ static int start_counters(void)
     PMPI_Barrier(ml_g.comm); /* rank 0 may have created them; everyone sees them now */
     if (ok) {
         char name[64];
-        snprintf(name, sizeof name, strrchr(ML_PATH_COUNTERS_LIVE, '/') + 1, ml_g.rank);
-        snprintf(path, sizeof path, "%s/%s", S.livedir, name);
         S.live_len = LIVE_HDR + S.nv * sizeof(int64_t);
-        S.live_fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
-        if (S.live_fd >= 0 && ftruncate(S.live_fd, (off_t)S.live_len) == 0) {
-            void *m = mmap(NULL, S.live_len, PROT_READ | PROT_WRITE, MAP_SHARED, S.live_fd, 0);
-            if (m != MAP_FAILED) S.live = m;
+        if (ml_files_grouped()) {
+            /* one file per group, a slot per rank at a page boundary: the rank maps its slot only.
+             * posix_fallocate only ever extends the file (ftruncate by one rank could cut off the
+             * slots of the others) */
+            snprintf(name, sizeof name, strrchr(ML_PATH_COUNTERS_LIVE_SLOTS, '/') + 1, ml_files_group());
+            snprintf(path, sizeof path, "%s/%s", S.livedir, name);
+            const off_t at = (off_t)live_slot_bytes() * ml_files_slot();
+            S.live_fd = open(path, O_RDWR | O_CREAT, 0644);
+            if (S.live_fd >= 0 && posix_fallocate(S.live_fd, at, (off_t)live_slot_bytes()) == 0) {
+                void *m = mmap(NULL, S.live_len, PROT_READ | PROT_WRITE, MAP_SHARED, S.live_fd, at);
+                if (m != MAP_FAILED) S.live = m;
+            }
+        } else {
+            snprintf(name, sizeof name, strrchr(ML_PATH_COUNTERS_LIVE, '/') + 1, ml_g.rank);
+            snprintf(path, sizeof path, "%s/%s", S.livedir, name);
+            S.live_fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+            if (S.live_fd >= 0 && ftruncate(S.live_fd, (off_t)S.live_len) == 0) {
+                void *m = mmap(NULL, S.live_len, PROT_READ | PROT_WRITE, MAP_SHARED, S.live_fd, 0);
+                if (m != MAP_FAILED) S.live = m;
+            }
         }
         if (S.live != NULL) {
             live_hdr_t *h = (live_hdr_t *)S.live;
@@ -907,8 +931,7 @@ static int start_counters(void)
             h->state = 1;
             h->period_ms = (uint32_t)ml_g.config.snapshot_ms;
         }
-        ml_rundir_path(path, sizeof path, ML_PATH_COUNTERS_SERIES, ml_g.rank);
-        S.series = fopen(path, "wb");
+        S.series = ml_stream_fopen(ML_STREAM_COUNTERS_SERIES, 0);
         if (S.series != NULL) {
             series_hdr_t h;
             memset(&h, 0, sizeof h);
@@ -953,10 +976,8 @@ int ml_spc_init(void)
 /* ------------------------------------------------------------------------------- finalize */
 static void write_rank_json(void)
 {
-    char path[4400], tmp[4500];
-    ml_rundir_path(path, sizeof path, ML_PATH_COUNTERS_TOTALS, ml_g.rank);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
+    ml_whole_t out;
+    FILE *f = ml_whole_open(&out, ML_STREAM_COUNTERS_TOTALS, 0);
     if (f == NULL) return;
     fprintf(f, "{\"rank\": %d, \"ticks_per_ns\": %.9g, \"snapshots\": %llu, \"snapshot_seconds\": %.6f,\n \"values\": [",
             ml_g.rank, S.ticks_per_ns, (unsigned long long)S.nrec, (double)S.snap_ns_total * 1e-9);
@@ -1017,8 +1038,7 @@ static void write_rank_json(void)
         fprintf(f, "null");
     }
     fprintf(f, "}\n");
-    const int bad = ferror(f);
-    if (fclose(f) == 0 && !bad) rename(tmp, path);
+    ml_whole_close(&out);
 }
 
 void ml_spc_finish(void)
@@ -1043,8 +1063,9 @@ void ml_spc_finish(void)
         h.period_ms = (uint32_t)ml_g.config.snapshot_ms;
         h.ticks_per_ns = S.ticks_per_ns;
         h.records = S.nrec;
-        fseek(S.series, 0, SEEK_SET);
-        fwrite(&h, sizeof h, 1, S.series);
+        /* in a container the head stays as written at MPI_Init (records and rate 0, as a killed
+         * rank's): the records are counted from the length, the rate is in the totals */
+        if (!ml_files_grouped() && fseek(S.series, 0, SEEK_SET) == 0) fwrite(&h, sizeof h, 1, S.series);
         fclose(S.series);
         S.series = NULL;
     }

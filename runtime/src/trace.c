@@ -34,12 +34,13 @@
 #include <unistd.h>
 
 #include "ml_callsite.h"
+#include "ml_files.h"
 #include "ml_output.h"
 #include "trace_event.h"
 
 enum { BUF_FREE = 0, BUF_FILLING = 1, BUF_QUEUED = 2, BUF_WRITING = 3 };
 
-static int fd = -1;
+static ml_stream_t out = {.fd = -1, .index_fd = -1}; /* the rank's trace file, or its chunks */
 size_t ml_trace_data_bytes; /* of each buffer */
 static uint32_t nbuffers;
 static uint64_t blocks_written;
@@ -54,7 +55,6 @@ static uint32_t threads_seen;
 static int64_t offset_init_ns, offset_end_ns, rtt_init_ns, rtt_end_ns;
 static uint64_t offset_init_at, offset_end_at;
 static int64_t writer_cpu_ns = -1; /* CPU time of the writer thread, once it has ended */
-static char path[4300];
 
 
 /* ------------------------------------------------------------------------------- writing */
@@ -79,7 +79,7 @@ static void write_block(ml_tbuf_t *b)
                          {ml_tbuf_word_end(b) - words, (size_t)head.words * 4}};
     /* one writev per block on an O_APPEND file: blocks of several threads never interleave; a
      * short write (full disk, killed) leaves a block the reader recognizes as cut and skips */
-    if (writev(fd, v, 3) < 0) ml_g.trace_write_errors++;
+    if (ml_stream_writev(&out, v, 3, b->thread) != 0) ml_g.trace_write_errors++;
     b->flushed = n;
     b->wflushed = words;
 }
@@ -335,7 +335,7 @@ static int local_world_ranks(MPI_Comm comm, int n, int *out)
 void ml_trace_comm_seen(MPI_Comm comm, const ml_comm_t *c, void *unused)
 {
     (void)unused;
-    if (fd < 0 || c == NULL || c->world == NULL || comm == ml_g.comm) return;
+    if (out.fd < 0 || c == NULL || c->world == NULL || comm == ml_g.comm) return;
     const uint32_t uid = (uint32_t)c->uid;
     pthread_mutex_lock(&comms_lock);
     uint32_t *slot = comms_slot(uid);
@@ -451,7 +451,7 @@ static void put_comms(ml_sink_t *s, int dying)
 static void write_json_block(const char *magic, int trailer)
 {
     static char buffer[1 << 16];
-    ml_sink_t s = {buffer, 0, sizeof buffer, fd, 0};
+    ml_sink_t s = {buffer, 0, sizeof buffer, -1, 0, &out};
     uint64_t tick, ns;
     ml_clock_point(&tick, &ns);
     struct timespec realtime; /* the calendar time of ns1, for exports that state when the run was */
@@ -540,9 +540,7 @@ static int open_trace(void)
     nbuffers = (uint32_t)ml_g.config.trace_buffers;
     const ml_comm_t *w = ml_comm_get(MPI_COMM_WORLD);
     ml_trace_world_uid = w ? (uint32_t)w->uid : 0;
-    if (ml_rundir_path(path, sizeof path, ML_PATH_TRACE, ml_g.rank) != 0) return -1;
-    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0666);
-    if (fd < 0) return -1;
+    if (ml_stream_open(&out, ML_STREAM_TRACE, 0) != 0) return -1;
     offset_init_ns = measure_offset(&rtt_init_ns);
     offset_init_at = ml_clock_ns();
     write_json_block(ML_MAGIC_TRACE_HEAD, 0);
@@ -565,7 +563,7 @@ int ml_trace_init(void)
 /* Give a thread its buffers, at its first MPI call. */
 void ml_trace_thread(ml_thread_t *t)
 {
-    if (fd < 0) return;
+    if (out.fd < 0) return;
     t->trace.index = __atomic_fetch_add(&threads_seen, 1, __ATOMIC_RELAXED);
     const size_t size = sizeof(ml_tbuf_t) + ml_trace_data_bytes;
     for (uint32_t i = 0; i < nbuffers && i < 8; i++) {
@@ -593,7 +591,7 @@ static void flush_all_direct(void)
 
 void ml_trace_finish(void)
 {
-    if (fd < 0) return;
+    if (out.fd < 0) return;
     offset_end_ns = measure_offset(&rtt_end_ns);
     offset_end_at = ml_clock_ns();
     for (ml_thread_t *t = __atomic_load_n(&ml_g.threads, __ATOMIC_ACQUIRE); t; t = t->next)
@@ -611,8 +609,7 @@ void ml_trace_finish(void)
     }
     flush_all_direct();
     write_json_block(ML_MAGIC_TRACE_TRAILER, 1);
-    close(fd);
-    fd = -1;
+    ml_stream_close(&out);
     for (ml_thread_t *t = __atomic_load_n(&ml_g.threads, __ATOMIC_ACQUIRE); t; t = t->next) t->trace.on = 0;
 }
 
@@ -620,8 +617,8 @@ void ml_trace_finish(void)
 void ml_trace_emergency(int reason)
 {
     (void)reason;
-    if (fd < 0) return;
+    if (out.fd < 0) return;
     flush_all_direct();
     write_json_block(ML_MAGIC_TRACE_TRAILER, 2);
-    fd = -1;
+    out.fd = -1;
 }

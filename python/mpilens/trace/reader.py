@@ -122,14 +122,21 @@ def _json_block(data: memoryview, pos: int) -> tuple[dict[str, Any], int]:
     return json.loads(bytes(data[pos:pos + end])), pos + end + 8
 
 
-def read_rank(path: Path) -> RankTrace:
-    """Read one rank's trace file; raise RunDirectoryError when it is not one."""
-    with path.open("rb") as f:
-        size = f.seek(0, 2)
+def read_rank(path: layout.RankFile) -> RankTrace:
+    """Read one rank's trace file (its own, or its chunks in a container); raise
+    RunDirectoryError when it is not one."""
+    if isinstance(path, layout.Member):
+        data = memoryview(path.read_bytes())
+        size = len(data)
         if size < 16:
             raise RunDirectoryError(f"{path.name} is empty or truncated ({size} bytes)")
-        mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-    data = memoryview(mm)
+    else:
+        with path.open("rb") as f:
+            size = f.seek(0, 2)
+            if size < 16:
+                raise RunDirectoryError(f"{path.name} is empty or truncated ({size} bytes)")
+            mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        data = memoryview(mm)
     if bytes(data[:8]) != L.MAGIC_TRACE_HEAD:
         raise RunDirectoryError(f"{path.name} is not an mpilens trace file")
     try:
@@ -300,7 +307,7 @@ def _decode_block(fix: np.ndarray, words: np.ndarray, thread: int, ev: np.ndarra
     return take(site_w).astype(np.uint32)  # the call sites (0: none)
 
 
-def trace_files(rundir: str | Path) -> list[Path]:
+def trace_files(rundir: str | Path) -> list[layout.RankFile]:
     """The trace files of a run directory, by rank; RunDirectoryError when there are none."""
     files = layout.trace_files(rundir)
     if not files:
@@ -308,7 +315,7 @@ def trace_files(rundir: str | Path) -> list[Path]:
     return files
 
 
-def _offsets(path: Path) -> list[list[int]]:
+def _offsets(path: layout.RankFile) -> list[list[int]]:
     """A rank's measured offsets to rank 0's clock ([when, offset, round trip] in ns), from its
     trailer (or its head, for a rank killed before the trailer), without reading its events."""
     with path.open("rb") as f:
@@ -326,7 +333,7 @@ def _offsets(path: Path) -> list[list[int]]:
     return []
 
 
-def host_alignment(files: list[Path], host_of: list[int]) -> dict[int, tuple[list[list[int]], int | None]]:
+def host_alignment(files: list[layout.RankFile], host_of: list[int]) -> dict[int, tuple[list[list[int]], int | None]]:
     """Per host other than rank 0's: its offsets to rank 0's clock at MPI_Init and MPI_Finalize,
     each the one of the shortest round trip among the host's ranks, and the error bound of the
     pair (half the longer of the two round trips; None when a trace recorded none)."""
