@@ -21,7 +21,7 @@ import subprocess
 import pytest
 
 from conftest import BUILD, MPILENS, run_example
-from mpilens import papi
+from mpilens import layout, papi
 
 PAPI = {"MPILENS_MODE": "profile,papi"}
 SOFT = {**PAPI, "MPILENS_PAPI_EVENTS": "perf::TASK-CLOCK,perf::PAGE-FAULTS"}
@@ -68,6 +68,23 @@ def test_software_events_attributed_per_region_and_phase(mpi, tmp_path):
     html = tmp_path / "r.html"
     subprocess.run([str(MPILENS), "report", str(job.rundir), "--html", str(html)], capture_output=True, check=True)
     assert 'id="papi-regions"' in html.read_text()
+
+
+def test_software_events_from_per_host_files(mpi, tmp_path):
+    """MPILENS_FILES=host: the ranks' papi files are chunks of one container for the host (no file
+    per rank) and read back with the same exact page faults."""
+    job = run_example(mpi, "papi_kernel", 2, tmp_path, ["2000000", str(PAGES)],
+                      settings={**SOFT, "MPILENS_FILES": "host"})
+    assert not list(job.rundir.glob(layout.glob_pattern("papi")))
+    assert sorted(p.name for p in (job.rundir / "papi").iterdir()) == ["group-000000.mlc", "group-000000.mlx"]
+    assert all(isinstance(f, layout.Member) for f in layout.files(job.rundir, "papi"))
+    run = papi.load(job.rundir)
+    assert run.refused == "" and run.problems == [], (run.refused, run.problems)
+    for rank in range(2):
+        small, large = _region(run, rank, "touch_small"), _region(run, rank, "touch_large")
+        pf_small, pf_large = run.value(small.compute, "perf::PAGE-FAULTS"), run.value(large.compute, "perf::PAGE-FAULTS")
+        assert PAGES <= pf_small <= PAGES * 1.05, (rank, pf_small)
+        assert pf_large / pf_small == pytest.approx(4.0, rel=0.05), (rank, pf_small, pf_large)
 
 
 def test_instruction_ratio_between_regions(mpi, tmp_path):

@@ -228,6 +228,9 @@ def test_pcontrol_reset_threads(mpi, tmp_path):
         assert end - after < 4 * PT_TOUCH_KB, rss[r]  # nor did the workers' catching up
     f = p["functions"]["MPI_Type_size"]
     for r in range(np):  # no garbage: the counted calls ran after the reset, on 3 threads at once
+        if calls[r] == 0:  # the workers were done before the main thread got to reset (a loaded machine)
+            assert f["time_s"][r] == 0, (r, f["time_s"][r])
+            continue
         assert 0 < f["time_s"][r] < PT_WORKERS * p["ranks"][r]["wall_time_s"] and f["min_s"][r] <= f["max_s"][r] < 0.1
 
 def test_pcontrol_snapshots(mpi, tmp_path):
