@@ -189,7 +189,8 @@ uint64_t ml_req_track_slow(ml_thread_t *t, MPI_Request req, int fn, unsigned fla
     /* nonblocking operations start active; persistent ones wait for MPI_Start */
     const uint16_t fl = (uint16_t)(flags & ML_REQ_PERSISTENT ? flags : flags | ML_REQ_ACTIVE);
     if (ML_LIKELY(!(t->trace.on | ml_spc_on | ml_g.multiple))) {
-        /* the profile alone, one thread in MPI at a time: the entry is written in place */
+        /* the profile alone, one thread in MPI at a time: what ml_req_track leaves here (persistent
+         * operations, a first request, a table to grow or clean), written in place */
         ml_site_t *site = t->sites ? ml_site_early(t, fn) : NULL;
         if (!(flags & ML_REQ_PERSISTENT) && ml_req_shared_handle(req)) {
             const ml_req_t e = {.fn = (uint16_t)fn, .flags = fl, .path = t->cur_path, .peer = peer, .site = site};
