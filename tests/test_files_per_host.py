@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import MPILENS, example, fn, launcher, run_example
+from conftest import MPILENS, NETPIPE, check_netpipe_profile, example, fn, launcher, mpilens_run, netpipe_sizes, run_example
 from mpilens import _layout, counters_spc, layout, memory, rundir
 from mpilens.errors import RunDirectoryError
 from mpilens.trace import timeline
@@ -254,3 +254,27 @@ def test_io_per_file_from_containers(tmp_path):
     assert files[shared]["bytes_written"] == os.path.getsize(shared) == 7168 * np_
     assert files[shared]["bytes_read"] == np_ * (4096 + 256)
     assert files[rank0]["bytes_written"] == os.path.getsize(rank0) == 300
+
+
+def test_netpipe_from_per_host_files(mpi, tmp_path):
+    """A real application: Debian's NetPIPE in trace, counters and memory modes with
+    MPILENS_FILES=host. Its traffic, known from its own output file, comes back from the containers:
+    the profile, the trace's matched messages and the counters' bytes."""
+    lo, hi, reps = 2, 4096, 8
+    out_file = tmp_path / "np.out"
+    job = mpilens_run(None, launcher(mpi, 2) + [NETPIPE[mpi], "-l", str(lo), "-u", str(hi), "-p", "0", "-n", str(reps),
+                                               "-o", str(out_file)], tmp_path,
+                      settings={"MPILENS_MODE": "trace,counters,memory", "MPILENS_FILES": "host"})
+    run = job.load()
+    for fam in ("trace", "memory", "counters_series", "counters_totals"):
+        assert not list(run.path.glob(layout.glob_pattern(fam))), fam  # no file per rank
+        assert [layout.rank_of(fam, f) for f in layout.files(run.path, fam)] == [0, 1], fam
+    sizes = netpipe_sizes(out_file)
+    check_netpipe_profile(run.profile, sizes, lo, reps)
+    m = run.trace.messages
+    assert m.unmatched_sends == 0 and m.unmatched_recvs == 0
+    data, k = 3 * reps * sum(sizes), len(sizes)
+    sent = {0: data + 100 * lo + 4 * k, 1: data + 100 * lo}  # NetPIPE's traffic (check_netpipe_profile)
+    assert {r: int(m.bytes[m.src == r].sum()) for r in (0, 1)} == sent
+    assert [run.counters.value("BYTES_SENT_USER", r) for r in (0, 1)] == [sent[0], sent[1]]
+    assert [x.rank for x in run.memory.ranks] == [0, 1]
