@@ -494,6 +494,9 @@ int ml_requests_init(size_t capacity);
  * several entries: MPICH hands out one shared handle for all operations that complete at once. */
 uint64_t ml_req_track_slow(ml_thread_t *t, MPI_Request req, int fn, unsigned flags, int64_t sent, int64_t recv,
                            int peer, MPI_Comm comm);
+/* Rebuild t's own table (grown, tombstones dropped) so that one more entry fits; -1 when it is full
+ * at MPILENS_MAX_REQUESTS or memory is short. */
+int ml_req_make_room(ml_thread_t *t);
 /* The first entry of a handle, left in the table (persistent requests, MPI_Cancel). */
 ml_req_t *ml_req_find(MPI_Request req);
 size_t ml_requests_outstanding(void);
@@ -606,17 +609,19 @@ ML_HOT void ml_req_remove(ml_thread_t *owner, ml_req_t *e)
 ML_HOT uint64_t ml_req_track(ml_thread_t *t, MPI_Request req, int fn, unsigned flags, int64_t sent, int64_t recv,
                              int peer, MPI_Comm comm)
 {
-    if (ML_LIKELY(ml_req_lean(t)) && !(flags & ML_REQ_PERSISTENT) && req != MPI_REQUEST_NULL) {
+    if (ML_LIKELY(ml_req_lean(t)) && req != MPI_REQUEST_NULL) {
         ml_site_t *site = t->sites ? ml_site_early(t, fn) : NULL;
         t->site_posted = site;
-        if (ml_req_shared_handle(req)) { /* complete already, and with no status worth reading */
+        if (!(flags & ML_REQ_PERSISTENT) && ml_req_shared_handle(req)) { /* complete already, and with no status worth reading */
             const ml_req_t done = {.fn = (uint16_t)fn, .path = t->cur_path, .peer = peer, .site = site};
             ml_req_account(t, &done, sent == ML_BYTES_FROM_STATUS ? 0 : sent, recv == ML_BYTES_FROM_STATUS ? 0 : recv);
             return 0;
         }
         /* the table stays at most three quarters full of entries and tombstones: probes end */
-        if (ML_UNLIKELY((t->rq_live + t->rq_tombs + 1) * 4 > t->rq_cap * 3))
-            return ml_req_track_slow(t, req, fn, flags, sent, recv, peer, comm);
+        if (ML_UNLIKELY((t->rq_live + t->rq_tombs + 1) * 4 > t->rq_cap * 3) && ml_req_make_room(t) != 0) {
+            t->dropped_requests++; /* full at MPILENS_MAX_REQUESTS */
+            return 0;
+        }
         const uintptr_t k = ml_req_key(req);
         const uint32_t m = t->rq_cap - 1;
         uint32_t i = ml_req_home(t, k);
@@ -626,11 +631,13 @@ ML_HOT uint64_t ml_req_track(ml_thread_t *t, MPI_Request req, int fn, unsigned f
         t->rq_live++;
         e->key = k;
         e->fn = (uint16_t)fn;
-        e->flags = (uint16_t)(flags | ML_REQ_ACTIVE);
+        e->flags = (uint16_t)(flags & ML_REQ_PERSISTENT ? flags : flags | ML_REQ_ACTIVE); /* persistent: at MPI_Start */
         e->path = t->cur_path;
         e->peer = peer;
         e->sent = sent;
         e->recv = recv;
+        e->seq = 0;
+        e->t_post = 0;
         e->comm = NULL;
         e->site = site;
         return 0;

@@ -64,7 +64,7 @@ size_t ml_requests_outstanding(void)
 /* Open addressing with linear probing over rq_cap = 2^k entries, kept at most three quarters full
  * of entries and tombstones (so every probe ends at an empty slot); rebuilt when that is
  * reached: tombstones dropped, and the size doubled while more than half would be live. */
-static int own_rebuild(ml_thread_t *t)
+int ml_req_make_room(ml_thread_t *t)
 {
     uint32_t cap = t->rq_cap ? t->rq_cap : OWN_MIN;
     while ((uint64_t)(t->rq_live + 1) * 2 > cap && cap < own_max) cap *= 2;
@@ -90,7 +90,7 @@ static int own_rebuild(ml_thread_t *t)
 /* A free slot of t's table for key k (its key not yet written), NULL when the table is full. */
 static inline ml_req_t *own_slot(ml_thread_t *t, uintptr_t k)
 {
-    if (ML_UNLIKELY((t->rq_live + t->rq_tombs + 1) * 4 > t->rq_cap * 3) && own_rebuild(t) != 0) return NULL;
+    if (ML_UNLIKELY((t->rq_live + t->rq_tombs + 1) * 4 > t->rq_cap * 3) && ml_req_make_room(t) != 0) return NULL;
     const uint32_t m = t->rq_cap - 1;
     for (uint32_t i = (uint32_t)(hash_of(k) >> t->rq_shift);; i = (i + 1) & m) {
         ml_req_t *s = &t->rq[i];
@@ -186,36 +186,8 @@ uint64_t ml_req_track_slow(ml_thread_t *t, MPI_Request req, int fn, unsigned fla
                            int peer, MPI_Comm comm)
 {
     if (req == MPI_REQUEST_NULL) return 0;
-    /* nonblocking operations start active; persistent ones wait for MPI_Start */
-    const uint16_t fl = (uint16_t)(flags & ML_REQ_PERSISTENT ? flags : flags | ML_REQ_ACTIVE);
-    if (ML_LIKELY(!(t->trace.on | ml_spc_on | ml_g.multiple))) {
-        /* the profile alone, one thread in MPI at a time: what ml_req_track leaves here (persistent
-         * operations, a first request, a table to grow or clean), written in place */
-        ml_site_t *site = t->sites ? ml_site_early(t, fn) : NULL;
-        if (!(flags & ML_REQ_PERSISTENT) && ml_req_shared_handle(req)) {
-            const ml_req_t e = {.fn = (uint16_t)fn, .flags = fl, .path = t->cur_path, .peer = peer, .site = site};
-            ml_req_account(t, &e, sent == ML_BYTES_FROM_STATUS ? 0 : sent, recv == ML_BYTES_FROM_STATUS ? 0 : recv);
-            return 0;
-        }
-        const uintptr_t k = ml_req_key(req);
-        ml_req_t *s = own_slot(t, k);
-        if (ML_UNLIKELY(s == NULL)) {
-            t->dropped_requests++;
-            return 0;
-        }
-        s->key = k;
-        s->fn = (uint16_t)fn;
-        s->flags = fl;
-        s->path = t->cur_path;
-        s->peer = peer;
-        s->sent = sent;
-        s->recv = recv;
-        s->seq = 0;
-        s->t_post = 0;
-        s->comm = NULL;
-        s->site = site;
-        return 0;
-    }
+    /* trace or counters mode watches requests, or MPI_THREAD_MULTIPLE (ml_req_track has the
+     * profile's own case) */
     /* in traces, thread number and sequence name the operation, to link its start and its end */
     const uint64_t seq = t->trace.on ? ((uint64_t)(t->trace.index + 1) << 40) | ++t->req_seq : 0;
     /* the communicator's facts: for the trace; for the counters when not MPI_COMM_WORLD (ranks of
