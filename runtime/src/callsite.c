@@ -48,6 +48,7 @@ typedef struct module {
     const struct link_map *lm;
     uintptr_t bias;   /* load bias: address in the ELF file = address - bias */
     char *path;
+    int python_library; /* a Python function of library code (python_library_file), set once */
 } module_t;
 
 static int depth;                     /* MPILENS_CALLSITE_DEPTH, 0 when off */
@@ -321,6 +322,14 @@ static int in_mpi4py(uintptr_t a)
     return 0;
 }
 
+/* Whether a Python file is library code, not the program's: an installed package (h5py's Python
+ * layer, mpi4py.futures) or the import machinery (MPI_Init from `from mpi4py import MPI`). */
+static int python_library_file(const char *file)
+{
+    return strncmp(file, "<frozen ", 8) == 0 || strstr(file, "/site-packages/") != NULL ||
+           strstr(file, "/dist-packages/") != NULL;
+}
+
 /* The module-table entry of a Python function (its code object): "python\t<function>\t<file>";
  * its frames' addresses are (entry << 32) | line, and its bias entry << 32, so that the address
  * in the "module" is the line. Called with the GIL held. */
@@ -347,6 +356,7 @@ static uint32_t python_module(void *code)
                 modules[i].lm = (const struct link_map *)code;
                 modules[i].bias = (uintptr_t)i << 32;
                 modules[i].path = path;
+                modules[i].python_library = python_library_file(file);
                 __atomic_store_n(&nmodules, nmodules + 1, __ATOMIC_RELEASE);
             } else {
                 free(path);
@@ -359,15 +369,6 @@ static uint32_t python_module(void *code)
     return i;
 }
 
-/* Whether a Python file is library code, not the program's: an installed package (h5py's Python
- * layer, mpi4py.futures) or the import machinery (MPI_Init from `from mpi4py import MPI`). */
-static int python_library(uint32_t m)
-{
-    const char *file = strchr(modules[m].path + 7, '\t'); /* "python\t<function>\t<file>" */
-    file = file ? file + 1 : "";
-    return strncmp(file, "<frozen ", 8) == 0 || strstr(file, "/site-packages/") != NULL ||
-           strstr(file, "/dist-packages/") != NULL;
-}
 
 /* The Python frames of this thread (the code that called mpi4py or a C extension), from the
  * innermost outwards, starting at the first frame of the program's own code: the frames of
@@ -393,7 +394,7 @@ static int python_frames(uintptr_t *out, uint32_t *mods, int want)
             const uint32_t m = code ? python_module(code) : UINT32_MAX;
             if (code) py.decref(code);
             if (m != UINT32_MAX) {
-                if (first < 0 && !python_library(m)) first = k;
+                if (first < 0 && !modules[m].python_library) first = k;
                 all[k] = ((uintptr_t)m << 32) | (uint32_t)line;
                 allmods[k] = m;
                 k++;
@@ -457,6 +458,16 @@ static int python_path(uintptr_t ra, uintptr_t *out, uint32_t *mods)
     return k > 0 ? nat + k : 0;
 }
 
+/* The function's "other sites" entry, marked as found by the slow path (set here, when first used:
+ * the table is not touched before), so that ml_site_early hands it to the call's leave instead of a
+ * second walk. */
+static ml_site_t *other_site(ml_thread_t *t, int fn)
+{
+    ml_site_t *o = &t->site_other[fn];
+    o->fn = (uint32_t)fn | ML_SITE_SLOW;
+    return o;
+}
+
 static ml_site_t *site_lookup(ml_thread_t *t, int fn)
 {
     uintptr_t frames[ML_CALLSITE_MAX_DEPTH];
@@ -480,7 +491,7 @@ static ml_site_t *site_lookup(ml_thread_t *t, int fn)
         for (int k = 0; k < n; k++) mods[k] = UINT32_MAX;
         key = n == 0 ? 0 : depth == 1 ? frames[0] : (uintptr_t)hash_frames(frames, n);
     }
-    if (n == 0) return &t->site_other[fn]; /* no frame outside MPI (should not happen) */
+    if (n == 0) return other_site(t, fn); /* no frame outside MPI (should not happen) */
     const uint32_t mask = t->site_cap - 1;
     const uint32_t want = (uint32_t)fn | (fast ? 0 : ML_SITE_SLOW);
     uint32_t i = (uint32_t)(((uint64_t)key * 0x9E3779B97F4A7C15ull + (uint64_t)fn) >> t->site_shift);
@@ -491,7 +502,7 @@ static ml_site_t *site_lookup(ml_thread_t *t, int fn)
             ((depth == 1 && !python) || same_frames(&t->site_frames[(size_t)i * depth], frames, n)))
             return e;
     }
-    if (t->site_used >= t->site_cap - t->site_cap / 4) return &t->site_other[fn];
+    if (t->site_used >= t->site_cap - t->site_cap / 4) return other_site(t, fn);
     /* a new site: i is the first empty slot of the probe sequence */
     ml_site_t *e = &t->sites[i];
     ml_site_frame_t *fr = &t->site_frames[(size_t)i * depth];
