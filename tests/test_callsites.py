@@ -402,9 +402,9 @@ def test_trace_events_carry_their_call_site(mpi_name, tmp_path):
     assert p.returncode == 0, p.stderr
     doc = json.loads(out.read_text())
     events = doc["traceEvents"] if isinstance(doc, dict) else doc
-    recvs = [e for e in events if e.get("ph") == "X" and e["name"] == "MPI_Recv" and e["pid"] == 0]
-    assert recvs and all(e["args"]["site"] == f"patterns.c:{recv} (main)" for e in recvs
-                         if e["args"].get("src") == 1 and e["ts"] > 0), recvs[:3]
+    recvs = [e for e in events if e.get("ph") == "X" and e["name"] == "MPI_Recv" and e["pid"] == 0
+             and e["args"].get("src") == 1 and e["ts"] > 0]
+    assert recvs and all(e["args"]["site"] == f"patterns.c:{recv} (main)" for e in recvs), recvs[:3]
 
     job = run_example(mpi_name, "patterns", 3, tmp_path / "b", ["late_barrier", "30", "2"],
                       settings={"MPILENS_MODE": "profile,trace"})

@@ -115,6 +115,7 @@ def otf2(tl: Timeline, out: Path, progress: Progress = None) -> dict[str, int]:
         world = defs.comm("MPI_COMM_WORLD", group=world_group)
         # every intracommunicator whose members are all in MPI_COMM_WORLD: (definition, world rank -> rank)
         comms: dict[int, tuple[object, dict[int, int]]] = {}
+        defined = 0  # communicators defined besides MPI_COMM_WORLD
         everyone = tuple(range(tl.nranks))
         for uid, (ranks, remote) in sorted(tl.comms.items(), key=lambda c: c[1]):
             if remote or not ranks or min(ranks) < 0 or max(ranks) >= tl.nranks:
@@ -122,7 +123,8 @@ def otf2(tl: Timeline, out: Path, progress: Progress = None) -> dict[str, int]:
             if uid == tl.world_uid or (tl.world_uid is None and ranks == everyone):
                 comms[uid] = (world, {r: r for r in everyone})
                 continue
-            k = len({id(c) for c, _ in comms.values()} - {id(world)})
+            k = defined
+            defined += 1
             label = ", ".join(map(str, ranks[:8])) + (", ..." if len(ranks) > 8 else "")
             g = defs.group(f"communicator {k} (world ranks {label})", members=list(ranks),
                            group_type=o.GroupType.COMM_GROUP, paradigm=o.Paradigm.MPI)
@@ -159,7 +161,7 @@ def otf2(tl: Timeline, out: Path, progress: Progress = None) -> dict[str, int]:
             # the calendar time of the global offset (the first time stamp written): the writer
             # would take the time of the export
             trace._realtime_timestamp = (tl.realtime_origin_ns + (trace._first_timestamp or 0)) / RESOLUTION
-    counts["communicators"] = 1 + len({id(c) for c, _ in comms.values()} - {id(world)})
+    counts["communicators"] = 1 + defined
     counts["events"] = sum(v for k, v in counts.items() if k != "communicators")
     return dict(counts)
 
