@@ -604,72 +604,45 @@ void ml_callsite_payload(ml_sink_t *s, ml_thread_t *threads)
 }
 
 /* ------------------------------------------------------------------------------- trace trailer */
-static void put_text(ml_sink_t *s, const char *text) { ml_sink_put(s, text, strlen(text)); }
-static void put_num(ml_sink_t *s, unsigned long long v)
-{
-    char buf[24];
-    int n = 0;
-    do {
-        buf[sizeof buf - 1 - n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    ml_sink_put(s, buf + sizeof buf - n, (size_t)n);
-}
-static void put_json_string(ml_sink_t *s, const char *text)
-{
-    put_text(s, "\"");
-    for (; *text; text++) {
-        const unsigned char c = (unsigned char)*text;
-        if (c == '"' || c == '\\') {
-            const char e[2] = {'\\', (char)c};
-            ml_sink_put(s, e, 2);
-        } else if (c == '\t') {
-            put_text(s, "\\t");
-        } else if (c >= 0x20) {
-            ml_sink_put(s, text, 1);
-        }
-    }
-    put_text(s, "\"");
-}
 
 void ml_callsite_trace_json(ml_sink_t *s)
 {
     if (depth == 0) return;
     const uint32_t nmod = __atomic_load_n(&nmodules, __ATOMIC_ACQUIRE);
-    put_text(s, ", \"sites\": [");
+    ml_sink_text(s, ", \"sites\": [");
     int first = 1;
     for (ml_thread_t *t = __atomic_load_n(&ml_g.threads, __ATOMIC_ACQUIRE); t; t = t->next) {
         if (t->sites == NULL) continue;
         for (uint32_t i = 0; i < t->site_cap; i++) {
             const ml_site_t *e = &t->sites[i];
             if (e->id == 0) continue;
-            put_text(s, first ? "[" : ", [");
+            ml_sink_text(s, first ? "[" : ", [");
             first = 0;
-            put_num(s, t->trace.index);
-            put_text(s, ", ");
-            put_num(s, e->id);
-            put_text(s, ", ");
-            put_num(s, e->fn & ~ML_SITE_SLOW);
-            put_text(s, ", [");
+            ml_sink_uint(s, t->trace.index);
+            ml_sink_text(s, ", ");
+            ml_sink_uint(s, e->id);
+            ml_sink_text(s, ", ");
+            ml_sink_uint(s, e->fn & ~ML_SITE_SLOW);
+            ml_sink_text(s, ", [");
             const ml_site_frame_t *fr = &t->site_frames[(size_t)i * depth];
             for (int k = 0; k < depth && fr[k].addr; k++) {
                 const uint32_t m = fr[k].module;
-                put_text(s, k ? ", [" : "[");
-                if (m < nmod) put_num(s, m);
-                else put_text(s, "null");
-                put_text(s, ", ");
-                put_num(s, m < nmod ? (unsigned long long)(fr[k].addr - modules[m].bias) : (unsigned long long)fr[k].addr);
-                put_text(s, "]");
+                ml_sink_text(s, k ? ", [" : "[");
+                if (m < nmod) ml_sink_uint(s, m);
+                else ml_sink_text(s, "null");
+                ml_sink_text(s, ", ");
+                ml_sink_uint(s, m < nmod ? (unsigned long long)(fr[k].addr - modules[m].bias) : (unsigned long long)fr[k].addr);
+                ml_sink_text(s, "]");
             }
-            put_text(s, "]]");
+            ml_sink_text(s, "]]");
         }
     }
-    put_text(s, "], \"site_modules\": [");
+    ml_sink_text(s, "], \"site_modules\": [");
     for (uint32_t m = 0; m < nmod; m++) {
-        if (m) put_text(s, ", ");
-        put_json_string(s, modules[m].path);
+        if (m) ml_sink_text(s, ", ");
+        ml_sink_json_string(s, modules[m].path);
     }
-    put_text(s, "]");
+    ml_sink_text(s, "]");
 }
 
 /* ------------------------------------------------------------------------------- memory map */

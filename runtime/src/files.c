@@ -153,15 +153,33 @@ static int put_chunk(ml_stream_t *s, int fd, int ifd, const struct iovec *v, int
     return write(ifd, &rec, sizeof rec) == (ssize_t)sizeof rec ? 0 : -1;
 }
 
+/* A file of its own (per rank): all of v, resumed after a short write or a signal. (A container's
+ * chunk is one writev or nothing: resuming it could interleave with another rank's chunk.) */
+static int write_all(int fd, const struct iovec *v, int n)
+{
+    struct iovec left[7];
+    memcpy(left, v, (size_t)n * sizeof *v);
+    struct iovec *p = left;
+    while (n > 0) {
+        const ssize_t w = writev(fd, p, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return -1;
+        size_t done = (size_t)w;
+        for (; n > 0 && done >= p->iov_len; n--, p++) done -= p->iov_len;
+        if (n > 0) {
+            p->iov_base = (char *)p->iov_base + done;
+            p->iov_len -= done;
+        }
+    }
+    return 0;
+}
+
 int ml_stream_writev(ml_stream_t *s, const struct iovec *v, int n, uint32_t thread)
 {
     if (s->fd < 0 || n < 0 || n > 7) return -1;
     size_t total = 0;
     for (int i = 0; i < n; i++) total += v[i].iov_len;
-    if (s->index_fd < 0) {
-        const ssize_t w = writev(s->fd, v, n);
-        return w == (ssize_t)total ? 0 : -1;
-    }
+    if (s->index_fd < 0) return write_all(s->fd, v, n);
     if (total == 0) return 0;
     if (pthread_mutex_trylock(&s->lock) != 0) {
         /* another thread writes, or this thread was interrupted while writing (a signal handler):

@@ -20,6 +20,13 @@ typedef struct ml_sink {
 
 void ml_sink_put(ml_sink_t *s, const void *p, size_t n);
 void ml_sink_flush(ml_sink_t *s);
+/* JSON pieces into a sink, signal-safe (no allocation, no stdio): the trace's trailer and the
+ * call sites' tables are written with them. */
+void ml_sink_text(ml_sink_t *s, const char *text);
+void ml_sink_uint(ml_sink_t *s, uint64_t v);
+void ml_sink_int(ml_sink_t *s, int64_t v);
+/* text as a JSON string: quotes, backslashes and tabs escaped, other control characters dropped */
+void ml_sink_json_string(ml_sink_t *s, const char *text);
 
 /* Serialize this process's measurements (see runtime/src/payload.c for the format). */
 void ml_payload_write(ml_sink_t *s, int complete, int reason, int signo);

@@ -76,6 +76,42 @@ void ml_sink_put(ml_sink_t *s, const void *p, size_t n)
     s->len += n;
 }
 
+void ml_sink_text(ml_sink_t *s, const char *text) { ml_sink_put(s, text, strlen(text)); }
+
+void ml_sink_uint(ml_sink_t *s, uint64_t v)
+{
+    char buf[24];
+    int n = 0;
+    do {
+        buf[sizeof buf - 1 - n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    ml_sink_put(s, buf + sizeof buf - n, (size_t)n);
+}
+
+void ml_sink_int(ml_sink_t *s, int64_t v)
+{
+    if (v < 0) ml_sink_put(s, "-", 1);
+    ml_sink_uint(s, v < 0 ? (uint64_t)(-(v + 1)) + 1 : (uint64_t)v);
+}
+
+void ml_sink_json_string(ml_sink_t *s, const char *text)
+{
+    ml_sink_put(s, "\"", 1);
+    for (; *text; text++) {
+        const unsigned char c = (unsigned char)*text;
+        if (c == '"' || c == '\\') {
+            const char e[2] = {'\\', (char)c};
+            ml_sink_put(s, e, 2);
+        } else if (c == '\t') {
+            ml_sink_put(s, "\\t", 2);
+        } else if (c >= 0x20) {
+            ml_sink_put(s, text, 1);
+        }
+    }
+    ml_sink_put(s, "\"", 1);
+}
+
 static void put_u16(ml_sink_t *s, uint16_t v) { ml_sink_put(s, &v, 2); }
 static void put_u32(ml_sink_t *s, uint32_t v) { ml_sink_put(s, &v, 4); }
 #define put_record(s, r) ml_sink_put((s), &(r), sizeof(r))

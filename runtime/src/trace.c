@@ -366,42 +366,15 @@ void ml_trace_comm_seen(MPI_Comm comm, const ml_comm_t *c, void *unused)
 
 /* ------------------------------------------------------------------------------- metadata */
 /* JSON with strings and integers only, through the signal-safe sink of payload.c. */
-static void put(ml_sink_t *s, const char *text) { ml_sink_put(s, text, strlen(text)); }
-static void put_int(ml_sink_t *s, int64_t v)
-{
-    char buf[24];
-    int n = 0;
-    uint64_t u = v < 0 ? (uint64_t)(-(v + 1)) + 1 : (uint64_t)v;
-    do {
-        buf[sizeof buf - 1 - n++] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
-    if (v < 0) buf[sizeof buf - 1 - n++] = '-';
-    ml_sink_put(s, buf + sizeof buf - n, (size_t)n);
-}
-static void put_string(ml_sink_t *s, const char *text)
-{
-    put(s, "\"");
-    for (; *text; text++) {
-        const unsigned char c = (unsigned char)*text;
-        if (c == '"' || c == '\\') {
-            char e[2] = {'\\', (char)c};
-            ml_sink_put(s, e, 2);
-        } else if (c >= 0x20) {
-            ml_sink_put(s, text, 1);
-        }
-    }
-    put(s, "\"");
-}
 
 static void put_ranks(ml_sink_t *s, const int *ranks, int n)
 {
-    put(s, "[");
+    ml_sink_text(s, "[");
     for (int i = 0; i < n; i++) {
-        if (i) put(s, ", ");
-        put_int(s, ranks[i]);
+        if (i) ml_sink_text(s, ", ");
+        ml_sink_int(s, ranks[i]);
     }
-    put(s, "]");
+    ml_sink_text(s, "]");
 }
 
 /* "comms": [[uid, [world ranks], [world ranks of the remote group]], ...]. A dying process
@@ -409,14 +382,14 @@ static void put_ranks(ml_sink_t *s, const int *ranks, int n)
  * intracommunicators as they are. */
 static void put_comm(ml_sink_t *s, uint32_t uid, const int *ranks, int n, const int *remote, int nremote, int *first)
 {
-    put(s, *first ? "[" : ", [");
+    ml_sink_text(s, *first ? "[" : ", [");
     *first = 0;
-    put_int(s, uid);
-    put(s, ", ");
+    ml_sink_int(s, uid);
+    ml_sink_text(s, ", ");
     put_ranks(s, ranks, n);
-    put(s, ", ");
+    ml_sink_text(s, ", ");
     put_ranks(s, remote, nremote);
-    put(s, "]");
+    ml_sink_text(s, "]");
 }
 
 struct comms_json {
@@ -436,15 +409,15 @@ static void put_comms(ml_sink_t *s, int dying)
 {
     struct comms_json j = {s, 1};
     if (!dying) ml_comm_each(ml_trace_comm_seen, NULL, 1); /* the living ones, recorded */
-    put(s, ", \"comms\": [");
+    ml_sink_text(s, ", \"comms\": [");
     const uint32_t n = __atomic_load_n(&ncomms_seen, __ATOMIC_ACQUIRE);
     for (uint32_t i = 0; i < n; i++) {
         const struct comm_seen *c = &comms_seen[i];
         put_comm(s, c->uid, c->world, c->size, c->world + c->size, c->remote_size, &j.first);
     }
     if (dying) ml_comm_each(put_living_comm, &j, 0);
-    put(s, "], \"comms_dropped\": ");
-    put_int(s, comms_dropped);
+    ml_sink_text(s, "], \"comms_dropped\": ");
+    ml_sink_int(s, comms_dropped);
 }
 
 /* trailer: 0 head, 1 trailer of a rank that reached MPI_Finalize, 2 trailer of one that did not */
@@ -458,77 +431,77 @@ static void write_json_block(const char *magic, int trailer)
     clock_gettime(CLOCK_REALTIME, &realtime);
     /* the block's length is not known before the JSON is written: mark the end instead */
     ml_sink_put(&s, magic, ML_MAGIC_LEN);
-    put(&s, "{\"rank\": ");
-    put_int(&s, ml_g.rank);
-    put(&s, ", \"nranks\": ");
-    put_int(&s, ml_g.size);
-    put(&s, ", \"mpi\": \"" ML_MPI_FLAVOR "\", \"tick0\": ");
-    put_int(&s, (int64_t)ml_g.t_init_end);
-    put(&s, ", \"ns0\": ");
-    put_int(&s, (int64_t)ml_g.ns_init_end);
-    put(&s, ", \"tick1\": ");
-    put_int(&s, (int64_t)tick);
-    put(&s, ", \"ns1\": ");
-    put_int(&s, (int64_t)ns);
-    put(&s, ", \"world_uid\": ");
-    put_int(&s, ml_trace_world_uid);
-    put(&s, ", \"realtime_ns1\": ");
-    put_int(&s, (int64_t)realtime.tv_sec * 1000000000 + realtime.tv_nsec);
-    put(&s, ", \"offset_ns\": [["); /* [when, offset, round trip] */
-    put_int(&s, (int64_t)offset_init_at);
-    put(&s, ", ");
-    put_int(&s, offset_init_ns);
-    put(&s, ", ");
-    put_int(&s, rtt_init_ns);
-    put(&s, "]");
+    ml_sink_text(&s, "{\"rank\": ");
+    ml_sink_int(&s, ml_g.rank);
+    ml_sink_text(&s, ", \"nranks\": ");
+    ml_sink_int(&s, ml_g.size);
+    ml_sink_text(&s, ", \"mpi\": \"" ML_MPI_FLAVOR "\", \"tick0\": ");
+    ml_sink_int(&s, (int64_t)ml_g.t_init_end);
+    ml_sink_text(&s, ", \"ns0\": ");
+    ml_sink_int(&s, (int64_t)ml_g.ns_init_end);
+    ml_sink_text(&s, ", \"tick1\": ");
+    ml_sink_int(&s, (int64_t)tick);
+    ml_sink_text(&s, ", \"ns1\": ");
+    ml_sink_int(&s, (int64_t)ns);
+    ml_sink_text(&s, ", \"world_uid\": ");
+    ml_sink_int(&s, ml_trace_world_uid);
+    ml_sink_text(&s, ", \"realtime_ns1\": ");
+    ml_sink_int(&s, (int64_t)realtime.tv_sec * 1000000000 + realtime.tv_nsec);
+    ml_sink_text(&s, ", \"offset_ns\": [["); /* [when, offset, round trip] */
+    ml_sink_int(&s, (int64_t)offset_init_at);
+    ml_sink_text(&s, ", ");
+    ml_sink_int(&s, offset_init_ns);
+    ml_sink_text(&s, ", ");
+    ml_sink_int(&s, rtt_init_ns);
+    ml_sink_text(&s, "]");
     if (trailer && offset_end_at) {
-        put(&s, ", [");
-        put_int(&s, (int64_t)offset_end_at);
-        put(&s, ", ");
-        put_int(&s, offset_end_ns);
-        put(&s, ", ");
-        put_int(&s, rtt_end_ns);
-        put(&s, "]");
+        ml_sink_text(&s, ", [");
+        ml_sink_int(&s, (int64_t)offset_end_at);
+        ml_sink_text(&s, ", ");
+        ml_sink_int(&s, offset_end_ns);
+        ml_sink_text(&s, ", ");
+        ml_sink_int(&s, rtt_end_ns);
+        ml_sink_text(&s, "]");
     }
-    put(&s, "], \"functions\": [");
+    ml_sink_text(&s, "], \"functions\": [");
     for (int f = 0; f < ML_NFUNC; f++) {
-        if (f) put(&s, ", ");
-        put_string(&s, ml_fn_name[f]);
+        if (f) ml_sink_text(&s, ", ");
+        ml_sink_json_string(&s, ml_fn_name[f]);
     }
-    put(&s, "], \"classes\": [");
+    ml_sink_text(&s, "], \"classes\": [");
     for (int f = 0; f < ML_NFUNC; f++) {
-        if (f) put(&s, ", ");
-        put_string(&s, ml_class_name[ml_fn_class[f]]);
+        if (f) ml_sink_text(&s, ", ");
+        ml_sink_json_string(&s, ml_class_name[ml_fn_class[f]]);
     }
-    put(&s, "]");
+    ml_sink_text(&s, "]");
     if (trailer) {
-        put(&s, ", \"regions\": [");
+        ml_sink_text(&s, ", \"regions\": [");
         for (uint32_t p = 0; p < ml_region_count(); p++) {
-            put(&s, p ? ", [" : "[");
-            put_int(&s, p == 0 ? -1 : (int64_t)ml_region_parent(p));
-            put(&s, ", ");
-            put_string(&s, ml_region_name(p));
-            put(&s, "]");
+            ml_sink_text(&s, p ? ", [" : "[");
+            ml_sink_int(&s, p == 0 ? -1 : (int64_t)ml_region_parent(p));
+            ml_sink_text(&s, ", ");
+            ml_sink_json_string(&s, ml_region_name(p));
+            ml_sink_text(&s, "]");
         }
-        put(&s, "], \"counters\": [");
+        ml_sink_text(&s, "], \"counters\": [");
         for (uint32_t c = 0; c < ml_counter_count(); c++) {
-            put(&s, c ? ", [" : "[");
-            put_string(&s, ml_counter_name(c));
-            put(&s, ml_counter_kind(c) == ML_COUNTER_SUM ? ", \"sum\"]" : ", \"last\"]");
+            ml_sink_text(&s, c ? ", [" : "[");
+            ml_sink_json_string(&s, ml_counter_name(c));
+            ml_sink_text(&s, ml_counter_kind(c) == ML_COUNTER_SUM ? ", \"sum\"]" : ", \"last\"]");
         }
-        put(&s, "]");
+        ml_sink_text(&s, "]");
         put_comms(&s, trailer == 2);
         ml_callsite_trace_json(&s); /* the call sites the events name */
         if (writer_cpu_ns >= 0) { /* what writing the trace cost this rank, on a core of its node */
-            put(&s, ", \"writer_cpu_ns\": ");
-            put_int(&s, writer_cpu_ns);
+            ml_sink_text(&s, ", \"writer_cpu_ns\": ");
+            ml_sink_int(&s, writer_cpu_ns);
         }
-        put(&s, ", \"threads\": ");
-        put_int(&s, threads_seen);
-        put(&s, ", \"complete\": ");
-        put(&s, trailer == 1 ? "true" : "false");
+        ml_sink_text(&s, ", \"threads\": ");
+        ml_sink_int(&s, threads_seen);
+        ml_sink_text(&s, ", \"complete\": ");
+        ml_sink_text(&s, trailer == 1 ? "true" : "false");
     }
-    put(&s, "}\n");
+    ml_sink_text(&s, "}\n");
     ml_sink_put(&s, ML_MAGIC_TRACE_JSON_END, ML_MAGIC_LEN); /* end of the JSON block */
     ml_sink_flush(&s);
 }
