@@ -28,6 +28,7 @@
 #include "ml.h"
 #include "ml_files.h"
 #include "ml_io.h"
+#include "ml_output.h"
 #include "trace_event.h"
 
 typedef struct ml_io_rec {
@@ -339,68 +340,16 @@ void ml_io_after(ml_thread_t *t, const ml_io_pre_t *p, int fn, uint64_t t0, uint
 }
 
 /* ------------------------------------------------------------------------------- the file
- * Written with write(2) through a small buffer, so that the exit paths (maybe a signal handler)
- * can use the same code: no stdio, no allocation. */
-/* fd >= 0: flushed into the rank's file; else (a container) gathered in an anonymous mapping,
- * written as one chunk at the end (whole or not at all, as the renamed file; no malloc in a
- * signal handler) */
-typedef struct { int fd, bad; size_t n; char buf[8192]; char *mem; size_t mlen, mcap; } ml_io_out_t;
-
-static void out_flush(ml_io_out_t *o)
-{
-    if (o->fd < 0) {
-        if (o->bad || o->n == 0) {
-            o->n = 0;
-            return;
-        }
-        if (o->mlen + o->n > o->mcap) {
-            size_t cap = o->mcap ? o->mcap * 2 : (size_t)1 << 20;
-            while (cap < o->mlen + o->n) cap *= 2;
-            void *m = o->mem ? mremap(o->mem, o->mcap, cap, MREMAP_MAYMOVE)
-                             : mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-            if (m == MAP_FAILED) {
-                o->bad = 1;
-                o->n = 0;
-                return;
-            }
-            o->mem = m;
-            o->mcap = cap;
-        }
-        memcpy(o->mem + o->mlen, o->buf, o->n);
-        o->mlen += o->n;
-        o->n = 0;
-        return;
-    }
-    size_t done = 0;
-    while (done < o->n && !o->bad) {
-        const ssize_t w = write(o->fd, o->buf + done, o->n - done);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) o->bad = 1;
-        else done += (size_t)w;
-    }
-    o->n = 0;
-}
-
-static void out_put(ml_io_out_t *o, const void *p, size_t n)
-{
-    const char *c = p;
-    while (n > 0) {
-        if (o->n == sizeof o->buf) out_flush(o);
-        const size_t k = n < sizeof o->buf - o->n ? n : sizeof o->buf - o->n;
-        memcpy(o->buf + o->n, c, k);
-        o->n += k;
-        c += k;
-        n -= k;
-    }
-}
-
-static void out_string(ml_io_out_t *o, const char *s)
+ * Written through a sink with a static buffer into a temporary file, then committed (renamed, or
+ * put into the host's container): the exit paths (maybe a signal handler) use the same code, with
+ * no stdio and no allocation. */
+static void out_string(ml_sink_t *o, const char *s)
 {
     size_t n = s ? strlen(s) : 0;
     if (n > 65535) n = 65535;
     const uint16_t len = (uint16_t)n;
-    out_put(o, &len, sizeof len);
-    out_put(o, s, n);
+    ml_sink_put(o, &len, sizeof len);
+    ml_sink_put(o, s, n);
 }
 
 static int64_t when_ns(int64_t ticks)
@@ -417,10 +366,9 @@ static int write_file(int reason)
     size_t n = strlen(out_path);
     memcpy(tmp, out_path, n);
     memcpy(tmp + n, ".tmp", 5);
-    static ml_io_out_t o; /* 8 KiB: not on the stack of a signal handler */
-    memset(&o, 0, sizeof o);
-    o.fd = ml_files_grouped() ? -1 : open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (o.fd < 0 && !ml_files_grouped()) return -1;
+    static char buffer[8192]; /* not on the stack of a signal handler */
+    ml_sink_t o = {buffer, 0, sizeof buffer, open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644), 0, NULL};
+    if (o.fd < 0) return -1;
     const uint32_t files = __atomic_load_n(&nrecs, __ATOMIC_ACQUIRE);
     const uint64_t total = __atomic_load_n(&naccesses, __ATOMIC_RELAXED);
     const uint64_t listed = total < max_accesses ? total : max_accesses;
@@ -428,7 +376,7 @@ static int write_file(int reason)
                         .dropped_files = dropped_files, .accesses = listed, .dropped_accesses = total - listed,
                         .complete = reason == ML_END_FINALIZE, .reason = (uint32_t)reason};
     memcpy(h.magic, ML_MAGIC_IO, ML_MAGIC_LEN);
-    out_put(&o, &h, sizeof h);
+    ml_sink_put(&o, &h, sizeof h);
     for (uint32_t i = 0; i < files; i++) {
         const ml_io_rec_t *r = &recs[i];
         ml_io_file_t f = r->r;
@@ -445,7 +393,7 @@ static int write_file(int reason)
         f.first_access_ns = when_ns(f.first_access_ns);
         f.last_access_ns = when_ns(f.last_access_ns);
         f.last_close_ns = when_ns(f.last_close_ns);
-        out_put(&o, &f, sizeof f);
+        ml_sink_put(&o, &f, sizeof f);
         out_string(&o, r->name);
         out_string(&o, r->path);
         out_string(&o, r->fs);
@@ -455,38 +403,27 @@ static int write_file(int reason)
         ml_io_access_t a = accesses[i];
         a.t0_ns = (uint64_t)when_ns((int64_t)a.t0_ns);
         a.dur_ns = ml_ticks_to_ns(a.dur_ns);
-        out_put(&o, &a, sizeof a);
+        ml_sink_put(&o, &a, sizeof a);
     }
     /* the names of the function ids used: {"functions": {"12": "MPI_File_open", ...}} */
     const char *sep = "";
-    out_put(&o, "{\"functions\": {", 15);
+    ml_sink_text(&o, "{\"functions\": {");
     for (int fn = 0; fn < ML_NFUNC; fn++) {
         if (!fn_used[fn]) continue;
-        char num[24];
-        const char *s = ml_utoa(num, fn);
-        out_put(&o, sep, strlen(sep));
-        out_put(&o, "\"", 1);
-        out_put(&o, s, strlen(s));
-        out_put(&o, "\": \"", 4);
-        out_put(&o, ml_fn_name[fn], strlen(ml_fn_name[fn]));
-        out_put(&o, "\"", 1);
+        ml_sink_text(&o, sep);
+        ml_sink_text(&o, "\"");
+        ml_sink_uint(&o, (uint64_t)fn);
+        ml_sink_text(&o, "\": ");
+        ml_sink_json_string(&o, ml_fn_name[fn]);
         sep = ", ";
     }
-    out_put(&o, "}}\n", 3);
-    out_flush(&o);
-    const int bad = o.bad;
-    if (o.fd < 0) {
-        static ml_stream_t s; /* its paths take 8 KiB */
-        int rc = -1;
-        if (!bad && ml_stream_open(&s, ML_STREAM_IO, 0) == 0) {
-            rc = ml_stream_write(&s, o.mem, o.mlen);
-            ml_stream_close(&s);
-        }
-        if (o.mem) munmap(o.mem, o.mcap);
-        return rc;
+    ml_sink_text(&o, "}}\n");
+    ml_sink_flush(&o);
+    if (close(o.fd) != 0 || o.failed) {
+        unlink(tmp);
+        return -1;
     }
-    if (close(o.fd) != 0 || bad) return -1;
-    return rename(tmp, out_path);
+    return ml_stream_commit(ML_STREAM_IO, 0, tmp, out_path);
 }
 
 /* ------------------------------------------------------------------------------- the table of modes */

@@ -554,18 +554,15 @@ void ml_papi_finish(void)
     if (!ev.on && ev.refused[0] == 0 && ev.off_reason[0] == 0) return;
     ml_thread_t *t = ml_tls;
     if (ev.on && t != NULL && t->papi != NULL && t->papi->es != ML_PAPI_NULL) end_compute(t, t->papi);
-    ml_whole_t out;
-    FILE *f = ml_whole_open(&out, ML_STREAM_PAPI, 0);
-    if (f == NULL) goto fail;
     const size_t n = (size_t)ev.n, paths = ml_g.max_paths;
-    /* sum the threads */
+    /* sum the threads (the sums first: a failure leaves no file begun) */
     long long *compute = calloc(paths * n + paths * n + (size_t)ML_NFUNC * n + 1, sizeof(long long));
     uint64_t *ticks = calloc(paths * 2 + ML_NFUNC + 1, sizeof(uint64_t));
-    if (compute == NULL || ticks == NULL) {
+    ml_whole_t out;
+    FILE *f = compute != NULL && ticks != NULL ? ml_whole_open(&out, ML_STREAM_PAPI, 0) : NULL;
+    if (f == NULL) {
         free(compute);
         free(ticks);
-        fclose(f);
-        out.f = NULL;
         goto fail;
     }
     long long *mpi_path = compute + paths * n, *mpi_fn = mpi_path + paths * n;

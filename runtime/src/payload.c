@@ -10,6 +10,7 @@
  *
  * Writing it allocates nothing and calls only write(2), so the signal handler can use it.
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +38,7 @@ void ml_sink_flush(ml_sink_t *s)
     size_t off = 0;
     while (off < s->len) {
         const ssize_t n = write(s->fd, s->data + off, s->len - off);
+        if (n < 0 && errno == EINTR) continue;
         if (n <= 0) {
             s->failed = 1;
             break;
