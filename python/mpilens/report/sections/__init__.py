@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from html import escape
 from typing import Any, TypeVar
 
 from ...findings import Finding
@@ -114,3 +115,14 @@ def text_table(headers: list[str], rows: list[list[str]], right: set[int] | None
         return "  ".join(str(c).rjust(w) if i in right else str(c).ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))
 
     return [line(headers), line(["-" * w for w in widths])] + [line(r) for r in rows]
+
+
+def sortable_td(v: Any, text: str, cls: str = "") -> str:
+    """A table cell showing text and sorting by v (the report's sortable tables)."""
+    c = f' class="{cls}"' if cls else ""
+    return f'<td{c} data-v="{"" if v is None else escape(str(v))}">{escape(text)}</td>'
+
+
+def legend(items: Iterable[tuple[str, str]]) -> str:
+    """Legend entries of a chart: a colour swatch and its label for each (label, colour)."""
+    return "".join(f'<span><i style="background:{c}"></i>{escape(n)}</span>' for n, c in items)

@@ -7,7 +7,8 @@ from html import escape
 from typing import Any
 
 from ... import units
-from . import Context, Figure, Section, section
+from . import Context, Figure, Section, legend, section
+from . import sortable_td as td
 
 LOAD_COLOR, ADJ_COLOR, WORK_COLOR = "#5b8db8", "#2e7d4f", "#1d2430"
 
@@ -17,10 +18,6 @@ def _analysis(ctx: Context) -> Any:
     from ...imbalance import analyze
 
     return ctx.once("imbalance", lambda: analyze(ctx.run))
-
-
-def _td(v: Any, text: str) -> str:
-    return f'<td data-v="{"" if v is None else v}">{escape(text)}</td>'
 
 
 def _r(x: float | None) -> str:
@@ -74,11 +71,11 @@ def _svg_chart(a: Any, whole: Any) -> str:
             out.append(f'<text x="{x0 + slot * 0.4:.1f}" y="{h - 5}" font-size="11" text-anchor="middle" '
                        f'fill="#5b6472">{r}</text>')
     out.append("</svg>")
-    legend = "".join(f'<span><i style="background:{c}"></i>{escape(n)}</span>' for n, c, _ in series)
+    keys = legend((n, c) for n, c, _ in series)
     if work:
-        legend += f'<span><i style="background:{WORK_COLOR};border-radius:5px"></i>work ({escape(a.work_counters[0])})</span>'
+        keys += f'<span><i style="background:{WORK_COLOR};border-radius:5px"></i>work ({escape(a.work_counters[0])})</span>'
     return (f'<p class="note">Whole run, per rank, each relative to its mean across ranks (hover for values):</p>'
-            f'<div class="legend">{legend}</div>' + "".join(out))
+            f'<div class="legend">{keys}</div>' + "".join(out))
 
 
 @section
@@ -100,17 +97,17 @@ class ImbalanceSection(Section):
         rows = []
         for s in scopes:
             ld = s.load
-            cells = [f'<td class="l">{escape(s.name)}</td>', _td(ld.mean, units.seconds(ld.mean)),
-                     _td(ld.max, units.seconds(ld.max)), _td(ld.imbalance, units.percent(ld.imbalance)),
-                     _td(ld.max_over_mean, "n/a" if ld.max_over_mean is None else f"{ld.max_over_mean:.2f}"),
-                     _td(ld.max_rank, str(ld.max_rank)),
-                     _td(ld.excess, "n/a" if ld.excess is None else f"+{units.percent(ld.excess)}")]
-            cells += [_td(s.correlation.get(w), _r(s.correlation.get(w))) for w in a.work_counters]
+            cells = [f'<td class="l">{escape(s.name)}</td>', td(ld.mean, units.seconds(ld.mean)),
+                     td(ld.max, units.seconds(ld.max)), td(ld.imbalance, units.percent(ld.imbalance)),
+                     td(ld.max_over_mean, "n/a" if ld.max_over_mean is None else f"{ld.max_over_mean:.2f}"),
+                     td(ld.max_rank, str(ld.max_rank)),
+                     td(ld.excess, "n/a" if ld.excess is None else f"+{units.percent(ld.excess)}")]
+            cells += [td(s.correlation.get(w), _r(s.correlation.get(w))) for w in a.work_counters]
             if adjusted:
                 if s.adjusted is not None:
-                    cells += [_td(s.adjusted.imbalance, units.percent(s.adjusted.imbalance)),
-                              _td(s.adjusted.max_rank, str(s.adjusted.max_rank))]
-                    cells += [_td(s.adjusted_correlation.get(w), _r(s.adjusted_correlation.get(w)))
+                    cells += [td(s.adjusted.imbalance, units.percent(s.adjusted.imbalance)),
+                              td(s.adjusted.max_rank, str(s.adjusted.max_rank))]
+                    cells += [td(s.adjusted_correlation.get(w), _r(s.adjusted_correlation.get(w)))
                               for w in a.work_counters]
                 else:
                     cells += ["<td></td>"] * (2 + len(a.work_counters))

@@ -7,7 +7,8 @@ from html import escape
 from typing import Any
 
 from ... import units
-from . import Context, Figure, Section, section
+from . import Context, Figure, Section, legend, section
+from . import sortable_td as td
 
 WRITE_COLOR, READ_COLOR, META_COLOR = "#5b8db8", "#2e7d4f", "#b0793a"
 SVG_MAX_RANKS = 64
@@ -31,11 +32,6 @@ def _data(ctx: Context) -> Any:
 def _files(ctx: Context) -> list[dict[str, Any]]:
     data = _data(ctx)
     return ctx.once("io_files", data.files) if data is not None else []
-
-
-def _td(v: Any, text: str, cls: str = "") -> str:
-    c = f' class="{cls}"' if cls else ""
-    return f'<td{c} data-v="{"" if v is None else escape(str(v))}">{escape(text)}</td>'
 
 
 def _color(kind: int) -> str:
@@ -97,11 +93,9 @@ def _timeline(data: Any) -> str:
     out.append(f'<text x="{w - 10}" y="{y}" font-size="11" text-anchor="end" fill="#5b6472">'
                f"{units.seconds(t1)} after MPI_Init</text>")
     out.append("</svg>")
-    legend = "".join(f'<span><i style="background:{c}"></i>{n}</span>'
-                     for n, c in (("write", WRITE_COLOR), ("read", READ_COLOR),
-                                  ("open, close, sync, set_view, set_size", META_COLOR)))
+    keys = legend((("write", WRITE_COLOR), ("read", READ_COLOR), ("open, close, sync, set_view, set_size", META_COLOR)))
     return (f'<p class="note">Each rank\'s MPI-IO calls in time (hover for the function, file, offset and size).'
-            f"{note}</p><div class=\"legend\">{legend}</div>" + "".join(out))
+            f"{note}</p><div class=\"legend\">{keys}</div>" + "".join(out))
 
 
 @section
@@ -122,14 +116,14 @@ class IOSection(Section):
             w, r, t = f["writes"], f["reads"], f["time_s"]
             fs = f"{f['fs_type']} on {f['mount']}" if f["fs_type"] else "not known"
             rows.append("<tr>" + "".join([
-                _td(f["name"], f["name"], "l"), _td(fs, fs, "l"), _td(len(f["ranks"]), str(len(f["ranks"]))),
-                _td(f["bytes_written"], units.size(f["bytes_written"])), _td(f["bytes_read"], units.size(f["bytes_read"])),
-                _td(w["total"], f"{w['independent']} / {w['collective']}"),
-                _td(r["total"], f"{r['independent']} / {r['collective']}"),
-                _td(w["nonblocking"] + r["nonblocking"], str(w["nonblocking"] + r["nonblocking"])),
-                _td(t["write"], units.seconds(t["write"])), _td(t["read"], units.seconds(t["read"])),
-                _td(t["meta"], units.seconds(t["meta"])),
-                _td(f["slowest_rank_time_s"], f"{f['slowest_rank']} ({units.seconds(f['slowest_rank_time_s'])})"),
+                td(f["name"], f["name"], "l"), td(fs, fs, "l"), td(len(f["ranks"]), str(len(f["ranks"]))),
+                td(f["bytes_written"], units.size(f["bytes_written"])), td(f["bytes_read"], units.size(f["bytes_read"])),
+                td(w["total"], f"{w['independent']} / {w['collective']}"),
+                td(r["total"], f"{r['independent']} / {r['collective']}"),
+                td(w["nonblocking"] + r["nonblocking"], str(w["nonblocking"] + r["nonblocking"])),
+                td(t["write"], units.seconds(t["write"])), td(t["read"], units.seconds(t["read"])),
+                td(t["meta"], units.seconds(t["meta"])),
+                td(f["slowest_rank_time_s"], f"{f['slowest_rank']} ({units.seconds(f['slowest_rank_time_s'])})"),
             ]) + "</tr>")
         extra = [f"Not read: {p}" for p in data.problems]
         if data.incomplete:

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ... import units
-from . import Context, Figure, Section, section
+from . import Context, Figure, Section, legend, section
 
 MAX_BARS = 40_000  # calls drawn; shorter ones are merged away first
 MAX_ARROWS = 1_500
@@ -114,8 +114,8 @@ class TimelineSection(Section):
             return None
         ctx.data["timeline"] = ctx.once("timeline_chart", lambda: chart_data(tl))
         m = tl.messages
-        legend = "".join(f'<span><i style="background:{CLASS_COLORS.get(c, "#999")}"></i>{escape(c)}</span>'
-                         for c in sorted(set(tl.classes)) if c in ("p2p", "collective", "completion", "rma", "io"))
+        keys = legend((c, CLASS_COLORS.get(c, "#999")) for c in sorted(set(tl.classes))
+                      if c in ("p2p", "collective", "completion", "rma", "io"))
         rows = "".join(
             f'<tr><td class="l">{escape(f.kind.replace("_", " "))}</td><td>{f.rank}</td>'
             f'<td data-v="{f.time_s}">{units.seconds(f.time_s)}</td>'
@@ -126,7 +126,7 @@ class TimelineSection(Section):
                  f'<th>Duration</th><th>Size</th><th class="l">What</th></tr></thead><tbody>{rows}</tbody></table>'
                  if rows else "<p>No late partner, collective wait, irregular duration or gap stands out.</p>")
         note = " (a sample of the arrows is drawn)" if ctx.data["timeline"]["sampled_arrows"] else ""
-        return (f'<div class="legend">{legend}<span>&rarr; messages{note}</span></div>'
+        return (f'<div class="legend">{keys}<span>&rarr; messages{note}</span></div>'
                 '<div data-chart="timeline" data-key="timeline" id="timeline-chart"></div>'
                 f'<p class="note">{len(tl.ev):,} events, {len(m.send_ev):,} messages matched send to receive '
                 f"({m.unmatched_sends} sends and {m.unmatched_recvs} receives without a partner). {cost(tl)}Drag to zoom, "
