@@ -429,9 +429,9 @@ ml_site_t *ml_site_slow(ml_thread_t *t, int fn)
     return e;
 }
 
-ml_site_t *ml_site_early(ml_thread_t *t, int fn)
+ml_site_t *ml_site_early_slow(ml_thread_t *t, int fn)
 {
-    ml_site_t *e = ml_site_find(t, fn);
+    ml_site_t *e = ml_site_slow(t, fn);
     if (e->fn & ML_SITE_SLOW) { /* found by a walk: the leave will not find it on the fast path */
         t->site_pending = e;
         t->site_pending_ra = t->ra;

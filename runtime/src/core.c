@@ -260,18 +260,19 @@ uint64_t ml_sample_gap(ml_thread_t *t)
     return 1 + (uint64_t)x * span / ((uint64_t)UINT32_MAX + 1);
 }
 
-void ml_scratch_reserve(ml_thread_t *t, size_t n)
+void ml_scratch_grow(ml_thread_t *t, size_t n)
 {
-    if (n <= t->scratch_cap) return;
     size_t cap = t->scratch_cap ? t->scratch_cap : 64;
     while (cap < n) cap *= 2;
     free(t->scratch_req);
     free(t->scratch_claim);
+    free(t->scratch_entry);
     free(t->scratch_status);
     free(t->scratch_fstatus);
     free(t->scratch_types);
     t->scratch_req = malloc(cap * sizeof *t->scratch_req);
     t->scratch_claim = malloc(cap * sizeof *t->scratch_claim);
+    t->scratch_entry = malloc(cap * sizeof *t->scratch_entry);
     t->scratch_status = malloc(cap * sizeof *t->scratch_status);
     t->scratch_fstatus = malloc(cap * 32 * sizeof *t->scratch_fstatus);
     t->scratch_types = malloc(cap * sizeof *t->scratch_types);

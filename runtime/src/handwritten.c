@@ -120,6 +120,16 @@ ML_HOT int all(int (*wait)(int, MPI_Request *, MPI_Status *), int (*test)(int, M
     ml_thread_t *const t = ml_enter_completion(&measuring);
     if (ML_UNLIKELY(t == NULL)) return wait ? wait(count, reqs, statuses) : test(count, reqs, flag, statuses);
     ML_CALLSITE(t);
+    int need;
+    if (wait && ml_claim_lean(t, count, reqs, measuring, &need)) {
+        MPI_Status *st = need && statuses == MPI_STATUSES_IGNORE ? t->scratch_status : statuses;
+        const uint64_t t0 = ml_completion_start(t, fn, measuring);
+        const int rc = wait(count, reqs, st);
+        const uint64_t t1 = t->done_at = ml_stop(t0);
+        ml_settle_lean(t, count, st, rc);
+        ml_finish(t, fn, t0, t1, measuring);
+        return rc;
+    }
     /* Waitall completes every request: claimed before the call. Testall, polled, mostly completes
      * none: the handles are copied and claimed only if it completes them. */
     int copied = 0;

@@ -127,6 +127,7 @@ typedef struct ml_site {
     uint32_t id;         /* 1 + index in the thread's table; 0: the function's "other sites" */
     uint64_t calls, ticks, timed;
     int64_t sent, recv;
+    uint64_t pad; /* 64 bytes: the hot path indexes the table with a shift */
 } ml_site_t;
 #define ML_SITE_SLOW 0x80000000u
 #define ML_CALLSITE_MAX_DEPTH 16
@@ -152,6 +153,7 @@ typedef struct ml_thread {
     size_t scratch_cap;
     MPI_Request *scratch_req;
     struct ml_claim *scratch_claim;
+    struct ml_req **scratch_entry;
     MPI_Status *scratch_status;
     MPI_Fint *scratch_fstatus;
     MPI_Datatype *scratch_types;
@@ -328,15 +330,29 @@ ML_HOT uint64_t ml_count(ml_thread_t *t, ml_fstat_t *s, uint64_t t0, uint64_t t1
 /* The call site of the call being left: the fast path at depth 1 (one entry compared), else
  * callsite.c's walk and lookup. */
 ml_site_t *ml_site_slow(ml_thread_t *t, int fn);
-/* The site of the call being made, looked up before the call is counted (its request entry, its
- * trace event); the count then reuses a stack walk made here (callsite.c). */
-ml_site_t *ml_site_early(ml_thread_t *t, int fn);
+/* The site of the call being made when the fast path misses, looked up before the call is counted
+ * (its request entry, its trace event); the count then reuses a stack walk made here (callsite.c). */
+ml_site_t *ml_site_early_slow(ml_thread_t *t, int fn);
+/* The entry of the fast path at depth 1 (the wrapper's return address and the function), whether
+ * or not it holds this site. */
+ML_HOT ml_site_t *ml_site_slot(ml_thread_t *t, int fn)
+{
+    return &t->sites[(uint32_t)(((uint64_t)t->ra * 0x9E3779B97F4A7C15ull + (uint64_t)fn) >> t->site_shift)];
+}
+ML_HOT int ml_site_hit(const ml_thread_t *t, const ml_site_t *e, int fn)
+{
+    return e->key == t->ra && e->fn == (uint32_t)fn;
+}
 ML_HOT ml_site_t *ml_site_find(ml_thread_t *t, int fn)
 {
-    const uintptr_t ra = t->ra;
-    ml_site_t *e = &t->sites[(uint32_t)(((uint64_t)ra * 0x9E3779B97F4A7C15ull + (uint64_t)fn) >> t->site_shift)];
-    if (ML_UNLIKELY(e->key != ra || e->fn != (uint32_t)fn)) e = ml_site_slow(t, fn);
+    ml_site_t *e = ml_site_slot(t, fn);
+    if (ML_UNLIKELY(!ml_site_hit(t, e, fn))) e = ml_site_slow(t, fn);
     return e;
+}
+ML_HOT ml_site_t *ml_site_early(ml_thread_t *t, int fn)
+{
+    ml_site_t *e = ml_site_slot(t, fn);
+    return ML_LIKELY(ml_site_hit(t, e, fn)) ? e : ml_site_early_slow(t, fn);
 }
 ML_HOT void ml_site_count(ml_thread_t *t, int fn, uint64_t d, int64_t sent, int64_t recv)
 {
@@ -471,7 +487,7 @@ typedef struct ml_req {
     uintptr_t key;      /* request handle; ML_REQ_EMPTY / ML_REQ_TOMB when free (atomic) */
     uint16_t fn;        /* function that created it */
     uint16_t flags;
-    uint32_t path;      /* region path where it was started */
+    uint32_t stat;      /* statistics of its function in the region where it started: blocks[stat] */
     int32_t peer;       /* destination world rank for the matrix, or -1 */
     int32_t pad;
     int64_t sent, recv; /* bytes, or ML_BYTES_FROM_STATUS */
@@ -549,10 +565,12 @@ ML_HOT int ml_req_shared_handle(MPI_Request r)
 #endif
 }
 
+/* A handle as a key: the three values that mark slots (0, ~1, ~0, never handles of Open MPI or
+ * MPICH) are moved aside with one comparison. */
 ML_HOT uintptr_t ml_req_key(MPI_Request r)
 {
     const uintptr_t k = (uintptr_t)r;
-    return k == ML_REQ_EMPTY || k == ML_REQ_TOMB || k == ML_REQ_BUSY ? k ^ 2u : k;
+    return k + 2u <= 2u ? k ^ 4u : k;
 }
 
 ML_HOT uint32_t ml_req_home(const ml_thread_t *t, uintptr_t k)
@@ -567,29 +585,36 @@ ML_HOT int ml_req_lean(const ml_thread_t *t)
     return !(t->trace.on | ml_spc_on | ml_g.multiple);
 }
 
-/* A completed operation's bytes: in its function's statistics (of the region where it started),
- * its call site, the size histogram and the destination's row of the matrix. */
-ML_HOT void ml_req_account(ml_thread_t *t, const ml_req_t *e, int64_t sent, int64_t recv)
+/* The index in a thread's blocks of function fn's statistics in the region path now current. */
+ML_HOT uint32_t ml_stat_index(const ml_thread_t *t, int fn) { return t->cur_path * ML_NFUNC + (uint32_t)fn; }
+
+/* A completed operation's bytes: in s, the statistics of the function that started it (of the
+ * region where it started), its call site, the size histogram and the destination's row of the
+ * matrix. */
+ML_HOT void ml_account(ml_thread_t *t, ml_fstat_t *s, ml_site_t *site, int fn, int peer, int64_t sent, int64_t recv)
 {
-    ml_fstat_t *s = &t->blocks[(size_t)e->path * ML_NFUNC + e->fn];
     s->sent += sent;
     s->recv += recv;
-    if (e->site != NULL) {
+    if (site != NULL) {
         /* the site belongs to the thread that started the operation, maybe not this one */
         if (ML_UNLIKELY(ml_g.multiple)) {
-            __atomic_fetch_add(&e->site->sent, sent, __ATOMIC_RELAXED);
-            __atomic_fetch_add(&e->site->recv, recv, __ATOMIC_RELAXED);
+            __atomic_fetch_add(&site->sent, sent, __ATOMIC_RELAXED);
+            __atomic_fetch_add(&site->recv, recv, __ATOMIC_RELAXED);
         } else {
-            e->site->sent += sent;
-            e->site->recv += recv;
+            site->sent += sent;
+            site->recv += recv;
         }
     }
     /* the transfer's size class; its time is that of the calls that waited for it */
-    t->hist[e->fn * ML_NBINS + ml_size_bin(sent > recv ? sent : recv)].calls++;
-    if (e->peer >= 0) {
-        t->matrix[e->peer].messages++;
-        t->matrix[e->peer].bytes += sent;
+    t->hist[fn * ML_NBINS + ml_size_bin(sent > recv ? sent : recv)].calls++;
+    if (peer >= 0) {
+        t->matrix[peer].messages++;
+        t->matrix[peer].bytes += sent;
     }
+}
+ML_HOT void ml_req_account(ml_thread_t *t, const ml_req_t *e, int64_t sent, int64_t recv)
+{
+    ml_account(t, &t->blocks[e->stat], e->site, e->fn, e->peer, sent, recv);
 }
 
 /* Take entry e out of owner's table: empty when the next slot is (no probe runs past it), else a
@@ -613,8 +638,8 @@ ML_HOT uint64_t ml_req_track(ml_thread_t *t, MPI_Request req, int fn, unsigned f
         ml_site_t *site = t->sites ? ml_site_early(t, fn) : NULL;
         t->site_posted = site;
         if (!(flags & ML_REQ_PERSISTENT) && ml_req_shared_handle(req)) { /* complete already, and with no status worth reading */
-            const ml_req_t done = {.fn = (uint16_t)fn, .path = t->cur_path, .peer = peer, .site = site};
-            ml_req_account(t, &done, sent == ML_BYTES_FROM_STATUS ? 0 : sent, recv == ML_BYTES_FROM_STATUS ? 0 : recv);
+            ml_account(t, &t->cur[fn], site, fn, peer, sent == ML_BYTES_FROM_STATUS ? 0 : sent,
+                       recv == ML_BYTES_FROM_STATUS ? 0 : recv);
             return 0;
         }
         /* the table stays at most three quarters full of entries and tombstones: probes end */
@@ -632,7 +657,7 @@ ML_HOT uint64_t ml_req_track(ml_thread_t *t, MPI_Request req, int fn, unsigned f
         e->key = k;
         e->fn = (uint16_t)fn;
         e->flags = (uint16_t)(flags & ML_REQ_PERSISTENT ? flags : flags | ML_REQ_ACTIVE); /* persistent: at MPI_Start */
-        e->path = t->cur_path;
+        e->stat = ml_stat_index(t, fn);
         e->peer = peer;
         e->sent = sent;
         e->recv = recv;
@@ -645,6 +670,19 @@ ML_HOT uint64_t ml_req_track(ml_thread_t *t, MPI_Request req, int fn, unsigned f
     return ml_req_track_slow(t, req, fn, flags, sent, recv, peer, comm);
 }
 
+/* The entry of req in t's own table (below MPI_THREAD_MULTIPLE), or NULL. */
+ML_HOT ml_req_t *ml_req_own(const ml_thread_t *t, MPI_Request req)
+{
+    if (t->rq_live == 0) return NULL;
+    const uintptr_t k = ml_req_key(req);
+    const uint32_t m = t->rq_cap - 1;
+    for (uint32_t i = ml_req_home(t, k);; i = (i + 1) & m) {
+        const uintptr_t have = t->rq[i].key;
+        if (have == k) return &t->rq[i];
+        if (have == ML_REQ_EMPTY) return NULL;
+    }
+}
+
 /* Before a completion call: the entry of req (c->held), found in the calling thread's table or
  * elsewhere (ml_req_claim_slow). */
 ML_HOT void ml_req_claim(MPI_Request req, ml_claim_t *c)
@@ -654,20 +692,13 @@ ML_HOT void ml_req_claim(MPI_Request req, ml_claim_t *c)
         c->held = 0;
         return;
     }
-    if (ML_LIKELY(!ml_g.multiple && t != NULL && t->rq_live != 0)) {
-        const uintptr_t k = ml_req_key(req);
-        const uint32_t m = t->rq_cap - 1;
-        for (uint32_t i = ml_req_home(t, k);; i = (i + 1) & m) {
-            const uintptr_t have = t->rq[i].key;
-            if (have == k) {
-                c->live = &t->rq[i];
-                c->owner = t;
-                c->handle = req;
-                c->held = 1;
-                return;
-            }
-            if (have == ML_REQ_EMPTY) break;
-        }
+    ml_req_t *e;
+    if (ML_LIKELY(!ml_g.multiple && t != NULL) && (e = ml_req_own(t, req)) != NULL) {
+        c->live = e;
+        c->owner = t;
+        c->handle = req;
+        c->held = 1;
+        return;
     }
     ml_req_claim_slow(req, c);
 }
@@ -764,7 +795,11 @@ int ml_make_dirs(const char *path);
 int ml_rundir_path(char *path, size_t n, const char *format, ...) __attribute__((format(printf, 3, 4)));
 
 /* Make t's scratch arrays hold at least n entries. */
-void ml_scratch_reserve(ml_thread_t *t, size_t n);
+void ml_scratch_grow(ml_thread_t *t, size_t n);
+static inline void ml_scratch_reserve(ml_thread_t *t, size_t n)
+{
+    if (ML_UNLIKELY(n > t->scratch_cap)) ml_scratch_grow(t, n);
+}
 
 /* ------------------------------------------------------------------------------- regions */
 uint32_t ml_region_path(ml_thread_t *t, uint32_t parent, const char *name);

@@ -63,11 +63,12 @@ size_t ml_requests_outstanding(void)
 /* ------------------------------------------------------------------ a thread's own table */
 /* Open addressing with linear probing over rq_cap = 2^k entries, kept at most three quarters full
  * of entries and tombstones (so every probe ends at an empty slot); rebuilt when that is
- * reached: tombstones dropped, and the size doubled while more than half would be live. */
+ * reached: tombstones dropped, and the size doubled while more than a quarter would be live (an
+ * insert stops at the first tombstone: its probes are those of the live entries' load). */
 int ml_req_make_room(ml_thread_t *t)
 {
     uint32_t cap = t->rq_cap ? t->rq_cap : OWN_MIN;
-    while ((uint64_t)(t->rq_live + 1) * 2 > cap && cap < own_max) cap *= 2;
+    while ((uint64_t)(t->rq_live + 1) * 4 > cap && cap < own_max) cap *= 2;
     if ((uint64_t)(t->rq_live + 1) * 4 > (uint64_t)cap * 3) return -1; /* full at MPILENS_MAX_REQUESTS */
     ml_req_t *n = calloc(cap, sizeof *n);
     if (n == NULL) return -1;
@@ -150,7 +151,7 @@ static ml_req_t *shared_insert(ml_thread_t *t, uintptr_t k, const ml_req_t *e)
             if (take_slot(&s->key, &have, ML_REQ_BUSY)) {
                 s->fn = e->fn;
                 s->flags = e->flags;
-                s->path = e->path;
+                s->stat = e->stat;
                 s->peer = e->peer;
                 s->sent = e->sent;
                 s->recv = e->recv;
@@ -200,7 +201,7 @@ uint64_t ml_req_track_slow(ml_thread_t *t, MPI_Request req, int fn, unsigned fla
     if (t->trace.on && facts == NULL && comm != MPI_COMM_NULL) facts = ml_comm_get(comm);
     flags |= ML_REQ_FULL;
     ml_req_t e = {0, (uint16_t)fn, (uint16_t)(flags & ML_REQ_PERSISTENT ? flags : flags | ML_REQ_ACTIVE),
-                  t->cur_path, peer, 0, sent, recv, seq, 0, facts, t->sites ? ml_site_early(t, fn) : NULL};
+                  ml_stat_index(t, fn), peer, 0, sent, recv, seq, 0, facts, t->sites ? ml_site_early(t, fn) : NULL};
     if (ML_UNLIKELY(ml_spc_on) && !(flags & ML_REQ_PERSISTENT)) ml_spc_posted(t, &e);
     if (!(flags & ML_REQ_PERSISTENT) && ml_req_shared_handle(req)) {
         /* complete already, and with no status worth reading */
@@ -291,7 +292,7 @@ void ml_req_putback(ml_claim_t *c)
 uint64_t ml_req_start(ml_thread_t *t, ml_req_t *e)
 {
     e->flags |= ML_REQ_ACTIVE;
-    e->path = t->cur_path;
+    e->stat = ml_stat_index(t, e->fn);
     if (ML_UNLIKELY(ml_spc_on)) ml_spc_posted(t, e);
     /* in traces, the starts and completions of a persistent operation all carry the number its
      * MPI_*_init record got; the reader pairs them in order */
