@@ -260,6 +260,24 @@ def roles(f: standard.StdFunction, sem: Semantics) -> Roles:
     return r
 
 
+def request_values(sem: Semantics, lang: str, status_expr: str) -> tuple[str, str, str]:
+    """The C expressions (sent, recv, peer) that a started operation's request entry holds: bytes
+    or ML_BYTES_FROM_STATUS, and the destination's world rank or -1."""
+    sent, recv = bytes_code(sem, status_expr, lang)
+    # a call whose only peer is MPI_PROC_NULL is not tracked at all (see null_transfer); with a
+    # source too (Isendrecv), the destination alone may be MPI_PROC_NULL
+    peer_null = f"{sem.peer} == MPI_PROC_NULL ? " if sem.peer and sem.source else ""
+    sent_v = recv_v = "0"
+    if sem.send is not None:
+        sent_v = "ML_BYTES_FROM_STATUS" if sem.send == "status" else sent
+        sent_v = f"{peer_null}0 : {sent_v}" if peer_null else sent_v
+    if sem.recv is not None:
+        recv_v = "ML_BYTES_FROM_STATUS" if sem.recv == "status" else recv
+    peer_v = f"ml_world_rank(comm, {sem.peer})" if sem.matrix else "-1"
+    peer_v = f"{peer_null}-1 : {peer_v}" if peer_null and sem.matrix else peer_v
+    return sent_v, recv_v, peer_v
+
+
 def accounting(fn: str, sem: Semantics, lang: str, req_expr: str, status_expr: str, comm: str | None) -> list[str]:
     """Return the C lines that account a successful call (run after the MPI call returned)."""
     lines: list[str] = []
@@ -267,17 +285,7 @@ def accounting(fn: str, sem: Semantics, lang: str, req_expr: str, status_expr: s
     if sem.request is not None:
         # everything the entry holds is computed before it becomes visible to other threads
         flags = "ML_REQ_PERSISTENT" if sem.request == "persistent" else "0"
-        # a call whose only peer is MPI_PROC_NULL is not tracked at all (see null_transfer); with
-        # a source too (Isendrecv), the destination alone may be MPI_PROC_NULL
-        peer_null = f"{sem.peer} == MPI_PROC_NULL ? " if sem.peer and sem.source else ""
-        sent_v = recv_v = "0"
-        if sem.send is not None:
-            sent_v = "ML_BYTES_FROM_STATUS" if sem.send == "status" else sent
-            sent_v = f"{peer_null}0 : {sent_v}" if peer_null else sent_v
-        if sem.recv is not None:
-            recv_v = "ML_BYTES_FROM_STATUS" if sem.recv == "status" else recv
-        peer_v = f"ml_world_rank(comm, {sem.peer})" if sem.matrix else "-1"
-        peer_v = f"{peer_null}-1 : {peer_v}" if peer_null and sem.matrix else peer_v
+        sent_v, recv_v, peer_v = request_values(sem, lang, status_expr)
         call = (f"ml_seq = ml_req_track(ml_t, {req_expr}, ML_FN_{fn}, {flags}, {sent_v}, {recv_v}, {peer_v}, "
                 f"{comm or 'MPI_COMM_NULL'});")
         null = null_transfer(sem)
@@ -443,6 +451,55 @@ def io_lines(f: standard.StdFunction, sem: Semantics, lang: str) -> tuple[list[s
     return before, [f"if (ML_UNLIKELY(ml_io.file >= 0)) ml_io_after(ml_t, &ml_io, ML_FN_{f.name}, ml_t0, ml_t1, {nbytes});"]
 
 
+def lean_eligible(sem: Semantics) -> bool:
+    """Whether a C wrapper gets a lean path (runtime/src/lean.h): the point-to-point calls that
+    start or make a transfer. Persistent requests, the other classes and the Fortran bindings take
+    the general path."""
+    return sem.cls == "p2p" and sem.request in (None, "nonblocking") and sem.moves_data and not sem.inner
+
+
+def lean_expr(expr: str) -> str:
+    """A byte expression of the lean path: datatype sizes from the thread in hand."""
+    return expr.replace("TSIZE(", "ml_lean_type_size(ml_t, ")
+
+
+def lean_block(f: standard.StdFunction, sem: Semantics, call: str) -> list[str]:
+    """The lean path of a C wrapper: in a block of its own that returns, so that its `ml_t` is the
+    name the accounting lines use. The general path below it handles everything else."""
+    fn = f.name
+    null = null_transfer(sem)
+    moved = f"ml_rc == MPI_SUCCESS && !({null})" if null else "ml_rc == MPI_SUCCESS"
+    body = ["    {",
+            "        ml_thread_t *const ml_t = ml_lean_enter();",
+            "        if (ML_LIKELY(ml_t != NULL)) {",
+            *(["            if (status == MPI_STATUS_IGNORE) status = &ml_status;"] if needs_status(sem) else []),
+            f"            const uint64_t ml_t0 = ml_lean_start(ml_t, ML_FN_{fn});",
+            f"            const int ml_rc = {call};",
+            "            const uint64_t ml_t1 = ml_lean_stop(ml_t0);",
+            f"            ml_site_t *const ml_site = ml_lean_site(ml_t, ML_LEAN_RA(), ML_FN_{fn});",
+            f"            ml_fstat_t *const ml_f = &ml_t->cur[ML_FN_{fn}];"]
+    if sem.request is not None:
+        sent_v, recv_v, peer_v = (lean_expr(v) for v in request_values(sem, "c", "status"))
+        body += ["            ml_lean_count(ml_t, ml_f, ml_site, ml_t0, ml_t1);",
+                 f"            if ({moved}) ml_lean_post(ml_t, *request, ml_site, ML_FN_{fn}, {sent_v}, {recv_v}, {peer_v});"]
+    else:
+        # as the general path: a call that is not a no-op has a size bin, also when it failed (0 B)
+        body += ["            const uint64_t ml_d = ml_lean_count(ml_t, ml_f, ml_site, ml_t0, ml_t1);"]
+        inner = ["int64_t ml_sent = 0, ml_recv = 0;",
+                 "if (ml_rc == MPI_SUCCESS) {",
+                 *("    " + lean_expr(line) for line in accounting(fn, sem, "c", "*request", "status", None)),
+                 "}",
+                 f"ml_lean_bytes(ml_t, ml_f, ml_site, ML_FN_{fn}, ml_d, ml_sent, ml_recv);"]
+        if null:
+            body.append(f"            if (!({null})) {{")
+            body += ["                " + line for line in inner]
+            body.append("            }")
+        else:
+            body += ["            " + line for line in inner]
+    body += ["            ml_lean_leave(ml_t);", "            return ml_rc;", "        }", "    }"]
+    return body
+
+
 def c_wrapper(f: standard.StdFunction, proto: cheader.CPrototype, sem: Semantics) -> str:
     names = [p.name for p in f.params]
     decls = ", ".join(cp.declare(n) for cp, n in zip(proto.params, names)) or "void"
@@ -450,6 +507,10 @@ def c_wrapper(f: standard.StdFunction, proto: cheader.CPrototype, sem: Semantics
     ret = proto.ret
     call = f"{sem.inner + '_' if sem.inner else 'PMPI_'}{f.name[4:]}({args})"
     body = [f"ML_EXPORT {ret} MPI_{f.name[4:]}({decls})", "{"]
+    if needs_status(sem):
+        body.append("    MPI_Status ml_status;")
+    if lean_eligible(sem) and ret == "int":
+        body += lean_block(f, sem, call)
     if sem.request == "persistent":
         # created while measuring is paused, started after it resumes: entered all the same
         body += ["    int ml_measuring;",
@@ -473,7 +534,7 @@ def c_wrapper(f: standard.StdFunction, proto: cheader.CPrototype, sem: Semantics
         guard = f"if (ML_UNLIKELY({sem.before_when})) " if sem.before_when else ""
         body.append(f"    {guard}{sem.before};")
     if needs_status(sem):
-        body += ["    MPI_Status ml_status;", "    if (status == MPI_STATUS_IGNORE) status = &ml_status;"]
+        body.append("    if (status == MPI_STATUS_IGNORE) status = &ml_status;")
     body += io_lines(f, sem, "c")[0]
     body.append(ENTER_HOOK.format(fn=f.name))
     body += timing_lines(f.name, sem, f"    const {ret} ml_rc = {call};")
@@ -703,7 +764,7 @@ def main() -> int:
     # ml.h: the profile's hot path; ml_observe.h: the observers' inlined hook (trace events, counters);
     # the modes the wrappers call directly: ml_comm_named (mpit), ml_interval, ml_spc_probe (counters),
     # ml_io_* (I/O per file, from the MPI_File_ wrappers only)
-    includes = ['#include "ml.h"', '#include "ml_intervals.h"', '#include "ml_io.h"', '#include "ml_mpit.h"', '#include "ml_observe.h"',
+    includes = ['#include "ml.h"', '#include "lean.h"', '#include "ml_intervals.h"', '#include "ml_io.h"', '#include "ml_mpit.h"', '#include "ml_observe.h"',
                 '#include "ml_semantics.h"', '#include "ml_spc.h"']
     c_out = [STAMP, *includes, quiet, ""]
     f_out = [STAMP, *includes, '#include "ml_fortran.h"', quiet, ""]

@@ -305,7 +305,7 @@ static uint64_t hash_frames(const uintptr_t *f, int n)
 {
     uint64_t h = 0xcbf29ce484222325ull;
     for (int i = 0; i < n; i++) h = (h ^ (uint64_t)f[i]) * 0x100000001b3ull;
-    return h | 1; /* never 0 */
+    return h | ML_SITE_KEY_SLOW; /* never a key of the fast path, never 0 */
 }
 
 static int same_frames(const ml_site_frame_t *a, const uintptr_t *f, int n)
@@ -473,28 +473,28 @@ static ml_site_t *site_lookup(ml_thread_t *t, int fn)
     uintptr_t frames[ML_CALLSITE_MAX_DEPTH];
     uint32_t mods[ML_CALLSITE_MAX_DEPTH];
     int n = 0;
-    uintptr_t key = 0;
+    uint64_t key = 0;
     int fast = 0, python = 0;
     /* under Python the site is the Python line, whether mpi4py or a C extension made the call;
      * such a site is never found on the fast path (the same return address serves many lines) */
     if (py.on && (n = python_path(t->ra, frames, mods)) > 0) {
-        key = (uintptr_t)hash_frames(frames, n);
+        key = hash_frames(frames, n);
         python = 1;
-    } else if (depth == 1 && !is_excluded(t->ra)) {
+    } else if (depth == 1 && !is_excluded(t->ra) && t->ra < (uintptr_t)1 << 48) {
         frames[0] = t->ra;
         mods[0] = UINT32_MAX;
         n = 1;
-        key = t->ra;
+        key = ml_site_key(t->ra, fn);
         fast = 1;
     } else {
         n = walk(frames, depth);
         for (int k = 0; k < n; k++) mods[k] = UINT32_MAX;
-        key = n == 0 ? 0 : depth == 1 ? frames[0] : (uintptr_t)hash_frames(frames, n);
+        key = n == 0 ? 0 : depth == 1 ? frames[0] | ML_SITE_KEY_SLOW : hash_frames(frames, n);
     }
     if (n == 0) return other_site(t, fn); /* no frame outside MPI (should not happen) */
     const uint32_t mask = t->site_cap - 1;
     const uint32_t want = (uint32_t)fn | (fast ? 0 : ML_SITE_SLOW);
-    uint32_t i = (uint32_t)(((uint64_t)key * 0x9E3779B97F4A7C15ull + (uint64_t)fn) >> t->site_shift);
+    uint32_t i = (uint32_t)(ml_site_slot(t, key) - t->sites);
     for (uint32_t probe = 0; probe < t->site_cap; probe++, i = (i + 1) & mask) {
         ml_site_t *e = &t->sites[i];
         if (e->id == 0) break; /* empty */

@@ -24,54 +24,6 @@ static inline MPI_Status *ml_claim_all(ml_thread_t *t, int n, const MPI_Request 
     return need && statuses == MPI_STATUSES_IGNORE ? t->scratch_status : statuses;
 }
 
-/* MPI_Waitall's common case: measuring, below MPI_THREAD_MULTIPLE, no cancel in the process so
- * far, and every request either complete since its start (a shared handle, accounted then), null,
- * or an entry of the inlined start in this thread's own table. The entries are looked up before
- * the call, a pointer per request in t->scratch_entry (ml_claim_t's copy of an entry is for
- * MPI_THREAD_MULTIPLE only), and settled in place after it by ml_settle_lean. Returns 0, having
- * changed nothing, when a request is not of that case: the caller takes the general path.
- * *need: an entry needs its status (a receive's bytes). */
-static inline int ml_claim_lean(ml_thread_t *t, int n, const MPI_Request *reqs, int measuring, int *need)
-{
-    if (!measuring || ml_g.multiple || __atomic_load_n(&ml_g.cancels, __ATOMIC_RELAXED)) return 0;
-    ml_scratch_reserve(t, (size_t)(n > 0 ? n : 1));
-    ml_req_t **ent = t->scratch_entry;
-    int nd = 0;
-    for (int i = 0; i < n; i++) {
-        const MPI_Request r = reqs[i];
-        ml_req_t *e = NULL;
-        if (r != MPI_REQUEST_NULL && !ml_req_shared_handle(r)) {
-            e = ml_req_own(t, r);
-            if (e == NULL || e->flags != ML_REQ_ACTIVE) return 0;
-            nd |= e->sent == ML_BYTES_FROM_STATUS || e->recv == ML_BYTES_FROM_STATUS;
-        }
-        ent[i] = e;
-    }
-    *need = nd;
-    return 1;
-}
-
-/* After a Waitall prepared by ml_claim_lean returned rc: account and remove the entries it
- * completed (a request in error completed and moved nothing; MPI_ERR_PENDING: not completed). */
-ML_HOT void ml_settle_lean(ml_thread_t *t, int n, const MPI_Status *st, int rc)
-{
-    if (rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS) return; /* none completed: the entries stay */
-    ml_req_t **ent = t->scratch_entry;
-    for (int i = 0; i < n; i++) {
-        ml_req_t *e = ent[i];
-        if (e == NULL) continue;
-        const MPI_Status *s = st != MPI_STATUSES_IGNORE ? &st[i] : NULL;
-        if (ML_UNLIKELY(rc == MPI_ERR_IN_STATUS) && s != NULL && s->MPI_ERROR != MPI_SUCCESS) {
-            if (s->MPI_ERROR != MPI_ERR_PENDING) ml_req_remove(t, e);
-            continue;
-        }
-        const int64_t sent = e->sent != ML_BYTES_FROM_STATUS ? e->sent : (s ? ml_status_bytes(s) : 0);
-        const int64_t recv = e->recv != ML_BYTES_FROM_STATUS ? e->recv : (s ? ml_status_bytes(s) : 0);
-        ml_req_account(t, e, sent, recv);
-        ml_req_remove(t, e);
-    }
-}
-
 /* Waitany, Testany, Testsome, Testall: usually few of the n requests complete (a polling loop
  * calls them again and again over the same array). Rather than claim n entries before the call
  * and put back n - k after it, the wrapper copies the n handles (MPI sets completed ones to

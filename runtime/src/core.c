@@ -236,6 +236,7 @@ ml_thread_t *ml_thread_attach(void)
     ml_tls = t;
     t->observe = ml_g.observers;
     t->reset_gen = __atomic_load_n(&ml_g.reset_gen, __ATOMIC_ACQUIRE); /* a new thread has nothing to drop */
+    t->lean_gen = ml_g.lean_ok ? ml_lean_gen_of(t->reset_gen) : ML_LEAN_NEVER;
     if (ml_g.config.time_sample > 1) {
         t->sample_rng = 2463534242u ^ ((uint32_t)ml_g.rank * 2654435761u) ^ (uint32_t)(uintptr_t)t;
         if (t->sample_rng == 0) t->sample_rng = 1;
@@ -477,15 +478,26 @@ void ml_init_after_mpi_init(int thread_level, uint64_t t_begin)
         }
     }
     ml_observers_start();
+    /* the lean path (lean.h) is the profile alone, below MPI_THREAD_MULTIPLE, timed by the tick
+     * counter, with call sites at depth 1: no mode watches calls (ml_spc_on is one of them) */
+    const char *no_lean = ml_g.multiple                ? "MPI_THREAD_MULTIPLE"
+                          : ml_g.observers || ml_spc_on ? "a mode watches calls"
+                          : !ml_clock_is_tsc            ? "no tick counter"
+                          : ml_callsite_depth() != 1    ? "call sites not at depth 1"
+                                                        : NULL;
+    ml_g.lean_ok = no_lean == NULL;
+    for (ml_thread_t *t = __atomic_load_n(&ml_g.threads, __ATOMIC_ACQUIRE); t != NULL; t = t->next)
+        t->lean_gen = ml_g.lean_ok ? ml_lean_gen_of(t->reset_gen) : ML_LEAN_NEVER;
     install_exit_paths();
     calib_tick0 = ml_g.t_init_end;
     calib_ns0 = ml_g.ns_init_end;
     ml_g.enabled = ml_g.config.enabled;
     __atomic_store_n(&ml_g.ready, 1, __ATOMIC_RELEASE);
-    __atomic_store_n(&ml_g.active, ml_g.enabled, __ATOMIC_RELEASE);
+    ml_set_active(ml_g.enabled);
     FOR_MODES(modes_on, m) if (m->start) m->start();
     ml_log(2, "measuring into %s (%s; %d C and %d Fortran wrappers, timer %s)", ml_g.outdir, on, ML_N_C_WRAPPERS,
            ML_N_F_WRAPPERS, ml_clock_is_tsc ? "tsc" : "clock");
+    ml_log(2, "lean path: %s%s", no_lean ? "off, " : "on", no_lean ? no_lean : "");
 }
 
 /* ------------------------------------------------------------------------------- MPI_Finalize */
@@ -550,7 +562,7 @@ static void catch_up_all(void);
 void ml_finalize_before_mpi_finalize(void)
 {
     if (!ml_g.ready) return;
-    __atomic_store_n(&ml_g.active, 0, __ATOMIC_RELEASE);
+    ml_set_active(0);
     catch_up_all();
     /* the tick rate is fixed now, between MPI_Init and here, so that every file the modes write
      * from here on converts ticks with the rate of the profile */
@@ -603,6 +615,7 @@ void ml_thread_catch_up(ml_thread_t *t)
     zero_mapping(t->blocks, (size_t)((char *)t + t->mapped_bytes - (char *)t->blocks));
     ml_callsite_reset(t); /* its call sites' counts too */
     t->reset_gen = gen;
+    t->lean_gen = ml_g.lean_ok ? ml_lean_gen_of(gen) : ML_LEAN_NEVER;
 }
 
 ml_thread_t *ml_enter_after_reset(void)
@@ -659,5 +672,12 @@ void ml_pcontrol(int level)
         snapshot();
     }
     /* 2: measuring, and threads catch up with a reset at their next call */
-    __atomic_store_n(&ml_g.active, ml_g.enabled ? (ml_g.reset_gen ? 2 : 1) : 0, __ATOMIC_RELEASE);
+    ml_set_active(ml_g.enabled ? (ml_g.reset_gen ? 2 : 1) : 0);
+}
+
+void ml_set_active(int active)
+{
+    const uint32_t gen = __atomic_load_n(&ml_g.reset_gen, __ATOMIC_ACQUIRE);
+    __atomic_store_n(&ml_g.lean_gen, active != 0 && ml_g.lean_ok ? ml_lean_gen_of(gen) : 0u, __ATOMIC_RELEASE);
+    __atomic_store_n(&ml_g.active, active, __ATOMIC_RELEASE);
 }

@@ -3,8 +3,10 @@
  * (Wait/Test families, Start, Request_free, Cancel), where the requests must be looked up before
  * the call clears their handles. */
 #include <stdarg.h>
+#include <string.h>
 
 #include "completion.h"
+#include "lean.h"
 #include "ml.h"
 #include "ml_memory.h"
 #include "ml_trace.h"
@@ -66,8 +68,30 @@ ML_EXPORT int MPI_Pcontrol(const int level, ...)
 }
 
 /* ------------------------------------------------------------------------------- completion */
+/* MPI_Wait, MPI_Test and MPI_Waitall take the lean path (lean.h) when every request is null,
+ * shared (accounted when it started) or an entry of the lean path in this thread's own table, and
+ * the process has cancelled nothing; otherwise their general path. */
+static inline int lean_cancels(void) { return __atomic_load_n(&ml_g.cancels, __ATOMIC_RELAXED) != 0; }
+
 ML_EXPORT int MPI_Wait(MPI_Request *request, MPI_Status *status)
 {
+    ml_thread_t *const l = ml_lean_enter();
+    if (ML_LIKELY(l != NULL)) {
+        uint32_t e;
+        int need = 0;
+        if (ML_LIKELY(!lean_cancels()) && ml_lean_claim(l, *request, &e, &need)) {
+            MPI_Status local;
+            if (need && status == MPI_STATUS_IGNORE) status = &local;
+            const uint64_t t0 = ml_lean_start(l, ML_FN_MPI_Wait);
+            const int rc = PMPI_Wait(request, status);
+            const uint64_t t1 = ml_lean_stop(t0);
+            if (rc == MPI_SUCCESS && e != ML_REQ_NONE) ml_lean_settle(l, e, status);
+            ml_lean_count(l, &l->cur[ML_FN_MPI_Wait], ml_lean_site(l, ML_LEAN_RA(), ML_FN_MPI_Wait), t0, t1);
+            ml_lean_leave(l);
+            return rc;
+        }
+        ml_lean_leave(l);
+    }
     int measuring;
     ml_thread_t *const t = ml_enter_completion(&measuring);
     if (ML_UNLIKELY(t == NULL)) return PMPI_Wait(request, status);
@@ -89,6 +113,23 @@ ML_EXPORT int MPI_Wait(MPI_Request *request, MPI_Status *status)
 
 ML_EXPORT int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
 {
+    ml_thread_t *const l = ml_lean_enter();
+    if (ML_LIKELY(l != NULL)) {
+        uint32_t e;
+        int need = 0;
+        if (ML_LIKELY(!lean_cancels()) && ml_lean_claim(l, *request, &e, &need)) {
+            MPI_Status local;
+            if (need && status == MPI_STATUS_IGNORE) status = &local;
+            const uint64_t t0 = ml_lean_start(l, ML_FN_MPI_Test);
+            const int rc = PMPI_Test(request, flag, status);
+            const uint64_t t1 = ml_lean_stop(t0);
+            if (rc == MPI_SUCCESS && *flag && e != ML_REQ_NONE) ml_lean_settle(l, e, status);
+            ml_lean_count(l, &l->cur[ML_FN_MPI_Test], ml_lean_site(l, ML_LEAN_RA(), ML_FN_MPI_Test), t0, t1);
+            ml_lean_leave(l);
+            return rc;
+        }
+        ml_lean_leave(l);
+    }
     int measuring;
     ml_thread_t *const t = ml_enter_completion(&measuring);
     if (ML_UNLIKELY(t == NULL)) return PMPI_Test(request, flag, status);
@@ -120,16 +161,6 @@ ML_HOT int all(int (*wait)(int, MPI_Request *, MPI_Status *), int (*test)(int, M
     ml_thread_t *const t = ml_enter_completion(&measuring);
     if (ML_UNLIKELY(t == NULL)) return wait ? wait(count, reqs, statuses) : test(count, reqs, flag, statuses);
     ML_CALLSITE(t);
-    int need;
-    if (wait && ml_claim_lean(t, count, reqs, measuring, &need)) {
-        MPI_Status *st = need && statuses == MPI_STATUSES_IGNORE ? t->scratch_status : statuses;
-        const uint64_t t0 = ml_completion_start(t, fn, measuring);
-        const int rc = wait(count, reqs, st);
-        const uint64_t t1 = t->done_at = ml_stop(t0);
-        ml_settle_lean(t, count, st, rc);
-        ml_finish(t, fn, t0, t1, measuring);
-        return rc;
-    }
     /* Waitall completes every request: claimed before the call. Testall, polled, mostly completes
      * none: the handles are copied and claimed only if it completes them. */
     int copied = 0;
@@ -153,8 +184,59 @@ ML_HOT int all(int (*wait)(int, MPI_Request *, MPI_Status *), int (*test)(int, M
     return rc;
 }
 
+/* The lean MPI_Waitall copies the handles (MPI sets them to MPI_REQUEST_NULL) and looks the entries
+ * up after the call: below MPI_THREAD_MULTIPLE no other thread can be given a freed handle's value
+ * meanwhile. It asks MPI for statuses (when the caller does not) whenever an entry may need one:
+ * this thread has entries, or another thread exists whose entries it may complete. */
 ML_EXPORT int MPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status array_of_statuses[])
 {
+    ml_thread_t *const l = ml_lean_enter();
+    if (ML_LIKELY(l != NULL)) {
+        if (ML_LIKELY(!lean_cancels())) {
+            const size_t n = (size_t)(count > 0 ? count : 0);
+            ml_scratch_reserve(l, n > 0 ? n : 1);
+            MPI_Request *const handles = l->scratch_req;
+            memcpy(handles, array_of_requests, n * sizeof *handles);
+            MPI_Status *st = array_of_statuses;
+            if (st == MPI_STATUSES_IGNORE && (l->rq_live != 0 || l->next != NULL || ml_g.threads != l))
+                st = l->scratch_status;
+            const uint64_t t0 = ml_lean_start(l, ML_FN_MPI_Waitall);
+            const int rc = PMPI_Waitall(count, array_of_requests, st);
+            const uint64_t t1 = ml_lean_stop(t0);
+            if (ML_LIKELY(rc == MPI_SUCCESS)) {
+                for (size_t i = 0; i < n; i++) {
+                    const MPI_Request r = handles[i];
+                    if (r == MPI_REQUEST_NULL || ml_req_shared_handle(r)) continue; /* accounted at its start */
+                    const MPI_Status *const s = st != MPI_STATUSES_IGNORE ? &st[i] : NULL;
+                    const uint32_t e = ml_req_index(l, r);
+                    if (ML_LIKELY(e != ML_REQ_NONE) && ML_LIKELY(l->rq[e].flags == ML_REQ_ACTIVE))
+                        ml_lean_settle(l, e, s);
+                    else
+                        ml_req_completed_slow(l, r, s, MPI_SUCCESS);
+                }
+            } else if (rc == MPI_ERR_IN_STATUS && st != MPI_STATUSES_IGNORE) {
+                /* a request in error completed and moved nothing; MPI_ERR_PENDING: not completed.
+                 * Any other error: which requests completed is not known (the general path leaves
+                 * their entries too). */
+                for (size_t i = 0; i < n; i++) {
+                    const MPI_Request r = handles[i];
+                    const int err = st[i].MPI_ERROR;
+                    if (r == MPI_REQUEST_NULL || ml_req_shared_handle(r) || err == MPI_ERR_PENDING) continue;
+                    const uint32_t e = ml_req_index(l, r);
+                    if (e == ML_REQ_NONE || l->rq[e].flags != ML_REQ_ACTIVE)
+                        ml_req_completed_slow(l, r, &st[i], err);
+                    else if (err == MPI_SUCCESS)
+                        ml_lean_settle(l, e, &st[i]);
+                    else
+                        ml_req_remove_at(l, e);
+                }
+            }
+            ml_lean_count(l, &l->cur[ML_FN_MPI_Waitall], ml_lean_site(l, ML_LEAN_RA(), ML_FN_MPI_Waitall), t0, t1);
+            ml_lean_leave(l);
+            return rc;
+        }
+        ml_lean_leave(l);
+    }
     return all(PMPI_Waitall, NULL, ML_FN_MPI_Waitall, count, array_of_requests, NULL, array_of_statuses);
 }
 

@@ -68,6 +68,20 @@ ML_HOT uint64_t ml_now(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* The tick counter itself, for the paths that run only when it is the clock (ml_g.lean_ok). */
+ML_HOT uint64_t ml_tick(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    return __rdtsc();
+#elif defined(__aarch64__)
+    uint64_t v;
+    __asm__ volatile("mrs %0, cntvct_el0" : "=r"(v));
+    return v;
+#else
+    return ml_now();
+#endif
+}
+
 /* A clock point: a tick and CLOCK_MONOTONIC read together. The tick is read before and after the
  * clock, and of a few tries the shortest bracket's middle is kept: a preemption between the two
  * readings would otherwise shift every time converted with the pair (traces align ranks and hosts
@@ -79,7 +93,10 @@ uint64_t ml_clock_ns(void);
 
 /* ------------------------------------------------------------------------------- statistics */
 typedef struct ml_fstat {
-    uint64_t calls, ticks, min, max; /* ticks, min, max: of the timed calls; min valid when calls > 0 */
+    uint64_t calls, ticks; /* ticks: of the timed calls */
+    /* the shortest and longest timed call; the shortest as its complement, so that zero-filled
+     * memory means "none yet" and every call keeps both with a max (no test of calls == 0) */
+    uint64_t min_inv, max;
     int64_t sent, recv;
     /* MPILENS_TIME_SAMPLE > 1: timed calls after the first ML_SAMPLE_WARMUP, and their ticks
      * (the estimate of the time of all calls is made from them, in payload.c) */
@@ -122,7 +139,7 @@ typedef struct ml_ucount {
  * function's "other sites" entry, so no call is lost. At depth 1 the wrapper's own return
  * address is the key: the hot path hashes it, compares one entry and adds. */
 typedef struct ml_site {
-    uintptr_t key;       /* depth 1: the return address; deeper: hash of the frames */
+    uint64_t key;        /* depth 1: ml_site_key; else hash of the frames | ML_SITE_KEY_SLOW; 0: empty */
     uint32_t fn;         /* function id; ML_SITE_SLOW set when the fast path must not match */
     uint32_t id;         /* 1 + index in the thread's table; 0: the function's "other sites" */
     uint64_t calls, ticks, timed;
@@ -134,7 +151,16 @@ typedef struct ml_site {
 
 typedef struct ml_thread {
     /* ---- the profile (core.c, regions.c, counters.c) */
-    int depth;           /* > 0 while inside a wrapper: nested MPI calls are not measured */
+    union {
+        struct {
+            int depth;   /* > 0 while inside a wrapper: nested MPI calls are not measured */
+            /* the lean path (lean.h) runs while this equals ml_g.lean_gen: set when the thread
+             * attaches and when it catches up with MPI_Pcontrol(2), to the generation of the
+             * statistics it then holds (odd), or ML_LEAN_NEVER when the run cannot take it */
+            uint32_t lean_gen;
+        };
+        uint64_t gate; /* both, read at once by ml_lean_enter */
+    };
     uint32_t cur_path;   /* region path of the calls now being made */
     ml_fstat_t *cur;     /* = blocks + cur_path * ML_NFUNC */
     ml_fstat_t *blocks;  /* [max_paths][ML_NFUNC], lazily touched anonymous memory */
@@ -164,7 +190,8 @@ typedef struct ml_thread {
     /* ---- the requests (requests.c) */
     /* below MPI_THREAD_MULTIPLE: this thread's table of its outstanding operations */
     struct ml_req *rq;       /* [rq_cap], NULL until its first request */
-    uint32_t rq_cap, rq_shift, rq_live, rq_tombs;
+    uint32_t rq_cap, rq_shift, rq_live;
+    uint32_t rq_room;        /* inserts into empty slots left before the table is rebuilt */
     uint64_t done_at;        /* end of the completion call being settled (request completion time) */
     uint64_t req_seq;        /* requests started by this thread: links a post to its completion */
     /* requests this thread entered minus those it took out (summed over threads at the end) */
@@ -178,6 +205,8 @@ typedef struct ml_thread {
     /* ---- the profile again */
     /* datatype sizes seen by this thread (see ml_semantics.h) */
     struct ml_type_cached { MPI_Datatype type; int64_t size; uint32_t gen; } type_cache[16];
+    /* the predefined ones (MPI_COMBINER_NAMED): never freed, so never stale */
+    struct ml_type_named { MPI_Datatype type; int64_t size; } type_named[8];
     /* ---- call sites (callsite.c): NULL when MPILENS_CALLSITE_DEPTH=0 */
     uintptr_t ra;          /* return address of the wrapper now running (ML_CALLSITE) */
     ml_site_t *sites;      /* [site_cap], open addressing */
@@ -209,6 +238,11 @@ typedef struct ml_global {
     int rank, size;
     int thread_level;
     int multiple;       /* MPI_THREAD_MULTIPLE: request slots need atomic claims */
+    /* the lean path (lean.h): lean_ok, decided at MPI_Init, says the run can take it; lean_gen,
+     * read at every call of its wrappers, is 0 while not measuring and otherwise the odd
+     * generation of the statistics (ml_lean_gen_of(reset_gen)) */
+    int lean_ok;
+    uint32_t lean_gen;
     uint32_t type_gen;  /* bumped by MPI_Type_free: cached datatype sizes are stale */
     uint32_t reset_gen; /* bumped by MPI_Pcontrol(2) */
     /* set (for good) by the first MPI_Cancel: from then on every completion reads its status and
@@ -251,6 +285,14 @@ ML_HOT ml_thread_t *ml_enter_thread(void)
     t->depth = 1;
     return t;
 }
+
+/* The lean path's generation for statistics reset reset_gen times: odd, so never 0 (the global's
+ * "off") nor ML_LEAN_NEVER (a thread's "not for this run"). */
+#define ML_LEAN_NEVER 2u
+static inline uint32_t ml_lean_gen_of(uint32_t reset_gen) { return reset_gen * 2u + 1u; }
+/* Store ml_g.active (0 not measuring, 1 measuring, 2 measuring after MPI_Pcontrol(2)) and the lean
+ * path's gate with it. */
+void ml_set_active(int active);
 
 /* MPI_Pcontrol(2) happened since t last reset its statistics: reset them now (core.c). */
 void ml_thread_catch_up(ml_thread_t *t);
@@ -320,7 +362,7 @@ ML_HOT uint64_t ml_count(ml_thread_t *t, ml_fstat_t *s, uint64_t t0, uint64_t t1
         s->sampled_ticks += d;
         s->sampled_sq += (double)d * (double)d;
     }
-    if (s->calls == 0 || d < s->min) s->min = d;
+    if (~d > s->min_inv) s->min_inv = ~d;
     if (d > s->max) s->max = d;
     s->calls++;
     s->ticks += d;
@@ -333,26 +375,34 @@ ml_site_t *ml_site_slow(ml_thread_t *t, int fn);
 /* The site of the call being made when the fast path misses, looked up before the call is counted
  * (its request entry, its trace event); the count then reuses a stack walk made here (callsite.c). */
 ml_site_t *ml_site_early_slow(ml_thread_t *t, int fn);
-/* The entry of the fast path at depth 1 (the wrapper's return address and the function), whether
- * or not it holds this site. */
-ML_HOT ml_site_t *ml_site_slot(ml_thread_t *t, int fn)
+/* The key of a call site on the fast path at depth 1: the return address with the function in the
+ * top bits (user-space code lies below 2^48; callsite.c sends a higher address to the slow path).
+ * The sites the fast path must not match (found by a stack walk, Python lines) have keys with bit
+ * 63 set, so one comparison of keys decides. */
+ML_HOT uint64_t ml_site_key(uintptr_t ra, int fn) { return (uint64_t)ra | (uint64_t)fn << 48; }
+#define ML_SITE_KEY_SLOW (1ull << 63)
+/* The entry of the fast path for key k, whether or not it holds that site. */
+ML_HOT ml_site_t *ml_site_slot(const ml_thread_t *t, uint64_t k)
 {
-    return &t->sites[(uint32_t)(((uint64_t)t->ra * 0x9E3779B97F4A7C15ull + (uint64_t)fn) >> t->site_shift)];
+    return &t->sites[(uint32_t)((k * 0x9E3779B97F4A7C15ull) >> t->site_shift)];
 }
-ML_HOT int ml_site_hit(const ml_thread_t *t, const ml_site_t *e, int fn)
+ML_HOT ml_site_t *ml_site_fast(const ml_thread_t *t, int fn, uint64_t *k)
 {
-    return e->key == t->ra && e->fn == (uint32_t)fn;
+    *k = ml_site_key(t->ra, fn);
+    return ml_site_slot(t, *k);
 }
 ML_HOT ml_site_t *ml_site_find(ml_thread_t *t, int fn)
 {
-    ml_site_t *e = ml_site_slot(t, fn);
-    if (ML_UNLIKELY(!ml_site_hit(t, e, fn))) e = ml_site_slow(t, fn);
+    uint64_t k;
+    ml_site_t *e = ml_site_fast(t, fn, &k);
+    if (ML_UNLIKELY(e->key != k)) e = ml_site_slow(t, fn);
     return e;
 }
 ML_HOT ml_site_t *ml_site_early(ml_thread_t *t, int fn)
 {
-    ml_site_t *e = ml_site_slot(t, fn);
-    return ML_LIKELY(ml_site_hit(t, e, fn)) ? e : ml_site_early_slow(t, fn);
+    uint64_t k;
+    ml_site_t *e = ml_site_fast(t, fn, &k);
+    return ML_LIKELY(e->key == k) ? e : ml_site_early_slow(t, fn);
 }
 ML_HOT void ml_site_count(ml_thread_t *t, int fn, uint64_t d, int64_t sent, int64_t recv)
 {
@@ -515,6 +565,10 @@ uint64_t ml_req_track_slow(ml_thread_t *t, MPI_Request req, int fn, unsigned fla
 int ml_req_make_room(ml_thread_t *t);
 /* The first entry of a handle, left in the table (persistent requests, MPI_Cancel). */
 ml_req_t *ml_req_find(MPI_Request req);
+/* A completion call completed req (measuring, below MPI_THREAD_MULTIPLE; handles copied before the
+ * call): the general case of the lean MPI_Waitall, an entry of another kind or of another thread.
+ * err: the request's error (MPI_ERR_IN_STATUS), MPI_SUCCESS otherwise. */
+void ml_req_completed_slow(ml_thread_t *t, MPI_Request req, const MPI_Status *st, int err);
 size_t ml_requests_outstanding(void);
 
 /* A completion call holds the entries of its requests across the MPI call. Below
@@ -570,8 +624,14 @@ ML_HOT int ml_req_shared_handle(MPI_Request r)
 ML_HOT uintptr_t ml_req_key(MPI_Request r)
 {
     const uintptr_t k = (uintptr_t)r;
+#if defined(OPEN_MPI) || defined(MPICH)
+    return k; /* a pointer to a request object; a handle with its kind in the top bits */
+#else
     return k + 2u <= 2u ? k ^ 4u : k;
+#endif
 }
+/* Whether slot key k is free for an insert (empty or a tombstone): one comparison. */
+ML_HOT int ml_req_free_slot(uintptr_t k) { return k + 1u <= 1u; }
 
 ML_HOT uint32_t ml_req_home(const ml_thread_t *t, uintptr_t k)
 {
@@ -617,19 +677,64 @@ ML_HOT void ml_req_account(ml_thread_t *t, const ml_req_t *e, int64_t sent, int6
     ml_account(t, &t->blocks[e->stat], e->site, e->fn, e->peer, sent, recv);
 }
 
-/* Take entry e out of owner's table: empty when the next slot is (no probe runs past it), else a
- * tombstone. */
-ML_HOT void ml_req_remove(ml_thread_t *owner, ml_req_t *e)
+/* ---- a thread's own table (below MPI_THREAD_MULTIPLE; requests.c says how it is kept) */
+#define ML_REQ_NONE UINT32_MAX
+
+/* A new entry for key k in t's table, its key written (the caller fills the rest); NULL when the
+ * table is full at MPILENS_MAX_REQUESTS or memory is short. */
+ML_HOT ml_req_t *ml_req_insert(ml_thread_t *t, uintptr_t k)
 {
-    const uint32_t i = (uint32_t)(e - owner->rq);
-    if (owner->rq[(i + 1) & (owner->rq_cap - 1)].key == ML_REQ_EMPTY) {
-        e->key = ML_REQ_EMPTY;
-    } else {
-        e->key = ML_REQ_TOMB;
-        owner->rq_tombs++;
-    }
-    owner->rq_live--;
+    if (ML_UNLIKELY(t->rq_room == 0) && ml_req_make_room(t) != 0) return NULL;
+    const uint32_t m = t->rq_cap - 1;
+    uint32_t i = ml_req_home(t, k);
+    while (!ml_req_free_slot(t->rq[i].key)) i = (i + 1) & m;
+    ml_req_t *e = &t->rq[i];
+    t->rq_room -= e->key == ML_REQ_EMPTY; /* a tombstone's slot was counted already */
+    t->rq_live++;
+    e->key = k;
+    return e;
 }
+
+/* The slot of req in t's own table, or ML_REQ_NONE. */
+ML_HOT uint32_t ml_req_index(const ml_thread_t *t, MPI_Request req)
+{
+    if (t->rq_live == 0) return ML_REQ_NONE;
+    const uintptr_t k = ml_req_key(req);
+    const uint32_t m = t->rq_cap - 1;
+    for (uint32_t i = ml_req_home(t, k);; i = (i + 1) & m) {
+        const uintptr_t have = t->rq[i].key;
+        if (have == k) return i;
+        if (have == ML_REQ_EMPTY) return ML_REQ_NONE;
+    }
+}
+/* The entry of req in t's own table, or NULL. */
+ML_HOT ml_req_t *ml_req_own(const ml_thread_t *t, MPI_Request req)
+{
+    const uint32_t i = ml_req_index(t, req);
+    return i != ML_REQ_NONE ? &t->rq[i] : NULL;
+}
+
+/* Take slot i out of owner's table: a tombstone while an entry follows it (a probe may need to run
+ * past it), else empty, and so are the tombstones just before it, which no probe needs any more.
+ * Entries never move: a completion call may hold pointers to several. */
+ML_HOT void ml_req_remove_at(ml_thread_t *owner, uint32_t i)
+{
+    ml_req_t *const rq = owner->rq;
+    const uint32_t m = owner->rq_cap - 1;
+    owner->rq_live--;
+    if (rq[(i + 1) & m].key != ML_REQ_EMPTY) {
+        rq[i].key = ML_REQ_TOMB;
+        return;
+    }
+    rq[i].key = ML_REQ_EMPTY;
+    uint32_t freed = 1;
+    while (rq[i = (i - 1) & m].key == ML_REQ_TOMB) {
+        rq[i].key = ML_REQ_EMPTY;
+        freed++;
+    }
+    owner->rq_room += freed;
+}
+ML_HOT void ml_req_remove(ml_thread_t *owner, ml_req_t *e) { ml_req_remove_at(owner, (uint32_t)(e - owner->rq)); }
 
 ML_HOT uint64_t ml_req_track(ml_thread_t *t, MPI_Request req, int fn, unsigned flags, int64_t sent, int64_t recv,
                              int peer, MPI_Comm comm)
@@ -642,19 +747,11 @@ ML_HOT uint64_t ml_req_track(ml_thread_t *t, MPI_Request req, int fn, unsigned f
                        recv == ML_BYTES_FROM_STATUS ? 0 : recv);
             return 0;
         }
-        /* the table stays at most three quarters full of entries and tombstones: probes end */
-        if (ML_UNLIKELY((t->rq_live + t->rq_tombs + 1) * 4 > t->rq_cap * 3) && ml_req_make_room(t) != 0) {
+        ml_req_t *e = ml_req_insert(t, ml_req_key(req));
+        if (ML_UNLIKELY(e == NULL)) {
             t->dropped_requests++; /* full at MPILENS_MAX_REQUESTS */
             return 0;
         }
-        const uintptr_t k = ml_req_key(req);
-        const uint32_t m = t->rq_cap - 1;
-        uint32_t i = ml_req_home(t, k);
-        while (t->rq[i].key != ML_REQ_EMPTY && t->rq[i].key != ML_REQ_TOMB) i = (i + 1) & m;
-        ml_req_t *e = &t->rq[i];
-        if (e->key == ML_REQ_TOMB) t->rq_tombs--;
-        t->rq_live++;
-        e->key = k;
         e->fn = (uint16_t)fn;
         e->flags = (uint16_t)(flags & ML_REQ_PERSISTENT ? flags : flags | ML_REQ_ACTIVE); /* persistent: at MPI_Start */
         e->stat = ml_stat_index(t, fn);
@@ -668,19 +765,6 @@ ML_HOT uint64_t ml_req_track(ml_thread_t *t, MPI_Request req, int fn, unsigned f
         return 0;
     }
     return ml_req_track_slow(t, req, fn, flags, sent, recv, peer, comm);
-}
-
-/* The entry of req in t's own table (below MPI_THREAD_MULTIPLE), or NULL. */
-ML_HOT ml_req_t *ml_req_own(const ml_thread_t *t, MPI_Request req)
-{
-    if (t->rq_live == 0) return NULL;
-    const uintptr_t k = ml_req_key(req);
-    const uint32_t m = t->rq_cap - 1;
-    for (uint32_t i = ml_req_home(t, k);; i = (i + 1) & m) {
-        const uintptr_t have = t->rq[i].key;
-        if (have == k) return &t->rq[i];
-        if (have == ML_REQ_EMPTY) return NULL;
-    }
 }
 
 /* Before a completion call: the entry of req (c->held), found in the calling thread's table or

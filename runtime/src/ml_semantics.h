@@ -17,8 +17,20 @@ static int64_t ml_type_size_slow(MPI_Datatype dt)
     return s;
 }
 
+static int ml_type_predefined(MPI_Datatype dt)
+{
+    int ni = 0, na = 0, nd = 0, combiner = 0;
+    return PMPI_Type_get_envelope(dt, &ni, &na, &nd, &combiner) == MPI_SUCCESS && combiner == MPI_COMBINER_NAMED;
+}
+
+ML_HOT struct ml_type_named *ml_type_named_slot(ml_thread_t *t, MPI_Datatype dt)
+{
+    return &t->type_named[((uintptr_t)dt >> 4 ^ (uintptr_t)dt >> 7) & 7u];
+}
+
 /* Size of a datatype, on the path of every send: MPICH's predefined types carry it in the handle;
- * others are cached per thread until the next MPI_Type_free (handles are reused). */
+ * the others' are cached per thread, the predefined ones for good, the derived ones until the
+ * next MPI_Type_free (handles are reused). An unused entry's type is 0: no handle. */
 ML_HOT int64_t ml_type_size(MPI_Datatype dt)
 {
 #if defined(MPICH)
@@ -26,13 +38,21 @@ ML_HOT int64_t ml_type_size(MPI_Datatype dt)
 #endif
     ml_thread_t *t = ml_tls;
     if (ML_UNLIKELY(t == NULL)) return ml_type_size_slow(dt);
+    struct ml_type_named *n = ml_type_named_slot(t, dt);
+    if (ML_LIKELY(n->type == dt)) return n->size;
     struct ml_type_cached *c = &t->type_cache[((uintptr_t)dt >> 4 ^ (uintptr_t)dt) & 15u];
     const uint32_t gen = __atomic_load_n(&ml_g.type_gen, __ATOMIC_RELAXED);
-    if (ML_LIKELY(c->type == dt && c->gen == gen && c->size >= 0)) return c->size;
-    c->type = dt;
-    c->size = ml_type_size_slow(dt);
-    c->gen = gen;
-    return c->size;
+    if (ML_LIKELY(c->type == dt && c->gen == gen)) return c->size;
+    const int64_t size = ml_type_size_slow(dt);
+    if (dt != MPI_DATATYPE_NULL && ml_type_predefined(dt)) {
+        n->type = dt;
+        n->size = size;
+    } else {
+        c->type = dt;
+        c->size = size;
+        c->gen = gen;
+    }
+    return size;
 }
 
 /* MPI_Type_free: the handle may come back as another type; drop every cached size. */

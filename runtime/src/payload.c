@@ -308,7 +308,7 @@ void ml_payload_write(ml_sink_t *s, int complete, int reason, int signo)
                     m.recv += x->recv;
                     continue;
                 }
-                if (m.calls == 0 || x->min < m.min) m.min = x->min;
+                if (x->min_inv > m.min_inv) m.min_inv = x->min_inv;
                 if (x->max > m.max) m.max = x->max;
                 m.calls += x->calls;
                 m.ticks += estimated_ticks(x);
@@ -318,7 +318,7 @@ void ml_payload_write(ml_sink_t *s, int complete, int reason, int signo)
                 m.recv += x->recv;
             }
             if (m.calls == 0 && m.sent == 0 && m.recv == 0) continue;
-            const ml_payload_stat_t r = {p, (uint16_t)f, m.calls, ml_ticks_to_ns(m.ticks), ml_ticks_to_ns(m.min),
+            const ml_payload_stat_t r = {p, (uint16_t)f, m.calls, ml_ticks_to_ns(m.ticks), ml_ticks_to_ns(m.min_inv ? ~m.min_inv : 0),
                                          ml_ticks_to_ns(m.max), timed, ml_ticks_to_ns(sqrt_ticks(var)), m.sent, m.recv};
             put_record(s, r);
         }
@@ -436,7 +436,7 @@ void ml_partial_dump(int reason, int signo)
     static int done;
     if (!__atomic_load_n(&ml_g.ready, __ATOMIC_ACQUIRE) || ml_g.finalized) return;
     if (__atomic_exchange_n(&done, 1, __ATOMIC_ACQ_REL)) return;
-    __atomic_store_n(&ml_g.active, 0, __ATOMIC_RELEASE);
+    ml_set_active(0);
     ml_payload_to_file(ml_g.partial_tmp_path, ml_g.partial_path, ML_STREAM_PARTIAL, 0, reason, signo);
     ml_modes_emergency(reason); /* the table of modes: trace, memory, ... */
 }

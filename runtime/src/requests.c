@@ -62,9 +62,10 @@ size_t ml_requests_outstanding(void)
 
 /* ------------------------------------------------------------------ a thread's own table */
 /* Open addressing with linear probing over rq_cap = 2^k entries, kept at most three quarters full
- * of entries and tombstones (so every probe ends at an empty slot); rebuilt when that is
- * reached: tombstones dropped, and the size doubled while more than a quarter would be live (an
- * insert stops at the first tombstone: its probes are those of the live entries' load). */
+ * of entries and tombstones (so every probe ends at an empty slot): rq_room counts the inserts into
+ * empty slots left (ml.h: ml_req_insert, ml_req_remove_at). When none is left the table is rebuilt:
+ * tombstones dropped, and the size doubled while more than a quarter would be live (an insert
+ * stops at the first tombstone: its probes are those of the live entries' load). */
 int ml_req_make_room(ml_thread_t *t)
 {
     uint32_t cap = t->rq_cap ? t->rq_cap : OWN_MIN;
@@ -84,23 +85,8 @@ int ml_req_make_room(ml_thread_t *t)
     t->rq = n;
     t->rq_cap = cap;
     t->rq_shift = shift;
-    t->rq_tombs = 0;
+    t->rq_room = cap / 4 * 3 - t->rq_live;
     return 0;
-}
-
-/* A free slot of t's table for key k (its key not yet written), NULL when the table is full. */
-static inline ml_req_t *own_slot(ml_thread_t *t, uintptr_t k)
-{
-    if (ML_UNLIKELY((t->rq_live + t->rq_tombs + 1) * 4 > t->rq_cap * 3) && ml_req_make_room(t) != 0) return NULL;
-    const uint32_t m = t->rq_cap - 1;
-    for (uint32_t i = (uint32_t)(hash_of(k) >> t->rq_shift);; i = (i + 1) & m) {
-        ml_req_t *s = &t->rq[i];
-        if (s->key == ML_REQ_EMPTY || s->key == ML_REQ_TOMB) {
-            if (s->key == ML_REQ_TOMB) t->rq_tombs--;
-            t->rq_live++;
-            return s;
-        }
-    }
 }
 
 static inline ml_req_t *own_find(ml_thread_t *t, uintptr_t k)
@@ -175,7 +161,7 @@ static ml_req_t *shared_insert(ml_thread_t *t, uintptr_t k, const ml_req_t *e)
 static ml_req_t *insert(ml_thread_t *t, uintptr_t k, const ml_req_t *e)
 {
     if (ml_g.multiple) return shared_insert(t, k, e);
-    ml_req_t *s = own_slot(t, k);
+    ml_req_t *s = ml_req_insert(t, k);
     if (s != NULL) {
         *s = *e;
         s->key = k;
@@ -352,4 +338,11 @@ void ml_req_freed(ml_thread_t *t, ml_claim_t *c, int measuring)
     c->held = 0;
     if (measuring && (e->flags & ML_REQ_ACTIVE) && e->sent > 0 && e->recv == 0) ml_req_account(t, e, e->sent, 0);
     drop_entry(c, e);
+}
+
+void ml_req_completed_slow(ml_thread_t *t, MPI_Request req, const MPI_Status *st, int err)
+{
+    ml_claim_t c;
+    ml_req_claim_slow(req, &c);
+    ml_req_done(t, &c, st, err == MPI_SUCCESS); /* completed in error: nothing moved */
 }

@@ -1,0 +1,195 @@
+/* The lean path: the wrappers of the frequent point-to-point calls (generated) and of MPI_Wait,
+ * MPI_Test and MPI_Waitall (handwritten.c) in the run's common case, chosen once per call by one
+ * comparison instead of a test per mode.
+ *
+ * The common case (ml_g.lean_ok, decided at MPI_Init): the profile alone (no trace, counters,
+ * memory or papi mode watching calls), below MPI_THREAD_MULTIPLE, timed by the tick counter, call
+ * sites at depth 1. While it holds and the run is measuring, ml_g.lean_gen is the odd generation
+ * of the statistics (it changes with MPI_Pcontrol(2)); a thread takes the lean path while its own
+ * lean_gen equals it, which also says that the thread has caught up with the last reset. Anything
+ * else (a nested call, a thread new to MPI, measuring paused, a request the lean completion does
+ * not know) goes to the general path of the same wrapper, which handles every case.
+ *
+ * What a lean call does is what the general path does in this case, in fewer instructions: the
+ * return address stays in a register, the call site is looked up once per call and handed to the
+ * request's entry, the clock is read without asking which clock it is, and no mode is asked
+ * whether it wants to see the call. Every count, time and byte is the same (tests/test_lean.py
+ * runs both paths on the same programs). */
+#ifndef ML_LEAN_H
+#define ML_LEAN_H
+
+#include "ml.h"
+#include "ml_semantics.h"
+
+/* The calling thread, marked as inside a wrapper, when this call takes the lean path; NULL
+ * otherwise (the caller then runs its general path). */
+ML_HOT ml_thread_t *ml_lean_enter(void)
+{
+    ml_thread_t *const t = ml_tls;
+    /* outside any wrapper (depth 0) and caught up with the lean generation, in one comparison */
+    _Static_assert(offsetof(ml_thread_t, lean_gen) == offsetof(ml_thread_t, depth) + 4, "gate: depth, then lean_gen");
+    const uint64_t open = (uint64_t)__atomic_load_n(&ml_g.lean_gen, __ATOMIC_RELAXED) << 32;
+    if (ML_LIKELY(t != NULL) && ML_LIKELY(t->gate == open)) {
+        t->depth = 1;
+        return t;
+    }
+    return NULL;
+}
+
+/* The return address of the exported wrapper this expands in: the call site at depth 1. */
+#define ML_LEAN_RA() ((uintptr_t)__builtin_return_address(0))
+
+/* Start and end time of a call: the tick counter, or with MPILENS_TIME_SAMPLE those of ml_start
+ * (0 for a call left untimed). */
+ML_HOT uint64_t ml_lean_start(ml_thread_t *t, int fn)
+{
+    if (ML_UNLIKELY(t->sampling)) return ml_start(t, fn);
+    return ml_tick();
+}
+ML_HOT uint64_t ml_lean_stop(uint64_t t0) { return ML_LIKELY(t0 != 0) ? ml_tick() : 0; }
+
+/* The call site of this call: the fast path's entry, else callsite.c's lookup (a new site, or one
+ * the fast path must not match). */
+ML_HOT ml_site_t *ml_lean_site(ml_thread_t *t, uintptr_t ra, int fn)
+{
+    const uint64_t k = ml_site_key(ra, fn);
+    ml_site_t *e = ml_site_slot(t, k);
+    if (ML_LIKELY(e->key == k)) return e;
+    t->ra = ra;
+    return ml_site_slow(t, fn);
+}
+
+/* A timed call under MPILENS_TIME_SAMPLE: the sums of the estimate (ml_count says which calls). */
+ML_HOT void ml_lean_sampled(ml_fstat_t *s, ml_site_t *site, uint64_t d)
+{
+    if (s->calls >= ML_SAMPLE_WARMUP) {
+        s->sampled++;
+        s->sampled_ticks += d;
+        s->sampled_sq += (double)d * (double)d;
+    }
+    site->timed++;
+}
+
+/* Count the call in its function's statistics s and its site, as ml_count and ml_site_count do;
+ * returns its duration (0 untimed). */
+ML_HOT uint64_t ml_lean_count(ml_thread_t *t, ml_fstat_t *s, ml_site_t *site, uint64_t t0, uint64_t t1)
+{
+    if (ML_UNLIKELY(t0 == 0)) { /* sampled, and not this one */
+        s->calls++;
+        site->calls++;
+        return 0;
+    }
+    const uint64_t d = t1 - t0;
+    if (ML_UNLIKELY(t->sampling)) ml_lean_sampled(s, site, d);
+    if (~d > s->min_inv) s->min_inv = ~d;
+    if (d > s->max) s->max = d;
+    s->calls++;
+    s->ticks += d;
+    site->calls++;
+    site->ticks += d;
+    return d;
+}
+
+/* The size of a datatype (ml_type_size) for the thread t in hand: a predefined one from its cache. */
+ML_HOT int64_t ml_lean_type_size(ml_thread_t *t, MPI_Datatype dt)
+{
+#if defined(MPICH)
+    if (((uint32_t)dt >> 30) == 1u) return (int64_t)(((uint32_t)dt & 0xff00u) >> 8); /* HANDLE_KIND_BUILTIN */
+#endif
+    const struct ml_type_named *n = ml_type_named_slot(t, dt);
+    if (ML_LIKELY(n->type == dt)) return n->size;
+    return ml_type_size(dt);
+}
+
+/* A blocking transfer's bytes (the call counted already, in s and site, d its duration): in the
+ * statistics, the site and the size histogram (calls and time). */
+ML_HOT void ml_lean_bytes(ml_thread_t *t, ml_fstat_t *s, ml_site_t *site, int fn, uint64_t d, int64_t sent,
+                          int64_t recv)
+{
+    s->sent += sent;
+    s->recv += recv;
+    site->sent += sent;
+    site->recv += recv;
+    ml_hbin_t *h = &t->hist[fn * ML_NBINS + ml_size_bin(sent > recv ? sent : recv)];
+    h->calls++;
+    h->ticks += d;
+}
+
+/* An operation completed, below MPI_THREAD_MULTIPLE: its bytes in the statistics s of the function
+ * that started it, its site (of this thread or of the one that started it, which is not in MPI
+ * now), the size histogram and the destination's row of the matrix. */
+ML_HOT void ml_lean_account(ml_thread_t *t, ml_fstat_t *s, ml_site_t *site, int fn, int peer, int64_t sent,
+                            int64_t recv)
+{
+    s->sent += sent;
+    s->recv += recv;
+    site->sent += sent;
+    site->recv += recv;
+    t->hist[fn * ML_NBINS + ml_size_bin(sent > recv ? sent : recv)].calls++;
+    if (peer >= 0) {
+        t->matrix[peer].messages++;
+        t->matrix[peer].bytes += sent;
+    }
+}
+
+/* A nonblocking operation started (sent, recv: bytes, or ML_BYTES_FROM_STATUS; peer: the
+ * destination's world rank or -1). One the MPI completed inside the call that started it (a
+ * shared handle) is accounted now; the others get their entry in the thread's table, written in
+ * place, to be settled by the completion call. */
+ML_HOT void ml_lean_post(ml_thread_t *t, MPI_Request req, ml_site_t *site, int fn, int64_t sent, int64_t recv,
+                         int peer)
+{
+    if (ml_req_shared_handle(req)) {
+        ml_lean_account(t, &t->cur[fn], site, fn, peer, sent == ML_BYTES_FROM_STATUS ? 0 : sent,
+                        recv == ML_BYTES_FROM_STATUS ? 0 : recv);
+        return;
+    }
+    if (ML_UNLIKELY(req == MPI_REQUEST_NULL)) return;
+    ml_req_t *e = ml_req_insert(t, ml_req_key(req));
+    if (ML_UNLIKELY(e == NULL)) {
+        t->dropped_requests++; /* full at MPILENS_MAX_REQUESTS */
+        return;
+    }
+    e->fn = (uint16_t)fn;
+    e->flags = ML_REQ_ACTIVE;
+    e->stat = ml_stat_index(t, fn);
+    e->peer = peer;
+    e->sent = sent;
+    e->recv = recv;
+    e->comm = NULL; /* seq and t_post are for trace and counters modes, never on with this path */
+    e->site = site;
+}
+
+/* Before a completion call: the slot of req's entry in this thread's table (*slot), to be settled
+ * after the call by ml_lean_settle; ML_REQ_NONE for a null or shared handle (nothing to settle).
+ * Returns 0 when the request is not the lean path's: an entry of another kind (persistent, or
+ * entered while another mode watched requests), or of another thread, or none although the handle
+ * is not shared (dropped at a full table); the caller then takes its general path. *need: the
+ * entry needs its status (a receive's bytes). Once the process has cancelled anything, every
+ * completion takes the general path, which asks MPI_Test_cancelled. */
+ML_HOT int ml_lean_claim(const ml_thread_t *t, MPI_Request req, uint32_t *slot, int *need)
+{
+    *slot = ML_REQ_NONE;
+    if (req == MPI_REQUEST_NULL || ml_req_shared_handle(req)) return 1;
+    const uint32_t i = ml_req_index(t, req);
+    if (i == ML_REQ_NONE || t->rq[i].flags != ML_REQ_ACTIVE) return 0;
+    *slot = i;
+    *need = t->rq[i].sent == ML_BYTES_FROM_STATUS || t->rq[i].recv == ML_BYTES_FROM_STATUS;
+    return 1;
+}
+
+/* After the call completed the entry in slot i (st: its status, or NULL when none was needed):
+ * account its bytes and take it out of the table. */
+ML_HOT void ml_lean_settle(ml_thread_t *t, uint32_t i, const MPI_Status *st)
+{
+    const ml_req_t *e = &t->rq[i];
+    const int64_t sent = e->sent != ML_BYTES_FROM_STATUS ? e->sent : ml_status_bytes(st);
+    const int64_t recv = e->recv != ML_BYTES_FROM_STATUS ? e->recv : ml_status_bytes(st);
+    ml_lean_account(t, &t->blocks[e->stat], e->site, e->fn, e->peer, sent, recv);
+    ml_req_remove_at(t, i);
+}
+
+/* The end of a lean call: the thread leaves the wrapper. */
+ML_HOT void ml_lean_leave(ml_thread_t *t) { t->depth = 0; }
+
+#endif
