@@ -1,0 +1,108 @@
+"""The per-message hot path (runtime/src/lean.h): the wrappers of the frequent point-to-point calls
+and of MPI_Wait, MPI_Test and MPI_Waitall take a lean path when only the profile watches calls.
+These tests run programs whose traffic is known under both MPIs and check that path where it is
+easiest to get wrong: entries of the request table taken out in every order, completions of
+requests another thread posted, receive sizes when the caller ignores statuses, the shortest and
+longest call, and which runs take the lean path at all. Expectations come from the programs'
+parameters and source, never from the tool's output.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from test_callsites import markers, report_json, site
+from test_traffic import check_functions, check_run, expected_hist, hist, matrix
+
+from conftest import ROOT, fn, run_example
+
+MAXSIZE = 1000
+
+
+def size_of(i: int) -> int:
+    return 1 + (i * 37) % MAXSIZE
+
+
+def rounds(n: int) -> tuple[int, int, int]:
+    """How examples/c/completion_orders.c completes n requests on rank 1: (MPI_Wait calls, rounds
+    completed by MPI_Test, MPI_Waitall calls)."""
+    waits = test_rounds = waitalls = 0
+    at = r = 0
+    while at < n:
+        k = min(1 + r % 5, n - at)
+        if k == 1:
+            waits += 1
+        elif k == 2:
+            test_rounds += 1
+        else:
+            waitalls += 1
+        at += k
+        r += 1
+    return waits, test_rounds, waitalls
+
+
+@pytest.mark.parametrize("mode", ["profile", "profile,trace"])
+def test_completion_orders_are_exact(mpi, mode, tmp_path):
+    """3000 receives of 1-1000 bytes outstanding at once, completed in a shuffled order by MPI_Wait,
+    MPI_Test and MPI_Waitall over arrays with null holes (statuses ignored); 400 more posted by a
+    thread that exits, completed by the main thread in one MPI_Waitall. Exact calls, bytes, size
+    bins, matrix and call sites, on the lean path (profile) and on the general one (with trace)."""
+    n, m = 3000, 400
+    job = run_example(mpi, "completion_orders", 2, tmp_path, [str(n), str(m)], settings={"MPILENS_MODE": mode})
+    assert job.stdout.count("completion_orders: ok") == 2, job.stdout + job.stderr
+    tests = int(re.search(r"tests=(\d+)", job.stdout).group(1))
+    p = job.profile
+    check_run(p, 2)
+    waits, test_rounds, waitalls = rounds(n)
+    assert tests >= 2 * test_rounds
+    first, handed = sum(size_of(i) for i in range(n)), sum(size_of(i) for i in range(n, n + m))
+    check_functions(p, {
+        "MPI_Isend": {"calls": [n, 0], "bytes_sent": [first, 0]},
+        "MPI_Irecv": {"calls": [0, n + m], "bytes_recv": [0, first + handed]},
+        "MPI_Send": {"calls": [m, 8], "bytes_sent": [handed, 8 * 64]},
+        "MPI_Recv": {"calls": [8, 0], "bytes_recv": [8 * 64, 0]},
+        "MPI_Wait": {"calls": [0, waits]},
+        "MPI_Test": {"calls": [0, tests]},
+        "MPI_Waitall": {"calls": [-(-n // 7), waitalls + 1]},
+        "MPI_Barrier": {"calls": [1, 1]},
+    })
+    assert matrix(p) == {(0, 1): (n + m, first + handed), (1, 0): (8, 8 * 64)}
+    assert hist(p, "MPI_Irecv") == expected_hist(2, lambda r: [size_of(i) for i in range(n + m)] if r else [])
+    assert hist(p, "MPI_Isend") == expected_hist(2, lambda r: [] if r else [size_of(i) for i in range(n)])
+    # rank 1 sent the fourth of its eight messages 30 ms late: rank 0 waited that long in one
+    # MPI_Recv, and far less in another
+    rmin, rmax = fn(p, "MPI_Recv", "min_s")[0], fn(p, "MPI_Recv", "max_s")[0]
+    assert 0 < rmin < 0.02 <= rmax < 5, (rmin, rmax)
+    assert fn(p, "MPI_Recv", "time_s")[0] >= rmax + 7 * rmin - 1e-9
+
+    src = markers(ROOT / "examples" / "c" / "completion_orders.c")
+    sites = report_json(job.rundir)["callsites"]
+    main = site(sites, "MPI_Irecv", "completion_orders.c", src["irecv-main"])
+    thread = site(sites, "MPI_Irecv", "completion_orders.c", src["irecv-thread"])
+    assert (main["calls"], main["bytes_recv"]) == ([0, n], [0, first])
+    assert (thread["calls"], thread["bytes_recv"]) == ([0, m], [0, handed])
+    assert site(sites, "MPI_Test", "completion_orders.c", src["test"])["calls"] == [0, tests]
+    assert site(sites, "MPI_Waitall", "completion_orders.c", src["waitall-groups"])["calls"] == [0, waitalls]
+
+
+@pytest.mark.parametrize("settings, lean", [
+    ({}, "on"),
+    ({"MPILENS_MODE": "profile,trace"}, "off, a mode watches calls"),
+    ({"MPILENS_MODE": "profile,counters"}, "off, a mode watches calls"),
+    ({"MPILENS_CALLSITE_DEPTH": "0"}, "off, call sites not at depth 1"),
+    ({"MPILENS_TIMER": "clock"}, "off, no tick counter"),
+])
+def test_which_runs_take_the_lean_path(settings, lean, tmp_path):
+    """The profile alone, with call sites at depth 1 and the tick counter, takes the lean path; a
+    mode that watches calls, another depth or the clock fallback keep the general one (the
+    runtime says which at MPI_Init with MPILENS_VERBOSE=2)."""
+    job = run_example("openmpi", "ring", 2, tmp_path, ["3"], settings={"MPILENS_VERBOSE": "2", **settings})
+    said = set(re.findall(r"lean path: ([^\n]+)", job.stderr))
+    assert said == {lean}, job.stderr
+
+
+def test_thread_multiple_takes_the_general_path(tmp_path):
+    """MPI_THREAD_MULTIPLE keeps the process-wide request table (several threads in MPI at once)."""
+    job = run_example("mpich", "threads", 2, tmp_path, ["4", "50"], settings={"MPILENS_VERBOSE": "2"})
+    assert set(re.findall(r"lean path: ([^\n]+)", job.stderr)) == {"off, MPI_THREAD_MULTIPLE"}, job.stderr
