@@ -16,8 +16,10 @@ from test_callsites import markers, report_json, site
 from test_traffic import check_functions, check_run, expected_hist, hist, matrix
 
 from conftest import ROOT, fn, run_example
+from mpilens.trace import timeline
 
 MAXSIZE = 1000
+BIG = 1 << 20  # examples/c/completion_orders.c's rendezvous message
 
 
 def size_of(i: int) -> int:
@@ -42,12 +44,14 @@ def rounds(n: int) -> tuple[int, int, int]:
     return waits, test_rounds, waitalls
 
 
-@pytest.mark.parametrize("mode", ["profile", "profile,trace"])
+@pytest.mark.parametrize("mode", ["profile", "profile,trace", "profile,counters"])
 def test_completion_orders_are_exact(mpi, mode, tmp_path):
     """3000 receives of 1-1000 bytes outstanding at once, completed in a shuffled order by MPI_Wait,
     MPI_Test and MPI_Waitall over arrays with null holes (statuses ignored); 400 more posted by a
-    thread that exits, completed by the main thread in one MPI_Waitall. Exact calls, bytes, size
-    bins, matrix and call sites, on the lean path (profile) and on the general one (with trace)."""
+    thread that exits, completed by the main thread in one MPI_Waitall; a 1 MiB MPI_Isend (a request
+    of its own) completed by MPI_Wait with its status ignored. Exact calls, bytes, size
+    bins, matrix and call sites, on the lean path, alone and with the trace, and on the general
+    path (with the counters)."""
     n, m = 3000, 400
     job = run_example(mpi, "completion_orders", 2, tmp_path, [str(n), str(m)], settings={"MPILENS_MODE": mode})
     assert job.stdout.count("completion_orders: ok") == 2, job.stdout + job.stderr
@@ -58,23 +62,34 @@ def test_completion_orders_are_exact(mpi, mode, tmp_path):
     assert tests >= 2 * test_rounds
     first, handed = sum(size_of(i) for i in range(n)), sum(size_of(i) for i in range(n, n + m))
     check_functions(p, {
-        "MPI_Isend": {"calls": [n, 0], "bytes_sent": [first, 0]},
+        "MPI_Isend": {"calls": [n + 1, 0], "bytes_sent": [first + BIG, 0]},
         "MPI_Irecv": {"calls": [0, n + m], "bytes_recv": [0, first + handed]},
         "MPI_Send": {"calls": [m, 8], "bytes_sent": [handed, 8 * 64]},
-        "MPI_Recv": {"calls": [8, 0], "bytes_recv": [8 * 64, 0]},
-        "MPI_Wait": {"calls": [0, waits]},
+        "MPI_Recv": {"calls": [8, 1], "bytes_recv": [8 * 64, BIG]},
+        "MPI_Wait": {"calls": [1, waits]},
         "MPI_Test": {"calls": [0, tests]},
         "MPI_Waitall": {"calls": [-(-n // 7), waitalls + 1]},
         "MPI_Barrier": {"calls": [1, 1]},
     })
-    assert matrix(p) == {(0, 1): (n + m, first + handed), (1, 0): (8, 8 * 64)}
+    assert matrix(p) == {(0, 1): (n + m + 1, first + handed + BIG), (1, 0): (8, 8 * 64)}
     assert hist(p, "MPI_Irecv") == expected_hist(2, lambda r: [size_of(i) for i in range(n + m)] if r else [])
-    assert hist(p, "MPI_Isend") == expected_hist(2, lambda r: [] if r else [size_of(i) for i in range(n)])
+    assert hist(p, "MPI_Isend") == expected_hist(2, lambda r: [] if r else [size_of(i) for i in range(n)] + [BIG])
     # rank 1 sent the fourth of its eight messages 30 ms late: rank 0 waited that long in one
     # MPI_Recv, and far less in another
     rmin, rmax = fn(p, "MPI_Recv", "min_s")[0], fn(p, "MPI_Recv", "max_s")[0]
     assert 0 < rmin < 0.02 <= rmax < 5, (rmin, rmax)
     assert fn(p, "MPI_Recv", "time_s")[0] >= rmax + 7 * rmin - 1e-9
+
+    if "trace" in mode:
+        # every request's start and completion in the trace, paired: one arrow per message with
+        # the size it was sent with, and one call event per call the profile counts
+        tl = timeline.load(job.rundir)
+        assert tl.complete and tl.problems == []
+        msgs = tl.messages
+        assert msgs.unmatched_sends == 0 and msgs.unmatched_recvs == 0
+        assert sorted(msgs.bytes.tolist()) == sorted([size_of(i) for i in range(n + m)] + [64] * 8 + [BIG])
+        calls = sum(sum(f["calls"]) for f in p["functions"].values())
+        assert int((tl.ev["kind"] == 1).sum()) == calls
 
     src = markers(ROOT / "examples" / "c" / "completion_orders.c")
     sites = report_json(job.rundir)["callsites"]
@@ -88,15 +103,16 @@ def test_completion_orders_are_exact(mpi, mode, tmp_path):
 
 @pytest.mark.parametrize("settings, lean", [
     ({}, "on"),
-    ({"MPILENS_MODE": "profile,trace"}, "off, a mode watches calls"),
-    ({"MPILENS_MODE": "profile,counters"}, "off, a mode watches calls"),
+    ({"MPILENS_MODE": "profile,trace"}, "on"),
+    ({"MPILENS_MODE": "profile,counters"}, "off, a mode other than trace watches calls"),
+    ({"MPILENS_MODE": "profile,trace,memory"}, "off, a mode other than trace watches calls"),
     ({"MPILENS_CALLSITE_DEPTH": "0"}, "off, call sites not at depth 1"),
     ({"MPILENS_TIMER": "clock"}, "off, no tick counter"),
 ])
 def test_which_runs_take_the_lean_path(settings, lean, tmp_path):
-    """The profile alone, with call sites at depth 1 and the tick counter, takes the lean path; a
-    mode that watches calls, another depth or the clock fallback keep the general one (the
-    runtime says which at MPI_Init with MPILENS_VERBOSE=2)."""
+    """The profile, alone or with the trace, with call sites at depth 1 and the tick counter, takes
+    the lean path; another mode that watches calls, another depth or the clock fallback keep the
+    general one (the runtime says which at MPI_Init with MPILENS_VERBOSE=2)."""
     job = run_example("openmpi", "ring", 2, tmp_path, ["3"], settings={"MPILENS_VERBOSE": "2", **settings})
     said = set(re.findall(r"lean path: ([^\n]+)", job.stderr))
     assert said == {lean}, job.stderr

@@ -15,6 +15,9 @@
  *     them with MPI_Send.
  *  3. Rank 1 sends 8 messages of 64 bytes with MPI_Send (tag 99999), sleeping 30 ms before the
  *     fourth; rank 0 receives them with MPI_Recv.
+ *  4. Rank 0 sends BIG bytes (1 MiB: past every eager limit, so MPI_Isend returns a request of its
+ *     own) with MPI_Isend, tag 88888, and completes it with MPI_Wait, status ignored; rank 1
+ *     receives it with MPI_Recv.
  * Rank 1 prints "completion_orders: tests=T" (its MPI_Test calls); every rank prints
  * "completion_orders: ok" when every message had the size and the bytes it was sent with.
  */
@@ -27,6 +30,7 @@
 #include <time.h>
 
 #define MAXSIZE 1000
+#define BIG (1 << 20)
 
 static int n_msgs, m_msgs;
 static unsigned char (*rbuf)[MAXSIZE];
@@ -97,6 +101,13 @@ int main(int argc, char **argv)
             MPI_Get_count(&st, MPI_BYTE, &got);
             bad |= got != 64 || b[0] != (unsigned char)k;
         }
+        /* 4. */
+        unsigned char *big = malloc(BIG);
+        memset(big, 0x5a, BIG);
+        MPI_Request r;
+        MPI_Isend(big, BIG, MPI_BYTE, 1, 88888, MPI_COMM_WORLD, &r);
+        MPI_Wait(&r, MPI_STATUS_IGNORE);
+        free(big);
     } else {
         /* 1. */
         for (int i = 0; i < n_msgs; i++) MPI_Irecv(rbuf[i], MAXSIZE, MPI_BYTE, 0, i, MPI_COMM_WORLD, &reqs[i]); /* site:irecv-main */
@@ -151,6 +162,14 @@ int main(int argc, char **argv)
             memset(b, k, sizeof b);
             MPI_Send(b, 64, MPI_BYTE, 0, 99999, MPI_COMM_WORLD);
         }
+        /* 4. */
+        unsigned char *big = malloc(BIG);
+        MPI_Status st;
+        int got = 0;
+        MPI_Recv(big, BIG, MPI_BYTE, 0, 88888, MPI_COMM_WORLD, &st);
+        MPI_Get_count(&st, MPI_BYTE, &got);
+        bad |= got != BIG || big[0] != 0x5a || big[BIG - 1] != 0x5a;
+        free(big);
     }
     printf("completion_orders: %s\n", bad ? "FAILED" : "ok");
     free(rbuf);

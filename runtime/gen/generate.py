@@ -463,41 +463,60 @@ def lean_expr(expr: str) -> str:
     return expr.replace("TSIZE(", "ml_lean_type_size(ml_t, ")
 
 
-def lean_block(f: standard.StdFunction, sem: Semantics, call: str) -> list[str]:
-    """The lean path of a C wrapper: in a block of its own that returns, so that its `ml_t` is the
-    name the accounting lines use. The general path below it handles everything else."""
+def lean_body(f: standard.StdFunction, sem: Semantics, call: str, traced: bool) -> list[str]:
+    """The statements of a lean call, with trace mode's events or without (two copies in each
+    wrapper, so that the profile's own does not keep the event's arguments alive across the MPI
+    call)."""
     fn = f.name
     null = null_transfer(sem)
     moved = f"ml_rc == MPI_SUCCESS && !({null})" if null else "ml_rc == MPI_SUCCESS"
-    body = ["    {",
-            "        ml_thread_t *const ml_t = ml_lean_enter();",
-            "        if (ML_LIKELY(ml_t != NULL)) {",
-            *(["            if (status == MPI_STATUS_IGNORE) status = &ml_status;"] if needs_status(sem) else []),
-            f"            const uint64_t ml_t0 = ml_lean_start(ml_t, ML_FN_{fn});",
-            f"            const int ml_rc = {call};",
-            "            const uint64_t ml_t1 = ml_lean_stop(ml_t0);",
-            f"            ml_site_t *const ml_site = ml_lean_site(ml_t, ML_LEAN_RA(), ML_FN_{fn});",
-            f"            ml_fstat_t *const ml_f = &ml_t->cur[ML_FN_{fn}];"]
+    body = [*(["if (status == MPI_STATUS_IGNORE) status = &ml_status;"] if needs_status(sem) else []),
+            f"const uint64_t ml_t0 = ml_lean_start(ml_t, ML_FN_{fn});",
+            f"const int ml_rc = {call};",
+            "const uint64_t ml_t1 = ml_lean_stop(ml_t0);",
+            f"ml_site_t *const ml_site = ml_lean_site(ml_t, ML_LEAN_RA(), ML_FN_{fn});",
+            f"ml_fstat_t *const ml_f = &ml_t->cur[ML_FN_{fn}];"]
     if sem.request is not None:
         sent_v, recv_v, peer_v = (lean_expr(v) for v in request_values(sem, "c", "status"))
-        body += ["            ml_lean_count(ml_t, ml_f, ml_site, ml_t0, ml_t1);",
-                 f"            if ({moved}) ml_lean_post(ml_t, *request, ml_site, ML_FN_{fn}, {sent_v}, {recv_v}, {peer_v});"]
+        body += ["ml_lean_count(ml_t, ml_f, ml_site, ml_t0, ml_t1);",
+                 "uint64_t ml_seq = 0;" if traced else "",
+                 f"if ({moved}) {'ml_seq = ' if traced else ''}ml_lean_post(ml_t, *request, ml_site, ML_FN_{fn}, "
+                 f"{sent_v}, {recv_v}, {peer_v}, {roles(f, sem).comm or 'MPI_COMM_NULL'}, ml_t1, {int(traced)});"]
     else:
         # as the general path: a call that is not a no-op has a size bin, also when it failed (0 B)
-        body += ["            const uint64_t ml_d = ml_lean_count(ml_t, ml_f, ml_site, ml_t0, ml_t1);"]
-        inner = ["int64_t ml_sent = 0, ml_recv = 0;",
-                 "if (ml_rc == MPI_SUCCESS) {",
+        body += ["const uint64_t ml_d = ml_lean_count(ml_t, ml_f, ml_site, ml_t0, ml_t1);",
+                 "int64_t ml_sent = 0, ml_recv = 0;"]
+        inner = ["if (ml_rc == MPI_SUCCESS) {",
                  *("    " + lean_expr(line) for line in accounting(fn, sem, "c", "*request", "status", None)),
                  "}",
                  f"ml_lean_bytes(ml_t, ml_f, ml_site, ML_FN_{fn}, ml_d, ml_sent, ml_recv);"]
-        if null:
-            body.append(f"            if (!({null})) {{")
-            body += ["                " + line for line in inner]
-            body.append("            }")
-        else:
-            body += ["            " + line for line in inner]
-    body += ["            ml_lean_leave(ml_t);", "            return ml_rc;", "        }", "    }"]
-    return body
+        body += [f"if (!({null})) {{", *("    " + line for line in inner), "}"] if null else inner
+    if traced:
+        # the call's event, as the general path's observers write it (successful calls)
+        event = trace_line(fn, sem, roles(f, sem), "status")
+        event = event.replace("if (ML_UNLIKELY(ml_t->observe & ML_OBS_AT_CALL))", "if (ml_rc == MPI_SUCCESS)")
+        event = re.sub(r"ml_observe_call(_inline)?\(ml_t, &ml_call\)", "ml_trace_call_at(ml_t, &ml_call, ml_site->id)",
+                       event)
+        assert "ml_trace_call_at" in event, event
+        body.append(event)
+    body += ["ml_lean_leave(ml_t);", "return ml_rc;"]
+    return [line for line in body if line]
+
+
+def lean_block(f: standard.StdFunction, sem: Semantics, call: str) -> list[str]:
+    """The lean path of a C wrapper (runtime/src/lean.h), without and with trace mode's events: in a
+    block of its own that returns, so that its `ml_t` is the name the accounting lines use. The
+    general path below it handles everything else."""
+    ind = " " * 12
+    return ["    {",
+            "        ml_thread_t *const ml_t = ml_lean_enter();",
+            "        if (ML_LIKELY(ml_t != NULL) && ML_LIKELY(!ml_t->trace.on)) {",
+            *(ind + line for line in lean_body(f, sem, call, False)),
+            "        }",
+            "        if (ml_t != NULL) { /* trace mode */",
+            *(ind + line for line in lean_body(f, sem, call, True)),
+            "        }",
+            "    }"]
 
 
 def c_wrapper(f: standard.StdFunction, proto: cheader.CPrototype, sem: Semantics) -> str:

@@ -478,10 +478,11 @@ void ml_init_after_mpi_init(int thread_level, uint64_t t_begin)
         }
     }
     ml_observers_start();
-    /* the lean path (lean.h) is the profile alone, below MPI_THREAD_MULTIPLE, timed by the tick
-     * counter, with call sites at depth 1: no mode watches calls (ml_spc_on is one of them) */
-    const char *no_lean = ml_g.multiple                ? "MPI_THREAD_MULTIPLE"
-                          : ml_g.observers || ml_spc_on ? "a mode watches calls"
+    /* the lean path (lean.h) is the profile, alone or with the trace, below MPI_THREAD_MULTIPLE,
+     * timed by the tick counter, with call sites at depth 1: no other mode watches calls
+     * (ml_spc_on is one of them) */
+    const char *no_lean = ml_g.multiple ? "MPI_THREAD_MULTIPLE"
+                          : (ml_g.observers & ~ML_OBS_TRACE) || ml_spc_on ? "a mode other than trace watches calls"
                           : !ml_clock_is_tsc            ? "no tick counter"
                           : ml_callsite_depth() != 1    ? "call sites not at depth 1"
                                                         : NULL;

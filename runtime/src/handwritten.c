@@ -73,6 +73,35 @@ ML_EXPORT int MPI_Pcontrol(const int level, ...)
  * the process has cancelled nothing; otherwise their general path. */
 static inline int lean_cancels(void) { return __atomic_load_n(&ml_g.cancels, __ATOMIC_RELAXED) != 0; }
 
+/* The end of a lean completion call, after its requests' completion events: counted at its site,
+ * and its own event (trace mode), as the general path's ml_finish does. traced: a constant of each
+ * copy of the lean path, as in the generated wrappers. */
+ML_HOT void lean_completion_call(ml_thread_t *t, int fn, uintptr_t ra, uint64_t t0, uint64_t t1, const int traced)
+{
+    ml_site_t *const site = ml_lean_site(t, ra, fn);
+    ml_lean_count(t, &t->cur[fn], site, t0, t1);
+    if (traced) ml_trace_plain_at(t, fn, t0, t1, site->id);
+    ml_lean_leave(t);
+}
+
+/* MPI_Wait (test NULL) and MPI_Test on the lean path, its entry looked up before the call (slot e,
+ * need: its status is needed). */
+ML_HOT int lean_wait(ml_thread_t *l, MPI_Request *request, int *flag, MPI_Status *status, uint32_t e, int need,
+                     uintptr_t ra, const int test, const int traced)
+{
+    const int fn = test ? ML_FN_MPI_Test : ML_FN_MPI_Wait;
+    MPI_Status local;
+    if (need && status == MPI_STATUS_IGNORE) status = &local;
+    const uint64_t t0 = ml_lean_start(l, fn);
+    const int rc = test ? PMPI_Test(request, flag, status) : PMPI_Wait(request, status);
+    const uint64_t t1 = ml_lean_stop(t0);
+    if (traced) l->done_at = t1;
+    if (rc == MPI_SUCCESS && (!test || *flag) && e != ML_REQ_NONE)
+        ml_lean_settle(l, e, status != MPI_STATUS_IGNORE ? status : NULL, traced);
+    lean_completion_call(l, fn, ra, t0, t1, traced);
+    return rc;
+}
+
 ML_EXPORT int MPI_Wait(MPI_Request *request, MPI_Status *status)
 {
     ml_thread_t *const l = ml_lean_enter();
@@ -80,15 +109,8 @@ ML_EXPORT int MPI_Wait(MPI_Request *request, MPI_Status *status)
         uint32_t e;
         int need = 0;
         if (ML_LIKELY(!lean_cancels()) && ml_lean_claim(l, *request, &e, &need)) {
-            MPI_Status local;
-            if (need && status == MPI_STATUS_IGNORE) status = &local;
-            const uint64_t t0 = ml_lean_start(l, ML_FN_MPI_Wait);
-            const int rc = PMPI_Wait(request, status);
-            const uint64_t t1 = ml_lean_stop(t0);
-            if (rc == MPI_SUCCESS && e != ML_REQ_NONE) ml_lean_settle(l, e, status);
-            ml_lean_count(l, &l->cur[ML_FN_MPI_Wait], ml_lean_site(l, ML_LEAN_RA(), ML_FN_MPI_Wait), t0, t1);
-            ml_lean_leave(l);
-            return rc;
+            if (ML_LIKELY(!l->trace.on)) return lean_wait(l, request, NULL, status, e, need, ML_LEAN_RA(), 0, 0);
+            return lean_wait(l, request, NULL, status, e, need, ML_LEAN_RA(), 0, 1);
         }
         ml_lean_leave(l);
     }
@@ -118,15 +140,8 @@ ML_EXPORT int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
         uint32_t e;
         int need = 0;
         if (ML_LIKELY(!lean_cancels()) && ml_lean_claim(l, *request, &e, &need)) {
-            MPI_Status local;
-            if (need && status == MPI_STATUS_IGNORE) status = &local;
-            const uint64_t t0 = ml_lean_start(l, ML_FN_MPI_Test);
-            const int rc = PMPI_Test(request, flag, status);
-            const uint64_t t1 = ml_lean_stop(t0);
-            if (rc == MPI_SUCCESS && *flag && e != ML_REQ_NONE) ml_lean_settle(l, e, status);
-            ml_lean_count(l, &l->cur[ML_FN_MPI_Test], ml_lean_site(l, ML_LEAN_RA(), ML_FN_MPI_Test), t0, t1);
-            ml_lean_leave(l);
-            return rc;
+            if (ML_LIKELY(!l->trace.on)) return lean_wait(l, request, flag, status, e, need, ML_LEAN_RA(), 1, 0);
+            return lean_wait(l, request, flag, status, e, need, ML_LEAN_RA(), 1, 1);
         }
         ml_lean_leave(l);
     }
@@ -188,52 +203,59 @@ ML_HOT int all(int (*wait)(int, MPI_Request *, MPI_Status *), int (*test)(int, M
  * up after the call: below MPI_THREAD_MULTIPLE no other thread can be given a freed handle's value
  * meanwhile. It asks MPI for statuses (when the caller does not) whenever an entry may need one:
  * this thread has entries, or another thread exists whose entries it may complete. */
+ML_HOT int lean_waitall(ml_thread_t *l, int count, MPI_Request reqs[], MPI_Status statuses[], uintptr_t ra,
+                        const int traced)
+{
+    const size_t n = (size_t)(count > 0 ? count : 0);
+    ml_scratch_reserve(l, n > 0 ? n : 1);
+    MPI_Request *const handles = l->scratch_req;
+    memcpy(handles, reqs, n * sizeof *handles);
+    MPI_Status *st = statuses;
+    if (st == MPI_STATUSES_IGNORE && (l->rq_live != 0 || l->next != NULL || ml_g.threads != l)) st = l->scratch_status;
+    const uint64_t t0 = ml_lean_start(l, ML_FN_MPI_Waitall);
+    const int rc = PMPI_Waitall(count, reqs, st);
+    const uint64_t t1 = ml_lean_stop(t0);
+    if (traced) l->done_at = t1;
+    if (ML_LIKELY(rc == MPI_SUCCESS)) {
+        for (size_t i = 0; i < n; i++) {
+            const MPI_Request r = handles[i];
+            if (r == MPI_REQUEST_NULL || ml_req_shared_handle(r)) continue; /* accounted at its start */
+            const MPI_Status *const s = st != MPI_STATUSES_IGNORE ? &st[i] : NULL;
+            const uint32_t e = ml_req_index(l, r);
+            if (ML_LIKELY(e != ML_REQ_NONE) && ML_LIKELY(ml_lean_entry(&l->rq[e])))
+                ml_lean_settle(l, e, s, traced);
+            else
+                ml_req_completed_slow(l, r, s, MPI_SUCCESS);
+        }
+    } else if (rc == MPI_ERR_IN_STATUS && st != MPI_STATUSES_IGNORE) {
+        /* a request in error completed and moved nothing; MPI_ERR_PENDING: not completed. Any
+         * other error: which requests completed is not known (the general path leaves their
+         * entries too). */
+        for (size_t i = 0; i < n; i++) {
+            const MPI_Request r = handles[i];
+            const int err = st[i].MPI_ERROR;
+            if (r == MPI_REQUEST_NULL || ml_req_shared_handle(r) || err == MPI_ERR_PENDING) continue;
+            const uint32_t e = ml_req_index(l, r);
+            if (e == ML_REQ_NONE || !ml_lean_entry(&l->rq[e]))
+                ml_req_completed_slow(l, r, &st[i], err);
+            else if (err == MPI_SUCCESS)
+                ml_lean_settle(l, e, &st[i], traced);
+            else
+                ml_req_remove_at(l, e);
+        }
+    }
+    lean_completion_call(l, ML_FN_MPI_Waitall, ra, t0, t1, traced);
+    return rc;
+}
+
 ML_EXPORT int MPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status array_of_statuses[])
 {
     ml_thread_t *const l = ml_lean_enter();
     if (ML_LIKELY(l != NULL)) {
         if (ML_LIKELY(!lean_cancels())) {
-            const size_t n = (size_t)(count > 0 ? count : 0);
-            ml_scratch_reserve(l, n > 0 ? n : 1);
-            MPI_Request *const handles = l->scratch_req;
-            memcpy(handles, array_of_requests, n * sizeof *handles);
-            MPI_Status *st = array_of_statuses;
-            if (st == MPI_STATUSES_IGNORE && (l->rq_live != 0 || l->next != NULL || ml_g.threads != l))
-                st = l->scratch_status;
-            const uint64_t t0 = ml_lean_start(l, ML_FN_MPI_Waitall);
-            const int rc = PMPI_Waitall(count, array_of_requests, st);
-            const uint64_t t1 = ml_lean_stop(t0);
-            if (ML_LIKELY(rc == MPI_SUCCESS)) {
-                for (size_t i = 0; i < n; i++) {
-                    const MPI_Request r = handles[i];
-                    if (r == MPI_REQUEST_NULL || ml_req_shared_handle(r)) continue; /* accounted at its start */
-                    const MPI_Status *const s = st != MPI_STATUSES_IGNORE ? &st[i] : NULL;
-                    const uint32_t e = ml_req_index(l, r);
-                    if (ML_LIKELY(e != ML_REQ_NONE) && ML_LIKELY(l->rq[e].flags == ML_REQ_ACTIVE))
-                        ml_lean_settle(l, e, s);
-                    else
-                        ml_req_completed_slow(l, r, s, MPI_SUCCESS);
-                }
-            } else if (rc == MPI_ERR_IN_STATUS && st != MPI_STATUSES_IGNORE) {
-                /* a request in error completed and moved nothing; MPI_ERR_PENDING: not completed.
-                 * Any other error: which requests completed is not known (the general path leaves
-                 * their entries too). */
-                for (size_t i = 0; i < n; i++) {
-                    const MPI_Request r = handles[i];
-                    const int err = st[i].MPI_ERROR;
-                    if (r == MPI_REQUEST_NULL || ml_req_shared_handle(r) || err == MPI_ERR_PENDING) continue;
-                    const uint32_t e = ml_req_index(l, r);
-                    if (e == ML_REQ_NONE || l->rq[e].flags != ML_REQ_ACTIVE)
-                        ml_req_completed_slow(l, r, &st[i], err);
-                    else if (err == MPI_SUCCESS)
-                        ml_lean_settle(l, e, &st[i]);
-                    else
-                        ml_req_remove_at(l, e);
-                }
-            }
-            ml_lean_count(l, &l->cur[ML_FN_MPI_Waitall], ml_lean_site(l, ML_LEAN_RA(), ML_FN_MPI_Waitall), t0, t1);
-            ml_lean_leave(l);
-            return rc;
+            if (ML_LIKELY(!l->trace.on))
+                return lean_waitall(l, count, array_of_requests, array_of_statuses, ML_LEAN_RA(), 0);
+            return lean_waitall(l, count, array_of_requests, array_of_statuses, ML_LEAN_RA(), 1);
         }
         ml_lean_leave(l);
     }

@@ -132,23 +132,32 @@ ML_HOT void ml_lean_account(ml_thread_t *t, ml_fstat_t *s, ml_site_t *site, int 
     }
 }
 
+/* Trace mode's part of ml_lean_post (requests.c): the operation's number, its completion event
+ * when the MPI completed it at once, its entry's number and flags; an operation on another
+ * communicator than MPI_COMM_WORLD takes ml_req_track_slow (its entry holds the communicator's
+ * facts). t1: when the starting call returned. */
+uint64_t ml_lean_post_traced(ml_thread_t *t, MPI_Request req, ml_site_t *site, int fn, int64_t sent, int64_t recv,
+                             int peer, MPI_Comm comm, uint64_t t1);
+
 /* A nonblocking operation started (sent, recv: bytes, or ML_BYTES_FROM_STATUS; peer: the
- * destination's world rank or -1). One the MPI completed inside the call that started it (a
- * shared handle) is accounted now; the others get their entry in the thread's table, written in
- * place, to be settled by the completion call. */
-ML_HOT void ml_lean_post(ml_thread_t *t, MPI_Request req, ml_site_t *site, int fn, int64_t sent, int64_t recv,
-                         int peer)
+ * destination's world rank or -1; comm: its communicator). One the MPI completed inside the call
+ * that started it (a shared handle) is accounted now; the others get their entry in the thread's
+ * table, written in place, to be settled by the completion call. traced (a constant of each copy
+ * of the lean path): trace mode. Returns the operation's number in the trace, else 0. */
+ML_HOT uint64_t ml_lean_post(ml_thread_t *t, MPI_Request req, ml_site_t *site, int fn, int64_t sent, int64_t recv,
+                             int peer, MPI_Comm comm, uint64_t t1, const int traced)
 {
+    if (traced) return ml_lean_post_traced(t, req, site, fn, sent, recv, peer, comm, t1);
     if (ml_req_shared_handle(req)) {
         ml_lean_account(t, &t->cur[fn], site, fn, peer, sent == ML_BYTES_FROM_STATUS ? 0 : sent,
                         recv == ML_BYTES_FROM_STATUS ? 0 : recv);
-        return;
+        return 0;
     }
-    if (ML_UNLIKELY(req == MPI_REQUEST_NULL)) return;
+    if (ML_UNLIKELY(req == MPI_REQUEST_NULL)) return 0;
     ml_req_t *e = ml_req_insert(t, ml_req_key(req));
     if (ML_UNLIKELY(e == NULL)) {
         t->dropped_requests++; /* full at MPILENS_MAX_REQUESTS */
-        return;
+        return 0;
     }
     e->fn = (uint16_t)fn;
     e->flags = ML_REQ_ACTIVE;
@@ -156,9 +165,14 @@ ML_HOT void ml_lean_post(ml_thread_t *t, MPI_Request req, ml_site_t *site, int f
     e->peer = peer;
     e->sent = sent;
     e->recv = recv;
-    e->comm = NULL; /* seq and t_post are for trace and counters modes, never on with this path */
+    e->comm = NULL; /* t_post is counters mode's, never on with this path; seq trace mode's */
     e->site = site;
+    return 0;
 }
+
+/* Whether an entry is the lean path's: nonblocking, active, and (trace mode) on MPI_COMM_WORLD
+ * with no communicator facts held; not entered while the counters watched requests. */
+ML_HOT int ml_lean_entry(const ml_req_t *e) { return (e->flags & ~ML_REQ_WORLD) == ML_REQ_ACTIVE; }
 
 /* Before a completion call: the slot of req's entry in this thread's table (*slot), to be settled
  * after the call by ml_lean_settle; ML_REQ_NONE for a null or shared handle (nothing to settle).
@@ -172,20 +186,22 @@ ML_HOT int ml_lean_claim(const ml_thread_t *t, MPI_Request req, uint32_t *slot, 
     *slot = ML_REQ_NONE;
     if (req == MPI_REQUEST_NULL || ml_req_shared_handle(req)) return 1;
     const uint32_t i = ml_req_index(t, req);
-    if (i == ML_REQ_NONE || t->rq[i].flags != ML_REQ_ACTIVE) return 0;
+    if (i == ML_REQ_NONE || !ml_lean_entry(&t->rq[i])) return 0;
     *slot = i;
     *need = t->rq[i].sent == ML_BYTES_FROM_STATUS || t->rq[i].recv == ML_BYTES_FROM_STATUS;
     return 1;
 }
 
 /* After the call completed the entry in slot i (st: its status, or NULL when none was needed):
- * account its bytes and take it out of the table. */
-ML_HOT void ml_lean_settle(ml_thread_t *t, uint32_t i, const MPI_Status *st)
+ * account its bytes, write its completion event (traced: trace mode, t->done_at is when the call
+ * returned), take it out of the table. */
+ML_HOT void ml_lean_settle(ml_thread_t *t, uint32_t i, const MPI_Status *st, const int traced)
 {
     const ml_req_t *e = &t->rq[i];
     const int64_t sent = e->sent != ML_BYTES_FROM_STATUS ? e->sent : ml_status_bytes(st);
     const int64_t recv = e->recv != ML_BYTES_FROM_STATUS ? e->recv : ml_status_bytes(st);
     ml_lean_account(t, &t->blocks[e->stat], e->site, e->fn, e->peer, sent, recv);
+    if (traced) ml_trace_done(t, e, st, sent, recv);
     ml_req_remove_at(t, i);
 }
 

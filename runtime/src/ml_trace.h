@@ -35,6 +35,7 @@ void ml_trace_emergency(int reason);    /* the process ends without MPI_Finalize
 /* events not inlined in the wrappers (trace_event.h has the inlined ones) */
 void ml_trace_call(ml_thread_t *t, const ml_call_t *c);
 void ml_trace_plain(ml_thread_t *t, int fn, uint64_t t0, uint64_t t1);
+void ml_trace_plain_at(ml_thread_t *t, int fn, uint64_t t0, uint64_t t1, uint32_t site);
 void ml_trace_done(ml_thread_t *t, const ml_req_t *e, const MPI_Status *st, int64_t sent, int64_t recv);
 void ml_trace_region(ml_thread_t *t, int begin, uint32_t path);
 void ml_trace_counter(ml_thread_t *t, uint32_t id, double value);

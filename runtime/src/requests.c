@@ -346,3 +346,28 @@ void ml_req_completed_slow(ml_thread_t *t, MPI_Request req, const MPI_Status *st
     ml_req_claim_slow(req, &c);
     ml_req_done(t, &c, st, err == MPI_SUCCESS); /* completed in error: nothing moved */
 }
+
+uint64_t ml_lean_post_traced(ml_thread_t *t, MPI_Request req, ml_site_t *site, int fn, int64_t sent, int64_t recv,
+                             int peer, MPI_Comm comm, uint64_t t1)
+{
+    if (req == MPI_REQUEST_NULL) return 0;
+    if (comm != MPI_COMM_WORLD) return ml_req_track_slow(t, req, fn, 0, sent, recv, peer, comm);
+    const uint64_t seq = ((uint64_t)(t->trace.index + 1) << 40) | ++t->req_seq;
+    ml_req_t e = {0, (uint16_t)fn, ML_REQ_ACTIVE | ML_REQ_WORLD, ml_stat_index(t, fn), peer, 0, sent, recv, seq, 0,
+                  NULL, site};
+    if (ml_req_shared_handle(req)) { /* complete already, and with no status worth reading */
+        const int64_t s = sent == ML_BYTES_FROM_STATUS ? 0 : sent, r = recv == ML_BYTES_FROM_STATUS ? 0 : recv;
+        ml_req_account(t, &e, s, r);
+        t->done_at = t1;
+        ml_trace_done(t, &e, NULL, s, r);
+        return seq;
+    }
+    ml_req_t *s = ml_req_insert(t, ml_req_key(req));
+    if (s == NULL) {
+        t->dropped_requests++;
+        return seq;
+    }
+    e.key = s->key;
+    *s = e;
+    return seq;
+}

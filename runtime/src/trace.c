@@ -207,11 +207,16 @@ uint32_t ml_trace_world_uid; /* MPI_COMM_WORLD's, the communicator of most calls
 
 void ml_trace_call(ml_thread_t *t, const ml_call_t *c) { ml_trace_call_inline(t, c); }
 
-void ml_trace_plain(ml_thread_t *t, int fn, uint64_t t0, uint64_t t1)
+void ml_trace_plain_at(ml_thread_t *t, int fn, uint64_t t0, uint64_t t1, uint32_t site)
 {
     const ml_tev_t e = {.t0 = t0, .t1 = t1, .kind = ML_TEV_CALL, .fn = (uint32_t)fn, .dst = -1, .src = -1,
-                        .site = ml_trace_site(t, fn)};
+                        .site = site};
     ml_trace_emit(t, &e);
+}
+
+void ml_trace_plain(ml_thread_t *t, int fn, uint64_t t0, uint64_t t1)
+{
+    ml_trace_plain_at(t, fn, t0, t1, ml_trace_site(t, fn));
 }
 
 void ml_trace_done(ml_thread_t *t, const ml_req_t *r, const MPI_Status *st, int64_t sent, int64_t recv)
@@ -229,9 +234,13 @@ void ml_trace_done(ml_thread_t *t, const ml_req_t *r, const MPI_Status *st, int6
         .recv = recv,
         .req = r->seq,
     };
-    if (st != NULL && st->MPI_SOURCE >= 0 && r->comm != NULL && r->comm->world != NULL &&
-        st->MPI_SOURCE < (r->comm->is_inter ? r->comm->remote_size : r->comm->size))
+    if (r->comm == NULL && (r->flags & ML_REQ_WORLD)) { /* the lean path's: on MPI_COMM_WORLD, no facts held */
+        e.comm = ml_trace_world_uid;
+        if (st != NULL && st->MPI_SOURCE >= 0) e.src = st->MPI_SOURCE;
+    } else if (st != NULL && st->MPI_SOURCE >= 0 && r->comm != NULL && r->comm->world != NULL &&
+               st->MPI_SOURCE < (r->comm->is_inter ? r->comm->remote_size : r->comm->size)) {
         e.src = r->comm->world[st->MPI_SOURCE];
+    }
     ml_trace_emit(t, &e);
 }
 

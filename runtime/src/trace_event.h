@@ -143,8 +143,8 @@ ML_HOT int ml_trace_world(MPI_Comm comm, int rank)
  * thread's table (0: unknown, or one of the function's "other sites"). */
 ML_HOT uint32_t ml_trace_site(ml_thread_t *t, int fn) { return t->sites ? ml_site_early(t, fn)->id : 0; }
 
-/* The event of one MPI call as a wrapper describes it. */
-ML_HOT void ml_trace_call_inline(ml_thread_t *t, const ml_call_t *c)
+/* The event of one MPI call as a wrapper describes it, made at call site number site. */
+ML_HOT void ml_trace_call_at(ml_thread_t *t, const ml_call_t *c, uint32_t site)
 {
     const ml_tev_t e = {
         .t0 = c->t0,
@@ -159,9 +159,10 @@ ML_HOT void ml_trace_call_inline(ml_thread_t *t, const ml_call_t *c)
         .sent = c->sent,
         .recv = c->recv,
         .req = c->req,
-        .site = ml_trace_site(t, c->fn),
+        .site = site,
     };
     ml_trace_emit(t, &e);
 }
+ML_HOT void ml_trace_call_inline(ml_thread_t *t, const ml_call_t *c) { ml_trace_call_at(t, c, ml_trace_site(t, c->fn)); }
 
 #endif
