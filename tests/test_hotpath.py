@@ -106,13 +106,14 @@ def test_completion_orders_are_exact(mpi, mode, tmp_path):
     ({"MPILENS_MODE": "profile,trace"}, "on"),
     ({"MPILENS_MODE": "profile,counters"}, "off, a mode other than trace watches calls"),
     ({"MPILENS_MODE": "profile,trace,memory"}, "off, a mode other than trace watches calls"),
-    ({"MPILENS_CALLSITE_DEPTH": "0"}, "off, call sites not at depth 1"),
+    ({"MPILENS_CALLSITE_DEPTH": "0"}, "on"),
+    ({"MPILENS_CALLSITE_DEPTH": "4"}, "off, call sites deeper than 1"),
     ({"MPILENS_TIMER": "clock"}, "off, no tick counter"),
 ])
 def test_which_runs_take_the_lean_path(settings, lean, tmp_path):
-    """The profile, alone or with the trace, with call sites at depth 1 and the tick counter, takes
-    the lean path; another mode that watches calls, another depth or the clock fallback keep the
-    general one (the runtime says which at MPI_Init with MPILENS_VERBOSE=2)."""
+    """The profile, alone or with the trace, with call sites off or at depth 1 and the tick counter,
+    takes the lean path; another mode that watches calls, deeper call paths or the clock fallback
+    keep the general one (the runtime says which at MPI_Init with MPILENS_VERBOSE=2)."""
     job = run_example("openmpi", "ring", 2, tmp_path, ["3"], settings={"MPILENS_VERBOSE": "2", **settings})
     said = set(re.findall(r"lean path: ([^\n]+)", job.stderr))
     assert said == {lean}, job.stderr

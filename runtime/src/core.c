@@ -479,12 +479,12 @@ void ml_init_after_mpi_init(int thread_level, uint64_t t_begin)
     }
     ml_observers_start();
     /* the lean path (lean.h) is the profile, alone or with the trace, below MPI_THREAD_MULTIPLE,
-     * timed by the tick counter, with call sites at depth 1: no other mode watches calls
+     * timed by the tick counter, with call sites off or at depth 1: no other mode watches calls
      * (ml_spc_on is one of them) */
     const char *no_lean = ml_g.multiple ? "MPI_THREAD_MULTIPLE"
                           : (ml_g.observers & ~ML_OBS_TRACE) || ml_spc_on ? "a mode other than trace watches calls"
                           : !ml_clock_is_tsc            ? "no tick counter"
-                          : ml_callsite_depth() != 1    ? "call sites not at depth 1"
+                          : ml_callsite_depth() > 1     ? "call sites deeper than 1"
                                                         : NULL;
     ml_g.lean_ok = no_lean == NULL;
     for (ml_thread_t *t = __atomic_load_n(&ml_g.threads, __ATOMIC_ACQUIRE); t != NULL; t = t->next)

@@ -2,9 +2,9 @@
  * MPI_Test and MPI_Waitall (handwritten.c) in the run's common case, chosen once per call by one
  * comparison instead of a test per mode.
  *
- * The common case (ml_g.lean_ok, decided at MPI_Init): the profile alone (no trace, counters,
- * memory or papi mode watching calls), below MPI_THREAD_MULTIPLE, timed by the tick counter, call
- * sites at depth 1. While it holds and the run is measuring, ml_g.lean_gen is the odd generation
+ * The common case (ml_g.lean_ok, decided at MPI_Init): the profile, alone or with the trace (no
+ * counters, memory or papi mode watching calls), below MPI_THREAD_MULTIPLE, timed by the tick
+ * counter, call sites off or at depth 1 (deeper ones walk the stack at each call anyway). While it holds and the run is measuring, ml_g.lean_gen is the odd generation
  * of the statistics (it changes with MPI_Pcontrol(2)); a thread takes the lean path while its own
  * lean_gen equals it, which also says that the thread has caught up with the last reset. Anything
  * else (a nested call, a thread new to MPI, measuring paused, a request the lean completion does
@@ -49,9 +49,10 @@ ML_HOT uint64_t ml_lean_start(ml_thread_t *t, int fn)
 ML_HOT uint64_t ml_lean_stop(uint64_t t0) { return ML_LIKELY(t0 != 0) ? ml_tick() : 0; }
 
 /* The call site of this call: the fast path's entry, else callsite.c's lookup (a new site, or one
- * the fast path must not match). */
+ * the fast path must not match); with call sites off, the thread's void site. */
 ML_HOT ml_site_t *ml_lean_site(ml_thread_t *t, uintptr_t ra, int fn)
 {
+    if (ML_UNLIKELY(t->sites == NULL)) return &t->site_void;
     const uint64_t k = ml_site_key(ra, fn);
     ml_site_t *e = ml_site_slot(t, k);
     if (ML_LIKELY(e->key == k)) return e;

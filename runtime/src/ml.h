@@ -216,6 +216,7 @@ typedef struct ml_thread {
     uintptr_t site_pending_ra;
     int site_pending_fn;
     ml_site_t *site_posted; /* the site ml_req_track found for the call being made, for its leave */
+    ml_site_t site_void;    /* with call sites off (depth 0), what the lean path counts into: never written out */
     uint32_t site_shift, site_cap, site_used, site_fast;
     /* what could not be measured */
     uint64_t dropped_requests, region_mismatch;
