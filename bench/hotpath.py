@@ -17,9 +17,14 @@ For each MPI it compiles bench/selfloop.c into build/bench/<mpi>/selfloop and
 --mode papi: papi mode with the default events, read before and after every MPI call
 (MPILENS_PAPI_READ=calls); --mode papi-regions: read at region boundaries only (the loops have none).
 
+--compare NAME=DIR (repeatable) counts instructions only, with callgrind, for each runtime build
+in turn (DIR holds libmpilens-<mpi>.so): one line per MPI and loop, instructions added per
+iteration by each build (the window loop's per Isend + Irecv pair, that is per 64th of an
+iteration). Deterministic, so it compares builds on a busy machine.
+
 Usage: .venv/bin/python bench/hotpath.py [--reps N] [--mpi openmpi,mpich] [--mode profile|trace|papi|papi-regions]
-       [--set MPILENS_K=V ...] [--iters-div N] [--callgrind]
-       [--lib-dir DIR]
+       [--set MPILENS_K=V ...] [--iters-div N] [--callgrind] [--lib-dir DIR]
+       .venv/bin/python bench/hotpath.py --compare before=DIR --compare after=DIR [--loops window,send] [--mode ...]
 """
 from __future__ import annotations
 
@@ -159,6 +164,29 @@ def callgrind(exe: Path, lib: Path, tmp: Path, mode: str,
     return res[0], res[1], table
 
 
+def compare(builds: dict[str, Path], mpis: list[str], loops: list[str], tool_mode: str, tmp: Path) -> None:
+    """Instructions added per loop iteration by each runtime build (callgrind)."""
+    if shutil.which("valgrind") is None:
+        raise BenchError("valgrind not found (apt-get install valgrind)")
+    print(f"Instructions added per iteration (callgrind, MPILENS_MODE={tool_mode}; window: per Isend + Irecv pair)\n")
+    print("| MPI | loop | plain | " + " | ".join(builds) + " |")
+    print("|---|---|---:|" + "---:|" * len(builds))
+    for mpi in mpis:
+        exe = compile_selfloop(mpi)
+        for mode in loops:
+            per = 64 if mode == "window" else 1
+            cells, plain = [], 0.0
+            for name, d in builds.items():
+                src = d / f"libmpilens-{mpi}.so"
+                if not src.is_file():
+                    raise BenchError(f"{src} is missing")
+                lib = tmp / f"{name}-{src.name}"
+                shutil.copy2(src, lib)
+                plain, with_tool, _ = callgrind(exe, lib, tmp, mode, tool_mode)
+                cells.append(f"+{(with_tool - plain) / per:.0f}")
+            print(f"| {MPI_NAMES[mpi]} | {mode} | {plain / per:.0f} | " + " | ".join(cells) + " |", flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--reps", type=int, default=9, help="interleaved plain/tool pairs per loop (default 9)")
@@ -170,11 +198,30 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--iters-div", type=int, default=1, help="run the loops for 1/N of their iterations (papi mode)")
     p.add_argument("--lib-dir", type=Path, default=ROOT / "build" / "lib",
                    help="where libmpilens-<mpi>.so is (default build/lib)")
+    p.add_argument("--compare", action="append", default=[], metavar="NAME=DIR",
+                   help="only count instructions (callgrind), for each of these runtime builds")
+    p.add_argument("--loops", default=",".join(MODES), help="with --compare: the loops (default: all)")
     args = p.parse_args(argv)
     SETTINGS.update(kv.split("=", 1) for kv in args.set)
     tmp = Path(tempfile.mkdtemp(prefix="mpilens-hotpath-"))
+    mpis = [m.strip() for m in args.mpi.split(",") if m.strip()]
+    if args.compare:
+        builds = {}
+        for item in args.compare:
+            name, sep, d = item.partition("=")
+            if not sep:
+                p.error(f"--compare wants NAME=DIR, not {item!r}")
+            builds[name] = Path(d).resolve()
+        try:
+            compare(builds, mpis, [m for m in args.loops.split(",") if m], args.mode, tmp)
+        except BenchError as e:
+            log(f"hotpath.py: {e}")
+            return 1
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        return 0
     try:
-        for mpi in [m.strip() for m in args.mpi.split(",") if m.strip()]:
+        for mpi in mpis:
             src = args.lib_dir / f"libmpilens-{mpi}.so"
             if not src.is_file():
                 raise BenchError(f"{src} is missing")
