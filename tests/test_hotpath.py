@@ -20,6 +20,7 @@ from mpilens.trace import timeline
 
 MAXSIZE = 1000
 BIG = 1 << 20  # examples/c/completion_orders.c's rendezvous message
+DUPS = 50  # its receives on a duplicate of MPI_COMM_WORLD, 100 bytes each
 
 
 def size_of(i: int) -> int:
@@ -49,7 +50,8 @@ def test_completion_orders_are_exact(mpi, mode, tmp_path):
     """3000 receives of 1-1000 bytes outstanding at once, completed in a shuffled order by MPI_Wait,
     MPI_Test and MPI_Waitall over arrays with null holes (statuses ignored); 400 more posted by a
     thread that exits, completed by the main thread in one MPI_Waitall; a 1 MiB MPI_Isend (a request
-    of its own) completed by MPI_Wait with its status ignored. Exact calls, bytes, size
+    of its own) completed by MPI_Wait with its status ignored; 50 receives on a duplicate of
+    MPI_COMM_WORLD (trace mode keeps their communicator's facts). Exact calls, bytes, size
     bins, matrix and call sites, on the lean path, alone and with the trace, and on the general
     path (with the counters)."""
     n, m = 3000, 400
@@ -61,18 +63,22 @@ def test_completion_orders_are_exact(mpi, mode, tmp_path):
     waits, test_rounds, waitalls = rounds(n)
     assert tests >= 2 * test_rounds
     first, handed = sum(size_of(i) for i in range(n)), sum(size_of(i) for i in range(n, n + m))
+    dups = 100 * DUPS
     check_functions(p, {
         "MPI_Isend": {"calls": [n + 1, 0], "bytes_sent": [first + BIG, 0]},
-        "MPI_Irecv": {"calls": [0, n + m], "bytes_recv": [0, first + handed]},
-        "MPI_Send": {"calls": [m, 8], "bytes_sent": [handed, 8 * 64]},
+        "MPI_Irecv": {"calls": [0, n + m + DUPS], "bytes_recv": [0, first + handed + dups]},
+        "MPI_Send": {"calls": [m + DUPS, 8], "bytes_sent": [handed + dups, 8 * 64]},
         "MPI_Recv": {"calls": [8, 1], "bytes_recv": [8 * 64, BIG]},
         "MPI_Wait": {"calls": [1, waits]},
         "MPI_Test": {"calls": [0, tests]},
-        "MPI_Waitall": {"calls": [-(-n // 7), waitalls + 1]},
+        "MPI_Waitall": {"calls": [-(-n // 7), waitalls + 2]},
         "MPI_Barrier": {"calls": [1, 1]},
+        "MPI_Comm_dup": {"calls": [1, 1]},
+        "MPI_Comm_free": {"calls": [1, 1]},
     })
-    assert matrix(p) == {(0, 1): (n + m + 1, first + handed + BIG), (1, 0): (8, 8 * 64)}
-    assert hist(p, "MPI_Irecv") == expected_hist(2, lambda r: [size_of(i) for i in range(n + m)] if r else [])
+    assert matrix(p) == {(0, 1): (n + m + 1 + DUPS, first + handed + BIG + dups), (1, 0): (8, 8 * 64)}
+    assert hist(p, "MPI_Irecv") == expected_hist(
+        2, lambda r: [size_of(i) for i in range(n + m)] + [100] * DUPS if r else [])
     assert hist(p, "MPI_Isend") == expected_hist(2, lambda r: [] if r else [size_of(i) for i in range(n)] + [BIG])
     # rank 1 sent the fourth of its eight messages 30 ms late: rank 0 waited that long in one
     # MPI_Recv, and far less in another
@@ -87,7 +93,7 @@ def test_completion_orders_are_exact(mpi, mode, tmp_path):
         assert tl.complete and tl.problems == []
         msgs = tl.messages
         assert msgs.unmatched_sends == 0 and msgs.unmatched_recvs == 0
-        assert sorted(msgs.bytes.tolist()) == sorted([size_of(i) for i in range(n + m)] + [64] * 8 + [BIG])
+        assert sorted(msgs.bytes.tolist()) == sorted([size_of(i) for i in range(n + m)] + [64] * 8 + [BIG] + [100] * DUPS)
         calls = sum(sum(f["calls"]) for f in p["functions"].values())
         assert int((tl.ev["kind"] == 1).sum()) == calls
 
@@ -97,6 +103,8 @@ def test_completion_orders_are_exact(mpi, mode, tmp_path):
     thread = site(sites, "MPI_Irecv", "completion_orders.c", src["irecv-thread"])
     assert (main["calls"], main["bytes_recv"]) == ([0, n], [0, first])
     assert (thread["calls"], thread["bytes_recv"]) == ([0, m], [0, handed])
+    dup = site(sites, "MPI_Irecv", "completion_orders.c", src["irecv-dup"])  # another communicator
+    assert (dup["calls"], dup["bytes_recv"]) == ([0, DUPS], [0, dups])
     assert site(sites, "MPI_Test", "completion_orders.c", src["test"])["calls"] == [0, tests]
     assert site(sites, "MPI_Waitall", "completion_orders.c", src["waitall-groups"])["calls"] == [0, waitalls]
 

@@ -18,6 +18,9 @@
  *  4. Rank 0 sends BIG bytes (1 MiB: past every eager limit, so MPI_Isend returns a request of its
  *     own) with MPI_Isend, tag 88888, and completes it with MPI_Wait, status ignored; rank 1
  *     receives it with MPI_Recv.
+ *  5. On a duplicate of MPI_COMM_WORLD, rank 1 posts DUPS MPI_Irecv of 100 bytes (tag 5000 + j),
+ *     each followed by an MPI_Comm_rank, and completes them with one MPI_Waitall; rank 0 sends
+ *     them with MPI_Send.
  * Rank 1 prints "completion_orders: tests=T" (its MPI_Test calls); every rank prints
  * "completion_orders: ok" when every message had the size and the bytes it was sent with.
  */
@@ -31,6 +34,7 @@
 
 #define MAXSIZE 1000
 #define BIG (1 << 20)
+#define DUPS 50
 
 static int n_msgs, m_msgs;
 static unsigned char (*rbuf)[MAXSIZE];
@@ -171,6 +175,26 @@ int main(int argc, char **argv)
         bad |= got != BIG || big[0] != 0x5a || big[BIG - 1] != 0x5a;
         free(big);
     }
+    /* 5. */
+    MPI_Comm dup;
+    MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+    unsigned char dbuf[DUPS][100];
+    if (rank == 0) {
+        for (int j = 0; j < DUPS; j++) {
+            memset(dbuf[j], j, 100);
+            MPI_Send(dbuf[j], 100, MPI_BYTE, 1, 5000 + j, dup);
+        }
+    } else {
+        MPI_Request dreq[DUPS];
+        for (int j = 0; j < DUPS; j++) {
+            int me;
+            MPI_Irecv(dbuf[j], 100, MPI_BYTE, 0, 5000 + j, dup, &dreq[j]); /* site:irecv-dup */
+            MPI_Comm_rank(dup, &me); /* a call of another kind, at another line, in between */
+        }
+        MPI_Waitall(DUPS, dreq, MPI_STATUSES_IGNORE);
+        for (int j = 0; j < DUPS; j++) bad |= dbuf[j][0] != (unsigned char)j || dbuf[j][99] != (unsigned char)j;
+    }
+    MPI_Comm_free(&dup);
     printf("completion_orders: %s\n", bad ? "FAILED" : "ok");
     free(rbuf);
     free(reqs);

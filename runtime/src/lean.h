@@ -4,17 +4,18 @@
  *
  * The common case (ml_g.lean_ok, decided at MPI_Init): the profile, alone or with the trace (no
  * counters, memory or papi mode watching calls), below MPI_THREAD_MULTIPLE, timed by the tick
- * counter, call sites off or at depth 1 (deeper ones walk the stack at each call anyway). While it holds and the run is measuring, ml_g.lean_gen is the odd generation
- * of the statistics (it changes with MPI_Pcontrol(2)); a thread takes the lean path while its own
- * lean_gen equals it, which also says that the thread has caught up with the last reset. Anything
- * else (a nested call, a thread new to MPI, measuring paused, a request the lean completion does
- * not know) goes to the general path of the same wrapper, which handles every case.
+ * counter, call sites off or at depth 1 (deeper ones walk the stack at each call anyway). While
+ * it holds and the run is measuring, ml_g.lean_gen is the odd generation of the statistics (it
+ * changes with MPI_Pcontrol(2)); a thread takes the lean path while its own lean_gen equals it,
+ * which also says that the thread has caught up with the last reset. Anything else (a nested
+ * call, a thread new to MPI, measuring paused, a request the lean completion does not know) goes
+ * to the general path of the same wrapper, which handles every case.
  *
  * What a lean call does is what the general path does in this case, in fewer instructions: the
  * return address stays in a register, the call site is looked up once per call and handed to the
  * request's entry, the clock is read without asking which clock it is, and no mode is asked
- * whether it wants to see the call. Every count, time and byte is the same (tests/test_lean.py
- * runs both paths on the same programs). */
+ * whether it wants to see the call. Every count, time and byte is the same: tests/test_hotpath.py
+ * runs the same known traffic through both paths. */
 #ifndef ML_LEAN_H
 #define ML_LEAN_H
 
@@ -28,7 +29,12 @@ ML_HOT ml_thread_t *ml_lean_enter(void)
     ml_thread_t *const t = ml_tls;
     /* outside any wrapper (depth 0) and caught up with the lean generation, in one comparison */
     _Static_assert(offsetof(ml_thread_t, lean_gen) == offsetof(ml_thread_t, depth) + 4, "gate: depth, then lean_gen");
-    const uint64_t open = (uint64_t)__atomic_load_n(&ml_g.lean_gen, __ATOMIC_RELAXED) << 32;
+    const uint64_t gen = __atomic_load_n(&ml_g.lean_gen, __ATOMIC_RELAXED);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    const uint64_t open = gen << 32;
+#else
+    const uint64_t open = gen;
+#endif
     if (ML_LIKELY(t != NULL) && ML_LIKELY(t->gate == open)) {
         t->depth = 1;
         return t;

@@ -556,11 +556,12 @@ typedef struct ml_req {
 
 int ml_requests_init(size_t capacity);
 /* Enter a new operation: the function that started it, flags, its bytes (or ML_BYTES_FROM_STATUS)
- * and destination world rank (-1: none); returns its trace sequence number (0 outside trace
- * mode). A full table counts it as dropped. One handle may have
- * several entries: MPICH hands out one shared handle for all operations that complete at once. */
+ * and destination world rank (-1: none), its call site (NULL: looked up here, from t->ra);
+ * returns its trace sequence number (0 outside trace mode). A full table counts it as dropped.
+ * One handle may have several entries: MPICH hands out one shared handle for all operations that
+ * complete at once. */
 uint64_t ml_req_track_slow(ml_thread_t *t, MPI_Request req, int fn, unsigned flags, int64_t sent, int64_t recv,
-                           int peer, MPI_Comm comm);
+                           int peer, MPI_Comm comm, ml_site_t *site);
 /* Rebuild t's own table (grown, tombstones dropped) so that one more entry fits; -1 when it is full
  * at MPILENS_MAX_REQUESTS or memory is short. */
 int ml_req_make_room(ml_thread_t *t);
@@ -765,7 +766,7 @@ ML_HOT uint64_t ml_req_track(ml_thread_t *t, MPI_Request req, int fn, unsigned f
         e->site = site;
         return 0;
     }
-    return ml_req_track_slow(t, req, fn, flags, sent, recv, peer, comm);
+    return ml_req_track_slow(t, req, fn, flags, sent, recv, peer, comm, NULL);
 }
 
 /* Before a completion call: the entry of req (c->held), found in the calling thread's table or

@@ -170,7 +170,7 @@ static ml_req_t *insert(ml_thread_t *t, uintptr_t k, const ml_req_t *e)
 }
 
 uint64_t ml_req_track_slow(ml_thread_t *t, MPI_Request req, int fn, unsigned flags, int64_t sent, int64_t recv,
-                           int peer, MPI_Comm comm)
+                           int peer, MPI_Comm comm, ml_site_t *site)
 {
     if (req == MPI_REQUEST_NULL) return 0;
     /* trace or counters mode watches requests, or MPI_THREAD_MULTIPLE (ml_req_track has the
@@ -187,7 +187,8 @@ uint64_t ml_req_track_slow(ml_thread_t *t, MPI_Request req, int fn, unsigned fla
     if (t->trace.on && facts == NULL && comm != MPI_COMM_NULL) facts = ml_comm_get(comm);
     flags |= ML_REQ_FULL;
     ml_req_t e = {0, (uint16_t)fn, (uint16_t)(flags & ML_REQ_PERSISTENT ? flags : flags | ML_REQ_ACTIVE),
-                  ml_stat_index(t, fn), peer, 0, sent, recv, seq, 0, facts, t->sites ? ml_site_early(t, fn) : NULL};
+                  ml_stat_index(t, fn), peer, 0, sent, recv, seq, 0, facts,
+                  site != NULL ? site : t->sites ? ml_site_early(t, fn) : NULL};
     if (ML_UNLIKELY(ml_spc_on) && !(flags & ML_REQ_PERSISTENT)) ml_spc_posted(t, &e);
     if (!(flags & ML_REQ_PERSISTENT) && ml_req_shared_handle(req)) {
         /* complete already, and with no status worth reading */
@@ -351,7 +352,7 @@ uint64_t ml_lean_post_traced(ml_thread_t *t, MPI_Request req, ml_site_t *site, i
                              int peer, MPI_Comm comm, uint64_t t1)
 {
     if (req == MPI_REQUEST_NULL) return 0;
-    if (comm != MPI_COMM_WORLD) return ml_req_track_slow(t, req, fn, 0, sent, recv, peer, comm);
+    if (comm != MPI_COMM_WORLD) return ml_req_track_slow(t, req, fn, 0, sent, recv, peer, comm, site);
     const uint64_t seq = ((uint64_t)(t->trace.index + 1) << 40) | ++t->req_seq;
     ml_req_t e = {0, (uint16_t)fn, ML_REQ_ACTIVE | ML_REQ_WORLD, ml_stat_index(t, fn), peer, 0, sent, recv, seq, 0,
                   NULL, site};
