@@ -32,7 +32,7 @@ done > "$work/src.sources"
 if [[ -e /etc/apt/sources.list ]]; then
     sed -nE 's/^deb[[:space:]]/deb-src /p' /etc/apt/sources.list > "$work/src.list"
 fi
-apt_opts=(-o "Dir::Etc::SourceParts=$work/parts" -o "Dir::State::Lists=$work/lists")
+apt_opts=(-o "Dir::Etc::SourceParts=$work/parts" -o "Dir::State::Lists=$work/lists" -o "APT::Sandbox::User=root")
 mkdir -p "$work/parts"
 cp "$work/src.sources" "$work/parts/src.sources"
 [[ -s "$work/src.list" ]] && cp "$work/src.list" "$work/parts/src.list"
