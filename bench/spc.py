@@ -18,7 +18,11 @@ without, bootstrap 95 % intervals). Before the rounds it checks that the counter
 one message-rate run of spc-all with mpi_spc_dump_enabled must report exactly the MPI_Isend calls
 the program makes.
 
-Usage: .venv/bin/python bench/spc.py [--rounds N] [--batches N] [--json FILE]
+With --callgrind it also counts, for the same configurations, the instructions each adds per
+iteration of bench/selfloop.c's loops on one rank (valgrind's callgrind; deterministic, unlike the
+timings on a busy machine).
+
+Usage: .venv/bin/python bench/spc.py [--rounds N] [--batches N] [--callgrind] [--json FILE]
 """
 from __future__ import annotations
 
@@ -34,6 +38,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import hotpath  # noqa: E402  (its callgrind reader and bench/selfloop.c)
 from overhead import (  # noqa: E402
     MR_RE,
     PP_RE,
@@ -92,6 +97,35 @@ def check_counters(prefix: Path, exe_dir: Path, tmp: Path, batches: int) -> None
         raise BenchError(f"the SPC build did not count rank 0's {want} MPI_Isend calls:\n{out[-3000:]}")
     nonzero = len(re.findall(r"OMPI_SPC_\w+ -> ", got.group(1)))
     log(f"spc: counters on, OMPI_SPC_ISEND = {want} as expected; {nonzero} counters non-zero on rank 0")
+
+
+def instructions(prefix: Path, lib: Path, tmp: Path) -> list[dict]:
+    """Instructions per loop iteration of bench/selfloop.c on one rank: Debian's Open MPI plain,
+    the SPC build with no counter and with all, Debian's under mpilens."""
+    if shutil.which("valgrind") is None:
+        raise BenchError("valgrind not found (apt-get install valgrind)")
+    exe = hotpath.compile_selfloop("openmpi")
+    rows = []
+    for loop in ("send", "recv", "window"):
+        n = hotpath.CG_ITERS[loop]
+        iters = (n // 10 + 1 + 11 * n) * (64 if loop == "window" else 1)  # per message pair in the window loop
+        got = {}
+        for config in ("plain", "spc-off", "spc-all", "mpilens"):
+            env = base_env()
+            if config.startswith("spc"):
+                env["LD_LIBRARY_PATH"] = str(prefix / "lib")
+                env["OMPI_MCA_mpi_spc_attach"] = "all" if config == "spc-all" else "none"
+            elif config == "mpilens":
+                env.update(LD_PRELOAD=str(lib), MPILENS_OUTPUT=str(tmp / f"cg-{loop}"), MPILENS_MODE="profile")
+            out = tmp / f"cg.{loop}.{config}"
+            r = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+                                f"--toggle-collect=loop_{loop}", str(exe), loop, str(n)],
+                               capture_output=True, text=True, env=env, timeout=900, cwd=tmp)
+            if r.returncode != 0:
+                raise BenchError(f"selfloop {loop} under callgrind ({config}) failed:\n{r.stderr[-2000:]}")
+            got[config] = hotpath.cg_parse(out)[3] / iters
+        rows.append({"loop": loop, **got})
+    return rows
 
 
 def bench(rounds: int, batches: int, tmp: Path) -> dict:
@@ -159,19 +193,34 @@ def table(res: dict) -> str:
     return "\n".join(out)
 
 
+def instruction_table(rows: list[dict]) -> str:
+    out = ["Instructions per iteration of bench/selfloop.c (one rank, 8 B to self; window: per Isend + Irecv pair), "
+           "and what each configuration adds to Debian's plain library:", "",
+           "| loop | plain | spc-off | spc-all | mpilens |", "|---|---:|---:|---:|---:|"]
+    for r in rows:
+        out.append(f"| {r['loop']} | {r['plain']:.0f} | " + " | ".join(
+            f"+{r[c] - r['plain']:.0f}" for c in ("spc-off", "spc-all", "mpilens")) + " |")
+    return "\n".join(out)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--rounds", type=int, default=12)
     p.add_argument("--batches", type=int, default=15)
+    p.add_argument("--callgrind", action="store_true", help="also count instructions (valgrind)")
     p.add_argument("--json", type=Path)
     args = p.parse_args(argv)
     try:
         with tempfile.TemporaryDirectory(prefix="mpilens-spc-") as tmp:
             res = bench(args.rounds, args.batches, Path(tmp))
+            if args.callgrind:
+                res["instructions"] = instructions(spc_prefix(), Path(tmp) / "libmpilens-openmpi.so", Path(tmp))
     except BenchError as e:
         print(f"spc.py: {e}", file=sys.stderr)
         return 1
     print(table(res))
+    if "instructions" in res:
+        print("\n" + instruction_table(res["instructions"]))
     if args.json:
         args.json.write_text(json.dumps(res, indent=1))
     return 0
