@@ -39,7 +39,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from overhead import MPI_NAMES, ROOT, BenchError, base_env, compile_program, log, sha256  # noqa: E402
+from overhead import MPI_NAMES, ROOT, BenchError, base_env, compile_program, log, named_dirs, sha256  # noqa: E402
 
 MODES = ("send", "recv", "isend", "window")
 CG_ITERS = {"send": 2000, "recv": 2000, "isend": 2000, "window": 100}
@@ -205,22 +205,11 @@ def main(argv: list[str] | None = None) -> int:
     SETTINGS.update(kv.split("=", 1) for kv in args.set)
     tmp = Path(tempfile.mkdtemp(prefix="mpilens-hotpath-"))
     mpis = [m.strip() for m in args.mpi.split(",") if m.strip()]
-    if args.compare:
-        builds = {}
-        for item in args.compare:
-            name, sep, d = item.partition("=")
-            if not sep:
-                p.error(f"--compare wants NAME=DIR, not {item!r}")
-            builds[name] = Path(d).resolve()
-        try:
-            compare(builds, mpis, [m for m in args.loops.split(",") if m], args.mode, tmp)
-        except BenchError as e:
-            log(f"hotpath.py: {e}")
-            return 1
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-        return 0
     try:
+        if args.compare:
+            compare(named_dirs(args.compare, "--compare"), mpis, [m for m in args.loops.split(",") if m], args.mode,
+                    tmp)
+            return 0
         for mpi in mpis:
             src = args.lib_dir / f"libmpilens-{mpi}.so"
             if not src.is_file():

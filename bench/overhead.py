@@ -72,6 +72,17 @@ class Series:
         return [b / a for a, b in zip(self.plain, self.tool)]
 
 
+def named_dirs(items: list[str], flag: str) -> dict[str, Path]:
+    """--flag NAME=DIR options as {NAME: DIR}."""
+    out = {}
+    for item in items:
+        name, sep, d = item.partition("=")
+        if not sep:
+            raise BenchError(f"{flag} wants NAME=DIR, not {item!r}")
+        out[name] = Path(d).resolve()
+    return out
+
+
 def log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 

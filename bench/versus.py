@@ -24,7 +24,16 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from overhead import MPI_NAMES, BenchError, bootstrap_median_ci, compile_programs, log, run_once, sha256  # noqa: E402
+from overhead import (  # noqa: E402
+    MPI_NAMES,
+    BenchError,
+    bootstrap_median_ci,
+    compile_programs,
+    log,
+    named_dirs,
+    run_once,
+    sha256,
+)
 
 
 def parse_settings(text: str) -> dict[str, str]:
@@ -103,15 +112,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--mpi", default="openmpi,mpich")
     p.add_argument("--json", type=Path)
     args = p.parse_args(argv)
-    libs = {}
-    for item in args.lib:
-        name, sep, d = item.partition("=")
-        if not sep:
-            p.error(f"--lib wants NAME=DIR, not {item!r}")
-        libs[name] = Path(d).resolve()
     sets = args.sets or ["-"]
     results = []
     try:
+        libs = named_dirs(args.lib, "--lib")
         with tempfile.TemporaryDirectory(prefix="mpilens-versus-") as tmp:
             for mpi in args.mpi.split(","):
                 sub = Path(tmp) / mpi

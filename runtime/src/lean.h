@@ -108,35 +108,34 @@ ML_HOT int64_t ml_lean_type_size(ml_thread_t *t, MPI_Datatype dt)
     return ml_type_size(dt);
 }
 
+/* Bytes moved, in a function's statistics s and a call site (below MPI_THREAD_MULTIPLE: the site
+ * of this thread, or of the one that started the operation, which is not in MPI now). */
+ML_HOT void ml_lean_add_bytes(ml_fstat_t *s, ml_site_t *site, int64_t sent, int64_t recv)
+{
+    s->sent += sent;
+    s->recv += recv;
+    site->sent += sent;
+    site->recv += recv;
+}
+
 /* A blocking transfer's bytes (the call counted already, in s and site, d its duration): in the
  * statistics, the site and the size histogram (calls and time). */
 ML_HOT void ml_lean_bytes(ml_thread_t *t, ml_fstat_t *s, ml_site_t *site, int fn, uint64_t d, int64_t sent,
                           int64_t recv)
 {
-    s->sent += sent;
-    s->recv += recv;
-    site->sent += sent;
-    site->recv += recv;
+    ml_lean_add_bytes(s, site, sent, recv);
     ml_hbin_t *h = &t->hist[fn * ML_NBINS + ml_size_bin(sent > recv ? sent : recv)];
     h->calls++;
     h->ticks += d;
 }
 
-/* An operation completed, below MPI_THREAD_MULTIPLE: its bytes in the statistics s of the function
- * that started it, its site (of this thread or of the one that started it, which is not in MPI
- * now), the size histogram and the destination's row of the matrix. */
+/* An operation completed: its bytes in the statistics s of the function that started it and its
+ * site, the size histogram and the destination's row of the matrix. */
 ML_HOT void ml_lean_account(ml_thread_t *t, ml_fstat_t *s, ml_site_t *site, int fn, int peer, int64_t sent,
                             int64_t recv)
 {
-    s->sent += sent;
-    s->recv += recv;
-    site->sent += sent;
-    site->recv += recv;
-    t->hist[fn * ML_NBINS + ml_size_bin(sent > recv ? sent : recv)].calls++;
-    if (peer >= 0) {
-        t->matrix[peer].messages++;
-        t->matrix[peer].bytes += sent;
-    }
+    ml_lean_add_bytes(s, site, sent, recv);
+    ml_account_transfer(t, fn, peer, sent, recv);
 }
 
 /* Trace mode's part of ml_lean_post (requests.c): the operation's number, its completion event

@@ -650,6 +650,17 @@ ML_HOT int ml_req_lean(const ml_thread_t *t)
 /* The index in a thread's blocks of function fn's statistics in the region path now current. */
 ML_HOT uint32_t ml_stat_index(const ml_thread_t *t, int fn) { return t->cur_path * ML_NFUNC + (uint32_t)fn; }
 
+/* A completed operation's size class (its time is that of the calls that waited for it) and the
+ * destination's row of the matrix (peer: its world rank, or -1). */
+ML_HOT void ml_account_transfer(ml_thread_t *t, int fn, int peer, int64_t sent, int64_t recv)
+{
+    t->hist[fn * ML_NBINS + ml_size_bin(sent > recv ? sent : recv)].calls++;
+    if (peer >= 0) {
+        t->matrix[peer].messages++;
+        t->matrix[peer].bytes += sent;
+    }
+}
+
 /* A completed operation's bytes: in s, the statistics of the function that started it (of the
  * region where it started), its call site, the size histogram and the destination's row of the
  * matrix. */
@@ -667,12 +678,7 @@ ML_HOT void ml_account(ml_thread_t *t, ml_fstat_t *s, ml_site_t *site, int fn, i
             site->recv += recv;
         }
     }
-    /* the transfer's size class; its time is that of the calls that waited for it */
-    t->hist[fn * ML_NBINS + ml_size_bin(sent > recv ? sent : recv)].calls++;
-    if (peer >= 0) {
-        t->matrix[peer].messages++;
-        t->matrix[peer].bytes += sent;
-    }
+    ml_account_transfer(t, fn, peer, sent, recv);
 }
 ML_HOT void ml_req_account(ml_thread_t *t, const ml_req_t *e, int64_t sent, int64_t recv)
 {
