@@ -780,7 +780,8 @@ def main() -> int:
     b = Build(mpi=args.mpi)
     # deprecated functions of the standard are wrapped on purpose
     quiet = '#pragma GCC diagnostic ignored "-Wdeprecated-declarations"'
-    # ml.h: the profile's hot path; ml_observe.h: the observers' inlined hook (trace events, counters);
+    # ml.h: the profile's hot path; lean.h: its lean path (the point-to-point wrappers' common case);
+    # ml_observe.h: the observers' inlined hook (trace events, counters);
     # the modes the wrappers call directly: ml_comm_named (mpit), ml_interval, ml_spc_probe (counters),
     # ml_io_* (I/O per file, from the MPI_File_ wrappers only)
     includes = ['#include "ml.h"', '#include "lean.h"', '#include "ml_intervals.h"', '#include "ml_io.h"', '#include "ml_mpit.h"', '#include "ml_observe.h"',

@@ -199,6 +199,9 @@ static void *map_zeroed(size_t bytes)
     return p == MAP_FAILED ? NULL : p;
 }
 
+/* A thread's lean generation once its statistics are those of reset_gen resets (lean.h). */
+static uint32_t thread_lean_gen(uint32_t reset_gen) { return ml_g.lean_ok ? ml_lean_gen_of(reset_gen) : ML_LEAN_NEVER; }
+
 ml_thread_t *ml_thread_attach(void)
 {
     if (!__atomic_load_n(&ml_g.ready, __ATOMIC_ACQUIRE)) return NULL;
@@ -236,7 +239,7 @@ ml_thread_t *ml_thread_attach(void)
     ml_tls = t;
     t->observe = ml_g.observers;
     t->reset_gen = __atomic_load_n(&ml_g.reset_gen, __ATOMIC_ACQUIRE); /* a new thread has nothing to drop */
-    t->lean_gen = ml_g.lean_ok ? ml_lean_gen_of(t->reset_gen) : ML_LEAN_NEVER;
+    t->lean_gen = thread_lean_gen(t->reset_gen);
     if (ml_g.config.time_sample > 1) {
         t->sample_rng = 2463534242u ^ ((uint32_t)ml_g.rank * 2654435761u) ^ (uint32_t)(uintptr_t)t;
         if (t->sample_rng == 0) t->sample_rng = 1;
@@ -267,13 +270,11 @@ void ml_scratch_grow(ml_thread_t *t, size_t n)
     while (cap < n) cap *= 2;
     free(t->scratch_req);
     free(t->scratch_claim);
-    free(t->scratch_entry);
     free(t->scratch_status);
     free(t->scratch_fstatus);
     free(t->scratch_types);
     t->scratch_req = malloc(cap * sizeof *t->scratch_req);
     t->scratch_claim = malloc(cap * sizeof *t->scratch_claim);
-    t->scratch_entry = malloc(cap * sizeof *t->scratch_entry);
     t->scratch_status = malloc(cap * sizeof *t->scratch_status);
     t->scratch_fstatus = malloc(cap * 32 * sizeof *t->scratch_fstatus);
     t->scratch_types = malloc(cap * sizeof *t->scratch_types);
@@ -481,14 +482,18 @@ void ml_init_after_mpi_init(int thread_level, uint64_t t_begin)
     /* the lean path (lean.h) is the profile, alone or with the trace, below MPI_THREAD_MULTIPLE,
      * timed by the tick counter, with call sites off or at depth 1: no other mode watches calls
      * (ml_spc_on is one of them) */
-    const char *no_lean = ml_g.multiple ? "MPI_THREAD_MULTIPLE"
-                          : (ml_g.observers & ~ML_OBS_TRACE) || ml_spc_on ? "a mode other than trace watches calls"
-                          : !ml_clock_is_tsc            ? "no tick counter"
-                          : ml_callsite_depth() > 1     ? "call sites deeper than 1"
-                                                        : NULL;
+    const char *no_lean = NULL;
+    if (ml_g.multiple)
+        no_lean = "MPI_THREAD_MULTIPLE";
+    else if ((ml_g.observers & ~ML_OBS_TRACE) || ml_spc_on)
+        no_lean = "a mode other than trace watches calls";
+    else if (!ml_clock_is_tsc)
+        no_lean = "no tick counter";
+    else if (ml_callsite_depth() > 1)
+        no_lean = "call sites deeper than 1";
     ml_g.lean_ok = no_lean == NULL;
     for (ml_thread_t *t = __atomic_load_n(&ml_g.threads, __ATOMIC_ACQUIRE); t != NULL; t = t->next)
-        t->lean_gen = ml_g.lean_ok ? ml_lean_gen_of(t->reset_gen) : ML_LEAN_NEVER;
+        t->lean_gen = thread_lean_gen(t->reset_gen);
     install_exit_paths();
     calib_tick0 = ml_g.t_init_end;
     calib_ns0 = ml_g.ns_init_end;
@@ -616,7 +621,7 @@ void ml_thread_catch_up(ml_thread_t *t)
     zero_mapping(t->blocks, (size_t)((char *)t + t->mapped_bytes - (char *)t->blocks));
     ml_callsite_reset(t); /* its call sites' counts too */
     t->reset_gen = gen;
-    t->lean_gen = ml_g.lean_ok ? ml_lean_gen_of(gen) : ML_LEAN_NEVER;
+    t->lean_gen = thread_lean_gen(gen);
 }
 
 ml_thread_t *ml_enter_after_reset(void)

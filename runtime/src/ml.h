@@ -179,7 +179,6 @@ typedef struct ml_thread {
     size_t scratch_cap;
     MPI_Request *scratch_req;
     struct ml_claim *scratch_claim;
-    struct ml_req **scratch_entry;
     MPI_Status *scratch_status;
     MPI_Fint *scratch_fstatus;
     MPI_Datatype *scratch_types;
