@@ -84,7 +84,7 @@ ML_HOT void lean_completion_call(ml_thread_t *t, int fn, uintptr_t ra, uint64_t 
     ml_lean_leave(t);
 }
 
-/* MPI_Wait (test NULL) and MPI_Test on the lean path, its entry looked up before the call (slot e,
+/* MPI_Wait and MPI_Test (test) on the lean path, its entry looked up before the call (slot e,
  * need: its status is needed). */
 ML_HOT int lean_wait(ml_thread_t *l, MPI_Request *request, int *flag, MPI_Status *status, uint32_t e, int need,
                      uintptr_t ra, const int test, const int traced)
@@ -102,18 +102,28 @@ ML_HOT int lean_wait(ml_thread_t *l, MPI_Request *request, int *flag, MPI_Status
     return rc;
 }
 
-ML_EXPORT int MPI_Wait(MPI_Request *request, MPI_Status *status)
+/* MPI_Wait (flag NULL) or MPI_Test when it can take the lean path: 1 and its result in *rc, else 0
+ * (the caller takes its general path). */
+ML_HOT int lean_try_wait(MPI_Request *request, int *flag, MPI_Status *status, uintptr_t ra, int *rc)
 {
     ml_thread_t *const l = ml_lean_enter();
-    if (ML_LIKELY(l != NULL)) {
-        uint32_t e;
-        int need = 0;
-        if (ML_LIKELY(!lean_cancels()) && ml_lean_claim(l, *request, &e, &need)) {
-            if (ML_LIKELY(!l->trace.on)) return lean_wait(l, request, NULL, status, e, need, ML_LEAN_RA(), 0, 0);
-            return lean_wait(l, request, NULL, status, e, need, ML_LEAN_RA(), 0, 1);
-        }
+    if (ML_UNLIKELY(l == NULL)) return 0;
+    uint32_t e;
+    int need = 0;
+    if (ML_UNLIKELY(lean_cancels()) || !ml_lean_claim(l, *request, &e, &need)) {
         ml_lean_leave(l);
+        return 0;
     }
+    const int test = flag != NULL;
+    *rc = ML_LIKELY(!l->trace.on) ? lean_wait(l, request, flag, status, e, need, ra, test, 0)
+                                  : lean_wait(l, request, flag, status, e, need, ra, test, 1);
+    return 1;
+}
+
+ML_EXPORT int MPI_Wait(MPI_Request *request, MPI_Status *status)
+{
+    int lean_rc;
+    if (ML_LIKELY(lean_try_wait(request, NULL, status, ML_LEAN_RA(), &lean_rc))) return lean_rc;
     int measuring;
     ml_thread_t *const t = ml_enter_completion(&measuring);
     if (ML_UNLIKELY(t == NULL)) return PMPI_Wait(request, status);
@@ -135,16 +145,8 @@ ML_EXPORT int MPI_Wait(MPI_Request *request, MPI_Status *status)
 
 ML_EXPORT int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
 {
-    ml_thread_t *const l = ml_lean_enter();
-    if (ML_LIKELY(l != NULL)) {
-        uint32_t e;
-        int need = 0;
-        if (ML_LIKELY(!lean_cancels()) && ml_lean_claim(l, *request, &e, &need)) {
-            if (ML_LIKELY(!l->trace.on)) return lean_wait(l, request, flag, status, e, need, ML_LEAN_RA(), 1, 0);
-            return lean_wait(l, request, flag, status, e, need, ML_LEAN_RA(), 1, 1);
-        }
-        ml_lean_leave(l);
-    }
+    int lean_rc;
+    if (ML_LIKELY(lean_try_wait(request, flag, status, ML_LEAN_RA(), &lean_rc))) return lean_rc;
     int measuring;
     ml_thread_t *const t = ml_enter_completion(&measuring);
     if (ML_UNLIKELY(t == NULL)) return PMPI_Test(request, flag, status);
