@@ -229,6 +229,7 @@ ml_thread_t *ml_thread_attach(void)
     t->ucounts = (ml_ucount_t *)p;
     p += nuc;
     if (nsite) ml_callsite_thread(t, p);
+    for (int f = 0; f < ML_NFUNC; f++) t->site_last[f] = &t->site_void;
     t->mapped_bytes = total;
     t->cur_path = 0;
     t->cur = t->blocks;

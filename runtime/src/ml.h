@@ -216,6 +216,9 @@ typedef struct ml_thread {
     int site_pending_fn;
     ml_site_t *site_posted; /* the site ml_req_track found for the call being made, for its leave */
     ml_site_t site_void;    /* with call sites off (depth 0), what the lean path counts into: never written out */
+    /* the lean path's last site of each function (lean.h: ml_lean_site): most calls of a function
+     * come from the site of its previous call; &site_void (key 0, never matched) until one is found */
+    ml_site_t *site_last[ML_NFUNC];
     uint32_t site_shift, site_cap, site_used, site_fast;
     /* what could not be measured */
     uint64_t dropped_requests, region_mismatch;
