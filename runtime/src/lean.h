@@ -21,6 +21,7 @@
 
 #include "ml.h"
 #include "ml_semantics.h"
+#include "trace_event.h"
 
 /* The calling thread, marked as inside a wrapper, when this call takes the lean path; NULL
  * otherwise (the caller then runs its general path). */
@@ -144,6 +145,28 @@ ML_HOT void ml_lean_account(ml_thread_t *t, ml_fstat_t *s, ml_site_t *site, int 
     ml_account_transfer(t, fn, peer, sent, recv);
 }
 
+/* A lean entry for req in t's table, written in place (flags: ML_REQ_ACTIVE, and ML_REQ_WORLD for
+ * a traced one; seq: its number in the trace, else 0); counted as dropped when the table is full
+ * at MPILENS_MAX_REQUESTS. t_post is counters mode's, never on with the lean path. */
+ML_HOT void ml_lean_enter_request(ml_thread_t *t, MPI_Request req, ml_site_t *site, int fn, int64_t sent,
+                                  int64_t recv, int peer, unsigned flags, uint64_t seq)
+{
+    ml_req_t *e = ml_req_insert(t, ml_req_key(req));
+    if (ML_UNLIKELY(e == NULL)) {
+        t->dropped_requests++;
+        return;
+    }
+    e->fn = (uint16_t)fn;
+    e->flags = (uint16_t)flags;
+    e->stat = ml_stat_index(t, fn);
+    e->peer = peer;
+    e->sent = sent;
+    e->recv = recv;
+    e->seq = seq;
+    e->comm = NULL;
+    e->site = site;
+}
+
 /* Trace mode's part of ml_lean_post (requests.c): the operation's number, its completion event
  * when the MPI completed it at once, its entry's number and flags; an operation on another
  * communicator than MPI_COMM_WORLD takes ml_req_track_slow (its entry holds the communicator's
@@ -166,19 +189,7 @@ ML_HOT uint64_t ml_lean_post(ml_thread_t *t, MPI_Request req, ml_site_t *site, i
         return 0;
     }
     if (ML_UNLIKELY(req == MPI_REQUEST_NULL)) return 0;
-    ml_req_t *e = ml_req_insert(t, ml_req_key(req));
-    if (ML_UNLIKELY(e == NULL)) {
-        t->dropped_requests++; /* full at MPILENS_MAX_REQUESTS */
-        return 0;
-    }
-    e->fn = (uint16_t)fn;
-    e->flags = ML_REQ_ACTIVE;
-    e->stat = ml_stat_index(t, fn);
-    e->peer = peer;
-    e->sent = sent;
-    e->recv = recv;
-    e->comm = NULL; /* t_post is counters mode's, never on with this path; seq trace mode's */
-    e->site = site;
+    ml_lean_enter_request(t, req, site, fn, sent, recv, peer, ML_REQ_ACTIVE, 0);
     return 0;
 }
 
@@ -213,7 +224,7 @@ ML_HOT void ml_lean_settle(ml_thread_t *t, uint32_t i, const MPI_Status *st, con
     const int64_t sent = e->sent != ML_BYTES_FROM_STATUS ? e->sent : ml_status_bytes(st);
     const int64_t recv = e->recv != ML_BYTES_FROM_STATUS ? e->recv : ml_status_bytes(st);
     ml_lean_account(t, &t->blocks[e->stat], e->site, e->fn, e->peer, sent, recv);
-    if (traced) ml_trace_done(t, e, st, sent, recv);
+    if (traced) ml_trace_done_inline(t, e, st, sent, recv);
     ml_req_remove_at(t, i);
 }
 

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lean.h"
 #include "ml.h"
 #include "ml_spc.h"
 #include "ml_trace.h"
@@ -354,21 +355,15 @@ uint64_t ml_lean_post_traced(ml_thread_t *t, MPI_Request req, ml_site_t *site, i
     if (req == MPI_REQUEST_NULL) return 0;
     if (comm != MPI_COMM_WORLD) return ml_req_track_slow(t, req, fn, 0, sent, recv, peer, comm, site);
     const uint64_t seq = ((uint64_t)(t->trace.index + 1) << 40) | ++t->req_seq;
-    ml_req_t e = {0, (uint16_t)fn, ML_REQ_ACTIVE | ML_REQ_WORLD, ml_stat_index(t, fn), peer, 0, sent, recv, seq, 0,
-                  NULL, site};
     if (ml_req_shared_handle(req)) { /* complete already, and with no status worth reading */
+        const ml_req_t e = {0, (uint16_t)fn, ML_REQ_ACTIVE | ML_REQ_WORLD, ml_stat_index(t, fn), peer, 0, sent, recv,
+                            seq, 0, NULL, site};
         const int64_t s = sent == ML_BYTES_FROM_STATUS ? 0 : sent, r = recv == ML_BYTES_FROM_STATUS ? 0 : recv;
         ml_req_account(t, &e, s, r);
         t->done_at = t1;
-        ml_trace_done(t, &e, NULL, s, r);
+        ml_trace_done_inline(t, &e, NULL, s, r);
         return seq;
     }
-    ml_req_t *s = ml_req_insert(t, ml_req_key(req));
-    if (s == NULL) {
-        t->dropped_requests++;
-        return seq;
-    }
-    e.key = s->key;
-    *s = e;
+    ml_lean_enter_request(t, req, site, fn, sent, recv, peer, ML_REQ_ACTIVE | ML_REQ_WORLD, seq);
     return seq;
 }

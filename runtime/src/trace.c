@@ -221,27 +221,7 @@ void ml_trace_plain(ml_thread_t *t, int fn, uint64_t t0, uint64_t t1)
 
 void ml_trace_done(ml_thread_t *t, const ml_req_t *r, const MPI_Status *st, int64_t sent, int64_t recv)
 {
-    ml_tev_t e = {
-        .t0 = t->done_at,
-        .t1 = t->done_at,
-        .kind = ML_TEV_DONE,
-        .fn = r->fn,
-        .comm = r->comm ? (uint32_t)r->comm->uid : 0,
-        .dst = r->peer,
-        .src = -1,
-        .rtag = st ? st->MPI_TAG : 0,
-        .sent = sent,
-        .recv = recv,
-        .req = r->seq,
-    };
-    if (r->comm == NULL && (r->flags & ML_REQ_WORLD)) { /* the lean path's: on MPI_COMM_WORLD, no facts held */
-        e.comm = ml_trace_world_uid;
-        if (st != NULL && st->MPI_SOURCE >= 0) e.src = st->MPI_SOURCE;
-    } else if (st != NULL && st->MPI_SOURCE >= 0 && r->comm != NULL && r->comm->world != NULL &&
-               st->MPI_SOURCE < (r->comm->is_inter ? r->comm->remote_size : r->comm->size)) {
-        e.src = r->comm->world[st->MPI_SOURCE];
-    }
-    ml_trace_emit(t, &e);
+    ml_trace_done_inline(t, r, st, sent, recv);
 }
 
 void ml_trace_region(ml_thread_t *t, int begin, uint32_t path_id)

@@ -165,4 +165,30 @@ ML_HOT void ml_trace_call_at(ml_thread_t *t, const ml_call_t *c, uint32_t site)
 }
 ML_HOT void ml_trace_call_inline(ml_thread_t *t, const ml_call_t *c) { ml_trace_call_at(t, c, ml_trace_site(t, c->fn)); }
 
+/* The completion event of operation r (ml_trace_done), inlined into the lean path's completions. */
+ML_HOT void ml_trace_done_inline(ml_thread_t *t, const ml_req_t *r, const MPI_Status *st, int64_t sent, int64_t recv)
+{
+    ml_tev_t e = {
+        .t0 = t->done_at,
+        .t1 = t->done_at,
+        .kind = ML_TEV_DONE,
+        .fn = r->fn,
+        .comm = r->comm ? (uint32_t)r->comm->uid : 0,
+        .dst = r->peer,
+        .src = -1,
+        .rtag = st ? st->MPI_TAG : 0,
+        .sent = sent,
+        .recv = recv,
+        .req = r->seq,
+    };
+    if (r->comm == NULL && (r->flags & ML_REQ_WORLD)) { /* the lean path's: on MPI_COMM_WORLD, no facts held */
+        e.comm = ml_trace_world_uid;
+        if (st != NULL && st->MPI_SOURCE >= 0) e.src = st->MPI_SOURCE;
+    } else if (st != NULL && st->MPI_SOURCE >= 0 && r->comm != NULL && r->comm->world != NULL &&
+               st->MPI_SOURCE < (r->comm->is_inter ? r->comm->remote_size : r->comm->size)) {
+        e.src = r->comm->world[st->MPI_SOURCE];
+    }
+    ml_trace_emit(t, &e);
+}
+
 #endif
