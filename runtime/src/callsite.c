@@ -228,6 +228,7 @@ void ml_callsite_thread(ml_thread_t *t, char *mem)
     mem += (size_t)ML_NFUNC * sizeof(ml_site_t);
     t->site_frames = (ml_site_frame_t *)mem;
     t->site_used = 0;
+    t->site_key_mask = ~(uint64_t)0;
     /* the memory is zeroed and left untouched until sites appear: an empty entry (key 0) never
      * matches the fast path, a return address is never 0 */
 }

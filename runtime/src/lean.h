@@ -57,10 +57,11 @@ ML_HOT uint64_t ml_lean_stop(uint64_t t0) { return ML_LIKELY(t0 != 0) ? ml_tick(
 
 /* The call site of this call: the function's last site when it is this one (one comparison),
  * else the fast path's entry, else callsite.c's lookup (a new site, or one the fast path must not
- * match); with call sites off, the thread's void site. */
+ * match). With call sites off the key is 0, the key of the thread's void site, which every
+ * function's last site then stays: no test of its own. */
 ML_HOT ml_site_t *ml_lean_site(ml_thread_t *t, uintptr_t ra, int fn)
 {
-    const uint64_t k = ml_site_key(ra, fn);
+    const uint64_t k = ml_site_key(ra, fn) & t->site_key_mask;
     ml_site_t *e = t->site_last[fn];
     if (ML_LIKELY(e->key == k)) return e;
     if (ML_UNLIKELY(t->sites == NULL)) return &t->site_void;
