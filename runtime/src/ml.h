@@ -391,10 +391,17 @@ ML_HOT ml_site_t *ml_site_slot(const ml_thread_t *t, uint64_t k)
 {
     return &t->sites[(uint32_t)((k * 0x9E3779B97F4A7C15ull) >> t->site_shift)];
 }
-ML_HOT ml_site_t *ml_site_fast(const ml_thread_t *t, int fn, uint64_t *k)
+/* The fast path's candidate for this call (*k: its key), which the caller compares: the
+ * function's last site when it is this one, else the table's entry (which becomes the function's
+ * last site when it holds this key). */
+ML_HOT ml_site_t *ml_site_fast(ml_thread_t *t, int fn, uint64_t *k)
 {
     *k = ml_site_key(t->ra, fn);
-    return ml_site_slot(t, *k);
+    ml_site_t *e = t->site_last[fn];
+    if (ML_LIKELY(e->key == *k)) return e;
+    e = ml_site_slot(t, *k);
+    if (ML_LIKELY(e->key == *k)) t->site_last[fn] = e;
+    return e;
 }
 ML_HOT ml_site_t *ml_site_find(ml_thread_t *t, int fn)
 {
