@@ -216,9 +216,9 @@ typedef struct ml_thread {
     int site_pending_fn;
     ml_site_t *site_posted; /* the site ml_req_track found for the call being made, for its leave */
     ml_site_t site_void;    /* with call sites off (depth 0), what the lean path counts into: never written out */
-    /* the lean path's last site of each function (lean.h: ml_lean_site): most calls of a function
-     * come from the site of its previous call; &site_void until one is found (its key 0 matches
-     * only with call sites off) */
+    /* each function's last site on the fast path (lean.h: ml_lean_site; ml_site_fast): most calls
+     * of a function come from the site of its previous call; &site_void until one is found (its
+     * key 0 matches only the lean path's masked key, with call sites off) */
     ml_site_t *site_last[ML_NFUNC];
     uint64_t site_key_mask; /* ~0 with call sites on; 0 (their keys all 0, site_void's) when off */
     uint32_t site_shift, site_cap, site_used, site_fast;
