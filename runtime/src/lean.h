@@ -55,23 +55,16 @@ ML_HOT uint64_t ml_lean_start(ml_thread_t *t, int fn)
 }
 ML_HOT uint64_t ml_lean_stop(uint64_t t0) { return ML_LIKELY(t0 != 0) ? ml_tick() : 0; }
 
-/* The call site of this call: the function's last site when it is this one (one comparison),
- * else the fast path's entry, else callsite.c's lookup (a new site, or one the fast path must not
- * match). With call sites off the key is 0, the key of the thread's void site, which every
- * function's last site then stays: no test of its own. */
+/* The call site of this call: the fast path's (ml_site_cached), else callsite.c's lookup (a new
+ * site, or one the fast path must not match). With call sites off the key is masked to 0, the key
+ * of the thread's void site, which every function's last site then stays: no test of its own. */
 ML_HOT ml_site_t *ml_lean_site(ml_thread_t *t, uintptr_t ra, int fn)
 {
     const uint64_t k = ml_site_key(ra, fn) & t->site_key_mask;
-    ml_site_t *e = t->site_last[fn];
-    if (ML_LIKELY(e->key == k)) return e;
-    if (ML_UNLIKELY(t->sites == NULL)) return &t->site_void;
-    e = ml_site_slot(t, k);
-    if (ML_UNLIKELY(e->key != k)) {
-        t->ra = ra;
-        return ml_site_slow(t, fn); /* not cached: a site found by a walk never matches k */
-    }
-    t->site_last[fn] = e;
-    return e;
+    ml_site_t *e = ml_site_cached(t, k, fn);
+    if (ML_LIKELY(e != NULL)) return e;
+    t->ra = ra;
+    return ml_site_slow(t, fn);
 }
 
 /* A timed call under MPILENS_TIME_SAMPLE: the sums of the estimate (ml_count says which calls). */

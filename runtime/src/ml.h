@@ -216,9 +216,9 @@ typedef struct ml_thread {
     int site_pending_fn;
     ml_site_t *site_posted; /* the site ml_req_track found for the call being made, for its leave */
     ml_site_t site_void;    /* with call sites off (depth 0), what the lean path counts into: never written out */
-    /* each function's last site on the fast path (lean.h: ml_lean_site; ml_site_fast): most calls
-     * of a function come from the site of its previous call; &site_void until one is found (its
-     * key 0 matches only the lean path's masked key, with call sites off) */
+    /* each function's last site on the fast path (ml_site_cached): most calls of a function come
+     * from the site of its previous call; &site_void until one is found (its key 0 matches only
+     * the lean path's masked key, with call sites off) */
     ml_site_t *site_last[ML_NFUNC];
     uint64_t site_key_mask; /* ~0 with call sites on; 0 (their keys all 0, site_void's) when off */
     uint32_t site_shift, site_cap, site_used, site_fast;
@@ -391,30 +391,26 @@ ML_HOT ml_site_t *ml_site_slot(const ml_thread_t *t, uint64_t k)
 {
     return &t->sites[(uint32_t)((k * 0x9E3779B97F4A7C15ull) >> t->site_shift)];
 }
-/* The fast path's candidate for this call (*k: its key), which the caller compares: the
- * function's last site when it is this one, else the table's entry (which becomes the function's
- * last site when it holds this key). */
-ML_HOT ml_site_t *ml_site_fast(ml_thread_t *t, int fn, uint64_t *k)
+/* Function fn's call site of key k on the fast path: its last site when that holds k, else the
+ * table's entry for k (which becomes its last site); NULL when neither holds k. */
+ML_HOT ml_site_t *ml_site_cached(ml_thread_t *t, uint64_t k, int fn)
 {
-    *k = ml_site_key(t->ra, fn);
     ml_site_t *e = t->site_last[fn];
-    if (ML_LIKELY(e->key == *k)) return e;
-    e = ml_site_slot(t, *k);
-    if (ML_LIKELY(e->key == *k)) t->site_last[fn] = e;
+    if (ML_LIKELY(e->key == k)) return e;
+    e = ml_site_slot(t, k);
+    if (ML_UNLIKELY(e->key != k)) return NULL;
+    t->site_last[fn] = e;
     return e;
 }
 ML_HOT ml_site_t *ml_site_find(ml_thread_t *t, int fn)
 {
-    uint64_t k;
-    ml_site_t *e = ml_site_fast(t, fn, &k);
-    if (ML_UNLIKELY(e->key != k)) e = ml_site_slow(t, fn);
-    return e;
+    ml_site_t *e = ml_site_cached(t, ml_site_key(t->ra, fn), fn);
+    return ML_LIKELY(e != NULL) ? e : ml_site_slow(t, fn);
 }
 ML_HOT ml_site_t *ml_site_early(ml_thread_t *t, int fn)
 {
-    uint64_t k;
-    ml_site_t *e = ml_site_fast(t, fn, &k);
-    return ML_LIKELY(e->key == k) ? e : ml_site_early_slow(t, fn);
+    ml_site_t *e = ml_site_cached(t, ml_site_key(t->ra, fn), fn);
+    return ML_LIKELY(e != NULL) ? e : ml_site_early_slow(t, fn);
 }
 ML_HOT void ml_site_count(ml_thread_t *t, int fn, uint64_t d, int64_t sent, int64_t recv)
 {
