@@ -125,7 +125,7 @@ ML_HOT void ml_lean_bytes(ml_thread_t *t, ml_fstat_t *s, ml_site_t *site, int fn
                           int64_t recv)
 {
     ml_lean_add_bytes(s, site, sent, recv);
-    ml_hbin_t *h = &t->hist[fn * ML_NBINS + ml_size_bin(sent > recv ? sent : recv)];
+    ml_hbin_t *h = ml_hist_bin(t, fn, sent, recv);
     h->calls++;
     h->ticks += d;
 }

@@ -428,6 +428,11 @@ ML_HOT int ml_size_bin(int64_t bytes)
 {
     return bytes <= 0 ? 0 : 64 - __builtin_clzll((unsigned long long)bytes);
 }
+/* Function fn's size-histogram bin for a transfer of sent and recv bytes (the larger decides). */
+ML_HOT ml_hbin_t *ml_hist_bin(ml_thread_t *t, int fn, int64_t sent, int64_t recv)
+{
+    return &t->hist[fn * ML_NBINS + ml_size_bin(sent > recv ? sent : recv)];
+}
 
 /* After every measured call, successful or not, for the modes that watch call boundaries
  * (ML_OBS_AT_LEAVE; see the observers section below). */
@@ -449,7 +454,7 @@ ML_HOT void ml_leave_bytes(ml_thread_t *t, int fn, uint64_t t0, uint64_t t1, int
     const uint64_t d = ml_count(t, s, t0, t1);
     s->sent += sent;
     s->recv += recv;
-    ml_hbin_t *h = &t->hist[fn * ML_NBINS + ml_size_bin(sent > recv ? sent : recv)];
+    ml_hbin_t *h = ml_hist_bin(t, fn, sent, recv);
     h->calls++;
     h->ticks += d;
     if (ML_LIKELY(t->sites != NULL)) ml_site_count(t, fn, d, sent, recv);
@@ -661,7 +666,7 @@ ML_HOT uint32_t ml_stat_index(const ml_thread_t *t, int fn) { return t->cur_path
  * destination's row of the matrix (peer: its world rank, or -1). */
 ML_HOT void ml_account_transfer(ml_thread_t *t, int fn, int peer, int64_t sent, int64_t recv)
 {
-    t->hist[fn * ML_NBINS + ml_size_bin(sent > recv ? sent : recv)].calls++;
+    ml_hist_bin(t, fn, sent, recv)->calls++;
     if (peer >= 0) {
         t->matrix[peer].messages++;
         t->matrix[peer].bytes += sent;
