@@ -135,7 +135,7 @@ def instructions(mpi: str, args: argparse.Namespace, tmp: Path) -> list[str]:
     mine: dict[tuple[str, int], float] = {}
     for loop in CG_LOOPS:
         n = hotpath.CG_ITERS[loop]
-        iters = n // 10 + 1 + 11 * n  # warm-up + 11 batches, as selfloop.c runs them
+        iters = hotpath.cg_iterations(loop)
         log(f"{mpi}: callgrind, loop {loop}")
         runs = {}
         for d in [None, *depths]:

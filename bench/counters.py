@@ -105,7 +105,7 @@ def callgrind_table(mpis: list[str], base_lib: Path, cur_lib: Path, tmp: Path) -
         exe = hp.compile_selfloop(m)
         for mode in ("send", "recv", "window"):
             n = hp.CG_ITERS[mode]
-            iters = n // 10 + 1 + 11 * n
+            iters = hp.cg_iterations(mode)
             res = {}
             for name, lib, mm, groups in (("plain", None, None, None), ("base", base_lib, "profile", None),
                                           ("off", cur_lib, "profile", None), ("on", cur_lib, "counters", None),

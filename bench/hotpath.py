@@ -43,6 +43,13 @@ from overhead import MPI_NAMES, ROOT, BenchError, base_env, compile_program, log
 
 MODES = ("send", "recv", "isend", "window")
 CG_ITERS = {"send": 2000, "recv": 2000, "isend": 2000, "window": 100}
+
+
+def cg_iterations(loop: str) -> int:
+    """Iterations of a loop under callgrind: bench/selfloop.c runs a tenth of them (plus one) as
+    warm-up, then 11 batches."""
+    n = CG_ITERS[loop]
+    return n // 10 + 1 + 11 * n
 ITERS = {"send": 200000, "recv": 200000, "isend": 200000, "window": 3000}  # selfloop's defaults
 LINE_RE = re.compile(r"ns_per_iter=([\d.]+)")
 
@@ -147,7 +154,7 @@ def cg_parse(path: Path) -> tuple[collections.Counter, collections.Counter, dict
 def callgrind(exe: Path, lib: Path, tmp: Path, mode: str,
               tool_mode: str = "profile") -> tuple[float, float, list[tuple[str, float, float]]]:
     n = CG_ITERS[mode]
-    iters = n // 10 + 1 + 11 * n  # warm-up + 11 batches, as selfloop.c runs them
+    iters = cg_iterations(mode)
     res = []
     table: list[tuple[str, float, float]] = []
     for with_tool in (False, True):

@@ -108,7 +108,7 @@ def instructions(prefix: Path, lib: Path, tmp: Path) -> list[dict]:
     rows = []
     for loop in ("send", "recv", "window"):
         n = hotpath.CG_ITERS[loop]
-        iters = (n // 10 + 1 + 11 * n) * (64 if loop == "window" else 1)  # per message pair in the window loop
+        iters = hotpath.cg_iterations(loop) * (64 if loop == "window" else 1)  # per message pair in the window loop
         got = {}
         for config in ("plain", "spc-off", "spc-all", "mpilens"):
             env = base_env()
