@@ -102,6 +102,30 @@ def test_netpipe(mpi, tmp_path):
     assert_complete(p, 2)
     check_netpipe_profile(p, sizes, lo, reps)
     assert_p2p_balanced(p)
+    check_netpipe_sites(job, sizes, lo, reps)
+
+
+def check_netpipe_sites(job, sizes: list[int], lo: int, reps: int) -> None:
+    """NetPIPE sends from three lines of its MPI module, interleaved at run time: the latency
+    test's round trips, each size's repetition count (rank 0, one int per size, before that size's
+    trials) and the trials' data. Each line is one call site with exactly its own traffic, derived
+    from NetPIPE's output file, whichever site the previous call of the same function came from."""
+    out = subprocess.run([str(MPILENS), "report", str(job.rundir), "--json"], capture_output=True, text=True,
+                         env=job_env(), timeout=300)
+    assert out.returncode == 0, out.stderr
+    sites = json.loads(out.stdout)["callsites"]
+
+    def per_rank(name: str, key: str, r: int) -> list[tuple[int, int]]:
+        return sorted((s["calls"][r], s[key][r]) for s in sites if s["mpi_function"] == name and s["calls"][r])
+
+    data, k = (3 * reps * len(sizes), 3 * reps * sum(sizes)), len(sizes)
+    latency, counts = (100, 100 * lo), (k, 4 * k)
+    assert per_rank("MPI_Send", "bytes_sent", 0) == sorted([data, latency, counts])
+    assert per_rank("MPI_Send", "bytes_sent", 1) == sorted([data, latency])
+    # one receive line serves the latency test and the trials
+    both = (data[0] + latency[0], data[1] + latency[1])
+    assert per_rank("MPI_Recv", "bytes_recv", 0) == [both]
+    assert per_rank("MPI_Recv", "bytes_recv", 1) == sorted([both, counts])
 
 
 # ------------------------------------------------------------------------------------- LAMMPS
