@@ -126,6 +126,32 @@ def test_every_field_form_decodes_exactly(tmp_path):
     assert any("3 events after a missing block" in p for p in rt.problems)
 
 
+def test_call_done_reads_as_the_call_and_its_completion(tmp_path):
+    """A call_done event (kind 7: a nonblocking call whose operation the MPI completed within it)
+    reads as its call event, bytes 0, then the operation's done event at the call's end; the
+    events around it keep their times (the next one's dt is from the call_done's t0)."""
+    own = (1 << 40) | 3
+    raw = events([
+        dict(t0=5000, t1=5040, kind=1, fn=2, comm=9, dst=1, stag=4, req=(1 << 40) | 2),
+        dict(t0=5100, t1=5130, kind=reader.CALL_DONE, fn=2, comm=9, dst=1, stag=4, sent=64, req=own),
+        dict(t0=5200, t1=5260, kind=1, fn=3, comm=0),
+    ])
+    want = events([
+        dict(t0=5000, t1=5040, kind=1, fn=2, comm=9, dst=1, stag=4, req=(1 << 40) | 2),
+        dict(t0=5100, t1=5130, kind=1, fn=2, comm=9, dst=1, stag=4, req=own),
+        dict(t0=5130, t1=5130, kind=2, fn=2, comm=9, dst=1, sent=64, req=own),
+        dict(t0=5200, t1=5260, kind=1, fn=3, comm=0),
+    ])
+    fixed, words = encode(raw, 0)
+    head = {"rank": 0, "nranks": 1, "tick0": 0, "ns0": 0, "functions": ["f0", "f1", "f2", "f3"]}
+    f = tmp_path / "rank-000000.bin"
+    f.write_bytes(json_block(b"MLTH0001", head) + block(0, 0, 0, fixed, words, 0))
+    rt = reader.read_rank(f)
+    assert rt.problems == []
+    assert rt.events.tolist() == want.tolist()
+    assert rt.thread.tolist() == [0] * 4 and rt.site.tolist() == [0] * 4
+
+
 def test_damaged_sizes_are_one_clear_error(tmp_path):
     a = events([dict(t0=10**9, t1=10**9 + 5, kind=1, fn=1, comm=1, dst=0, sent=4)])
     fa, wa = encode(a, 0)

@@ -481,7 +481,7 @@ def lean_body(f: standard.StdFunction, sem: Semantics, call: str, traced: bool) 
         body += ["ml_lean_count(ml_t, ml_f, ml_site, ml_t0, ml_t1);",
                  "uint64_t ml_seq = 0;" if traced else "",
                  f"if ({moved}) {'ml_seq = ' if traced else ''}ml_lean_post(ml_t, *request, ml_site, ML_FN_{fn}, "
-                 f"{sent_v}, {recv_v}, {peer_v}, {roles(f, sem).comm or 'MPI_COMM_NULL'}, ml_t1, {int(traced)});"]
+                 f"{sent_v}, {recv_v}, {peer_v}, {roles(f, sem).comm or 'MPI_COMM_NULL'}, {int(traced)});"]
     else:
         # as the general path: a call that is not a no-op has a size bin, also when it failed (0 B)
         body += ["const uint64_t ml_d = ml_lean_count(ml_t, ml_f, ml_site, ml_t0, ml_t1);",

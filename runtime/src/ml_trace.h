@@ -21,10 +21,19 @@ typedef struct ml_comm ml_comm_t;
 typedef struct ml_trace_thread {
     int on;                  /* write trace records: read by every wrapper that may emit an event */
     uint32_t index;          /* thread number within the process, in order of first MPI use */
+    uint64_t req_base;       /* (index + 1) << 40: the high bits of this thread's operation numbers */
     struct ml_tbuf *cur;     /* buffer being filled */
     struct ml_tbuf *bufs[8];
     uint32_t fillings;       /* buffers this thread has begun to fill */
+    /* bytes of the operation that the lean path's current call started and the MPI completed
+     * within it: its call event carries them (a call_done event, ML_SEQ_DONE) */
+    int64_t done_sent, done_recv;
 } ml_trace_thread_t;
+
+/* The bit of an operation number that the lean path's ml_lean_post_traced sets when the MPI
+ * completed the operation within the call that started it: the call event is then written as a
+ * call_done event (one event for the call and the completion). Never written into the trace. */
+#define ML_SEQ_DONE (1ull << 63)
 
 /* the mode's entry in the table of modes (modes.c) */
 int ml_trace_init(void);                /* MPI_Init: open the rank's file, start the writer; says why not */

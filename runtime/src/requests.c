@@ -19,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lean.h"
 #include "ml.h"
 #include "ml_spc.h"
 #include "ml_trace.h"
@@ -177,7 +176,7 @@ uint64_t ml_req_track_slow(ml_thread_t *t, MPI_Request req, int fn, unsigned fla
     /* trace or counters mode watches requests, or MPI_THREAD_MULTIPLE (ml_req_track has the
      * profile's own case) */
     /* in traces, thread number and sequence name the operation, to link its start and its end */
-    const uint64_t seq = t->trace.on ? ((uint64_t)(t->trace.index + 1) << 40) | ++t->req_seq : 0;
+    const uint64_t seq = t->trace.on ? t->trace.req_base | ++t->req_seq : 0;
     /* the communicator's facts: for the trace; for the counters when not MPI_COMM_WORLD (ranks of
      * received messages, communicator sizes of collectives) or per communicator */
     const ml_comm_t *facts = NULL;
@@ -347,23 +346,4 @@ void ml_req_completed_slow(ml_thread_t *t, MPI_Request req, const MPI_Status *st
     ml_claim_t c;
     ml_req_claim_slow(req, &c);
     ml_req_done(t, &c, st, err == MPI_SUCCESS); /* completed in error: nothing moved */
-}
-
-uint64_t ml_lean_post_traced(ml_thread_t *t, MPI_Request req, ml_site_t *site, int fn, int64_t sent, int64_t recv,
-                             int peer, MPI_Comm comm, uint64_t t1)
-{
-    if (req == MPI_REQUEST_NULL) return 0;
-    if (comm != MPI_COMM_WORLD) return ml_req_track_slow(t, req, fn, 0, sent, recv, peer, comm, site);
-    const uint64_t seq = ((uint64_t)(t->trace.index + 1) << 40) | ++t->req_seq;
-    if (ml_req_shared_handle(req)) { /* complete already, and with no status worth reading */
-        const ml_req_t e = {0, (uint16_t)fn, ML_REQ_ACTIVE | ML_REQ_WORLD, ml_stat_index(t, fn), peer, 0, sent, recv,
-                            seq, 0, NULL, site};
-        const int64_t s = sent == ML_BYTES_FROM_STATUS ? 0 : sent, r = recv == ML_BYTES_FROM_STATUS ? 0 : recv;
-        ml_req_account(t, &e, s, r);
-        t->done_at = t1;
-        ml_trace_done_inline(t, &e, NULL, s, r);
-        return seq;
-    }
-    ml_lean_enter_request(t, req, site, fn, sent, recv, peer, ML_REQ_ACTIVE | ML_REQ_WORLD, seq);
-    return seq;
 }

@@ -187,7 +187,7 @@ ml_tbuf_t *ml_trace_swap(ml_thread_t *t)
                 /* emptied by the writer (nothing committed or flushed): a new filling, decoded
                  * on its own */
                 b->filling = t->trace.fillings++;
-                b->last_t0 = 0;
+                b->last_t0 = ML_TBUF_NO_T0;
                 b->last_comm = 0;
                 t->trace.cur = b;
                 return b;
@@ -527,6 +527,7 @@ void ml_trace_thread(ml_thread_t *t)
 {
     if (out.fd < 0) return;
     t->trace.index = __atomic_fetch_add(&threads_seen, 1, __ATOMIC_RELAXED);
+    t->trace.req_base = (uint64_t)(t->trace.index + 1) << 40;
     const size_t size = sizeof(ml_tbuf_t) + ml_trace_data_bytes;
     for (uint32_t i = 0; i < nbuffers && i < 8; i++) {
         void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

@@ -22,7 +22,7 @@ typedef struct ml_tbuf {
     uint32_t flushed, wflushed; /* events and words already written */
     int busy;                   /* held by whoever writes from this buffer: the writer or a dying process */
     uint32_t filling;           /* this thread's count of buffer fillings, to group the blocks */
-    uint64_t last_t0;           /* the previous event of this filling (thread-private) */
+    uint64_t last_t0;           /* the previous event of this filling (thread-private), or ML_TBUF_NO_T0 */
     uint32_t last_comm;
     struct ml_tbuf *next;
     _Alignas(8) unsigned char data[]; /* fixed parts from the start, words from the end */
@@ -38,6 +38,10 @@ typedef struct ml_tev {
     uint32_t site;                /* call site: number in the thread's table, 0: unknown */
 } ml_tev_t;
 
+/* last_t0 at the start of a filling: 2^63 ticks from any time stamp (a century at 3 GHz), so the
+ * first event's dt never fits 32 bits and it gets its full time stamp */
+#define ML_TBUF_NO_T0 (1ull << 63)
+
 extern size_t ml_trace_data_bytes;  /* of each buffer */
 extern uint32_t ml_trace_world_uid; /* MPI_COMM_WORLD's, the communicator of most calls */
 /* The thread's buffer is full (or it has none yet): queue it, return a free one. */
@@ -51,20 +55,23 @@ ML_HOT uint32_t *ml_tbuf_word_end(ml_tbuf_t *b) { return (uint32_t *)(b->data + 
 ML_HOT void ml_trace_emit(ml_thread_t *t, const ml_tev_t *e)
 {
     ml_tbuf_t *b = t->trace.cur;
-    uint64_t c = b ? b->committed : 0;
-    if (ML_UNLIKELY(b == NULL ||
-                    ((uint32_t)c + 1) * sizeof(ml_tfix_t) + ((c >> 32) + ML_TF_MAX_WORDS) * 4 > ml_trace_data_bytes)) {
+    if (ML_UNLIKELY(b == NULL)) b = ml_trace_swap(t);
+    uint64_t c = b->committed;
+    uint32_t *end = ml_tbuf_word_end(b);
+    uint32_t *w = end - (uint32_t)(c >> 32); /* the fields are stored downwards */
+    ml_tfix_t *f = ml_tbuf_fixed(b) + (uint32_t)c;
+    if (ML_UNLIKELY((char *)w - (char *)(f + 1) < ML_TF_MAX_WORDS * 4)) { /* no room for one more */
         b = ml_trace_swap(t);
         c = 0;
+        end = w = ml_tbuf_word_end(b);
+        f = ml_tbuf_fixed(b);
     }
     const uint32_t n = (uint32_t)c;
-    uint32_t *const end = ml_tbuf_word_end(b);
-    uint32_t *w = end - (uint32_t)(c >> 32); /* the fields are stored downwards */
     uint32_t flags = e->kind;
-    ml_tfix_t *f = ml_tbuf_fixed(b) + n;
+    /* a filling's first event has a full time stamp: its last_t0 (ML_TBUF_NO_T0) is no tick */
     const int64_t dt = (int64_t)(e->t0 - b->last_t0);
     const uint64_t dur = e->t1 - e->t0;
-    if (ML_LIKELY(n > 0 && dt == (int32_t)dt && dur <= UINT32_MAX)) {
+    if (ML_LIKELY(dt == (int32_t)dt && dur <= UINT32_MAX)) {
         f->dt = (int32_t)dt;
         f->dur = (uint32_t)dur;
     } else { /* the first event of the filling, or a long gap or call */
@@ -106,7 +113,7 @@ ML_HOT void ml_trace_emit(ml_thread_t *t, const ml_tev_t *e)
     }
     if (e->req != 0) {
         *--w = (uint32_t)e->req;
-        if ((e->req >> 32) == (uint64_t)(t->trace.index + 1) << 8) { /* a request this thread started */
+        if ((e->req & ~(uint64_t)UINT32_MAX) == t->trace.req_base) { /* a request this thread started */
             flags |= 1u << ML_TF_REQ;
         } else {
             flags |= 2u << ML_TF_REQ;
@@ -146,7 +153,7 @@ ML_HOT uint32_t ml_trace_site(ml_thread_t *t, int fn) { return t->sites ? ml_sit
 /* The event of one MPI call as a wrapper describes it, made at call site number site. */
 ML_HOT void ml_trace_call_at(ml_thread_t *t, const ml_call_t *c, uint32_t site)
 {
-    const ml_tev_t e = {
+    ml_tev_t e = {
         .t0 = c->t0,
         .t1 = c->t1,
         .kind = ML_TEV_CALL,
@@ -161,6 +168,14 @@ ML_HOT void ml_trace_call_at(ml_thread_t *t, const ml_call_t *c, uint32_t site)
         .req = c->req,
         .site = site,
     };
+    if (ML_UNLIKELY(c->req & ML_SEQ_DONE)) { /* the operation it started completed within it */
+        e.kind = ML_TEV_CALL_DONE;
+        e.req = c->req & ~ML_SEQ_DONE;
+        e.sent = t->trace.done_sent;
+        e.recv = t->trace.done_recv;
+        ml_trace_emit(t, &e); /* a copy of its own: the plain call's constant fields stay folded */
+        return;
+    }
     ml_trace_emit(t, &e);
 }
 ML_HOT void ml_trace_call_inline(ml_thread_t *t, const ml_call_t *c) { ml_trace_call_at(t, c, ml_trace_site(t, c->fn)); }

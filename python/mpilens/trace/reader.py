@@ -22,6 +22,8 @@ from ..errors import RunDirectoryError
 CALL, DONE, REGION_BEGIN, REGION_END, COUNTER = (L.TRACE_KIND_CALL, L.TRACE_KIND_DONE, L.TRACE_KIND_REGION_BEGIN,
                                                  L.TRACE_KIND_REGION_END, L.TRACE_KIND_COUNTER)
 IO = L.TRACE_KIND_IO  # file (fn) and byte offset (sent) of the MPI-IO call whose event follows
+# a call and the completion, within it, of the operation it started: read as a CALL and a DONE
+CALL_DONE = L.TRACE_KIND_CALL_DONE
 
 # an event with all of its fields: the 64-byte events of older traces as they are, and what the
 # compact events are decoded into
@@ -204,6 +206,7 @@ def read_rank(path: layout.RankFile) -> RankTrace:
     except ValueError as err:
         raise RunDirectoryError(f"{path.name}: damaged events ({err})") from err
     del data  # the map closes when the last view of it is gone
+    events, thread, site = _split_call_done(events, thread, site)
     clock.sort()
     return RankTrace(int(head["rank"]), events, thread, head, trailer, clock, problems, file_bytes=size, site=site)
 
@@ -305,6 +308,33 @@ def _decode_block(fix: np.ndarray, words: np.ndarray, thread: int, ev: np.ndarra
     own = np.uint64(thread + 1) << np.uint64(40)  # one word: a request this thread started
     ev["req"] = np.where(req_w == 1, own | req, req)
     return take(site_w).astype(np.uint32)  # the call sites (0: none)
+
+
+def _split_call_done(events: np.ndarray, thread: np.ndarray,
+                     site: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each call_done event as the two it stands for, in its place: the call (bytes 0), then
+    the completion of its operation at the call's end (the event's function, communicator,
+    destination, bytes and operation number; no source, tags or call site)."""
+    both = events["kind"] == CALL_DONE
+    if not both.any():
+        return events, thread, site
+    at = np.repeat(np.arange(len(events)), np.where(both, 2, 1))
+    events, thread, site = events[at], thread[at], site[at]
+    second = np.zeros(len(at), dtype=bool)
+    second[1:] = at[1:] == at[:-1]
+    first = np.append(second[1:], False)
+    events["kind"][first] = CALL
+    events["sent"][first] = 0
+    events["recv"][first] = 0
+    done = events[second]
+    done["kind"] = DONE
+    done["t0"] = done["t1"]
+    done["src"] = -1
+    done["stag"] = 0
+    done["rtag"] = 0
+    events[second] = done
+    site[second] = 0
+    return events, thread, site
 
 
 def trace_files(rundir: str | Path) -> list[layout.RankFile]:
