@@ -7,8 +7,10 @@ the run directory as read by mpilens.rundir.load.
 
 from __future__ import annotations
 
+import collections
 import os
 import shutil
+import struct
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -96,6 +98,19 @@ def mpirun(mpi: str, np: int, argv: list[str], tmp_path: Path, **kw) -> Job:
 def run_example(mpi: str, name: str, np: int, tmp_path: Path, args: list[str] | None = None, **kw) -> Job:
     """Run an example program on np ranks under mpilens."""
     return mpirun(mpi, np, [str(example(mpi, name)), *(args or [])], tmp_path, **kw)
+
+
+def trace_kinds(path: Path) -> collections.Counter:
+    """Events of each kind in a trace file as written, before the reader gives a call_done
+    (kind 7) as two events: read here from the blocks' heads and the events' fixed parts alone
+    (docs/run-directory.md, file `trace`), independently of mpilens' reader."""
+    raw, kinds, pos = path.read_bytes(), collections.Counter(), 0
+    while (pos := raw.find(b"MLTB0002", pos)) >= 0:
+        _, count, _, _, _, _, _, words, _ = struct.unpack_from("<IIQQQIIII", raw, pos + 8)
+        fixed = pos + 56
+        kinds.update(struct.unpack_from("<iIHH", raw, fixed + 12 * i)[3] & 7 for i in range(count))
+        pos = fixed + 12 * count + 4 * words
+    return kinds
 
 
 def plain_run(mpi: str, np: int, argv: list[str], timeout: int = TIMEOUT) -> subprocess.CompletedProcess:

@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import MPILENS, MPIS, NETPIPE, check_netpipe_profile, fn, job_env, launcher, mpilens_run, netpipe_sizes, plain_run
+from conftest import (MPILENS, MPIS, NETPIPE, check_netpipe_profile, fn, job_env, launcher, mpilens_run, netpipe_sizes,
+                      plain_run, trace_kinds)
+from mpilens.trace import reader, timeline
 
 LAMMPS_INDENT = Path("/usr/share/lammps/examples/indent")
 LAMMPS_STEPS = 3000
@@ -208,6 +210,15 @@ def hpcc_summary(path: Path) -> dict[str, str]:
     return dict(line.split("=", 1) for line in body.splitlines() if "=" in line)
 
 
+def hpcc_input() -> str:
+    """HPCC's example input, for one problem of N=200 in blocks of 20."""
+    inf = HPCC_INPUT.read_text()
+    for old, new in (("1000         Ns", "200          Ns"), ("80           NBs", "20           NBs")):
+        assert old in inf
+        inf = inf.replace(old, new)
+    return inf
+
+
 @pytest.fixture(scope="module")
 def hpcc(tmp_path_factory):
     """HPCC on 4 ranks (2 x 2 grid, N=200) without and with mpilens: (plain summary, tool summary, Job)."""
@@ -215,10 +226,7 @@ def hpcc(tmp_path_factory):
     mpi = linked_mpi(exe)
     assert mpi in MPIS
     base = tmp_path_factory.mktemp("hpcc")
-    inf = HPCC_INPUT.read_text()
-    for old, new in (("1000         Ns", "200          Ns"), ("80           NBs", "20           NBs")):
-        assert old in inf
-        inf = inf.replace(old, new)
+    inf = hpcc_input()
     summaries = []
     for name in ("plain", "tool"):
         work = base / name
@@ -262,6 +270,39 @@ def test_hpcc_p2p_bytes_balance(hpcc):
     MPI_Testany); every byte sent must still be a byte received."""
     _, _, job = hpcc
     assert_p2p_balanced(job.profile)
+
+
+def test_hpcc_trace(hpcc, tmp_path):
+    """HPCC traced. Its RandomAccess and b_eff start many small MPI_Isend, which the MPI often
+    completes within the call: each such send is one call_done event in the file, which the reader
+    gives as the call and its completion. HPCC's results do not change, every message sent is
+    matched to its receive, and every operation started has exactly one completion but the
+    receives RandomAccess cancels at its end (a cancelled operation moved nothing: no completion)."""
+    plain, _, _ = hpcc
+    exe = require("hpcc", "hpcc")
+    mpi = linked_mpi(exe)
+    (tmp_path / "hpccinf.txt").write_text(hpcc_input())
+    job = mpilens_run(None, launcher(mpi, 4) + ["-wdir", str(tmp_path), exe], tmp_path, timeout=120,
+                      settings={"MPILENS_MODE": "profile,trace"})
+    tool = hpcc_summary(tmp_path / "hpccoutf.txt")
+    stable = {k for k in plain if not HPCC_TIMING.search(k)}
+    assert {k: tool.get(k) for k in stable} == {k: plain[k] for k in stable}
+    tl = timeline.load(job.rundir)
+    assert tl.complete and tl.problems == []
+    assert tl.messages.unmatched_sends == 0 and tl.messages.unmatched_recvs == 0
+    written = 0
+    for r in range(4):
+        mine = tl.ev[tl.ev["rank"] == r]
+        started = mine["req"][(mine["kind"] == reader.CALL) & (mine["req"] != 0)]
+        done = mine["req"][mine["kind"] == reader.DONE]
+        cancels = int(((mine["kind"] == reader.CALL) & (mine["fn"] == tl.functions.index("MPI_Cancel"))).sum())
+        assert len(started) > 0 and len(set(started.tolist())) == len(started)
+        assert len(set(done.tolist())) == len(done) and set(done.tolist()) <= set(started.tolist())
+        assert 0 < cancels == len(started) - len(done), (r, cancels, len(started), len(done))
+        raw = trace_kinds(job.rundir / "trace" / f"rank-{r:06d}.bin")
+        assert raw[reader.DONE] + raw[reader.CALL_DONE] == len(done)
+        written += raw[reader.CALL_DONE]
+    assert written > 0
 
 
 # ------------------------------------------------------------------------------------- mpi4py

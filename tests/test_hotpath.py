@@ -9,16 +9,13 @@ parameters and source, never from the tool's output.
 
 from __future__ import annotations
 
-import collections
 import re
-import struct
-from pathlib import Path
 
 import pytest
 from test_callsites import markers, report_json, site
 from test_traffic import check_functions, check_run, expected_hist, hist, matrix
 
-from conftest import ROOT, fn, run_example
+from conftest import ROOT, fn, run_example, trace_kinds
 from mpilens.trace import timeline
 
 MAXSIZE = 1000
@@ -28,18 +25,6 @@ DUPS = 50  # its receives on a duplicate of MPI_COMM_WORLD, 100 bytes each
 
 def size_of(i: int) -> int:
     return 1 + (i * 37) % MAXSIZE
-
-
-def raw_kinds(path: Path) -> collections.Counter:
-    """Events of each kind in a trace file as written, before the reader splits a call_done
-    (kind 7) in two: read here from the blocks' heads and the events' fixed parts alone."""
-    raw, kinds, pos = path.read_bytes(), collections.Counter(), 0
-    while (pos := raw.find(b"MLTB0002", pos)) >= 0:
-        _, count, _, _, _, _, _, words, _ = struct.unpack_from("<IIQQQIIII", raw, pos + 8)
-        fixed = pos + 56
-        kinds.update(struct.unpack_from("<iIHH", raw, fixed + 12 * i)[3] & 7 for i in range(count))
-        pos = fixed + 12 * count + 4 * words
-    return kinds
 
 
 def rounds(n: int) -> tuple[int, int, int]:
@@ -114,7 +99,7 @@ def test_completion_orders_are_exact(mpi, mode, tmp_path):
         # one completion per request (rank 0: its Isends; rank 1: its Irecvs). A send the MPI
         # completed within MPI_Isend is written as one call_done event, read as its call and
         # its completion; the program's small sends have some on both MPIs.
-        raw = [raw_kinds(job.rundir / "trace" / f"rank-00000{r}.bin") for r in (0, 1)]
+        raw = [trace_kinds(job.rundir / "trace" / f"rank-00000{r}.bin") for r in (0, 1)]
         for r, want_done in ((0, n + 1), (1, n + m + DUPS)):
             mine = tl.ev[tl.ev["rank"] == r]
             assert int((mine["kind"] == 2).sum()) == raw[r][2] + raw[r][7] == want_done
