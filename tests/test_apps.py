@@ -13,8 +13,19 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (MPILENS, MPIS, NETPIPE, check_netpipe_profile, fn, job_env, launcher, mpilens_run, netpipe_sizes,
-                      plain_run, trace_kinds)
+from conftest import (
+    MPILENS,
+    MPIS,
+    NETPIPE,
+    check_netpipe_profile,
+    fn,
+    job_env,
+    launcher,
+    mpilens_run,
+    netpipe_sizes,
+    plain_run,
+    trace_kinds,
+)
 from mpilens.trace import reader, timeline
 
 LAMMPS_INDENT = Path("/usr/share/lammps/examples/indent")

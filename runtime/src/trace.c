@@ -9,7 +9,8 @@
  * reader from its header and skipped.
  *
  * An event is a fixed part of 12 bytes and 0 to 15 words of fields: only what differs from the
- * obvious is written (20 to 28 bytes for a point-to-point call instead of the 64 of all fields), so
+ * obvious is written (20 to 28 bytes for a point-to-point call instead of the 64 of all fields; 32
+ * for a nonblocking one the MPI completed within it, written with its completion: a call_done), so
  * the writer thread, the disk and the reader have a third of the bytes to move. Within a buffer the
  * fixed parts grow from the start and the words downwards from the end, so a block of events is two
  * contiguous pieces, and its words read backwards are the events' fields in order. The previous
