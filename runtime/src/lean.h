@@ -161,46 +161,33 @@ ML_HOT void ml_lean_enter_request(ml_thread_t *t, MPI_Request req, ml_site_t *si
     e->site = site;
 }
 
-/* Trace mode's part of ml_lean_post: the operation's number, its entry's number and flags; an
- * operation on another communicator than MPI_COMM_WORLD takes ml_req_track_slow (its entry holds
- * the communicator's facts). One the MPI completed at once is accounted, its bytes kept in
- * t->trace and ML_SEQ_DONE set in the number returned: the call's event, which the wrapper writes
- * next, then says that it completed (a call_done event: one event instead of two). */
-ML_HOT uint64_t ml_lean_post_traced(ml_thread_t *t, MPI_Request req, ml_site_t *site, int fn, int64_t sent,
-                                    int64_t recv, int peer, MPI_Comm comm)
-{
-    if (ML_UNLIKELY(req == MPI_REQUEST_NULL)) return 0;
-    if (ML_UNLIKELY(comm != MPI_COMM_WORLD)) return ml_req_track_slow(t, req, fn, 0, sent, recv, peer, comm, site);
-    const uint64_t seq = t->trace.req_base | ++t->req_seq;
-    if (ml_req_shared_handle(req)) { /* complete already, and with no status worth reading */
-        const int64_t s = sent == ML_BYTES_FROM_STATUS ? 0 : sent, r = recv == ML_BYTES_FROM_STATUS ? 0 : recv;
-        ml_lean_account(t, &t->cur[fn], site, fn, peer, s, r);
-        t->trace.done_sent = s;
-        t->trace.done_recv = r;
-        return seq | ML_SEQ_DONE;
-    }
-    ml_lean_enter_request(t, req, site, fn, sent, recv, peer, ML_REQ_ACTIVE | ML_REQ_WORLD, seq);
-    return seq;
-}
-
 /* A nonblocking operation started (sent, recv: bytes, or ML_BYTES_FROM_STATUS; peer: the
  * destination's world rank or -1; comm: its communicator). One the MPI completed inside the call
  * that started it (a shared handle) is accounted now; the others get their entry in the thread's
  * table, written in place, to be settled by the completion call. traced (a constant of each copy
- * of the lean path): trace mode. Returns the operation's number in the trace (ML_SEQ_DONE set when
- * it completed at once), else 0. */
+ * of the lean path): trace mode, which numbers the operation and returns its number; an operation
+ * on another communicator than MPI_COMM_WORLD then takes ml_req_track_slow (its entry holds the
+ * communicator's facts). One completed at once gets ML_SEQ_DONE in its number and its bytes kept
+ * in t->trace: the call's event, which the wrapper writes next, then says that it completed (a
+ * call_done event: one event instead of two). Returns 0 outside trace mode. */
 ML_HOT uint64_t ml_lean_post(ml_thread_t *t, MPI_Request req, ml_site_t *site, int fn, int64_t sent, int64_t recv,
                              int peer, MPI_Comm comm, const int traced)
 {
-    if (traced) return ml_lean_post_traced(t, req, site, fn, sent, recv, peer, comm);
-    if (ml_req_shared_handle(req)) {
-        ml_lean_account(t, &t->cur[fn], site, fn, peer, sent == ML_BYTES_FROM_STATUS ? 0 : sent,
-                        recv == ML_BYTES_FROM_STATUS ? 0 : recv);
-        return 0;
+    if (traced && ML_UNLIKELY(comm != MPI_COMM_WORLD))
+        return ml_req_track_slow(t, req, fn, 0, sent, recv, peer, comm, site);
+    if (ml_req_shared_handle(req)) { /* complete already, and with no status worth reading */
+        const int64_t s = sent == ML_BYTES_FROM_STATUS ? 0 : sent, r = recv == ML_BYTES_FROM_STATUS ? 0 : recv;
+        ml_lean_account(t, &t->cur[fn], site, fn, peer, s, r);
+        if (!traced) return 0;
+        t->trace.done_sent = s;
+        t->trace.done_recv = r;
+        return ml_op_number(t) | ML_SEQ_DONE;
     }
     if (ML_UNLIKELY(req == MPI_REQUEST_NULL)) return 0;
-    ml_lean_enter_request(t, req, site, fn, sent, recv, peer, ML_REQ_ACTIVE, 0);
-    return 0;
+    const uint64_t seq = traced ? ml_op_number(t) : 0;
+    ml_lean_enter_request(t, req, site, fn, sent, recv, peer, traced ? ML_REQ_ACTIVE | ML_REQ_WORLD : ML_REQ_ACTIVE,
+                          seq);
+    return seq;
 }
 
 /* Whether an entry is the lean path's: nonblocking, active, and (trace mode) on MPI_COMM_WORLD

@@ -661,6 +661,9 @@ ML_HOT int ml_req_lean(const ml_thread_t *t)
 
 /* The index in a thread's blocks of function fn's statistics in the region path now current. */
 ML_HOT uint32_t ml_stat_index(const ml_thread_t *t, int fn) { return t->cur_path * ML_NFUNC + (uint32_t)fn; }
+/* The next operation number of a thread in trace mode: its number and sequence, which link an
+ * operation's start to its completion in the trace. */
+ML_HOT uint64_t ml_op_number(ml_thread_t *t) { return t->trace.req_base | ++t->req_seq; }
 
 /* A completed operation's size class (its time is that of the calls that waited for it) and the
  * destination's row of the matrix (peer: its world rank, or -1). */

@@ -30,7 +30,7 @@ typedef struct ml_trace_thread {
     int64_t done_sent, done_recv;
 } ml_trace_thread_t;
 
-/* The bit of an operation number that the lean path's ml_lean_post_traced sets when the MPI
+/* The bit of an operation number that the lean path's ml_lean_post sets when the MPI
  * completed the operation within the call that started it: the call event is then written as a
  * call_done event (one event for the call and the completion). Never written into the trace. */
 #define ML_SEQ_DONE (1ull << 63)

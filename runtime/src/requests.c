@@ -176,7 +176,7 @@ uint64_t ml_req_track_slow(ml_thread_t *t, MPI_Request req, int fn, unsigned fla
     /* trace or counters mode watches requests, or MPI_THREAD_MULTIPLE (ml_req_track has the
      * profile's own case) */
     /* in traces, thread number and sequence name the operation, to link its start and its end */
-    const uint64_t seq = t->trace.on ? t->trace.req_base | ++t->req_seq : 0;
+    const uint64_t seq = t->trace.on ? ml_op_number(t) : 0;
     /* the communicator's facts: for the trace; for the counters when not MPI_COMM_WORLD (ranks of
      * received messages, communicator sizes of collectives) or per communicator */
     const ml_comm_t *facts = NULL;
