@@ -10,12 +10,13 @@ parameters and source, never from the tool's output.
 from __future__ import annotations
 
 import re
+import subprocess
 
 import pytest
 from test_callsites import markers, report_json, site
 from test_traffic import check_functions, check_run, expected_hist, hist, matrix
 
-from conftest import ROOT, fn, run_example, trace_kinds
+from conftest import ROOT, fn, mpirun, run_example, trace_kinds
 from mpilens.trace import timeline
 
 MAXSIZE = 1000
@@ -140,3 +141,35 @@ def test_thread_multiple_takes_the_general_path(tmp_path):
     """MPI_THREAD_MULTIPLE keeps the process-wide request table (several threads in MPI at once)."""
     job = run_example("mpich", "threads", 2, tmp_path, ["4", "50"], settings={"MPILENS_VERBOSE": "2"})
     assert set(re.findall(r"lean path: ([^\n]+)", job.stderr)) == {"off, MPI_THREAD_MULTIPLE"}, job.stderr
+
+
+@pytest.mark.parametrize("kind", ["hop", "rate"])
+def test_paired_benchmark_counts_only_the_wrapped_batches(mpi, kind, tmp_path):
+    """bench/paired.c, which bench/paired.py times, alternates batches of MPI_* calls and of PMPI_*
+    calls in one pair of processes: the profile must hold exactly the MPI_* ones (the PMPI_* entry
+    points are the MPI's own and nothing wraps them), with their bytes, on both ranks. The counts
+    are the program's own tally of what its wrapped batches called."""
+    exe = tmp_path / "paired"
+    subprocess.run([f"mpicc.{mpi}", "-O2", "-std=c11", "-Wno-stringop-overflow", "-o", str(exe),
+                    str(ROOT / "bench" / "paired.c")], check=True, capture_output=True)
+    job = mpirun(mpi, 2, [str(exe), kind, "7", "0.05", "3"], tmp_path)
+    assert len(re.findall(r"^pair \d+ plain \S+ wrapped \S+$", job.stdout, re.M)) == 7, job.stdout
+    per = {"hop": {"MPI_Send": 8, "MPI_Recv": 8},
+           "rate": {"MPI_Isend": 8, "MPI_Irecv": 8, "MPI_Send": 4, "MPI_Recv": 4}}[kind]
+    # the program's own count: a warm-up batch and 7 wrapped batches of n units
+    n = max(1, int((5000 if kind == "hop" else 60) * 0.05))
+    profile = job.profile
+    for rank, rest in re.findall(r"^wrapped_calls rank (\d) (.*)$", job.stdout, re.M):
+        r, words = int(rank), rest.split()
+        calls = {words[i]: int(words[i + 1]) for i in range(0, len(words), 2)}
+        if kind == "hop":
+            assert calls["MPI_Send"] == calls["MPI_Recv"] == 8 * n
+        else:
+            assert calls["MPI_Isend" if r == 0 else "MPI_Irecv"] == 8 * n * 64
+            assert calls["MPI_Waitall"] == 8 * n
+        for name, count in calls.items():
+            got = fn(profile, name, "calls")[r] if name in profile["functions"] else 0
+            assert got == count, (r, name, got, count)
+            if name in per and count:
+                key = "bytes_sent" if name in ("MPI_Send", "MPI_Isend") else "bytes_recv"
+                assert fn(profile, name, key)[r] == count * per[name], (r, name)

@@ -1,0 +1,252 @@
+#!/usr/bin/env python3
+"""The runtime's cost on the 8-byte ping-pong and the message rate, against plain calls in the same
+processes (bench/paired.c).
+
+Separate runs of a plain and a measured program do not share the machine: on a VM the placement of
+the two ranks on the host's cores, and the host's other tenants, change from one run to the next
+(here the plain 8-byte hop moved between 0.11 and 0.72 µs, the plain rate between 3 and 10 M
+messages/s, round after round). bench/paired.c alternates, in one pair of processes, batches of a
+few milliseconds of MPI_* calls (which the preloaded runtime wraps) and of PMPI_* calls (the MPI's
+own entry points: plain calls). Each pair of neighbouring batches gives one ratio, measured under
+the same conditions.
+
+For each MPI, each run (--runs) starts one mpirun per runtime (--lib), setting (--set) and kind
+(hop, rate), in a fresh random order, each with its own seed for the order of the batches within
+a pair. Every run is checked against what the program says its wrapped batches called: the
+profile's call counts and bytes of MPI_Send, MPI_Recv, MPI_Isend, MPI_Irecv and MPI_Waitall must
+equal them exactly on both ranks (the plain batches must not be counted). The tables give the
+median over all pairs of (with / without) for the hop and (without / with) for the rate, a bootstrap
+95 % interval that resamples the runs and then the pairs within each (pairs of one run share its
+conditions, which differ between runs by more than between pairs), and the range of the runs' own
+medians.
+
+Trace mode runs a writer thread, whose work may fall into the plain batches as well: its cost then
+shows only in part (bench/overhead.py measures it in separate runs).
+
+Usage: .venv/bin/python bench/paired.py [--lib NAME=DIR ...] [--set - --set MPILENS_TIME_SAMPLE=64]
+       [--mode profile|trace] [--runs N] [--pairs N] [--mpi openmpi,mpich] [--json FILE] [--no-check]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from overhead import (  # noqa: E402
+    MPI_NAMES,
+    ROOT,
+    BenchError,
+    base_env,
+    compile_program,
+    launcher,
+    log,
+    named_dirs,
+    sha256,
+    tool_env_args,
+    trace_size,
+)
+from versus import parse_settings  # noqa: E402
+
+PAIR_RE = re.compile(r"^pair (\d+) plain (\S+) wrapped (\S+)$", re.M)
+CALLS_RE = re.compile(r"^wrapped_calls rank (\d+) (.*)$", re.M)
+# bytes each wrapped call moves, per kind (bench/paired.c): the ping-pong's 8 bytes; the rate's
+# 8-byte messages and its 4-byte acknowledgements
+BYTES = {"hop": {"MPI_Send": 8, "MPI_Recv": 8},
+         "rate": {"MPI_Isend": 8, "MPI_Irecv": 8, "MPI_Send": 4, "MPI_Recv": 4, "MPI_Waitall": 0}}
+
+
+def two_level_ci(per_run: list[list[float]], n: int = 1000, seed: int = 1) -> tuple[float, float]:
+    """95 % bootstrap interval of the median of pooled pair ratios, resampling the runs and then the
+    pairs within each: pairs of one run share its conditions, so runs are the independent units."""
+    rng = random.Random(seed)
+    meds = []
+    for _ in range(n):
+        pooled = [x for one in rng.choices(per_run, k=len(per_run)) for x in rng.choices(one, k=len(one))]
+        meds.append(statistics.median(pooled))
+    meds.sort()
+    return meds[int(0.025 * n)], meds[int(0.975 * n) - 1]
+
+
+def check_profile(outdir: Path, kind: str, wrapped: dict[int, dict[str, int]], what: str) -> None:
+    """The profile counted exactly the wrapped batches' calls and bytes, rank by rank."""
+    try:
+        prof = json.loads((outdir / "profile.json").read_text())
+    except (OSError, ValueError) as e:
+        raise BenchError(f"{what}: no readable profile.json in {outdir}: {e}") from None
+    funcs = prof.get("functions", {})
+    for rank, calls in wrapped.items():
+        for name, n in calls.items():
+            f = funcs.get(name)
+            got = f["calls"][rank] if f else 0
+            if got != n:
+                raise BenchError(f"{what}: rank {rank} {name}: the profile counted {got} calls, "
+                                 f"the program made {n} wrapped ones")
+            per = BYTES[kind].get(name)
+            if per is None or n == 0:
+                continue
+            field_ = "bytes_sent" if name in ("MPI_Send", "MPI_Isend") else "bytes_recv"
+            if f[field_][rank] != n * per:
+                raise BenchError(f"{what}: rank {rank} {name}: {field_} {f[field_][rank]}, "
+                                 f"expected {n} x {per}")
+
+
+def run(mpi: str, exe: Path, lib: Path, kind: str, pairs: int, seed: int, mode: str,
+        settings: dict[str, str], outdir: Path, check: bool) -> tuple[list[tuple[float, float]], float | None]:
+    """One mpirun: every pair's (plain, wrapped) seconds per unit and, in trace mode, the trace
+    writer threads' CPU seconds per wrapped unit (None otherwise)."""
+    cmd = launcher(mpi, "core") + tool_env_args(mpi, lib, outdir, mode, settings)
+    cmd += [str(exe), kind, str(pairs), "1", str(seed)]
+    what = " ".join(cmd)
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, env=base_env(), timeout=600, cwd=outdir.parent)
+    except subprocess.TimeoutExpired:
+        raise BenchError(f"timed out: {what}") from None
+    if r.returncode != 0:
+        raise BenchError(f"failed (exit {r.returncode}): {what}\n{r.stdout}\n{r.stderr}")
+    got = [(float(a), float(b)) for _, a, b in PAIR_RE.findall(r.stdout)]
+    if len(got) != pairs:
+        raise BenchError(f"{what}: {len(got)} pairs printed, {pairs} expected:\n{r.stdout}\n{r.stderr}")
+    wrapped = {}
+    for rank, rest in CALLS_RE.findall(r.stdout):
+        words = rest.split()
+        wrapped[int(rank)] = {words[i]: int(words[i + 1]) for i in range(0, len(words), 2)}
+    if sorted(wrapped) != [0, 1]:
+        raise BenchError(f"{what}: no wrapped_calls lines:\n{r.stdout}")
+    if check:
+        check_profile(outdir, kind, wrapped, what)
+    writer = None
+    if "trace" in mode.split(","):
+        cpu = trace_size(outdir)[3]
+        # units of the wrapped batches: half round trips (hop), messages (rate)
+        units = 2 * wrapped[0]["MPI_Send"] if kind == "hop" else wrapped[0]["MPI_Isend"]
+        writer = None if cpu is None else cpu / units
+    shutil.rmtree(outdir, ignore_errors=True)
+    return got, writer
+
+
+def bench(mpi: str, libs: dict[str, Path], sets: list[str], mode: str, runs: int, pairs: int,
+          tmp: Path, check: bool = True) -> dict:
+    exe = compile_program(mpi, "paired")
+    copies = {}
+    for name, d in libs.items():
+        src = d / f"libmpilens-{mpi}.so"
+        if not src.is_file():
+            raise BenchError(f"{src} is missing")
+        (tmp / name).mkdir()
+        copies[name] = tmp / name / src.name
+        shutil.copy2(src, copies[name])
+    configs = [(name, s) for name in copies for s in sets]
+    # per (runtime, setting, kind): every pair's (plain, wrapped) seconds, and per run its pairs
+    data: dict[tuple[str, str, str], list[list[tuple[float, float]]]] = {
+        (n, s, k): [] for n, s in configs for k in ("hop", "rate")}
+    writer: dict[tuple[str, str, str], list[float]] = {key: [] for key in data}
+    rng = random.Random(20261126)
+    counter = 0
+    for r in range(runs):
+        jobs = [(n, s, k) for n, s in configs for k in ("hop", "rate")]
+        rng.shuffle(jobs)
+        for n, s, k in jobs:
+            counter += 1
+            outdir = tmp / f"run-{counter:04d}"
+            got, w = run(mpi, exe, copies[n], k, pairs, rng.randrange(1 << 30), mode, parse_settings(s), outdir,
+                         check)
+            data[(n, s, k)].append(got)
+            if w is not None:
+                writer[(n, s, k)].append(w)
+        log(f"  {mpi}: run {r + 1}/{runs} done")
+    rows = []
+    for n, s in configs:
+        row = {"runtime": n, "sha256": sha256(copies[n])[:12], "settings": s}
+        for k in ("hop", "rate"):
+            per_run = data[(n, s, k)]
+            # hop: with / without (> 1 is slower); rate: kept, without / with per message
+            ratio = (lambda a, b: b / a) if k == "hop" else (lambda a, b: a / b)
+            ratios = [[ratio(a, b) for a, b in one] for one in per_run]
+            pooled = [x for one in ratios for x in one]
+            runs_med = [statistics.median(one) for one in ratios]
+            lo, hi = two_level_ci(ratios)
+            plain = statistics.median(a for one in per_run for a, _ in one)
+            added = statistics.median(b - a for one in per_run for a, b in one)
+            row[k] = {"median": statistics.median(pooled), "ci": [lo, hi], "runs": runs_med,
+                      "plain_s": plain, "added_s": added, "pairs": len(pooled),
+                      "plain_runs_s": [statistics.median(a for a, _ in one) for one in per_run]}
+            if writer[(n, s, k)]:
+                # the writer threads' CPU may have run in either kind of batch: the ratio with all
+                # of it charged to the wrapped ones bounds the cost from above
+                w = statistics.median(writer[(n, s, k)])
+                wrapped = statistics.median(b for one in per_run for _, b in one)
+                row[k]["writer_s"] = w
+                row[k]["with_writer"] = (wrapped + w) / plain if k == "hop" else plain / (wrapped + w)
+        rows.append(row)
+    return {"mpi": mpi, "mode": mode, "runs": runs, "pairs": pairs, "rows": rows}
+
+
+def table(res: dict) -> str:
+    r0 = res["rows"][0]
+    hops = [v * 1e6 for v in r0["hop"]["plain_runs_s"]]
+    rates = [1 / v / 1e6 for v in r0["rate"]["plain_runs_s"]]
+    out = [f"### {MPI_NAMES[res['mpi']]}: MPILENS_MODE={res['mode']}, {res['runs']} runs x {res['pairs']} pairs "
+           f"per configuration; plain 8 B hop {r0['hop']['plain_s'] * 1e6:.3f} µs (runs {min(hops):.3f}–"
+           f"{max(hops):.3f}), plain rate {1 / r0['rate']['plain_s'] / 1e6:.2f} M msgs/s (runs {min(rates):.2f}–"
+           f"{max(rates):.2f}): medians of the plain batches", "",
+           "| runtime | settings | 8 B hop, with / without (95 % CI) | added | runs' medians "
+           "| message rate kept (95 % CI) | added per message | runs' medians |",
+           "|---|---|---|---:|---|---|---:|---|"]
+    notes = []
+    for row in res["rows"]:
+        h, m = row["hop"], row["rate"]
+        out.append(
+            f"| {row['runtime']} ({row['sha256']}) | {row['settings']} "
+            f"| **{h['median']:.3f}** ({h['ci'][0]:.3f}–{h['ci'][1]:.3f}) | {h['added_s'] * 1e9:+.1f} ns "
+            f"| {min(h['runs']):.3f}–{max(h['runs']):.3f} "
+            f"| **{m['median']:.3f}** ({m['ci'][0]:.3f}–{m['ci'][1]:.3f}) | {m['added_s'] * 1e9:+.1f} ns "
+            f"| {min(m['runs']):.3f}–{max(m['runs']):.3f} |")
+        if "writer_s" in h and "writer_s" in m:
+            notes.append(f"{row['runtime']} {row['settings']}: the trace writer threads took "
+                         f"{h['writer_s'] * 1e9:.1f} ns of CPU per hop and {m['writer_s'] * 1e9:.1f} ns per "
+                         f"message; charged in full to the wrapped batches: hop {h['with_writer']:.3f}, "
+                         f"rate kept {m['with_writer']:.3f}.")
+    return "\n".join(out + ([""] + notes if notes else []))
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--lib", action="append", help="NAME=DIR holding libmpilens-<mpi>.so (default: now=build/lib)")
+    p.add_argument("--set", action="append", dest="sets", help="MPILENS_K=V[,...] or - (default: -)")
+    p.add_argument("--mode", default="profile")
+    p.add_argument("--runs", type=int, default=5)
+    p.add_argument("--pairs", type=int, default=200)
+    p.add_argument("--mpi", default="openmpi,mpich")
+    p.add_argument("--json", type=Path)
+    p.add_argument("--no-check", action="store_true",
+                   help="do not compare the profile with the calls made (an experimental build that drops counts)")
+    args = p.parse_args(argv)
+    sets = args.sets or ["-"]
+    results = []
+    try:
+        libs = named_dirs(args.lib or [f"now={ROOT / 'build' / 'lib'}"], "--lib")
+        with tempfile.TemporaryDirectory(prefix="mpilens-paired-") as tmp:
+            for mpi in args.mpi.split(","):
+                sub = Path(tmp) / mpi
+                sub.mkdir()
+                res = bench(mpi, libs, sets, args.mode, args.runs, args.pairs, sub, not args.no_check)
+                results.append(res)
+                print(table(res) + "\n", flush=True)
+    except BenchError as e:
+        print(f"paired.py: {e}", file=sys.stderr)
+        return 1
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
