@@ -20,8 +20,10 @@ median over all pairs of (with / without) for the hop and (without / with) for t
 conditions, which differ between runs by more than between pairs), and the range of the runs' own
 medians.
 
-Trace mode runs a writer thread, whose work may fall into the plain batches as well: its cost then
-shows only in part (bench/overhead.py measures it in separate runs).
+Trace mode runs a writer thread, whose work may fall into the plain batches as well: the ratios then
+show its cost only in part. The table adds the writer threads' CPU per hop and per message (from
+the trace's trailers) and the ratios with all of it charged to the wrapped batches, a bound from
+above; bench/overhead.py measures trace mode in separate runs.
 
 Usage: .venv/bin/python bench/paired.py [--lib NAME=DIR ...] [--set - --set MPILENS_TIME_SAMPLE=64]
        [--mode profile|trace] [--runs N] [--pairs N] [--mpi openmpi,mpich] [--json FILE] [--no-check]
