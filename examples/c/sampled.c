@@ -5,9 +5,11 @@
  * one of 8 * (1 + i % 7) bytes, then MPI_Waitall of the two; then one MPI_Barrier.
  * Phase 2, ranks 0 and 1 only, WAITS times: rank 0 spins for SLOW_US microseconds (the first 16
  * times) or FAST_US (the others), then MPI_Send of 8 bytes to rank 1, which waits in MPI_Recv.
- * Rank 1 times each of its MPI_Recv calls itself and prints the sum:
- *   "sampled rank=1 recv_s=<seconds>"
- * so a test can compare the tool's estimate with what the program measured in the same run.
+ * Rank 1 times each of its MPI_Recv calls itself and prints their sum, the longest of the first 16
+ * (the slow waits) and the longest of all:
+ *   "sampled rank=1 recv_s=<seconds> slow_max_s=<seconds> max_s=<seconds>"
+ * so a test can compare the tool's estimate and longest call with what the program measured in
+ * the same run.
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -42,7 +44,7 @@ int main(int argc, char **argv)
     }
     MPI_Barrier(MPI_COMM_WORLD);
 
-    double recv_s = 0;
+    double recv_s = 0, slow_max_s = 0, max_s = 0;
     for (int j = 0; j < waits && rank < 2; j++) {
         if (rank == 0) {
             spin(j < 16 ? slow : fast);
@@ -50,10 +52,13 @@ int main(int argc, char **argv)
         } else {
             const double t0 = MPI_Wtime();
             MPI_Recv(in, sizeof in, MPI_BYTE, 0, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-            recv_s += MPI_Wtime() - t0;
+            const double d = MPI_Wtime() - t0;
+            recv_s += d;
+            if (d > max_s) max_s = d;
+            if (j < 16 && d > slow_max_s) slow_max_s = d;
         }
     }
-    if (rank == 1) printf("sampled rank=1 recv_s=%.9f\n", recv_s);
+    if (rank == 1) printf("sampled rank=1 recv_s=%.9f slow_max_s=%.9f max_s=%.9f\n", recv_s, slow_max_s, max_s);
     MPI_Finalize();
     return 0;
 }
