@@ -38,6 +38,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -81,6 +82,41 @@ def named_dirs(items: list[str], flag: str) -> dict[str, Path]:
             raise BenchError(f"{flag} wants NAME=DIR, not {item!r}")
         out[name] = Path(d).resolve()
     return out
+
+
+def copy_runtimes(mpi: str, libs: dict[str, Path], tmp: Path) -> dict[str, Path]:
+    """Each named build's libmpilens-<mpi>.so copied into tmp/NAME/, so that a rebuild during the
+    benchmark cannot change what it measures."""
+    copies = {}
+    for name, d in libs.items():
+        src = d / f"libmpilens-{mpi}.so"
+        if not src.is_file():
+            raise BenchError(f"{src} is missing")
+        (tmp / name).mkdir()
+        copies[name] = tmp / name / src.name
+        shutil.copy2(src, copies[name])
+    return copies
+
+
+def per_mpi(script: str, mpis: str, one: Callable[[str, Path], dict], table: Callable[[dict], str],
+            json_path: Path | None) -> int:
+    """Run one(mpi, its own temporary directory) for each MPI of the comma-separated list, print
+    table(result) as each ends, write the results to json_path; the exit status (1 and one message
+    on a BenchError)."""
+    results = []
+    try:
+        with tempfile.TemporaryDirectory(prefix=f"mpilens-{script}-") as tmp:
+            for mpi in mpis.split(","):
+                sub = Path(tmp) / mpi
+                sub.mkdir()
+                results.append(one(mpi, sub))
+                print(table(results[-1]) + "\n", flush=True)
+    except BenchError as e:
+        print(f"{script}.py: {e}", file=sys.stderr)
+        return 1
+    if json_path:
+        json_path.write_text(json.dumps(results, indent=1))
+    return 0
 
 
 def log(msg: str) -> None:

@@ -38,7 +38,6 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -48,9 +47,11 @@ from overhead import (  # noqa: E402
     BenchError,
     base_env,
     compile_program,
+    copy_runtimes,
     launcher,
     log,
     named_dirs,
+    per_mpi,
     sha256,
     tool_env_args,
     trace_size,
@@ -137,14 +138,7 @@ def run(mpi: str, exe: Path, lib: Path, kind: str, pairs: int, seed: int, mode: 
 def bench(mpi: str, libs: dict[str, Path], sets: list[str], mode: str, runs: int, pairs: int,
           tmp: Path, check: bool = True) -> dict:
     exe = compile_program(mpi, "paired")
-    copies = {}
-    for name, d in libs.items():
-        src = d / f"libmpilens-{mpi}.so"
-        if not src.is_file():
-            raise BenchError(f"{src} is missing")
-        (tmp / name).mkdir()
-        copies[name] = tmp / name / src.name
-        shutil.copy2(src, copies[name])
+    copies = copy_runtimes(mpi, libs, tmp)
     configs = [(name, s) for name in copies for s in sets]
     # per (runtime, setting, kind): every pair's (plain, wrapped) seconds, and per run its pairs
     data: dict[tuple[str, str, str], list[list[tuple[float, float]]]] = {
@@ -232,22 +226,13 @@ def main(argv: list[str] | None = None) -> int:
                    help="do not compare the profile with the calls made (an experimental build that drops counts)")
     args = p.parse_args(argv)
     sets = args.sets or ["-"]
-    results = []
     try:
         libs = named_dirs(args.lib or [f"now={ROOT / 'build' / 'lib'}"], "--lib")
-        with tempfile.TemporaryDirectory(prefix="mpilens-paired-") as tmp:
-            for mpi in args.mpi.split(","):
-                sub = Path(tmp) / mpi
-                sub.mkdir()
-                res = bench(mpi, libs, sets, args.mode, args.runs, args.pairs, sub, not args.no_check)
-                results.append(res)
-                print(table(res) + "\n", flush=True)
     except BenchError as e:
         print(f"paired.py: {e}", file=sys.stderr)
         return 1
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=1))
-    return 0
+    return per_mpi("paired", args.mpi, lambda mpi, sub: bench(mpi, libs, sets, args.mode, args.runs, args.pairs, sub,
+                                                              not args.no_check), table, args.json)
 
 
 if __name__ == "__main__":

@@ -15,12 +15,9 @@ Usage: .venv/bin/python bench/versus.py --lib before=/tmp/old/lib --lib after=bu
 from __future__ import annotations
 
 import argparse
-import json
 import random
-import shutil
 import statistics
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -29,8 +26,10 @@ from overhead import (  # noqa: E402
     BenchError,
     bootstrap_median_ci,
     compile_programs,
+    copy_runtimes,
     log,
     named_dirs,
+    per_mpi,
     run_once,
     sha256,
 )
@@ -51,14 +50,7 @@ def parse_settings(text: str) -> dict[str, str]:
 def bench(mpi: str, libs: dict[str, Path], sets: list[str], mode: str, rounds: int, batches: int,
           tmp: Path) -> dict:
     exe_dir = compile_programs(mpi)
-    copies = {}
-    for name, d in libs.items():
-        src = d / f"libmpilens-{mpi}.so"
-        if not src.is_file():
-            raise BenchError(f"{src} is missing")
-        (tmp / name).mkdir()
-        copies[name] = tmp / name / src.name
-        shutil.copy2(src, copies[name])
+    copies = copy_runtimes(mpi, libs, tmp)
     configs = [None] + [(name, s) for name in libs for s in sets]  # None: plain
     got: dict = {c: {"lat8": [], "rate": []} for c in configs}
     counter = [0]
@@ -113,22 +105,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", type=Path)
     args = p.parse_args(argv)
     sets = args.sets or ["-"]
-    results = []
     try:
         libs = named_dirs(args.lib, "--lib")
-        with tempfile.TemporaryDirectory(prefix="mpilens-versus-") as tmp:
-            for mpi in args.mpi.split(","):
-                sub = Path(tmp) / mpi
-                sub.mkdir()
-                res = bench(mpi, libs, sets, args.mode, args.rounds, args.batches, sub)
-                results.append(res)
-                print(table(res) + "\n", flush=True)
     except BenchError as e:
         print(f"versus.py: {e}", file=sys.stderr)
         return 1
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=1))
-    return 0
+    return per_mpi("versus", args.mpi, lambda mpi, sub: bench(mpi, libs, sets, args.mode, args.rounds, args.batches,
+                                                              sub), table, args.json)
 
 
 if __name__ == "__main__":
