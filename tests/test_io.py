@@ -340,15 +340,19 @@ int main(int argc, char **argv) {
     exe = tmp_path / "iokill"
     subprocess.run(["mpicc.mpich", "-o", str(exe), str(src)], check=True)
     job = mpilens_run("mpich", launcher("mpich", 2) + [str(exe), str(data / "k.dat")], tmp_path, check=False)
-    # the launcher may kill the other rank before it gets to its exit path: every rank that left its
-    # partial profile left its I/O file too
+    # The launcher may kill the other rank before or during its exit path, which writes the
+    # partial profile first and then the modes' files (payload.c: ml_partial_dump): a rank that
+    # left its I/O file left its partial profile, not always the reverse (a run in make test had
+    # rank 0's partial profile without its I/O file). The rank that called exit() runs the whole
+    # path.
     left = sorted(int(p.name.split("-")[1].split(".")[0]) for p in (job.rundir / "ranks").glob("rank-*.partial"))
     assert left, "no rank reached its exit path"
     doc = io_json(job.rundir)
-    assert doc["incomplete_ranks"] == doc["ranks_with_io"] == left
+    with_io = doc["ranks_with_io"]
+    assert doc["incomplete_ranks"] == with_io and with_io and set(with_io) <= set(left), (with_io, left)
     f = by_name(doc)[str(data / "k.dat")]
-    assert [p["bytes_written"] for p in f["per_rank"]] == [1000] * len(left)
-    assert f["closes"] == len(left)
+    assert [p["bytes_written"] for p in f["per_rank"]] == [1000] * len(with_io)
+    assert f["closes"] == len(with_io)
 
 
 # ------------------------------------------------------------------------------------- HDF5
