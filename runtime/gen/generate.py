@@ -463,28 +463,29 @@ def lean_expr(expr: str) -> str:
     return expr.replace("TSIZE(", "ml_lean_type_size(ml_t, ")
 
 
-def lean_body(f: standard.StdFunction, sem: Semantics, call: str, traced: bool) -> list[str]:
-    """The statements of a lean call, with trace mode's events or without (two copies in each
+def lean_body(f: standard.StdFunction, sem: Semantics, call: str, traced: bool, sampling: str) -> list[str]:
+    """The statements of a lean call, with trace mode's events or without (separate copies in each
     wrapper, so that the profile's own does not keep the event's arguments alive across the MPI
-    call)."""
+    call). sampling: the C expression saying whether calls are sampled (MPILENS_TIME_SAMPLE), a
+    constant in the profile's copies."""
     fn = f.name
     null = null_transfer(sem)
     moved = f"ml_rc == MPI_SUCCESS && !({null})" if null else "ml_rc == MPI_SUCCESS"
     body = [*(["if (status == MPI_STATUS_IGNORE) status = &ml_status;"] if needs_status(sem) else []),
-            f"const uint64_t ml_t0 = ml_lean_start(ml_t, ML_FN_{fn});",
+            f"const uint64_t ml_t0 = ml_lean_start(ml_t, ML_FN_{fn}, {sampling});",
             f"const int ml_rc = {call};",
-            "const uint64_t ml_t1 = ml_lean_stop(ml_t0);",
+            f"const uint64_t ml_t1 = ml_lean_stop(ml_t0, {sampling});",
             f"ml_site_t *const ml_site = ml_lean_site(ml_t, ML_LEAN_RA(), ML_FN_{fn});",
             f"ml_fstat_t *const ml_f = &ml_t->cur[ML_FN_{fn}];"]
     if sem.request is not None:
         sent_v, recv_v, peer_v = (lean_expr(v) for v in request_values(sem, "c", "status"))
-        body += ["ml_lean_count(ml_t, ml_f, ml_site, ml_t0, ml_t1);",
+        body += [f"ml_lean_count(ml_f, ml_site, ml_t0, ml_t1, {sampling});",
                  "uint64_t ml_seq = 0;" if traced else "",
                  f"if ({moved}) {'ml_seq = ' if traced else ''}ml_lean_post(ml_t, *request, ml_site, ML_FN_{fn}, "
                  f"{sent_v}, {recv_v}, {peer_v}, {roles(f, sem).comm or 'MPI_COMM_NULL'}, {int(traced)});"]
     else:
         # as the general path: a call that is not a no-op has a size bin, also when it failed (0 B)
-        body += ["const uint64_t ml_d = ml_lean_count(ml_t, ml_f, ml_site, ml_t0, ml_t1);",
+        body += [f"const uint64_t ml_d = ml_lean_count(ml_f, ml_site, ml_t0, ml_t1, {sampling});",
                  "int64_t ml_sent = 0, ml_recv = 0;"]
         inner = ["if (ml_rc == MPI_SUCCESS) {",
                  *("    " + lean_expr(line) for line in accounting(fn, sem, "c", "*request", "status", None)),
@@ -504,17 +505,23 @@ def lean_body(f: standard.StdFunction, sem: Semantics, call: str, traced: bool) 
 
 
 def lean_block(f: standard.StdFunction, sem: Semantics, call: str) -> list[str]:
-    """The lean path of a C wrapper (runtime/src/lean.h), without and with trace mode's events: in a
-    block of its own that returns, so that its `ml_t` is the name the accounting lines use. The
-    general path below it handles everything else."""
+    """The lean path of a C wrapper (runtime/src/lean.h) in three copies: the profile timing every
+    call (the common case, chosen by the gate's one comparison), the profile under
+    MPILENS_TIME_SAMPLE, and trace mode with its events (which times every call). In a block of its own that returns, so that
+    its `ml_t` is the name the accounting lines use. The general path below it handles everything
+    else."""
     ind = " " * 12
     return ["    {",
-            "        ml_thread_t *const ml_t = ml_lean_enter();",
-            "        if (ML_LIKELY(ml_t != NULL) && ML_LIKELY(!ml_t->trace.on)) {",
-            *(ind + line for line in lean_body(f, sem, call, False)),
+            "        uint32_t ml_v;",
+            "        ml_thread_t *const ml_t = ml_lean_enter(&ml_v);",
+            "        if (ML_LIKELY(ml_t != NULL) && ML_LIKELY(ml_v == 0)) {",
+            *(ind + line for line in lean_body(f, sem, call, False, "0")),
+            "        }",
+            "        if (ml_t != NULL && ml_v == ML_LEAN_SAMPLED) {",
+            *(ind + line for line in lean_body(f, sem, call, False, "1")),
             "        }",
             "        if (ml_t != NULL) { /* trace mode */",
-            *(ind + line for line in lean_body(f, sem, call, True)),
+            *(ind + line for line in lean_body(f, sem, call, True, "0")),
             "        }",
             "    }"]
 

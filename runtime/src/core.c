@@ -199,8 +199,15 @@ static void *map_zeroed(size_t bytes)
     return p == MAP_FAILED ? NULL : p;
 }
 
-/* A thread's lean generation once its statistics are those of reset_gen resets (lean.h). */
-static uint32_t thread_lean_gen(uint32_t reset_gen) { return ml_g.lean_ok ? ml_lean_gen_of(reset_gen) : ML_LEAN_NEVER; }
+void ml_thread_lean_refresh(ml_thread_t *t)
+{
+    if (!ml_g.lean_ok) {
+        t->lean_gen = ML_LEAN_NEVER;
+        return;
+    }
+    t->lean_gen = ml_lean_gen_of(t->reset_gen) | (t->sampling ? ML_LEAN_SAMPLED : 0u) |
+                  (t->trace.on ? ML_LEAN_TRACED : 0u);
+}
 
 ml_thread_t *ml_thread_attach(void)
 {
@@ -240,7 +247,6 @@ ml_thread_t *ml_thread_attach(void)
     ml_tls = t;
     t->observe = ml_g.observers;
     t->reset_gen = __atomic_load_n(&ml_g.reset_gen, __ATOMIC_ACQUIRE); /* a new thread has nothing to drop */
-    t->lean_gen = thread_lean_gen(t->reset_gen);
     if (ml_g.config.time_sample > 1) {
         t->sample_rng = 2463534242u ^ ((uint32_t)ml_g.rank * 2654435761u) ^ (uint32_t)(uintptr_t)t;
         if (t->sample_rng == 0) t->sample_rng = 1;
@@ -248,6 +254,7 @@ ml_thread_t *ml_thread_attach(void)
         t->sampling = 1;
     }
     FOR_MODES(modes_on, m) if (m->thread) m->thread(t);
+    ml_thread_lean_refresh(t); /* after the modes: trace mode's buffers decide its copy */
     return t;
 }
 
@@ -494,7 +501,7 @@ void ml_init_after_mpi_init(int thread_level, uint64_t t_begin)
         no_lean = "call sites deeper than 1";
     ml_g.lean_ok = no_lean == NULL;
     for (ml_thread_t *t = __atomic_load_n(&ml_g.threads, __ATOMIC_ACQUIRE); t != NULL; t = t->next)
-        t->lean_gen = thread_lean_gen(t->reset_gen);
+        ml_thread_lean_refresh(t);
     install_exit_paths();
     calib_tick0 = ml_g.t_init_end;
     calib_ns0 = ml_g.ns_init_end;
@@ -622,7 +629,7 @@ void ml_thread_catch_up(ml_thread_t *t)
     zero_mapping(t->blocks, (size_t)((char *)t + t->mapped_bytes - (char *)t->blocks));
     ml_callsite_reset(t); /* its call sites' counts too */
     t->reset_gen = gen;
-    t->lean_gen = thread_lean_gen(gen);
+    ml_thread_lean_refresh(t);
 }
 
 ml_thread_t *ml_enter_after_reset(void)

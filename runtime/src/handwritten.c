@@ -74,12 +74,13 @@ ML_EXPORT int MPI_Pcontrol(const int level, ...)
 static inline int lean_cancels(void) { return __atomic_load_n(&ml_g.cancels, __ATOMIC_RELAXED) != 0; }
 
 /* The end of a lean completion call, after its requests' completion events: counted at its site,
- * and its own event (trace mode), as the general path's ml_finish does. traced: a constant of each
- * copy of the lean path, as in the generated wrappers. */
-ML_HOT void lean_completion_call(ml_thread_t *t, int fn, uintptr_t ra, uint64_t t0, uint64_t t1, const int traced)
+ * and its own event (trace mode), as the general path's ml_finish does. traced, sampled: as in the
+ * generated wrappers, constants of each copy of the lean path. */
+ML_HOT void lean_completion_call(ml_thread_t *t, int fn, uintptr_t ra, uint64_t t0, uint64_t t1, const int traced,
+                                 const int sampled)
 {
     ml_site_t *const site = ml_lean_site(t, ra, fn);
-    ml_lean_count(t, &t->cur[fn], site, t0, t1);
+    ml_lean_count(&t->cur[fn], site, t0, t1, sampled);
     if (traced) ml_trace_plain_at(t, fn, t0, t1, site->id);
     ml_lean_leave(t);
 }
@@ -87,37 +88,47 @@ ML_HOT void lean_completion_call(ml_thread_t *t, int fn, uintptr_t ra, uint64_t 
 /* MPI_Wait and MPI_Test (test) on the lean path, its entry looked up before the call (slot e,
  * need: its status is needed). */
 ML_HOT int lean_wait(ml_thread_t *l, MPI_Request *request, int *flag, MPI_Status *status, uint32_t e, int need,
-                     uintptr_t ra, const int test, const int traced)
+                     uintptr_t ra, const int test, const int traced, const int sampled)
 {
     const int fn = test ? ML_FN_MPI_Test : ML_FN_MPI_Wait;
     MPI_Status local;
     if (need && status == MPI_STATUS_IGNORE) status = &local;
-    const uint64_t t0 = ml_lean_start(l, fn);
+    const uint64_t t0 = ml_lean_start(l, fn, sampled);
     const int rc = test ? PMPI_Test(request, flag, status) : PMPI_Wait(request, status);
-    const uint64_t t1 = ml_lean_stop(t0);
+    const uint64_t t1 = ml_lean_stop(t0, sampled);
     if (traced) l->done_at = t1;
     if (rc == MPI_SUCCESS && (!test || *flag) && e != ML_REQ_NONE)
         ml_lean_settle(l, e, status != MPI_STATUS_IGNORE ? status : NULL, traced);
-    lean_completion_call(l, fn, ra, t0, t1, traced);
+    lean_completion_call(l, fn, ra, t0, t1, traced, sampled);
     return rc;
 }
 
-/* MPI_Wait (flag NULL) or MPI_Test when it can take the lean path: 1 and its result in *rc, else 0
- * (the caller takes its general path). */
-ML_HOT int lean_try_wait(MPI_Request *request, int *flag, MPI_Status *status, uintptr_t ra, int *rc)
+/* MPI_Wait (flag NULL) or MPI_Test on the lean path of thread l, in the copy of traced and sampled:
+ * 1 and its result in *rc, else 0 (the thread leaves; the caller takes its general path). */
+ML_HOT int lean_wait_claimed(ml_thread_t *l, MPI_Request *request, int *flag, MPI_Status *status, uintptr_t ra,
+                             int *rc, const int traced, const int sampled)
 {
-    ml_thread_t *const l = ml_lean_enter();
-    if (ML_UNLIKELY(l == NULL)) return 0;
     uint32_t e;
     int need = 0;
     if (ML_UNLIKELY(lean_cancels()) || !ml_lean_claim(l, *request, &e, &need)) {
         ml_lean_leave(l);
         return 0;
     }
-    const int test = flag != NULL;
-    *rc = ML_LIKELY(!l->trace.on) ? lean_wait(l, request, flag, status, e, need, ra, test, 0)
-                                  : lean_wait(l, request, flag, status, e, need, ra, test, 1);
+    *rc = lean_wait(l, request, flag, status, e, need, ra, flag != NULL, traced, sampled);
     return 1;
+}
+
+/* MPI_Wait (flag NULL) or MPI_Test when it can take the lean path: 1 and its result in *rc, else 0
+ * (the caller takes its general path). The copy is chosen right after the gate, which the compiler
+ * can then fold into the gate's own comparisons. */
+ML_HOT int lean_try_wait(MPI_Request *request, int *flag, MPI_Status *status, uintptr_t ra, int *rc)
+{
+    uint32_t v;
+    ml_thread_t *const l = ml_lean_enter(&v);
+    if (ML_UNLIKELY(l == NULL)) return 0;
+    if (ML_LIKELY(v == 0)) return lean_wait_claimed(l, request, flag, status, ra, rc, 0, 0);
+    if (v == ML_LEAN_SAMPLED) return lean_wait_claimed(l, request, flag, status, ra, rc, 0, 1);
+    return lean_wait_claimed(l, request, flag, status, ra, rc, 1, 0);
 }
 
 ML_EXPORT int MPI_Wait(MPI_Request *request, MPI_Status *status)
@@ -206,7 +217,7 @@ ML_HOT int all(int (*wait)(int, MPI_Request *, MPI_Status *), int (*test)(int, M
  * meanwhile. It asks MPI for statuses (when the caller does not) whenever an entry may need one:
  * this thread has entries, or another thread exists whose entries it may complete. */
 ML_HOT int lean_waitall(ml_thread_t *l, int count, MPI_Request reqs[], MPI_Status statuses[], uintptr_t ra,
-                        const int traced)
+                        const int traced, const int sampled)
 {
     const size_t n = (size_t)(count > 0 ? count : 0);
     ml_scratch_reserve(l, n > 0 ? n : 1);
@@ -214,9 +225,14 @@ ML_HOT int lean_waitall(ml_thread_t *l, int count, MPI_Request reqs[], MPI_Statu
     memcpy(handles, reqs, n * sizeof *handles);
     MPI_Status *st = statuses;
     if (st == MPI_STATUSES_IGNORE && (l->rq_live != 0 || l->next != NULL || ml_g.threads != l)) st = l->scratch_status;
-    const uint64_t t0 = ml_lean_start(l, ML_FN_MPI_Waitall);
+    const uint64_t t0 = ml_lean_start(l, ML_FN_MPI_Waitall, sampled);
+    /* MPICH's MPI_STATUSES_IGNORE is (MPI_Status *)1, which GCC takes for an array of size 0 on the
+     * path where the caller passed it */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wstringop-overflow"
     const int rc = PMPI_Waitall(count, reqs, st);
-    const uint64_t t1 = ml_lean_stop(t0);
+#pragma GCC diagnostic pop
+    const uint64_t t1 = ml_lean_stop(t0, sampled);
     if (traced) l->done_at = t1;
     if (ML_LIKELY(rc == MPI_SUCCESS)) {
         for (size_t i = 0; i < n; i++) {
@@ -246,19 +262,22 @@ ML_HOT int lean_waitall(ml_thread_t *l, int count, MPI_Request reqs[], MPI_Statu
                 ml_req_remove_at(l, e);
         }
     }
-    lean_completion_call(l, ML_FN_MPI_Waitall, ra, t0, t1, traced);
+    lean_completion_call(l, ML_FN_MPI_Waitall, ra, t0, t1, traced, sampled);
     return rc;
 }
 
 ML_EXPORT int MPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status array_of_statuses[])
 {
-    ml_thread_t *const l = ml_lean_enter();
+    uint32_t v;
+    ml_thread_t *const l = ml_lean_enter(&v);
     if (ML_LIKELY(l != NULL)) {
-        if (ML_LIKELY(!lean_cancels())) {
-            if (ML_LIKELY(!l->trace.on))
-                return lean_waitall(l, count, array_of_requests, array_of_statuses, ML_LEAN_RA(), 0);
-            return lean_waitall(l, count, array_of_requests, array_of_statuses, ML_LEAN_RA(), 1);
-        }
+        const int cancels = lean_cancels();
+        if (ML_LIKELY(v == 0) && ML_LIKELY(!cancels))
+            return lean_waitall(l, count, array_of_requests, array_of_statuses, ML_LEAN_RA(), 0, 0);
+        if (v == ML_LEAN_SAMPLED && !cancels)
+            return lean_waitall(l, count, array_of_requests, array_of_statuses, ML_LEAN_RA(), 0, 1);
+        if (v == ML_LEAN_TRACED && !cancels)
+            return lean_waitall(l, count, array_of_requests, array_of_statuses, ML_LEAN_RA(), 1, 0);
         ml_lean_leave(l);
     }
     return all(PMPI_Waitall, NULL, ML_FN_MPI_Waitall, count, array_of_requests, NULL, array_of_statuses);

@@ -11,6 +11,11 @@
  * call, a thread new to MPI, measuring paused, a request the lean completion does not know) goes
  * to the general path of the same wrapper, which handles every case.
  *
+ * Each wrapper has three copies of the lean path, with the modes as constants: the profile timing
+ * every call, the profile under MPILENS_TIME_SAMPLE, and trace mode. A thread's lean_gen carries
+ * the bit of its copy (ML_LEAN_SAMPLED, ML_LEAN_TRACED), so the first copy is chosen by the gate's
+ * one comparison and each other one by one more; no copy tests a mode that is off.
+ *
  * What a lean call does is what the general path does in this case, in fewer instructions: the
  * return address stays in a register, the call site is looked up once per call and handed to the
  * request's entry, the clock is read without asking which clock it is, and no mode is asked
@@ -24,36 +29,58 @@
 #include "trace_event.h"
 
 /* The calling thread, marked as inside a wrapper, when this call takes the lean path; NULL
- * otherwise (the caller then runs its general path). */
-ML_HOT ml_thread_t *ml_lean_enter(void)
+ * otherwise (the caller then runs its general path). *variant: which copy of the lean path the
+ * thread takes, the ML_LEAN_SAMPLED and ML_LEAN_TRACED bits of its lean_gen (ml.h). The copy
+ * without either, the common case, is chosen by the one comparison that opens the gate; each
+ * copy has its modes as constants, so a mode that is off costs no test. */
+ML_HOT ml_thread_t *ml_lean_enter(uint32_t *variant)
 {
     ml_thread_t *const t = ml_tls;
     /* outside any wrapper (depth 0) and caught up with the lean generation, in one comparison */
     _Static_assert(offsetof(ml_thread_t, lean_gen) == offsetof(ml_thread_t, depth) + 4, "gate: depth, then lean_gen");
     const uint64_t gen = __atomic_load_n(&ml_g.lean_gen, __ATOMIC_RELAXED);
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    const uint64_t open = gen << 32;
+    const int shift = 32;
 #else
-    const uint64_t open = gen;
+    const int shift = 0;
 #endif
-    if (ML_LIKELY(t != NULL) && ML_LIKELY(t->gate == open)) {
+    if (ML_UNLIKELY(t == NULL)) return NULL;
+    const uint64_t x = t->gate ^ gen << shift;
+    if (ML_LIKELY(x == 0)) {
+        *variant = 0;
         t->depth = 1;
         return t;
     }
-    return NULL;
+    /* the other copies, each by one comparison (depth 0 and the generation caught up as well).
+     * The trace refuses MPILENS_TIME_SAMPLE (it needs every call's time): a thread with both bits
+     * would take the general path. */
+    uint32_t v;
+    if (x == (uint64_t)ML_LEAN_SAMPLED << shift)
+        v = ML_LEAN_SAMPLED;
+    else if (x == (uint64_t)ML_LEAN_TRACED << shift)
+        v = ML_LEAN_TRACED;
+    else
+        return NULL;
+    *variant = v;
+    t->depth = 1;
+    return t;
 }
 
 /* The return address of the exported wrapper this expands in: the call site at depth 1. */
 #define ML_LEAN_RA() ((uintptr_t)__builtin_return_address(0))
 
-/* Start and end time of a call: the tick counter, or with MPILENS_TIME_SAMPLE those of ml_start
- * (0 for a call left untimed). */
-ML_HOT uint64_t ml_lean_start(ml_thread_t *t, int fn)
+/* Start and end time of a call: the tick counter, or with MPILENS_TIME_SAMPLE (sampled: a constant
+ * of each copy of the lean path) those of ml_start (0 for a call left untimed). */
+ML_HOT uint64_t ml_lean_start(ml_thread_t *t, int fn, const int sampled)
 {
-    if (ML_UNLIKELY(t->sampling)) return ml_start(t, fn);
+    /* ml_start's countdown, without asking again whether the thread samples nor which clock runs */
+    if (sampled && t->cur[fn].calls >= ML_SAMPLE_WARMUP) {
+        if (ML_LIKELY(--t->sample_left != 0)) return 0;
+        t->sample_left = (uint32_t)ml_sample_gap(t);
+    }
     return ml_tick();
 }
-ML_HOT uint64_t ml_lean_stop(uint64_t t0) { return ML_LIKELY(t0 != 0) ? ml_tick() : 0; }
+ML_HOT uint64_t ml_lean_stop(uint64_t t0, const int sampled) { return !sampled || ML_LIKELY(t0 != 0) ? ml_tick() : 0; }
 
 /* The call site of this call: the fast path's (ml_site_cached), else callsite.c's lookup (a new
  * site, or one the fast path must not match). With call sites off the key is masked to 0, the key
@@ -79,16 +106,16 @@ ML_HOT void ml_lean_sampled(ml_fstat_t *s, ml_site_t *site, uint64_t d)
 }
 
 /* Count the call in its function's statistics s and its site, as ml_count and ml_site_count do;
- * returns its duration (0 untimed). */
-ML_HOT uint64_t ml_lean_count(ml_thread_t *t, ml_fstat_t *s, ml_site_t *site, uint64_t t0, uint64_t t1)
+ * returns its duration (0 untimed). sampled: as for ml_lean_start. */
+ML_HOT uint64_t ml_lean_count(ml_fstat_t *s, ml_site_t *site, uint64_t t0, uint64_t t1, const int sampled)
 {
-    if (ML_UNLIKELY(t0 == 0)) { /* sampled, and not this one */
+    if (sampled && ML_UNLIKELY(t0 == 0)) { /* sampled, and not this one */
         s->calls++;
         site->calls++;
         return 0;
     }
     const uint64_t d = t1 - t0;
-    if (ML_UNLIKELY(t->sampling)) ml_lean_sampled(s, site, d);
+    if (sampled) ml_lean_sampled(s, site, d);
     if (~d > s->min_inv) s->min_inv = ~d;
     if (d > s->max) s->max = d;
     s->calls++;

@@ -156,7 +156,8 @@ typedef struct ml_thread {
             int depth;   /* > 0 while inside a wrapper: nested MPI calls are not measured */
             /* the lean path (lean.h) runs while this equals ml_g.lean_gen: set when the thread
              * attaches and when it catches up with MPI_Pcontrol(2), to the generation of the
-             * statistics it then holds (odd), or ML_LEAN_NEVER when the run cannot take it */
+             * statistics it then holds (odd) with its variant bits (ML_LEAN_SAMPLED, ML_LEAN_TRACED),
+             * or ML_LEAN_NEVER when the run cannot take it */
             uint32_t lean_gen;
         };
         uint64_t gate; /* both, read at once by ml_lean_enter */
@@ -292,9 +293,18 @@ ML_HOT ml_thread_t *ml_enter_thread(void)
 }
 
 /* The lean path's generation for statistics reset reset_gen times: odd, so never 0 (the global's
- * "off") nor ML_LEAN_NEVER (a thread's "not for this run"). */
+ * "off") nor ML_LEAN_NEVER (a thread's "not for this run"), and below the variant bits. */
 #define ML_LEAN_NEVER 2u
-static inline uint32_t ml_lean_gen_of(uint32_t reset_gen) { return reset_gen * 2u + 1u; }
+/* A thread's lean_gen also says which copy of the lean path it takes (lean.h: ml_lean_enter): the
+ * generation alone for the profile timing every call, with one of these bits for
+ * MPILENS_TIME_SAMPLE or for trace mode. The global lean_gen never has them. */
+#define ML_LEAN_SAMPLED (1u << 30)
+#define ML_LEAN_TRACED (1u << 31)
+static inline uint32_t ml_lean_gen_of(uint32_t reset_gen) { return (reset_gen * 2u + 1u) & ~(ML_LEAN_SAMPLED | ML_LEAN_TRACED); }
+/* Set t->lean_gen from its statistics' generation and the modes it runs (core.c), whenever one of
+ * them changes: at its first call, at MPI_Init, when it catches up with a reset, when the trace
+ * ends. */
+void ml_thread_lean_refresh(ml_thread_t *t);
 /* Store ml_g.active (0 not measuring, 1 measuring, 2 measuring after MPI_Pcontrol(2)) and the lean
  * path's gate with it. */
 void ml_set_active(int active);

@@ -574,7 +574,10 @@ void ml_trace_finish(void)
     flush_all_direct();
     write_json_block(ML_MAGIC_TRACE_TRAILER, 1);
     ml_stream_close(&out);
-    for (ml_thread_t *t = __atomic_load_n(&ml_g.threads, __ATOMIC_ACQUIRE); t; t = t->next) t->trace.on = 0;
+    for (ml_thread_t *t = __atomic_load_n(&ml_g.threads, __ATOMIC_ACQUIRE); t; t = t->next) {
+        t->trace.on = 0;
+        ml_thread_lean_refresh(t); /* its copy of the lean path writes no more events */
+    }
 }
 
 /* The process is ending abnormally (signal, exit, MPI_Abort): write what is in memory. */
