@@ -51,16 +51,19 @@ ML_HOT ml_thread_t *ml_lean_enter(uint32_t *variant)
         t->depth = 1;
         return t;
     }
-    /* the other copies, each by one comparison (depth 0 and the generation caught up as well).
-     * The trace refuses MPILENS_TIME_SAMPLE (it needs every call's time): a thread with both bits
-     * would take the general path. */
-    uint32_t v;
-    if (x == (uint64_t)ML_LEAN_SAMPLED << shift)
-        v = ML_LEAN_SAMPLED;
-    else if (x == (uint64_t)ML_LEAN_TRACED << shift)
+    /* The other copies: x holds nothing but variant bits when the thread is at depth 0 and caught
+     * up with the generation. MPILENS_TIME_SAMPLE's by one comparison; then a run not measuring
+     * now (paused, nested, behind a reset) is told apart from trace mode's by one test. */
+    uint32_t v = ML_LEAN_SAMPLED;
+    if (x != (uint64_t)ML_LEAN_SAMPLED << shift) {
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        _Static_assert(ML_LEAN_SAMPLED == 1u << 30 && ML_LEAN_TRACED == 1u << 31, "variant bits: the gate's top two");
+        if ((x << 1) != 0) return NULL; /* anything but ML_LEAN_TRACED alone */
+#else
+        if (x != ML_LEAN_TRACED) return NULL;
+#endif
         v = ML_LEAN_TRACED;
-    else
-        return NULL;
+    }
     *variant = v;
     t->depth = 1;
     return t;
