@@ -8,8 +8,9 @@
  *   "loop_large"  4 * ITERS iterations of the same loop
  *   "touch_small" writes one byte to each of PAGES fresh pages (one page fault each)
  *   "touch_large" the same on 4 * PAGES fresh pages
- * So loop_large / loop_small is 4 in instructions and in CPU time, and touch_large / touch_small is
- * 4 in page faults. The pages are mapped with transparent huge pages off, so each is a fault.
+ * So loop_large / loop_small is 4 in instructions and about 4 in CPU time, and touch_large /
+ * touch_small is 4 in page faults. Each rank prints the CPU time of its two loop regions' kernels
+ * ("papi_kernel: rank R region NAME cpu_ns N"), what this machine gave them. The pages are mapped with transparent huge pages off, so each is a fault.
  * MODE "work", "slow" or "oversub" (2 ranks or more) runs only the imbalance kernel instead, in
  * region "work": rank 1 runs 2 * ITERS iterations, the others ITERS ("work": more work on rank 1),
  * or every rank runs ITERS iterations but rank 1 gets a third of its CPU ("slow": the same work,
@@ -81,15 +82,36 @@ static void loop_third(long iters)
     }
 }
 
-static void halves(const char *region, void (*kernel)(long), long n)
+/* The calling thread's CPU time (ns): the scheduler's account of it, which perf's task clock reads
+ * too, so the test can compare papi mode's perf::TASK-CLOCK with what the kernels really took on
+ * this machine (a virtual machine's stolen time lands in both). */
+static int64_t thread_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* The region, its kernel in two halves around an MPI_Allreduce. With print, the rank prints the CPU
+ * time its two halves took: "papi_kernel: rank R region NAME cpu_ns N". */
+static void halves_timed(const char *region, void (*kernel)(long), long n, int print)
 {
     double v = 1, s;
+    int rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     mpilens_region_begin(region);
+    int64_t c0 = thread_cpu_ns();
     kernel(n / 2);
+    int64_t cpu = thread_cpu_ns() - c0;
     MPI_Allreduce(&v, &s, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    c0 = thread_cpu_ns();
     kernel(n - n / 2);
+    cpu += thread_cpu_ns() - c0;
     mpilens_region_end(region);
+    if (print) printf("papi_kernel: rank %d region %s cpu_ns %lld\n", rank, region, (long long)cpu);
 }
+
+static void halves(const char *region, void (*kernel)(long), long n) { halves_timed(region, kernel, n, 0); }
 
 /* "oversub" mode: rank 1's CPU is shared with HOGS spinning processes, each in its own session, so
  * the scheduler's per-session groups (autogroup) give them their own share of the CPU, as
@@ -130,8 +152,8 @@ int main(int argc, char **argv)
     const long pages = argc > 2 ? atol(argv[2]) : 256;
     const char *mode = argc > 3 ? argv[3] : "both";
     if (strcmp(mode, "both") == 0) {
-        halves("loop_small", loop, iters);
-        halves("loop_large", loop, 4 * iters);
+        halves_timed("loop_small", loop, iters, 1);
+        halves_timed("loop_large", loop, 4 * iters, 1);
         halves("touch_small", touch, pages);
         halves("touch_large", touch, 4 * pages);
     } else {

@@ -507,9 +507,9 @@ def lean_body(f: standard.StdFunction, sem: Semantics, call: str, traced: bool, 
 def lean_block(f: standard.StdFunction, sem: Semantics, call: str) -> list[str]:
     """The lean path of a C wrapper (runtime/src/lean.h) in three copies: the profile timing every
     call (the common case, chosen by the gate's one comparison), the profile under
-    MPILENS_TIME_SAMPLE, and trace mode with its events (which times every call). In a block of its own that returns, so that
-    its `ml_t` is the name the accounting lines use. The general path below it handles everything
-    else."""
+    MPILENS_TIME_SAMPLE, and trace mode with its events (which times every call). In a block of its
+    own that returns, so that its `ml_t` is the name the accounting lines use. The general path
+    below it handles everything else."""
     ind = " " * 12
     return ["    {",
             "        uint32_t ml_v;",

@@ -154,10 +154,11 @@ typedef struct ml_thread {
     union {
         struct {
             int depth;   /* > 0 while inside a wrapper: nested MPI calls are not measured */
-            /* the lean path (lean.h) runs while this equals ml_g.lean_gen: set when the thread
-             * attaches and when it catches up with MPI_Pcontrol(2), to the generation of the
-             * statistics it then holds (odd) with its variant bits (ML_LEAN_SAMPLED, ML_LEAN_TRACED),
-             * or ML_LEAN_NEVER when the run cannot take it */
+            /* the lean path (lean.h) runs while this, without its variant bits (ML_LEAN_SAMPLED,
+             * ML_LEAN_TRACED: which copy), equals ml_g.lean_gen: set when the thread attaches,
+             * at MPI_Init, when it catches up with MPI_Pcontrol(2) and when the trace ends
+             * (ml_thread_lean_refresh), to the generation of the statistics it then holds (odd)
+             * with those bits, or ML_LEAN_NEVER when the run cannot take it */
             uint32_t lean_gen;
         };
         uint64_t gate; /* both, read at once by ml_lean_enter */
