@@ -8,8 +8,8 @@ Kernels with known counts (examples/c/papi_kernel.c): "loop_large" runs 4x the i
 
 The instruction-count check needs PAPI_TOT_INS, which a virtual machine without a virtual PMU does
 not have; it is skipped there with the reason PAPI gave, and the same attribution is checked with
-the software events perf::PAGE-FAULTS (exact) and perf::TASK-CLOCK (against the program's own thread CPU clock) that every Linux
-perf_event offers.
+the software events perf::PAGE-FAULTS (exact) and perf::TASK-CLOCK (against the program's own
+thread CPU clock) that every Linux perf_event offers.
 """
 
 from __future__ import annotations
@@ -42,8 +42,6 @@ def test_software_events_attributed_per_region_and_phase(mpi, tmp_path):
     cpu_ns = {(int(r), name): int(ns) for r, name, ns in
               re.findall(r"papi_kernel: rank (\d+) region (\w+) cpu_ns (\d+)", job.stdout)}
     assert len(cpu_ns) == 4, job.stdout
-    # the loops' instructions are 4x; their CPU time about that, unless the VM was very unsteady
-    assert all(2 < cpu_ns[(r, "loop_large")] / cpu_ns[(r, "loop_small")] < 8 for r in range(2)), cpu_ns
     run = papi.load(job.rundir)
     assert run.refused == "", run.refused  # perf software events: every Linux perf_event has them
     assert run.events == ["perf::TASK-CLOCK", "perf::PAGE-FAULTS"]

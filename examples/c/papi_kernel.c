@@ -10,7 +10,8 @@
  *   "touch_large" the same on 4 * PAGES fresh pages
  * So loop_large / loop_small is 4 in instructions and about 4 in CPU time, and touch_large /
  * touch_small is 4 in page faults. Each rank prints the CPU time of its two loop regions' kernels
- * ("papi_kernel: rank R region NAME cpu_ns N"), what this machine gave them. The pages are mapped with transparent huge pages off, so each is a fault.
+ * ("papi_kernel: rank R region NAME cpu_ns N"), what this machine gave them. The pages are mapped
+ * with transparent huge pages off, so each is a fault.
  * MODE "work", "slow" or "oversub" (2 ranks or more) runs only the imbalance kernel instead, in
  * region "work": rank 1 runs 2 * ITERS iterations, the others ITERS ("work": more work on rank 1),
  * or every rank runs ITERS iterations but rank 1 gets a third of its CPU ("slow": the same work,
