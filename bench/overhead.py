@@ -98,24 +98,49 @@ def copy_runtimes(mpi: str, libs: dict[str, Path], tmp: Path) -> dict[str, Path]
     return copies
 
 
-def per_mpi(script: str, mpis: str, one: Callable[[str, Path], dict], table: Callable[[dict], str],
-            json_path: Path | None) -> int:
-    """Run one(mpi, its own temporary directory) for each MPI of the comma-separated list, print
-    table(result) as each ends, write the results to json_path; the exit status (1 and one message
-    on a BenchError)."""
+def parse_settings(text: str) -> dict[str, str]:
+    """One --set of a comparison: MPILENS_K=V[,MPILENS_K=V], or - for none."""
+    if text == "-":
+        return {}
+    out = {}
+    for item in text.split(","):
+        k, sep, v = item.partition("=")
+        if not sep or not k.startswith("MPILENS_"):
+            raise BenchError(f"--set wants MPILENS_K=V[,MPILENS_K=V] or -, not {text!r}")
+        out[k] = v
+    return out
+
+
+def add_comparison_args(p: argparse.ArgumentParser, lib_help: str, lib_required: bool) -> None:
+    """The options of a comparison of runtime builds (versus.py, paired.py): --lib NAME=DIR
+    (repeatable), --set (repeatable), --mode, --mpi, --json."""
+    p.add_argument("--lib", action="append", required=lib_required, help=lib_help)
+    p.add_argument("--set", action="append", dest="sets", help="MPILENS_K=V[,...] or - (default: -)")
+    p.add_argument("--mode", default="profile")
+    p.add_argument("--mpi", default="openmpi,mpich")
+    p.add_argument("--json", type=Path)
+
+
+def run_comparison(script: str, args: argparse.Namespace, default_libs: list[str],
+                   bench: Callable[[str, dict[str, Path], list[str], Path], dict], table: Callable[[dict], str]) -> int:
+    """Run bench(mpi, the --lib builds, the --set settings, its own temporary directory) for each MPI
+    of --mpi, print table(result) as each ends, write the results to --json; the exit status (1 and
+    one message on a BenchError)."""
+    sets = args.sets or ["-"]
     results = []
     try:
+        libs = named_dirs(args.lib or default_libs, "--lib")
         with tempfile.TemporaryDirectory(prefix=f"mpilens-{script}-") as tmp:
-            for mpi in mpis.split(","):
+            for mpi in args.mpi.split(","):
                 sub = Path(tmp) / mpi
                 sub.mkdir()
-                results.append(one(mpi, sub))
+                results.append(bench(mpi, libs, sets, sub))
                 print(table(results[-1]) + "\n", flush=True)
     except BenchError as e:
         print(f"{script}.py: {e}", file=sys.stderr)
         return 1
-    if json_path:
-        json_path.write_text(json.dumps(results, indent=1))
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1))
     return 0
 
 

@@ -45,18 +45,18 @@ from overhead import (  # noqa: E402
     MPI_NAMES,
     ROOT,
     BenchError,
+    add_comparison_args,
     base_env,
     compile_program,
     copy_runtimes,
     launcher,
     log,
-    named_dirs,
-    per_mpi,
+    parse_settings,
+    run_comparison,
     sha256,
     tool_env_args,
     trace_size,
 )
-from versus import parse_settings  # noqa: E402
 
 PAIR_RE = re.compile(r"^pair (\d+) plain (\S+) wrapped (\S+)$", re.M)
 CALLS_RE = re.compile(r"^wrapped_calls rank (\d+) (.*)$", re.M)
@@ -215,24 +215,14 @@ def table(res: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--lib", action="append", help="NAME=DIR holding libmpilens-<mpi>.so (default: now=build/lib)")
-    p.add_argument("--set", action="append", dest="sets", help="MPILENS_K=V[,...] or - (default: -)")
-    p.add_argument("--mode", default="profile")
+    add_comparison_args(p, "NAME=DIR holding libmpilens-<mpi>.so (default: now=build/lib)", lib_required=False)
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--pairs", type=int, default=200)
-    p.add_argument("--mpi", default="openmpi,mpich")
-    p.add_argument("--json", type=Path)
     p.add_argument("--no-check", action="store_true",
                    help="do not compare the profile with the calls made (an experimental build that drops counts)")
     args = p.parse_args(argv)
-    sets = args.sets or ["-"]
-    try:
-        libs = named_dirs(args.lib or [f"now={ROOT / 'build' / 'lib'}"], "--lib")
-    except BenchError as e:
-        print(f"paired.py: {e}", file=sys.stderr)
-        return 1
-    return per_mpi("paired", args.mpi, lambda mpi, sub: bench(mpi, libs, sets, args.mode, args.runs, args.pairs, sub,
-                                                              not args.no_check), table, args.json)
+    return run_comparison("paired", args, [f"now={ROOT / 'build' / 'lib'}"], lambda mpi, libs, sets, sub: bench(
+        mpi, libs, sets, args.mode, args.runs, args.pairs, sub, not args.no_check), table)
 
 
 if __name__ == "__main__":

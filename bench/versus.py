@@ -23,28 +23,16 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from overhead import (  # noqa: E402
     MPI_NAMES,
-    BenchError,
+    add_comparison_args,
     bootstrap_median_ci,
     compile_programs,
     copy_runtimes,
     log,
-    named_dirs,
-    per_mpi,
+    parse_settings,
+    run_comparison,
     run_once,
     sha256,
 )
-
-
-def parse_settings(text: str) -> dict[str, str]:
-    if text == "-":
-        return {}
-    out = {}
-    for item in text.split(","):
-        k, sep, v = item.partition("=")
-        if not sep or not k.startswith("MPILENS_"):
-            raise BenchError(f"--set wants MPILENS_K=V[,MPILENS_K=V] or -, not {text!r}")
-        out[k] = v
-    return out
 
 
 def bench(mpi: str, libs: dict[str, Path], sets: list[str], mode: str, rounds: int, batches: int,
@@ -96,22 +84,12 @@ def table(res: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--lib", action="append", required=True, help="NAME=DIR holding libmpilens-<mpi>.so")
-    p.add_argument("--set", action="append", dest="sets", help="MPILENS_K=V[,...] or - (default: -)")
-    p.add_argument("--mode", default="profile")
+    add_comparison_args(p, "NAME=DIR holding libmpilens-<mpi>.so", lib_required=True)
     p.add_argument("--rounds", type=int, default=8)
     p.add_argument("--batches", type=int, default=15)
-    p.add_argument("--mpi", default="openmpi,mpich")
-    p.add_argument("--json", type=Path)
     args = p.parse_args(argv)
-    sets = args.sets or ["-"]
-    try:
-        libs = named_dirs(args.lib, "--lib")
-    except BenchError as e:
-        print(f"versus.py: {e}", file=sys.stderr)
-        return 1
-    return per_mpi("versus", args.mpi, lambda mpi, sub: bench(mpi, libs, sets, args.mode, args.rounds, args.batches,
-                                                              sub), table, args.json)
+    return run_comparison("versus", args, [], lambda mpi, libs, sets, sub: bench(
+        mpi, libs, sets, args.mode, args.rounds, args.batches, sub), table)
 
 
 if __name__ == "__main__":
