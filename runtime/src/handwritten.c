@@ -271,13 +271,13 @@ ML_EXPORT int MPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status
     uint32_t v;
     ml_thread_t *const l = ml_lean_enter(&v);
     if (ML_LIKELY(l != NULL)) {
-        const int cancels = lean_cancels();
-        if (ML_LIKELY(v == 0) && ML_LIKELY(!cancels))
-            return lean_waitall(l, count, array_of_requests, array_of_statuses, ML_LEAN_RA(), 0, 0);
-        if (v == ML_LEAN_SAMPLED && !cancels)
-            return lean_waitall(l, count, array_of_requests, array_of_statuses, ML_LEAN_RA(), 0, 1);
-        if (v == ML_LEAN_TRACED && !cancels)
+        if (ML_LIKELY(!lean_cancels())) {
+            if (ML_LIKELY(v == 0))
+                return lean_waitall(l, count, array_of_requests, array_of_statuses, ML_LEAN_RA(), 0, 0);
+            if (v == ML_LEAN_SAMPLED)
+                return lean_waitall(l, count, array_of_requests, array_of_statuses, ML_LEAN_RA(), 0, 1);
             return lean_waitall(l, count, array_of_requests, array_of_statuses, ML_LEAN_RA(), 1, 0);
+        }
         ml_lean_leave(l);
     }
     return all(PMPI_Waitall, NULL, ML_FN_MPI_Waitall, count, array_of_requests, NULL, array_of_statuses);
