@@ -131,8 +131,9 @@ def test_completion_orders_are_exact(mpi, mode, tmp_path):
 ])
 def test_which_runs_take_the_lean_path(settings, lean, tmp_path):
     """The profile, alone or with the trace, timing every call or 1 in N, with call sites off or at
-    depth 1 and the tick counter, takes the lean path; another mode that watches calls, deeper call paths or the clock fallback
-    keep the general one (the runtime says which at MPI_Init with MPILENS_VERBOSE=2)."""
+    depth 1 and the tick counter, takes the lean path; another mode that watches calls, deeper call
+    paths or the clock fallback keep the general one (the runtime says which at MPI_Init with
+    MPILENS_VERBOSE=2)."""
     job = run_example("openmpi", "ring", 2, tmp_path, ["3"], settings={"MPILENS_VERBOSE": "2", **settings})
     said = set(re.findall(r"lean path: ([^\n]+)", job.stderr))
     assert said == {lean}, job.stderr

@@ -343,8 +343,8 @@ int main(int argc, char **argv) {
     # The launcher may kill the other rank before or during its exit path, which writes the
     # partial profile first and then the modes' files (payload.c: ml_partial_dump): a rank that
     # left its I/O file left its partial profile, not always the reverse (a run in make test had
-    # rank 0's partial profile without its I/O file). The rank that called exit() runs the whole
-    # path.
+    # rank 0's partial profile without its I/O file). The first rank to exit runs the whole path
+    # before the launcher reacts, so some rank left both.
     left = sorted(int(p.name.split("-")[1].split(".")[0]) for p in (job.rundir / "ranks").glob("rank-*.partial"))
     assert left, "no rank reached its exit path"
     doc = io_json(job.rundir)
