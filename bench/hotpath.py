@@ -20,11 +20,15 @@ For each MPI it compiles bench/selfloop.c into build/bench/<mpi>/selfloop and
 --compare NAME=DIR (repeatable) counts instructions only, with callgrind, for each runtime build
 in turn (DIR holds libmpilens-<mpi>.so): one line per MPI and loop, instructions added per
 iteration by each build (the window loop's per Isend + Irecv pair, that is per 64th of an
-iteration). Deterministic, so it compares builds on a busy machine.
+iteration). Deterministic, so it compares builds on a busy machine. With --cache-sim it also
+counts the L1 data-cache misses each build adds (callgrind's cache simulation, the cache sizes
+valgrind reads from this CPU), inside the loop only: the cost instruction counts do not show,
+where the tool's data evicts the MPI's.
 
 Usage: .venv/bin/python bench/hotpath.py [--reps N] [--mpi openmpi,mpich] [--mode profile|trace|papi|papi-regions]
        [--set MPILENS_K=V ...] [--iters-div N] [--callgrind] [--lib-dir DIR]
        .venv/bin/python bench/hotpath.py --compare before=DIR --compare after=DIR [--loops window,send] [--mode ...]
+                                         [--cache-sim]
 """
 from __future__ import annotations
 
@@ -37,6 +41,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from overhead import MPI_NAMES, ROOT, BenchError, base_env, compile_program, log, named_dirs, sha256  # noqa: E402
@@ -151,31 +156,62 @@ def cg_parse(path: Path) -> tuple[collections.Counter, collections.Counter, dict
     return self_ir, calls, obj, total
 
 
-def callgrind(exe: Path, lib: Path, tmp: Path, mode: str,
-              tool_mode: str = "profile") -> tuple[float, float, list[tuple[str, float, float]]]:
+def cg_d1_misses(path: Path) -> int:
+    """L1 data-cache misses (reads and writes) in the totals of a callgrind file made with
+    --cache-sim=yes."""
+    events: list[str] = []
+    for line in path.read_text().splitlines():
+        if line.startswith("events:"):
+            events = line.split()[1:]
+        elif line.startswith(("summary:", "totals:")):
+            counts = dict(zip(events, (int(v) for v in line.split()[1:])))
+            if "D1mr" not in counts:
+                raise BenchError(f"{path}: no cache simulation in its events ({' '.join(events)})")
+            return counts["D1mr"] + counts.get("D1mw", 0)
+    raise BenchError(f"{path}: no totals")
+
+
+class CgCounts(NamedTuple):
+    """Per loop iteration, without and with the tool: instructions, and (cache simulation only)
+    L1 data-cache misses; the runtime's functions (name, calls per iteration, Ir per call)."""
+    ir_plain: float
+    ir_tool: float
+    table: list[tuple[str, float, float]]
+    d1_plain: float | None = None
+    d1_tool: float | None = None
+
+
+def callgrind(exe: Path, lib: Path, tmp: Path, mode: str, tool_mode: str = "profile",
+              cache_sim: bool = False) -> CgCounts:
     n = CG_ITERS[mode]
     iters = cg_iterations(mode)
-    res = []
+    ir, d1 = [], []
     table: list[tuple[str, float, float]] = []
     for with_tool in (False, True):
         out = tmp / f"cg.{mode}.{int(with_tool)}"
         run(exe, [mode, str(n)], lib if with_tool else None, tmp,
-            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", f"--toggle-collect=loop_{mode}"],
+            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", f"--toggle-collect=loop_{mode}",
+             *(["--cache-sim=yes"] if cache_sim else [])],
             tool_mode=tool_mode)
         self_ir, calls, obj, total = cg_parse(out)
-        res.append(total / iters)
+        ir.append(total / iters)
+        if cache_sim:
+            d1.append(cg_d1_misses(out) / iters)
         if with_tool:
-            for fn, ir in self_ir.most_common():
+            for fn, n_ir in self_ir.most_common():
                 if "libmpilens" in obj.get(fn, ""):
-                    table.append((fn, calls.get(fn, 0) / iters, ir / max(calls.get(fn, 0), 1)))
-    return res[0], res[1], table
+                    table.append((fn, calls.get(fn, 0) / iters, n_ir / max(calls.get(fn, 0), 1)))
+    return CgCounts(ir[0], ir[1], table, *(d1 or [None, None]))
 
 
-def compare(builds: dict[str, Path], mpis: list[str], loops: list[str], tool_mode: str, tmp: Path) -> None:
-    """Instructions added per loop iteration by each runtime build (callgrind)."""
+def compare(builds: dict[str, Path], mpis: list[str], loops: list[str], tool_mode: str, tmp: Path,
+            cache_sim: bool = False) -> None:
+    """Instructions (and with cache_sim L1 data misses) added per loop iteration by each runtime
+    build (callgrind)."""
     if shutil.which("valgrind") is None:
         raise BenchError("valgrind not found (apt-get install valgrind)")
-    print(f"Instructions added per iteration (callgrind, MPILENS_MODE={tool_mode}; window: per Isend + Irecv pair)\n")
+    print(f"Instructions added per iteration (callgrind, MPILENS_MODE={tool_mode}; window: per Isend + Irecv pair)"
+          + ("; in brackets, simulated L1 data-cache misses" if cache_sim else "") + "\n")
     print("| MPI | loop | plain | " + " | ".join(builds) + " |")
     print("|---|---|---:|" + "---:|" * len(builds))
     for mpi in mpis:
@@ -189,9 +225,13 @@ def compare(builds: dict[str, Path], mpis: list[str], loops: list[str], tool_mod
                     raise BenchError(f"{src} is missing")
                 lib = tmp / f"{name}-{src.name}"
                 shutil.copy2(src, lib)
-                plain, with_tool, _ = callgrind(exe, lib, tmp, mode, tool_mode)
-                cells.append(f"+{(with_tool - plain) / per:.0f}")
-            print(f"| {MPI_NAMES[mpi]} | {mode} | {plain / per:.0f} | " + " | ".join(cells) + " |", flush=True)
+                c = callgrind(exe, lib, tmp, mode, tool_mode, cache_sim)
+                plain = f"{c.ir_plain / per:.0f}"
+                cells.append(f"+{(c.ir_tool - c.ir_plain) / per:.0f}")
+                if c.d1_plain is not None and c.d1_tool is not None:
+                    plain += f" ({c.d1_plain / per:.1f})"
+                    cells[-1] += f" ({(c.d1_tool - c.d1_plain) / per:+.1f})"
+            print(f"| {MPI_NAMES[mpi]} | {mode} | {plain} | " + " | ".join(cells) + " |", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -208,14 +248,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--compare", action="append", default=[], metavar="NAME=DIR",
                    help="only count instructions (callgrind), for each of these runtime builds")
     p.add_argument("--loops", default=",".join(MODES), help="with --compare: the loops (default: all)")
+    p.add_argument("--cache-sim", action="store_true",
+                   help="with --compare: also count the L1 data-cache misses added (callgrind's cache simulation)")
     args = p.parse_args(argv)
+    if args.cache_sim and not args.compare:
+        p.error("--cache-sim counts with --compare NAME=DIR")
     SETTINGS.update(kv.split("=", 1) for kv in args.set)
     tmp = Path(tempfile.mkdtemp(prefix="mpilens-hotpath-"))
     mpis = [m.strip() for m in args.mpi.split(",") if m.strip()]
     try:
         if args.compare:
             compare(named_dirs(args.compare, "--compare"), mpis, [m for m in args.loops.split(",") if m], args.mode,
-                    tmp)
+                    tmp, args.cache_sim)
             return 0
         for mpi in mpis:
             src = args.lib_dir / f"libmpilens-{mpi}.so"
@@ -248,9 +292,9 @@ def main(argv: list[str] | None = None) -> int:
                 print("|---|---:|---:|---:|")
                 tables = {}
                 for mode in MODES:
-                    a, b, tab = callgrind(exe, lib, tmp, mode, args.mode)
-                    tables[mode] = tab
-                    print(f"| {mode} | {a:.0f} | {b:.0f} | {b - a:+.0f} |")
+                    c = callgrind(exe, lib, tmp, mode, args.mode)
+                    tables[mode] = c.table
+                    print(f"| {mode} | {c.ir_plain:.0f} | {c.ir_tool:.0f} | {c.ir_tool - c.ir_plain:+.0f} |")
                 for mode in ("isend", "send"):
                     print(f"\nRuntime functions in the `{mode}` loop (self instructions; inlined code counts "
                           "in its caller):\n")
