@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -13,7 +14,7 @@ import time
 import numpy as np
 import pytest
 
-from conftest import MPILENS, example, job_env, launcher, mpilens_run, mpirun, run_example
+from conftest import MPILENS, example, fn, job_env, launcher, mpilens_run, mpirun, run_example
 from mpilens import counters_spc
 
 ALL_GROUPS = "calls,bytes,sizes,eager,queue,unexpected,collectives,peers,comms,pvars"
@@ -96,15 +97,24 @@ def test_collectives_agree_with_profile(mpi, tmp_path):
 
 
 def test_posted_queue_watermark(mpi, tmp_path):
-    """16 MPI_Irecv posted before any send: high watermark 16, all completed, none unexpected."""
+    """16 MPI_Irecv posted before any send: high watermark 16, all completed, none unexpected. Each
+    was posted at least the program's hold and at most its measured window (the entry keeps the
+    post time in the word of its bytes sent): the profile's bytes stay exact."""
     n = 16
-    _, c = counters(mpi, 2, "spc_traffic", ["queue", str(n)], tmp_path, MPILENS_COUNTERS=ALL_GROUPS)
+    job, c = counters(mpi, 2, "spc_traffic", ["queue", str(n)], tmp_path, MPILENS_COUNTERS=ALL_GROUPS)
+    m = re.search(r"spc_traffic: queue hold_ms (\d+) window_s ([\d.]+)", job.stdout)
+    assert m, job.stdout
+    hold_s, window_s = int(m.group(1)) * 1e-3, float(m.group(2))
+    assert n * hold_s * 0.98 <= c.value("RECV_POST_TO_COMPLETE_TIME", 0) <= n * window_s * 1.02
+    p = job.profile
+    assert fn(p, "MPI_Irecv", "calls") == [n, 0]
+    assert fn(p, "MPI_Irecv", "bytes_recv") == [8 * n, 0]
+    assert fn(p, "MPI_Irecv", "bytes_sent") == [0, 0]
     assert c.value("MAX_POSTED_RECVQ", 0) == n
     assert c.value("MIN_POSTED_RECVQ", 0) == 0
     assert c.value("RECVS_POSTED", 0) == n == c.value("RECVS_COMPLETED", 0)
     assert c.value("POSTED_RECVQ", 0) == 0
     assert c.value("UNEXPECTED", 0) == 0 and c.value("UNEXPECTED_PROBES", 0) == n
-    assert c.value("RECV_POST_TO_COMPLETE_TIME", 0) > 0
     assert c.value("MAX_POSTED_RECVQ", 1) == 0  # rank 1 posts no nonblocking receive
     # the interval watermarks in the snapshots never exceed the run's
     m, _ = c.matrix("MAX_POSTED_RECVQ")

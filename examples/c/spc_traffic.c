@@ -2,10 +2,13 @@
  * docs/counters.md (counters mode). Ranks 0 and 1 talk; other ranks only join the barriers.
  *
  * Usage: spc_traffic PHASE ARGS...
- *   queue N        rank 0 posts N MPI_Irecv (8 bytes, from rank 1), then tells rank 1 (one 4-byte
- *                  MPI_Send, tag 1) to send; rank 1 sends N x 8 bytes (tag 0); rank 0 MPI_Waitall.
- *                  Rank 0: POSTED_RECVQ high watermark N, N receives posted and completed, and
- *                  no unexpected message (nothing can arrive before its receive is posted).
+ *   queue N        rank 0 posts N MPI_Irecv (8 bytes, from rank 1), holds them QUEUE_HOLD_MS, then
+ *                  tells rank 1 (one 4-byte MPI_Send, tag 1) to send; rank 1 sends N x 8 bytes
+ *                  (tag 0); rank 0 MPI_Waitall. Rank 0: POSTED_RECVQ high watermark N, N receives
+ *                  posted and completed, no unexpected message (nothing can arrive before its
+ *                  receive is posted), and each receive posted for at least QUEUE_HOLD_MS and at
+ *                  most the time from before the first MPI_Irecv to after MPI_Waitall, which rank 0
+ *                  prints: "spc_traffic: queue hold_ms H window_s W".
  *   unexpected N   rank 1 sends N x 8 bytes (tag 0) then one 4-byte "go" (tag 1); rank 0 waits
  *                  for "go" with MPI_Probe, receives it with MPI_Recv, then receives the N with
  *                  MPI_Recv: all N + 1 receives find their message already arrived.
@@ -20,6 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#define QUEUE_HOLD_MS 20
 
 static void sleep_ms(long ms)
 {
@@ -47,9 +52,12 @@ int main(int argc, char **argv)
     if (strcmp(phase, "queue") == 0) {
         if (rank == 0) {
             MPI_Request *req = malloc((size_t)n * sizeof *req);
+            const double t0 = MPI_Wtime();
             for (int i = 0; i < n; i++) MPI_Irecv(&buf[i], 1, MPI_DOUBLE, 1, 0, MPI_COMM_WORLD, &req[i]);
+            sleep_ms(QUEUE_HOLD_MS);
             MPI_Send(&go, 1, MPI_INT, 1, 1, MPI_COMM_WORLD);
             MPI_Waitall(n, req, MPI_STATUSES_IGNORE);
+            printf("spc_traffic: queue hold_ms %d window_s %.9f\n", QUEUE_HOLD_MS, MPI_Wtime() - t0);
             for (int i = 0; i < n; i++)
                 if (buf[i] != i) die(rank, "wrong data");
             free(req);

@@ -190,7 +190,8 @@ typedef struct ml_thread {
     ml_trace_thread_t trace;
     /* ---- the requests (requests.c) */
     /* below MPI_THREAD_MULTIPLE: this thread's table of its outstanding operations */
-    struct ml_req *rq;       /* [rq_cap], NULL until its first request */
+    struct ml_req *rq;       /* [rq_cap], NULL until its first request; on a line boundary in rq_mem */
+    void *rq_mem;
     uint32_t rq_cap, rq_shift, rq_live;
     uint32_t rq_room;        /* inserts into empty slots left before the table is rebuilt */
     uint64_t done_at;        /* end of the completion call being settled (request completion time) */
@@ -555,8 +556,11 @@ ML_HOT int64_t ml_status_bytes(const MPI_Status *st)
 #define ML_REQ_ACTIVE 2u
 #define ML_REQ_WORLD 8u /* started on MPI_COMM_WORLD (counters mode: ranks are world ranks) */
 #define ML_REQ_FULL 16u /* entered while trace or counters mode watch requests: completed by requests.c */
+#define ML_REQ_POSTED_AT 32u /* a receive counters mode watches: t_post holds when it was posted */
 
-/* An outstanding nonblocking or persistent operation: its bytes are accounted at completion. */
+/* An outstanding nonblocking or persistent operation: its bytes are accounted at completion.
+ * One cache line: a window of outstanding receives touches a line per entry, not two (the tables
+ * are allocated on line boundaries). */
 typedef struct ml_req {
     uintptr_t key;      /* request handle; ML_REQ_EMPTY / ML_REQ_TOMB when free (atomic) */
     uint16_t fn;        /* function that created it */
@@ -564,14 +568,24 @@ typedef struct ml_req {
     uint32_t stat;      /* statistics of its function in the region where it started: blocks[stat] */
     int32_t peer;       /* destination world rank for the matrix, or -1 */
     int32_t pad;
-    int64_t sent, recv; /* bytes, or ML_BYTES_FROM_STATUS */
+    /* bytes sent, or ML_BYTES_FROM_STATUS (read it with ml_req_sent); a receive sends nothing, so
+     * one that counters mode watches keeps there the tick it was posted (ML_REQ_POSTED_AT) */
+    union {
+        int64_t sent;
+        uint64_t t_post;
+    };
+    int64_t recv;       /* bytes received, or ML_BYTES_FROM_STATUS */
     uint64_t seq;       /* number of the operation in its thread's trace (trace mode) */
-    uint64_t t_post;    /* counters mode: tick when a receive was posted (started) */
     /* trace and counters modes: to give the source of a completed receive as a world rank; the
      * entry holds a reference (ml_comm_hold) from ml_req_track until it completes or is freed */
     const struct ml_comm *comm;
     ml_site_t *site;    /* call site that started it: its bytes are counted there at completion */
 } ml_req_t;
+_Static_assert(sizeof(ml_req_t) == 64, "a request entry is one cache line");
+#define ML_LINE 64 /* bytes: what the request tables are aligned to */
+
+/* An entry's bytes sent (or ML_BYTES_FROM_STATUS): none for a receive whose word holds t_post. */
+ML_HOT int64_t ml_req_sent(const ml_req_t *e) { return e->flags & ML_REQ_POSTED_AT ? 0 : e->sent; }
 
 #define ML_REQ_EMPTY ((uintptr_t)0)
 #define ML_REQ_TOMB (~(uintptr_t)0)
@@ -793,7 +807,6 @@ ML_HOT uint64_t ml_req_track(ml_thread_t *t, MPI_Request req, int fn, unsigned f
         e->sent = sent;
         e->recv = recv;
         e->seq = 0;
-        e->t_post = 0;
         e->comm = NULL;
         e->site = site;
         return 0;
@@ -849,7 +862,7 @@ static inline int ml_claim_needs_status(const ml_claim_t *c)
 {
     if (!c->held) return 0;
     const ml_req_t *e = c->live ? c->live : &c->copy;
-    return e->sent == ML_BYTES_FROM_STATUS || e->recv == ML_BYTES_FROM_STATUS ||
+    return ml_req_sent(e) == ML_BYTES_FROM_STATUS || e->recv == ML_BYTES_FROM_STATUS ||
            __atomic_load_n(&ml_g.cancels, __ATOMIC_RELAXED);
 }
 

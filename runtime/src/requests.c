@@ -35,6 +35,16 @@ static uint32_t own_max;
 
 static inline uint64_t hash_of(uintptr_t k) { return (uint64_t)k * 0x9E3779B97F4A7C15ull; }
 
+/* n zeroed entries starting on a cache-line boundary, each entry one line (ml.h); *mem: what to
+ * free. The tool's calloc is the C library's (16-byte alignment) below 64 KiB, mmap above. */
+static ml_req_t *entries_alloc(size_t n, void **mem)
+{
+    unsigned char *p = calloc(n + 1, sizeof(ml_req_t));
+    *mem = p;
+    if (p == NULL) return NULL;
+    return (ml_req_t *)(p + (-(uintptr_t)p & (ML_LINE - 1)));
+}
+
 static size_t home_of(uintptr_t k)
 {
     return (size_t)(hash_of(k) >> 20) & mask;
@@ -46,7 +56,8 @@ int ml_requests_init(size_t capacity)
     while (cap < capacity) cap *= 2;
     own_max = cap > (1u << 30) ? 1u << 30 : (uint32_t)cap;
     if (!ml_g.multiple) return 0; /* the threads' tables are made at their first request */
-    slots = calloc(cap, sizeof *slots);
+    void *mem; /* the process's, never freed */
+    slots = entries_alloc(cap, &mem);
     if (slots == NULL) return -1;
     mask = cap - 1;
     return 0;
@@ -71,7 +82,8 @@ int ml_req_make_room(ml_thread_t *t)
     uint32_t cap = t->rq_cap ? t->rq_cap : OWN_MIN;
     while ((uint64_t)(t->rq_live + 1) * 4 > cap && cap < own_max) cap *= 2;
     if ((uint64_t)(t->rq_live + 1) * 4 > (uint64_t)cap * 3) return -1; /* full at MPILENS_MAX_REQUESTS */
-    ml_req_t *n = calloc(cap, sizeof *n);
+    void *mem;
+    ml_req_t *n = entries_alloc(cap, &mem);
     if (n == NULL) return -1;
     const uint32_t shift = (uint32_t)(64 - __builtin_ctzll(cap));
     for (uint32_t i = 0; i < t->rq_cap; i++) {
@@ -81,7 +93,8 @@ int ml_req_make_room(ml_thread_t *t)
         while (n[j].key != ML_REQ_EMPTY) j = (j + 1) & (cap - 1);
         n[j] = t->rq[i];
     }
-    free(t->rq);
+    free(t->rq_mem);
+    t->rq_mem = mem;
     t->rq = n;
     t->rq_cap = cap;
     t->rq_shift = shift;
@@ -139,10 +152,9 @@ static ml_req_t *shared_insert(ml_thread_t *t, uintptr_t k, const ml_req_t *e)
                 s->flags = e->flags;
                 s->stat = e->stat;
                 s->peer = e->peer;
-                s->sent = e->sent;
+                s->sent = e->sent; /* or t_post */
                 s->recv = e->recv;
                 s->seq = e->seq;
-                s->t_post = e->t_post;
                 s->comm = e->comm;
                 s->site = e->site;
                 __atomic_store_n(&s->key, k, __ATOMIC_RELEASE);
@@ -186,9 +198,15 @@ uint64_t ml_req_track_slow(ml_thread_t *t, MPI_Request req, int fn, unsigned fla
     }
     if (t->trace.on && facts == NULL && comm != MPI_COMM_NULL) facts = ml_comm_get(comm);
     flags |= ML_REQ_FULL;
-    ml_req_t e = {0, (uint16_t)fn, (uint16_t)(flags & ML_REQ_PERSISTENT ? flags : flags | ML_REQ_ACTIVE),
-                  ml_stat_index(t, fn), peer, 0, sent, recv, seq, 0, facts,
-                  site != NULL ? site : t->sites ? ml_site_early(t, fn) : NULL};
+    ml_req_t e = {.fn = (uint16_t)fn,
+                  .flags = (uint16_t)(flags & ML_REQ_PERSISTENT ? flags : flags | ML_REQ_ACTIVE),
+                  .stat = ml_stat_index(t, fn),
+                  .peer = peer,
+                  .sent = sent,
+                  .recv = recv,
+                  .seq = seq,
+                  .comm = facts,
+                  .site = site != NULL ? site : t->sites ? ml_site_early(t, fn) : NULL};
     if (ML_UNLIKELY(ml_spc_on) && !(flags & ML_REQ_PERSISTENT)) ml_spc_posted(t, &e);
     if (!(flags & ML_REQ_PERSISTENT) && ml_req_shared_handle(req)) {
         /* complete already, and with no status worth reading */
@@ -298,7 +316,8 @@ static void settle(ml_thread_t *t, ml_req_t *e, int persistent, const MPI_Status
         if (ML_UNLIKELY(ml_spc_on)) ml_spc_done(t, e, NULL, -1, -1); /* it left the queue, nothing moved */
         return;
     }
-    const int64_t sent = e->sent != ML_BYTES_FROM_STATUS ? e->sent : (st ? ml_status_bytes(st) : 0);
+    const int64_t posted_sent = ml_req_sent(e);
+    const int64_t sent = posted_sent != ML_BYTES_FROM_STATUS ? posted_sent : (st ? ml_status_bytes(st) : 0);
     const int64_t recv = e->recv != ML_BYTES_FROM_STATUS ? e->recv : (st ? ml_status_bytes(st) : 0);
     ml_req_account(t, e, sent, recv);
     if (ML_UNLIKELY(ml_spc_on)) ml_spc_done(t, e, st, sent, recv);
@@ -337,7 +356,8 @@ void ml_req_freed(ml_thread_t *t, ml_claim_t *c, int measuring)
     if (!c->held) return;
     ml_req_t *e = c->live ? c->live : &c->copy;
     c->held = 0;
-    if (measuring && (e->flags & ML_REQ_ACTIVE) && e->sent > 0 && e->recv == 0) ml_req_account(t, e, e->sent, 0);
+    const int64_t sent = ml_req_sent(e);
+    if (measuring && (e->flags & ML_REQ_ACTIVE) && sent > 0 && e->recv == 0) ml_req_account(t, e, sent, 0);
     drop_entry(c, e);
 }
 

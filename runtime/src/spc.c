@@ -304,7 +304,8 @@ static inline void queue_move(ml_thread_t *t, int64_t d)
 void ml_spc_posted(ml_thread_t *t, ml_req_t *e)
 {
     if (!(ml_spc_on & ML_SPC_QUEUE) || !is_posted_recv(e->fn) || t->spc == NULL) return;
-    e->t_post = ml_now();
+    e->t_post = ml_now(); /* in the word of its bytes sent, none for a receive (ml.h) */
+    e->flags |= ML_REQ_POSTED_AT;
     ADD(t->spc[S_RECVS_POSTED], 1);
     queue_move(t, 1);
 }
@@ -313,7 +314,7 @@ void ml_spc_done(ml_thread_t *t, const ml_req_t *e, const MPI_Status *st, int64_
 {
     const int fn = e->fn;
     if (t->spc == NULL) return;
-    if ((ml_spc_on & ML_SPC_QUEUE) && is_posted_recv(fn) && e->t_post != 0) {
+    if ((ml_spc_on & ML_SPC_QUEUE) && is_posted_recv(fn) && (e->flags & ML_REQ_POSTED_AT)) {
         const uint64_t now = t->done_at > e->t_post ? t->done_at : ml_now();
         ADD(t->spc[S_RECVS_COMPLETED], 1);
         ADD(t->spc[S_RECV_POST_TIME], (int64_t)(now - e->t_post));
