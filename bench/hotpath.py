@@ -105,8 +105,20 @@ def timing(exe: Path, lib: Path, tmp: Path, reps: int, tool_mode: str = "profile
     return res
 
 
+def cg_totals(path: Path) -> dict[str, int]:
+    """The totals of a callgrind file, per event (Ir; with --cache-sim=yes also D1mr, D1mw, ...)."""
+    events: list[str] = []
+    for line in path.read_text().splitlines():
+        if line.startswith("events:"):
+            events = line.split()[1:]
+        elif line.startswith(("summary:", "totals:")):
+            return dict(zip(events, (int(v) for v in line.split()[1:])))
+    raise BenchError(f"{path}: no totals")
+
+
 def cg_parse(path: Path) -> tuple[collections.Counter, collections.Counter, dict[str, str], int]:
-    """Self Ir, number of calls received and object file of every function of a callgrind file."""
+    """Self Ir, number of calls received and object file of every function of a callgrind file, and
+    its total Ir."""
     pools: dict[str, dict[str, str]] = {"fn": {}, "ob": {}, "fl": {}}
     pool_of = {"fn": "fn", "cfn": "fn", "ob": "ob", "cob": "ob", "fl": "fl", "fi": "fl", "fe": "fl",
                "cfi": "fl", "cfl": "fl"}
@@ -125,7 +137,6 @@ def cg_parse(path: Path) -> tuple[collections.Counter, collections.Counter, dict
     obj: dict[str, str] = {}
     fn = ob = cfn = None
     pending = None
-    total = 0
     for line in path.read_text().splitlines():
         if not line:
             continue
@@ -143,9 +154,6 @@ def cg_parse(path: Path) -> tuple[collections.Counter, collections.Counter, dict
         if key == "calls" and _:
             pending = int(val.split()[0])
             continue
-        if line.startswith(("summary:", "totals:")):
-            total = int(line.split()[1])
-            continue
         if line[0].isdigit() or line[0] in "+-*":
             parts = line.split()
             if pending is not None:
@@ -153,22 +161,7 @@ def cg_parse(path: Path) -> tuple[collections.Counter, collections.Counter, dict
                 pending = None
             elif len(parts) > 1 and fn is not None:
                 self_ir[fn] += int(parts[1])
-    return self_ir, calls, obj, total
-
-
-def cg_d1_misses(path: Path) -> int:
-    """L1 data-cache misses (reads and writes) in the totals of a callgrind file made with
-    --cache-sim=yes."""
-    events: list[str] = []
-    for line in path.read_text().splitlines():
-        if line.startswith("events:"):
-            events = line.split()[1:]
-        elif line.startswith(("summary:", "totals:")):
-            counts = dict(zip(events, (int(v) for v in line.split()[1:])))
-            if "D1mr" not in counts:
-                raise BenchError(f"{path}: no cache simulation in its events ({' '.join(events)})")
-            return counts["D1mr"] + counts.get("D1mw", 0)
-    raise BenchError(f"{path}: no totals")
+    return self_ir, calls, obj, cg_totals(path)["Ir"]
 
 
 class CgCounts(NamedTuple):
@@ -196,7 +189,8 @@ def callgrind(exe: Path, lib: Path, tmp: Path, mode: str, tool_mode: str = "prof
         self_ir, calls, obj, total = cg_parse(out)
         ir.append(total / iters)
         if cache_sim:
-            d1.append(cg_d1_misses(out) / iters)
+            totals = cg_totals(out)
+            d1.append((totals["D1mr"] + totals["D1mw"]) / iters)
         if with_tool:
             for fn, n_ir in self_ir.most_common():
                 if "libmpilens" in obj.get(fn, ""):

@@ -126,9 +126,7 @@ ML_HOT int lean_try_wait(MPI_Request *request, int *flag, MPI_Status *status, ui
     uint32_t v;
     ml_thread_t *const l = ml_lean_enter(&v);
     if (ML_UNLIKELY(l == NULL)) return 0;
-    if (ML_LIKELY(v == 0)) return lean_wait_claimed(l, request, flag, status, ra, rc, 0, 0);
-    if (v == ML_LEAN_SAMPLED) return lean_wait_claimed(l, request, flag, status, ra, rc, 0, 1);
-    return lean_wait_claimed(l, request, flag, status, ra, rc, 1, 0);
+    return ML_LEAN_COPY(v, lean_wait_claimed, l, request, flag, status, ra, rc);
 }
 
 ML_EXPORT int MPI_Wait(MPI_Request *request, MPI_Status *status)
@@ -271,13 +269,8 @@ ML_EXPORT int MPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status
     uint32_t v;
     ml_thread_t *const l = ml_lean_enter(&v);
     if (ML_LIKELY(l != NULL)) {
-        if (ML_LIKELY(!lean_cancels())) {
-            if (ML_LIKELY(v == 0))
-                return lean_waitall(l, count, array_of_requests, array_of_statuses, ML_LEAN_RA(), 0, 0);
-            if (v == ML_LEAN_SAMPLED)
-                return lean_waitall(l, count, array_of_requests, array_of_statuses, ML_LEAN_RA(), 0, 1);
-            return lean_waitall(l, count, array_of_requests, array_of_statuses, ML_LEAN_RA(), 1, 0);
-        }
+        if (ML_LIKELY(!lean_cancels()))
+            return ML_LEAN_COPY(v, lean_waitall, l, count, array_of_requests, array_of_statuses, ML_LEAN_RA());
         ml_lean_leave(l);
     }
     return all(PMPI_Waitall, NULL, ML_FN_MPI_Waitall, count, array_of_requests, NULL, array_of_statuses);

@@ -69,6 +69,11 @@ ML_HOT ml_thread_t *ml_lean_enter(uint32_t *variant)
     return t;
 }
 
+/* f(..., traced, sampled) in the copy of the lean path that variant v (ml_lean_enter) names: the
+ * common one by one comparison, MPILENS_TIME_SAMPLE's by one more, trace mode's otherwise. */
+#define ML_LEAN_COPY(v, f, ...)                                                                              \
+    (ML_LIKELY((v) == 0) ? f(__VA_ARGS__, 0, 0) : (v) == ML_LEAN_SAMPLED ? f(__VA_ARGS__, 0, 1) : f(__VA_ARGS__, 1, 0))
+
 /* The return address of the exported wrapper this expands in: the call site at depth 1. */
 #define ML_LEAN_RA() ((uintptr_t)__builtin_return_address(0))
 
@@ -76,11 +81,8 @@ ML_HOT ml_thread_t *ml_lean_enter(uint32_t *variant)
  * of each copy of the lean path) those of ml_start (0 for a call left untimed). */
 ML_HOT uint64_t ml_lean_start(ml_thread_t *t, int fn, const int sampled)
 {
-    /* ml_start's countdown, without asking again whether the thread samples nor which clock runs */
-    if (sampled && t->cur[fn].calls >= ML_SAMPLE_WARMUP) {
-        if (ML_LIKELY(--t->sample_left != 0)) return 0;
-        t->sample_left = (uint32_t)ml_sample_gap(t);
-    }
+    /* ml_start, without asking again whether the thread samples nor which clock runs */
+    if (sampled && ml_sample_skips(t, fn)) return 0;
     return ml_tick();
 }
 ML_HOT uint64_t ml_lean_stop(uint64_t t0, const int sampled) { return !sampled || ML_LIKELY(t0 != 0) ? ml_tick() : 0; }

@@ -355,11 +355,19 @@ ML_HOT ml_thread_t *ml_enter_completion(int *measuring)
 
 uint64_t ml_sample_gap(ml_thread_t *t);
 
+/* Under MPILENS_TIME_SAMPLE: whether this call of fn is left untimed (the thread's countdown, past
+ * the function's warm-up; ml_start and the lean path's copy). */
+ML_HOT int ml_sample_skips(ml_thread_t *t, int fn)
+{
+    if (t->cur[fn].calls < ML_SAMPLE_WARMUP) return 0;
+    if (ML_LIKELY(--t->sample_left != 0)) return 1;
+    t->sample_left = (uint32_t)ml_sample_gap(t);
+    return 0;
+}
+
 ML_HOT uint64_t ml_start(ml_thread_t *t, int fn)
 {
-    if (ML_LIKELY(!t->sampling) || t->cur[fn].calls < ML_SAMPLE_WARMUP) return ml_now();
-    if (--t->sample_left != 0) return 0;
-    t->sample_left = (uint32_t)ml_sample_gap(t);
+    if (ML_UNLIKELY(t->sampling) && ml_sample_skips(t, fn)) return 0;
     return ml_now();
 }
 
