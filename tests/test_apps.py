@@ -26,6 +26,7 @@ from conftest import (
     plain_run,
     trace_kinds,
 )
+from mpilens import counters_spc
 from mpilens.trace import reader, timeline
 
 LAMMPS_INDENT = Path("/usr/share/lammps/examples/indent")
@@ -177,22 +178,27 @@ def thermo_lines(text: str) -> list[list[str]]:
     return rows
 
 
-@pytest.fixture(scope="module")
-def lammps(tmp_path_factory):
-    """in.indent on 4 ranks, without and with mpilens: (plain stdout, Job)."""
+def lammps_indent(work: Path) -> tuple[str, list[str]]:
+    """LAMMPS' indent example copied into work, its two runs shortened from 30000 to STEPS steps
+    (thermo every 500): (the MPI lmp links, its arguments)."""
     exe = require("lmp", "lammps")
     if not (LAMMPS_INDENT / "in.indent").exists():
         pytest.fail(f"{LAMMPS_INDENT}/in.indent is missing: `make deps` installs lammps-examples")
     mpi = linked_mpi(exe)
     assert mpi in MPIS, f"{exe} links no known MPI"
-    work = tmp_path_factory.mktemp("lammps") / "indent"
     shutil.copytree(LAMMPS_INDENT, work)
-    # the example as shipped, with its two runs shortened from 30000 to STEPS steps (thermo every 500)
     text = (work / "in.indent").read_text()
     assert text.count("run\t\t30000") == 2 and "thermo\t\t1000" in text
     (work / "in.indent").write_text(text.replace("run\t\t30000", f"run\t\t{LAMMPS_STEPS}")
                                     .replace("thermo\t\t1000", "thermo\t\t500"))
-    args = [exe, "-in", str(work / "in.indent")]
+    return mpi, [exe, "-in", str(work / "in.indent")]
+
+
+@pytest.fixture(scope="module")
+def lammps(tmp_path_factory):
+    """in.indent on 4 ranks, without and with mpilens: (plain stdout, Job)."""
+    work = tmp_path_factory.mktemp("lammps") / "indent"
+    mpi, args = lammps_indent(work)
     plain = plain_run(mpi, 4, [*args, "-log", str(work / "log.plain")], timeout=120)
     assert plain.returncode == 0, plain.stderr
     job = mpilens_run(None, launcher(mpi, 4) + [*args, "-log", str(work / "log.tool")], work, timeout=120)
@@ -208,6 +214,34 @@ def test_lammps_thermo_unchanged(lammps):
     assert rows[-1][0] == str(2 * LAMMPS_STEPS)
     assert rows == thermo_lines(plain)
     assert "4 MPI tasks" in job.stdout or "4 procs" in job.stdout
+
+
+def test_lammps_counters_mode(lammps, tmp_path):
+    """LAMMPS under counters mode with its posted-receive queue watched (each receive's entry then
+    keeps its post time in the word of its bytes sent): the same thermo output as without the tool;
+    every receive LAMMPS posts (an MPI_Irecv, each completed by an MPI_Wait) counted posted and
+    completed; no byte sent by a receive, and every byte sent received (MPI's semantics), the same
+    receives as in the profile-only run of the same deterministic simulation; and the time receives
+    spent posted within what the run's length allows."""
+    plain, profile_job = lammps
+    work = tmp_path / "indent"
+    mpi, args = lammps_indent(work)
+    job = mpilens_run(None, launcher(mpi, 4) + [*args, "-log", str(work / "log.tool")], work, timeout=120,
+                      settings={"MPILENS_MODE": "counters", "MPILENS_COUNTERS": "calls,bytes,queue"})
+    assert thermo_lines(job.stdout) == thermo_lines(plain)
+    p, c = job.profile, counters_spc.load(job.rundir)
+    assert_complete(p, 4)
+    irecv = fn(p, "MPI_Irecv", "calls")
+    assert all(n > 0 for n in irecv) and irecv == fn(p, "MPI_Wait", "calls"), (irecv, fn(p, "MPI_Wait", "calls"))
+    assert fn(p, "MPI_Irecv", "bytes_sent") == [0] * 4
+    assert_p2p_balanced(p)
+    for key in ("calls", "bytes_recv"):
+        assert fn(p, "MPI_Irecv", key) == fn(profile_job.profile, "MPI_Irecv", key), key
+    for r in range(4):
+        assert c.value("RECVS_POSTED", r) == c.value("RECVS_COMPLETED", r) == irecv[r], r
+        assert c.value("POSTED_RECVQ", r) == 0
+        posted_s = c.value("RECV_POST_TO_COMPLETE_TIME", r)
+        assert 0 < posted_s <= irecv[r] * p["ranks"][r]["wall_time_s"], (r, posted_s)
 
 
 def test_lammps_profile(lammps):
