@@ -23,12 +23,13 @@ iteration by each build (the window loop's per Isend + Irecv pair, that is per 6
 iteration). Deterministic, so it compares builds on a busy machine. With --cache-sim it also
 counts the L1 data-cache misses each build adds (callgrind's cache simulation, the cache sizes
 valgrind reads from this CPU), inside the loop only: the cost instruction counts do not show,
-where the tool's data evicts the MPI's.
+where the tool's data evicts the MPI's. --thread multiple runs every loop under
+MPI_THREAD_MULTIPLE, where the runtime keeps requests in its process-wide table.
 
 Usage: .venv/bin/python bench/hotpath.py [--reps N] [--mpi openmpi,mpich] [--mode profile|trace|papi|papi-regions]
-       [--set MPILENS_K=V ...] [--iters-div N] [--callgrind] [--lib-dir DIR]
+       [--set MPILENS_K=V ...] [--iters-div N] [--callgrind] [--lib-dir DIR] [--thread single|multiple]
        .venv/bin/python bench/hotpath.py --compare before=DIR --compare after=DIR [--loops window,send] [--mode ...]
-                                         [--cache-sim]
+                                         [--cache-sim] [--thread single|multiple]
 """
 from __future__ import annotations
 
@@ -86,13 +87,14 @@ def run(exe: Path, args: list[str], lib: Path | None, tmp: Path, prefix: list[st
 
 
 def timing(exe: Path, lib: Path, tmp: Path, reps: int, tool_mode: str = "profile",
-           div: int = 1) -> dict[str, tuple[float, float, float]]:
+           div: int = 1, thread: list[str] | None = None) -> dict[str, tuple[float, float, float]]:
     plain: dict[str, list[float]] = collections.defaultdict(list)
     tool: dict[str, list[float]] = collections.defaultdict(list)
     for rep in range(reps):
         for mode in MODES:
             for with_tool in ((True, False) if rep % 2 else (False, True)):
-                out = run(exe, [mode, str(max(ITERS[mode] // div, 10))], lib if with_tool else None, tmp,
+                out = run(exe, [mode, str(max(ITERS[mode] // div, 10)), *(thread or [])], lib if with_tool else None,
+                          tmp,
                           tool_mode=tool_mode)
                 m = LINE_RE.search(out)
                 if m is None:
@@ -175,14 +177,14 @@ class CgCounts(NamedTuple):
 
 
 def callgrind(exe: Path, lib: Path, tmp: Path, mode: str, tool_mode: str = "profile",
-              cache_sim: bool = False) -> CgCounts:
+              cache_sim: bool = False, thread: list[str] | None = None) -> CgCounts:
     n = CG_ITERS[mode]
     iters = cg_iterations(mode)
     ir, d1 = [], []
     table: list[tuple[str, float, float]] = []
     for with_tool in (False, True):
         out = tmp / f"cg.{mode}.{int(with_tool)}"
-        run(exe, [mode, str(n)], lib if with_tool else None, tmp,
+        run(exe, [mode, str(n), *(thread or [])], lib if with_tool else None, tmp,
             ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", f"--toggle-collect=loop_{mode}",
              *(["--cache-sim=yes"] if cache_sim else [])],
             tool_mode=tool_mode)
@@ -199,12 +201,13 @@ def callgrind(exe: Path, lib: Path, tmp: Path, mode: str, tool_mode: str = "prof
 
 
 def compare(builds: dict[str, Path], mpis: list[str], loops: list[str], tool_mode: str, tmp: Path,
-            cache_sim: bool = False) -> None:
+            cache_sim: bool = False, thread: list[str] | None = None) -> None:
     """Instructions (and with cache_sim L1 data misses) added per loop iteration by each runtime
-    build (callgrind)."""
+    build (callgrind); thread: selfloop's thread-level argument ([] or ["multiple"])."""
     if shutil.which("valgrind") is None:
         raise BenchError("valgrind not found (apt-get install valgrind)")
-    print(f"Instructions added per iteration (callgrind, MPILENS_MODE={tool_mode}; window: per Isend + Irecv pair)"
+    print(f"Instructions added per iteration (callgrind, MPILENS_MODE={tool_mode}"
+          + (", MPI_THREAD_MULTIPLE" if thread else "") + "; window: per Isend + Irecv pair)"
           + ("; in brackets, simulated L1 data-cache misses" if cache_sim else "") + "\n")
     print("| MPI | loop | plain | " + " | ".join(builds) + " |")
     print("|---|---|---:|" + "---:|" * len(builds))
@@ -219,7 +222,7 @@ def compare(builds: dict[str, Path], mpis: list[str], loops: list[str], tool_mod
                     raise BenchError(f"{src} is missing")
                 lib = tmp / f"{name}-{src.name}"
                 shutil.copy2(src, lib)
-                c = callgrind(exe, lib, tmp, mode, tool_mode, cache_sim)
+                c = callgrind(exe, lib, tmp, mode, tool_mode, cache_sim, thread)
                 plain = f"{c.ir_plain / per:.0f}"
                 cells.append(f"+{(c.ir_tool - c.ir_plain) / per:.0f}")
                 if c.d1_plain is not None and c.d1_tool is not None:
@@ -242,18 +245,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--compare", action="append", default=[], metavar="NAME=DIR",
                    help="only count instructions (callgrind), for each of these runtime builds")
     p.add_argument("--loops", default=",".join(MODES), help="with --compare: the loops (default: all)")
+    p.add_argument("--thread", choices=("single", "multiple"), default="single",
+                   help="multiple: the loops under MPI_THREAD_MULTIPLE (the runtime's process-wide request table)")
     p.add_argument("--cache-sim", action="store_true",
                    help="with --compare: also count the L1 data-cache misses added (callgrind's cache simulation)")
     args = p.parse_args(argv)
     if args.cache_sim and not args.compare:
         p.error("--cache-sim counts with --compare NAME=DIR")
     SETTINGS.update(kv.split("=", 1) for kv in args.set)
+    thread = ["multiple"] if args.thread == "multiple" else []
     tmp = Path(tempfile.mkdtemp(prefix="mpilens-hotpath-"))
     mpis = [m.strip() for m in args.mpi.split(",") if m.strip()]
     try:
         if args.compare:
             compare(named_dirs(args.compare, "--compare"), mpis, [m for m in args.loops.split(",") if m], args.mode,
-                    tmp, args.cache_sim)
+                    tmp, args.cache_sim, thread)
             return 0
         for mpi in mpis:
             src = args.lib_dir / f"libmpilens-{mpi}.so"
@@ -269,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
                 if line.startswith("pieces "):
                     label, val = line[len("pieces "):].rsplit(None, 2)[0], line.rsplit(None, 2)[1]
                     print(f"- {label.strip()}: {float(val):.1f} ns")
-            t = timing(exe, lib, tmp, args.reps, args.mode, args.iters_div)
+            t = timing(exe, lib, tmp, args.reps, args.mode, args.iters_div, thread)
             print("\n| loop (one rank, 8 B to self) | without (ns/iter) | with (ns/iter) | added (median of pairs) |")
             print("|---|---:|---:|---:|")
             for mode in MODES:
@@ -286,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
                 print("|---|---:|---:|---:|")
                 tables = {}
                 for mode in MODES:
-                    c = callgrind(exe, lib, tmp, mode, args.mode)
+                    c = callgrind(exe, lib, tmp, mode, args.mode, thread=thread)
                     tables[mode] = c.table
                     print(f"| {mode} | {c.ir_plain:.0f} | {c.ir_tool:.0f} | {c.ir_tool - c.ir_plain:+.0f} |")
                 for mode in ("isend", "send"):

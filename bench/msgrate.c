@@ -8,12 +8,15 @@
  *
  *     msgrate bytes=8 window=64 median_msgs_per_s=4812345 min_msgs_per_s=... max_msgs_per_s=... batches=15
  *
- * Usage: msgrate [BATCHES [SCALE]]   (SCALE multiplies the number of windows per batch)
+ * Usage: msgrate [BATCHES [SCALE [multiple]]]   (SCALE multiplies the number of windows per batch;
+ * multiple: MPI_THREAD_MULTIPLE, thread_level.h)
  */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "thread_level.h"
 
 #define WINDOW 64
 #define BYTES 8
@@ -48,7 +51,7 @@ static void windows(int rank, char (*bufs)[BYTES], MPI_Request *reqs, int n)
 
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
+    bench_init(&argc, &argv, argc > 3 ? argv[3] : NULL);
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);

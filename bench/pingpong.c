@@ -6,13 +6,16 @@
  *
  *     pingpong bytes=8 median_us=0.412 min_us=0.398 max_us=0.530 batches=15 iters=20000
  *
- * Usage: pingpong [BATCHES [SCALE]]   (SCALE multiplies the iteration counts, default 1.0)
+ * Usage: pingpong [BATCHES [SCALE [multiple]]]   (SCALE multiplies the iteration counts, default
+ * 1.0; multiple: MPI_THREAD_MULTIPLE, thread_level.h)
  * Exactly two ranks take part; further ranks only wait at the barriers.
  */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "thread_level.h"
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -41,7 +44,7 @@ static void exchange(int rank, char *buf, int bytes, int iters)
 
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
+    bench_init(&argc, &argv, argc > 3 ? argv[3] : NULL);
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);

@@ -12,6 +12,7 @@
  *                            rdtsc, clock_gettime, PMPI_Type_size, PMPI_Get_count, a locked add,
  *                            a compare-and-swap, a call through the PLT (PMPI_Comm_rank)
  *
+ * A third argument "multiple" runs the loop under MPI_THREAD_MULTIPLE (thread_level.h).
  * Prints ns per iteration (median of 11 batches); for window, also ns per message, for alloc ns
  * per malloc + free pair.
  * Must run as one rank (a singleton: no mpirun needed).
@@ -24,6 +25,8 @@
 #include <string.h>
 #include <time.h>
 #include <x86intrin.h>
+
+#include "thread_level.h"
 
 #define WINDOW 64
 #define BATCHES 11
@@ -160,11 +163,11 @@ static void pieces(long n)
 
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
+    bench_init(&argc, &argv, argc > 3 ? argv[3] : NULL);
     int size;
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     if (size != 1 || argc < 2) {
-        fprintf(stderr, "usage: selfloop send|recv|isend|window|alloc|pieces [ITERS] (one rank)\n");
+        fprintf(stderr, "usage: selfloop send|recv|isend|window|alloc|pieces [ITERS [multiple]] (one rank)\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     const char *mode = argv[1];

@@ -145,6 +145,32 @@ def test_thread_multiple_takes_the_general_path(tmp_path):
     assert set(re.findall(r"lean path: ([^\n]+)", job.stderr)) == {"off, MPI_THREAD_MULTIPLE"}, job.stderr
 
 
+def test_benchmarks_under_thread_multiple(mpi, tmp_path):
+    """bench/msgrate.c with its thread-level argument "multiple" (bench/versus.py --thread multiple,
+    bench/hotpath.py --thread multiple) runs where it says: MPI_THREAD_MULTIPLE provided, the lean
+    path off for it, and every message counted exactly on the process-wide table. The counts come
+    from msgrate.c: per window rank 0 posts 64 MPI_Isend of 8 bytes and receives a 4-byte ack,
+    rank 1 posts 64 MPI_Irecv and sends the ack; a warm-up of nwin / 5 + 5 windows, then nwin =
+    max(5, 500 * scale) per batch. A level the program does not know stops it before MPI_Init."""
+    exe = tmp_path / "msgrate"
+    subprocess.run([f"mpicc.{mpi}", "-O2", "-std=c11", "-Wno-stringop-overflow", "-o", str(exe),
+                    str(ROOT / "bench" / "msgrate.c")], check=True, capture_output=True)
+    batches, nwin = 2, 5
+    job = mpirun(mpi, 2, [str(exe), str(batches), "0.01", "multiple"], tmp_path,
+                 settings={"MPILENS_VERBOSE": "2"})
+    assert set(re.findall(r"lean path: ([^\n]+)", job.stderr)) == {"off, MPI_THREAD_MULTIPLE"}, job.stderr
+    windows = nwin // 5 + 5 + batches * nwin
+    profile = job.profile
+    assert fn(profile, "MPI_Isend", "calls") == [windows * 64, 0]
+    assert fn(profile, "MPI_Isend", "bytes_sent") == [windows * 64 * 8, 0]
+    assert fn(profile, "MPI_Irecv", "calls") == [0, windows * 64]
+    assert fn(profile, "MPI_Irecv", "bytes_recv") == [0, windows * 64 * 8]
+    assert fn(profile, "MPI_Waitall", "calls") == [windows, windows]
+    assert fn(profile, "MPI_Recv", "bytes_recv")[0] == fn(profile, "MPI_Send", "bytes_sent")[1] == windows * 4
+    bad = subprocess.run([str(exe), "1", "1", "serialized"], capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "unknown thread level 'serialized'" in bad.stderr, bad
+
+
 @pytest.mark.parametrize("kind", ["hop", "rate"])
 def test_paired_benchmark_counts_only_the_wrapped_batches(mpi, kind, tmp_path):
     """bench/paired.c, which bench/paired.py times, alternates batches of MPI_* calls and of PMPI_*
