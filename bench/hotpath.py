@@ -94,8 +94,7 @@ def timing(exe: Path, lib: Path, tmp: Path, reps: int, tool_mode: str = "profile
         for mode in MODES:
             for with_tool in ((True, False) if rep % 2 else (False, True)):
                 out = run(exe, [mode, str(max(ITERS[mode] // div, 10)), *(thread or [])], lib if with_tool else None,
-                          tmp,
-                          tool_mode=tool_mode)
+                          tmp, tool_mode=tool_mode)
                 m = LINE_RE.search(out)
                 if m is None:
                     raise BenchError(f"unexpected output of selfloop {mode}: {out}")
