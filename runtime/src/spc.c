@@ -314,7 +314,7 @@ void ml_spc_done(ml_thread_t *t, const ml_req_t *e, const MPI_Status *st, int64_
 {
     const int fn = e->fn;
     if (t->spc == NULL) return;
-    if ((ml_spc_on & ML_SPC_QUEUE) && is_posted_recv(fn) && (e->flags & ML_REQ_POSTED_AT)) {
+    if (e->flags & ML_REQ_POSTED_AT) { /* ml_spc_posted entered it in the queue */
         const uint64_t now = t->done_at > e->t_post ? t->done_at : ml_now();
         ADD(t->spc[S_RECVS_COMPLETED], 1);
         ADD(t->spc[S_RECV_POST_TIME], (int64_t)(now - e->t_post));
