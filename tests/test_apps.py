@@ -17,6 +17,7 @@ from conftest import (
     MPILENS,
     MPIS,
     NETPIPE,
+    ROOT,
     check_netpipe_profile,
     fn,
     job_env,
@@ -206,6 +207,24 @@ def lammps(tmp_path_factory):
     return plain.stdout, job
 
 
+@pytest.fixture(scope="module")
+def lammps_receives(tmp_path_factory) -> dict[int, tuple[int, int, int]]:
+    """The same in.indent run counted by a second reader, not mpilens: tests/data/count_calls.c,
+    built with the MPI LAMMPS links and preloaded alone. Per rank: (MPI_Irecv calls, MPI_Wait
+    calls, bytes the waits received)."""
+    base = tmp_path_factory.mktemp("lammps-counted")
+    mpi, args = lammps_indent(base / "indent")
+    shim = base / "libcount_calls.so"
+    subprocess.run([f"mpicc.{mpi}", "-std=c11", "-O2", "-shared", "-fPIC", "-o", str(shim),
+                    str(ROOT / "tests" / "data" / "count_calls.c")], check=True, capture_output=True)
+    out = plain_run(mpi, 4, ["env", f"LD_PRELOAD={shim}", *args, "-log", str(base / "log.counted")], timeout=120)
+    assert out.returncode == 0, out.stderr
+    rows = re.findall(r"^count_calls rank (\d+) MPI_Irecv (\d+) MPI_Wait (\d+) wait_bytes_recv (\d+)$", out.stdout, re.M)
+    counts = {int(r): (int(i), int(w), int(b)) for r, i, w, b in rows}
+    assert sorted(counts) == [0, 1, 2, 3], out.stdout[-2000:]
+    return counts
+
+
 def test_lammps_thermo_unchanged(lammps):
     plain, job = lammps
     rows = thermo_lines(job.stdout)
@@ -216,14 +235,14 @@ def test_lammps_thermo_unchanged(lammps):
     assert "4 MPI tasks" in job.stdout or "4 procs" in job.stdout
 
 
-def test_lammps_counters_mode(lammps, tmp_path):
+def test_lammps_counters_mode(lammps, lammps_receives, tmp_path):
     """LAMMPS under counters mode with its posted-receive queue watched (each receive's entry then
     keeps its post time in the word of its bytes sent): the same thermo output as without the tool;
     every receive LAMMPS posts (an MPI_Irecv, each completed by an MPI_Wait) counted posted and
-    completed; no byte sent by a receive, and every byte sent received (MPI's semantics), the same
-    receives as in the profile-only run of the same deterministic simulation; and the time receives
-    spent posted within what the run's length allows."""
-    plain, profile_job = lammps
+    completed, as many as and with the bytes that a second reader (tests/data/count_calls.c) counted
+    in the same deterministic simulation; no byte sent by a receive, and every byte sent received
+    (MPI's semantics); and the time receives spent posted within what the run's length allows."""
+    plain, _ = lammps
     work = tmp_path / "indent"
     mpi, args = lammps_indent(work)
     job = mpilens_run(None, launcher(mpi, 4) + [*args, "-log", str(work / "log.tool")], work, timeout=120,
@@ -232,11 +251,11 @@ def test_lammps_counters_mode(lammps, tmp_path):
     p, c = job.profile, counters_spc.load(job.rundir)
     assert_complete(p, 4)
     irecv = fn(p, "MPI_Irecv", "calls")
-    assert all(n > 0 for n in irecv) and irecv == fn(p, "MPI_Wait", "calls"), (irecv, fn(p, "MPI_Wait", "calls"))
+    assert irecv == [lammps_receives[r][0] for r in range(4)] and all(n > 0 for n in irecv), (irecv, lammps_receives)
+    assert fn(p, "MPI_Wait", "calls") == [lammps_receives[r][1] for r in range(4)]
+    assert fn(p, "MPI_Irecv", "bytes_recv") == [lammps_receives[r][2] for r in range(4)]
     assert fn(p, "MPI_Irecv", "bytes_sent") == [0] * 4
     assert_p2p_balanced(p)
-    for key in ("calls", "bytes_recv"):
-        assert fn(p, "MPI_Irecv", key) == fn(profile_job.profile, "MPI_Irecv", key), key
     for r in range(4):
         assert c.value("RECVS_POSTED", r) == c.value("RECVS_COMPLETED", r) == irecv[r], r
         assert c.value("POSTED_RECVQ", r) == 0
@@ -244,7 +263,7 @@ def test_lammps_counters_mode(lammps, tmp_path):
         assert 0 < posted_s <= irecv[r] * p["ranks"][r]["wall_time_s"], (r, posted_s)
 
 
-def test_lammps_profile(lammps):
+def test_lammps_profile(lammps, lammps_receives):
     _, job = lammps
     p = job.profile
     assert_complete(p, 4)
@@ -253,9 +272,13 @@ def test_lammps_profile(lammps):
     # collectives: every rank calls them the same number of times
     for name in ("MPI_Allreduce", "MPI_Bcast", "MPI_Barrier", "MPI_Reduce"):
         assert len(set(fn(p, name, "calls"))) == 1, (name, fn(p, name, "calls"))
-    # every MPI_Irecv is completed by an MPI_Wait (LAMMPS' forward/reverse communication)
+    # every MPI_Irecv is completed by an MPI_Wait (LAMMPS' forward/reverse communication), and the
+    # receives, their waits and their bytes are those the second reader counted in the same simulation
     assert fn(p, "MPI_Irecv", "calls") == fn(p, "MPI_Wait", "calls")
     assert all(b > 0 for b in fn(p, "MPI_Irecv", "bytes_recv"))
+    assert fn(p, "MPI_Irecv", "calls") == [lammps_receives[r][0] for r in range(4)]
+    assert fn(p, "MPI_Wait", "calls") == [lammps_receives[r][1] for r in range(4)]
+    assert fn(p, "MPI_Irecv", "bytes_recv") == [lammps_receives[r][2] for r in range(4)]
     # a 2 x 2 grid, periodic in x: each rank talks to its two neighbours and nobody else
     peers = {r: {m["dst"] for m in p["matrix"] if m["src"] == r} for r in range(4)}
     assert peers == {0: {1, 2}, 1: {0, 3}, 2: {0, 3}, 3: {1, 2}}
