@@ -226,10 +226,12 @@ def test_pcontrol_reset_threads(mpi, tmp_path):
         before, after, end = rss[r]
         assert after - before < PT_TOUCH_KB, rss[r]  # the reset touched no other thread's statistics
         assert end - after < 4 * PT_TOUCH_KB, rss[r]  # nor did the workers' catching up
-    f = p["functions"]["MPI_Type_size"]
+    # a profile lists no function that no rank called: on a loaded machine the workers of every rank
+    # may be done before the main thread resets (the program's bounds above then allow 0)
+    f = p["functions"].get("MPI_Type_size")
     for r in range(np):  # no garbage: the counted calls ran after the reset, on 3 threads at once
-        if calls[r] == 0:  # the workers were done before the main thread got to reset (a loaded machine)
-            assert f["time_s"][r] == 0, (r, f["time_s"][r])
+        if calls[r] == 0:  # the workers were done before the main thread got to reset
+            assert f is None or f["time_s"][r] == 0, (r, f)
             continue
         assert 0 < f["time_s"][r] < PT_WORKERS * p["ranks"][r]["wall_time_s"] and f["min_s"][r] <= f["max_s"][r] < 0.1
 
