@@ -25,8 +25,14 @@ show its cost only in part. The table adds the writer threads' CPU per hop and p
 the trace's trailers) and the ratios with all of it charged to the wrapped batches, a bound from
 above; bench/overhead.py measures trace mode in separate runs.
 
+--floor adds bench/floor.c's three shims as runtimes of their own: each call counted; each call
+counted and timed by two tick reads; each call counted and every byte exact (a receive's from its
+status), untimed. They do the least an interposition tool can for each; what mpilens adds above
+them is the rest of its accounting.
+
 Usage: .venv/bin/python bench/paired.py [--lib NAME=DIR ...] [--set - --set MPILENS_TIME_SAMPLE=64]
        [--mode profile|trace] [--runs N] [--pairs N] [--mpi openmpi,mpich] [--json FILE] [--no-check]
+       [--floor]
 """
 from __future__ import annotations
 
@@ -60,6 +66,9 @@ from overhead import (  # noqa: E402
 
 PAIR_RE = re.compile(r"^pair (\d+) plain (\S+) wrapped (\S+)$", re.M)
 CALLS_RE = re.compile(r"^wrapped_calls rank (\d+) (.*)$", re.M)
+FLOOR_RE = re.compile(r"^floor_calls rank (\d+) (.*) ticks \d+ sent (\d+) recv (\d+)$", re.M)
+# --floor: bench/floor.c built as a preloadable shim, per value of FLOOR_KIND (2 counts bytes)
+FLOORS = {"floor: calls counted": 0, "floor: calls timed": 1, "floor: bytes exact": 2}
 # bytes each wrapped call moves, per kind (bench/paired.c): the ping-pong's 8 bytes; the rate's
 # 8-byte messages and its 4-byte acknowledgements
 BYTES = {"hop": {"MPI_Send": 8, "MPI_Recv": 8},
@@ -101,10 +110,50 @@ def check_profile(outdir: Path, kind: str, wrapped: dict[int, dict[str, int]], w
                                  f"expected {n} x {per}")
 
 
+def compile_floors(mpi: str) -> dict[str, Path]:
+    """bench/floor.c as preloadable shims, one per FLOORS entry, in build/bench/<mpi>/."""
+    cc = shutil.which(f"mpicc.{mpi}")
+    if cc is None:
+        raise BenchError(f"mpicc.{mpi} not found: `make deps` installs the MPI packages")
+    out = {}
+    for name, kind in FLOORS.items():
+        so = ROOT / "build" / "bench" / mpi / f"floor-{kind}.so"
+        so.parent.mkdir(parents=True, exist_ok=True)
+        # -Wno-stringop-overflow: GCC's false positive on MPICH's MPI_STATUSES_IGNORE
+        cmd = [cc, "-O2", "-std=c11", "-Wall", "-Wno-stringop-overflow", "-shared", "-fPIC", f"-DFLOOR_KIND={kind}",
+               "-o", str(so), str(ROOT / "bench" / "floor.c")]
+        r = subprocess.run(cmd, capture_output=True, text=True, env=base_env())
+        if r.returncode != 0:
+            raise BenchError(f"compiling floor.c with mpicc.{mpi} failed:\n{r.stderr}")
+        out[name] = so
+    return out
+
+
+def check_floor(outdir: Path, kind: str, wrapped: dict[int, dict[str, int]], counts_bytes: bool, what: str) -> None:
+    """The floor shim saw exactly the calls the program made through MPI_*, rank by rank (its files
+    outdir/floor.RANK), and the bytes floor exactly the bytes they moved."""
+    seen, moved = {}, {}
+    text = "".join(p.read_text() for p in sorted(outdir.glob("floor.*")))
+    for rank, rest, sent, recv in FLOOR_RE.findall(text):
+        words = rest.split()
+        seen[int(rank)] = {words[i]: int(words[i + 1]) for i in range(0, len(words), 2)}
+        moved[int(rank)] = (int(sent), int(recv))
+    if seen != wrapped:
+        raise BenchError(f"{what}: the floor shim counted {seen}, the program made {wrapped}")
+    for rank, calls in wrapped.items():
+        want = (sum(n * BYTES[kind].get(f, 0) for f, n in calls.items() if f in ("MPI_Send", "MPI_Isend")),
+                sum(n * BYTES[kind].get(f, 0) for f, n in calls.items() if f in ("MPI_Recv", "MPI_Irecv")))
+        if moved[rank] != (want if counts_bytes else (0, 0)):
+            raise BenchError(f"{what}: rank {rank}: the floor shim counted (sent, received) bytes {moved[rank]}, "
+                             f"the calls moved {want}")
+
+
 def run(mpi: str, exe: Path, lib: Path, kind: str, pairs: int, seed: int, mode: str,
-        settings: dict[str, str], outdir: Path, check: bool) -> tuple[list[tuple[float, float]], float | None]:
+        settings: dict[str, str], outdir: Path, check: str) -> tuple[list[tuple[float, float]], float | None]:
     """One mpirun: every pair's (plain, wrapped) seconds per unit and, in trace mode, the trace
-    writer threads' CPU seconds per wrapped unit (None otherwise)."""
+    writer threads' CPU seconds per wrapped unit (None otherwise). check: "profile" (the runtime's
+    profile against the calls made), "floor" (a floor shim's counts against them), "floor bytes"
+    (and its bytes) or "none"."""
     cmd = launcher(mpi, "core") + tool_env_args(mpi, lib, outdir, mode, settings)
     cmd += [str(exe), kind, str(pairs), "1", str(seed)]
     what = " ".join(cmd)
@@ -123,10 +172,12 @@ def run(mpi: str, exe: Path, lib: Path, kind: str, pairs: int, seed: int, mode: 
         wrapped[int(rank)] = {words[i]: int(words[i + 1]) for i in range(0, len(words), 2)}
     if sorted(wrapped) != [0, 1]:
         raise BenchError(f"{what}: no wrapped_calls lines:\n{r.stdout}")
-    if check:
+    if check == "profile":
         check_profile(outdir, kind, wrapped, what)
+    elif check.startswith("floor"):
+        check_floor(outdir, kind, wrapped, check == "floor bytes", what)
     writer = None
-    if "trace" in mode.split(","):
+    if "trace" in mode.split(",") and not check.startswith("floor"):
         cpu = trace_size(outdir)[3]
         # units of the wrapped batches: half round trips (hop), messages (rate)
         units = 2 * wrapped[0]["MPI_Send"] if kind == "hop" else wrapped[0]["MPI_Isend"]
@@ -136,10 +187,13 @@ def run(mpi: str, exe: Path, lib: Path, kind: str, pairs: int, seed: int, mode: 
 
 
 def bench(mpi: str, libs: dict[str, Path], sets: list[str], mode: str, runs: int, pairs: int,
-          tmp: Path, check: bool = True) -> dict:
+          tmp: Path, check: bool = True, floor: bool = False) -> dict:
     exe = compile_program(mpi, "paired")
     copies = copy_runtimes(mpi, libs, tmp)
     configs = [(name, s) for name in copies for s in sets]
+    floors = compile_floors(mpi) if floor else {}
+    configs += [(name, "-") for name in floors]  # a floor ignores MPILENS_* settings
+    copies.update(floors)
     # per (runtime, setting, kind): every pair's (plain, wrapped) seconds, and per run its pairs
     data: dict[tuple[str, str, str], list[list[tuple[float, float]]]] = {
         (n, s, k): [] for n, s in configs for k in ("hop", "rate")}
@@ -152,8 +206,8 @@ def bench(mpi: str, libs: dict[str, Path], sets: list[str], mode: str, runs: int
         for n, s, k in jobs:
             counter += 1
             outdir = tmp / f"run-{counter:04d}"
-            got, w = run(mpi, exe, copies[n], k, pairs, rng.randrange(1 << 30), mode, parse_settings(s), outdir,
-                         check)
+            how = ("floor bytes" if FLOORS[n] == 2 else "floor") if n in floors else "profile" if check else "none"
+            got, w = run(mpi, exe, copies[n], k, pairs, rng.randrange(1 << 30), mode, parse_settings(s), outdir, how)
             data[(n, s, k)].append(got)
             if w is not None:
                 writer[(n, s, k)].append(w)
@@ -220,9 +274,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--pairs", type=int, default=200)
     p.add_argument("--no-check", action="store_true",
                    help="do not compare the profile with the calls made (an experimental build that drops counts)")
+    p.add_argument("--floor", action="store_true",
+                   help="add bench/floor.c's shims: each call counted; counted and timed; counted with "
+                        "bytes exact (the least any tool pays, checked against the calls made)")
     args = p.parse_args(argv)
     return run_comparison("paired", args, [f"now={ROOT / 'build' / 'lib'}"], lambda mpi, libs, sets, sub: bench(
-        mpi, libs, sets, args.mode, args.runs, args.pairs, sub, not args.no_check), table)
+        mpi, libs, sets, args.mode, args.runs, args.pairs, sub, not args.no_check, args.floor), table)
 
 
 if __name__ == "__main__":

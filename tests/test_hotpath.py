@@ -16,7 +16,7 @@ import pytest
 from test_callsites import markers, report_json, site
 from test_traffic import check_functions, check_run, expected_hist, hist, matrix
 
-from conftest import ROOT, fn, mpirun, run_example, trace_kinds
+from conftest import ROOT, fn, job_env, launcher, mpirun, run_example, trace_kinds
 from mpilens.trace import timeline
 
 MAXSIZE = 1000
@@ -201,3 +201,34 @@ def test_paired_benchmark_counts_only_the_wrapped_batches(mpi, kind, tmp_path):
             if name in per and count:
                 key = "bytes_sent" if name in ("MPI_Send", "MPI_Isend") else "bytes_recv"
                 assert fn(profile, name, key)[r] == count * per[name], (r, name)
+
+
+@pytest.mark.parametrize("kind", [0, 1, 2])
+def test_floor_shim_sees_exactly_the_wrapped_calls(mpi, kind, tmp_path):
+    """bench/floor.c, the least a tool can do per call (bench/paired.py --floor), must see every
+    call paired.c makes through MPI_* and none of its PMPI_* ones, or its cost would be understated;
+    its bytes floor (kind 2) must count every byte. The counts come from paired.c's loops: a warm-up
+    and 5 wrapped batches of n windows of 64 8-byte messages, each window completed by one
+    MPI_Waitall and acknowledged by one 4-byte message."""
+    exe, shim = tmp_path / "paired", tmp_path / "floor.so"
+    subprocess.run([f"mpicc.{mpi}", "-O2", "-std=c11", "-Wno-stringop-overflow", "-o", str(exe),
+                    str(ROOT / "bench" / "paired.c")], check=True, capture_output=True)
+    subprocess.run([f"mpicc.{mpi}", "-O2", "-std=c11", "-Wall", "-Werror", "-Wno-stringop-overflow", "-shared",
+                    "-fPIC", f"-DFLOOR_KIND={kind}", "-o", str(shim), str(ROOT / "bench" / "floor.c")],
+                   check=True, capture_output=True)
+    out = tmp_path / "out"
+    job = subprocess.run(launcher(mpi, 2) + [str(exe), "rate", "5", "0.05", "3"], capture_output=True, text=True,
+                         timeout=120, env=job_env(LD_PRELOAD=str(shim), MPILENS_OUTPUT=str(out)))
+    assert job.returncode == 0, job.stderr
+    n = max(1, int(60 * 0.05)) * 6  # windows: the warm-up batch and 5 wrapped ones
+    want = {0: {"MPI_Send": 0, "MPI_Recv": n, "MPI_Isend": 64 * n, "MPI_Irecv": 0, "MPI_Waitall": n},
+            1: {"MPI_Send": n, "MPI_Recv": 0, "MPI_Isend": 0, "MPI_Irecv": 64 * n, "MPI_Waitall": n}}
+    moved = {0: (64 * n * 8, n * 4), 1: (n * 4, 64 * n * 8)}  # (sent, received)
+    for rank in (0, 1):
+        words = (out / f"floor.{rank}").read_text().split()
+        assert words[:3] == ["floor_calls", "rank", str(rank)], words
+        got = {words[i]: int(words[i + 1]) for i in range(3, len(words) - 6, 2)}
+        assert got == want[rank], (rank, got)
+        tail = dict(zip(words[-6::2], map(int, words[-5::2])))
+        assert (tail["ticks"] > 0) == (kind == 1), words
+        assert (tail["sent"], tail["recv"]) == (moved[rank] if kind == 2 else (0, 0)), words
