@@ -10,9 +10,10 @@
  * Each pattern is repeated REPS times (default 3), separated by barriers. Compute is a busy loop,
  * not a sleep, so the rank stays on its core as a real computation would.
  * At the end each rank prints, per repetition, when (CLOCK_MONOTONIC, the same clock for all ranks
- * of a host) it entered the pattern's MPI call: "patterns: rank R rep K enter T". On a loaded
- * machine a rank can start late or be preempted, so the tests compare the tool's findings with
- * these times rather than with DELAY_MS. */
+ * of a host) it entered the pattern's MPI call: "patterns: rank R rep K enter T"; in halo also when
+ * both its sends had started: "patterns: rank R rep K sent T". On a loaded machine a rank can start
+ * late or be preempted, so the tests compare the tool's findings with these times rather than with
+ * DELAY_MS. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,7 +48,7 @@ int main(int argc, char **argv)
     const double delay = atof(argv[2]);
     const int reps = argc > 3 ? atoi(argv[3]) : 3;
     char buf[4096], in[2 * 4096];
-    double *enter = calloc((size_t)reps, sizeof *enter);
+    double *enter = calloc((size_t)reps, sizeof *enter), *sent = calloc((size_t)reps, sizeof *sent);
     memset(buf, rank, sizeof buf);
     /* warm-up: every pair exchanges once, so connection setup is not part of the patterns */
     for (int peer = 0; peer < size; peer++)
@@ -104,16 +105,20 @@ int main(int argc, char **argv)
             MPI_Irecv(in + sizeof buf, sizeof buf, MPI_BYTE, right, 1, MPI_COMM_WORLD, &q[1]);
             MPI_Isend(buf, sizeof buf, MPI_BYTE, right, 0, MPI_COMM_WORLD, &q[2]);
             MPI_Isend(buf, sizeof buf, MPI_BYTE, left, 1, MPI_COMM_WORLD, &q[3]);
+            sent[r] = now(); /* both sends started by now, even if this rank was preempted on its way */
             MPI_Waitall(4, q, MPI_STATUSES_IGNORE);
         } else {
             if (rank == 0) fprintf(stderr, "patterns: unknown mode %s\n", mode);
             MPI_Abort(MPI_COMM_WORLD, 2);
         }
     }
-    for (int r = 0; r < reps; r++)
+    for (int r = 0; r < reps; r++) {
         if (enter[r] > 0) printf("patterns: rank %d rep %d enter %.9f\n", rank, r, enter[r]);
+        if (sent[r] > 0) printf("patterns: rank %d rep %d sent %.9f\n", rank, r, sent[r]);
+    }
     fflush(stdout);
     free(enter);
+    free(sent);
     if (rank == 0) printf("patterns: %s done\n", mode);
     MPI_Finalize();
     return 0;
