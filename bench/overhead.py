@@ -156,16 +156,17 @@ def base_env() -> dict[str, str]:
     return env
 
 
-def compile_program(mpi: str, prog: str) -> Path:
-    """Compile bench/<prog>.c with the MPI's compiler wrapper into build/bench/<mpi>/<prog>."""
+def compile_program(mpi: str, prog: str, flags: tuple[str, ...] = (), name: str | None = None) -> Path:
+    """Compile bench/<prog>.c with the MPI's compiler wrapper into build/bench/<mpi>/<name or prog>,
+    with extra flags (a preloadable shim: -shared -fPIC)."""
     cc = shutil.which(f"mpicc.{mpi}")
     if cc is None:
         raise BenchError(f"mpicc.{mpi} not found: `make deps` installs the MPI packages")
     out = ROOT / "build" / "bench" / mpi
     out.mkdir(parents=True, exist_ok=True)
-    src, exe = BENCH / f"{prog}.c", out / prog
+    src, exe = BENCH / f"{prog}.c", out / (name or prog)
     # -Wno-stringop-overflow: GCC's false positive on MPICH's MPI_STATUSES_IGNORE
-    cmd = [cc, "-O2", "-g", "-std=c11", "-Wall", "-Wno-stringop-overflow", "-o", str(exe), str(src)]
+    cmd = [cc, "-O2", "-g", "-std=c11", "-Wall", "-Wno-stringop-overflow", *flags, "-o", str(exe), str(src)]
     r = subprocess.run(cmd, capture_output=True, text=True, env=base_env())
     if r.returncode != 0:
         raise BenchError(f"compiling {src.name} with mpicc.{mpi} failed:\n{r.stderr}")

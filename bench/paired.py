@@ -37,6 +37,7 @@ Usage: .venv/bin/python bench/paired.py [--lib NAME=DIR ...] [--set - --set MPIL
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import random
 import re
@@ -44,6 +45,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -112,31 +114,24 @@ def check_profile(outdir: Path, kind: str, wrapped: dict[int, dict[str, int]], w
 
 def compile_floors(mpi: str) -> dict[str, Path]:
     """bench/floor.c as preloadable shims, one per FLOORS entry, in build/bench/<mpi>/."""
-    cc = shutil.which(f"mpicc.{mpi}")
-    if cc is None:
-        raise BenchError(f"mpicc.{mpi} not found: `make deps` installs the MPI packages")
-    out = {}
-    for name, kind in FLOORS.items():
-        so = ROOT / "build" / "bench" / mpi / f"floor-{kind}.so"
-        so.parent.mkdir(parents=True, exist_ok=True)
-        # -Wno-stringop-overflow: GCC's false positive on MPICH's MPI_STATUSES_IGNORE
-        cmd = [cc, "-O2", "-std=c11", "-Wall", "-Wno-stringop-overflow", "-shared", "-fPIC", f"-DFLOOR_KIND={kind}",
-               "-o", str(so), str(ROOT / "bench" / "floor.c")]
-        r = subprocess.run(cmd, capture_output=True, text=True, env=base_env())
-        if r.returncode != 0:
-            raise BenchError(f"compiling floor.c with mpicc.{mpi} failed:\n{r.stderr}")
-        out[name] = so
-    return out
+    return {name: compile_program(mpi, "floor", ("-shared", "-fPIC", f"-DFLOOR_KIND={kind}"), f"floor-{kind}.so")
+            for name, kind in FLOORS.items()}
 
 
-def check_floor(outdir: Path, kind: str, wrapped: dict[int, dict[str, int]], counts_bytes: bool, what: str) -> None:
+def name_counts(words: str) -> dict[str, int]:
+    """'MPI_Send 3 MPI_Recv 4' as {'MPI_Send': 3, 'MPI_Recv': 4}."""
+    w = words.split()
+    return {w[i]: int(w[i + 1]) for i in range(0, len(w), 2)}
+
+
+def check_floor(outdir: Path, kind: str, wrapped: dict[int, dict[str, int]], what: str,
+                counts_bytes: bool = False) -> None:
     """The floor shim saw exactly the calls the program made through MPI_*, rank by rank (its files
-    outdir/floor.RANK), and the bytes floor exactly the bytes they moved."""
+    outdir/floor.RANK), and the bytes floor (counts_bytes) exactly the bytes they moved."""
     seen, moved = {}, {}
     text = "".join(p.read_text() for p in sorted(outdir.glob("floor.*")))
     for rank, rest, sent, recv in FLOOR_RE.findall(text):
-        words = rest.split()
-        seen[int(rank)] = {words[i]: int(words[i + 1]) for i in range(0, len(words), 2)}
+        seen[int(rank)] = name_counts(rest)
         moved[int(rank)] = (int(sent), int(recv))
     if seen != wrapped:
         raise BenchError(f"{what}: the floor shim counted {seen}, the program made {wrapped}")
@@ -148,12 +143,15 @@ def check_floor(outdir: Path, kind: str, wrapped: dict[int, dict[str, int]], cou
                              f"the calls moved {want}")
 
 
+Check = Callable[[Path, str, dict[int, dict[str, int]], str], None]
+
+
 def run(mpi: str, exe: Path, lib: Path, kind: str, pairs: int, seed: int, mode: str,
-        settings: dict[str, str], outdir: Path, check: str) -> tuple[list[tuple[float, float]], float | None]:
-    """One mpirun: every pair's (plain, wrapped) seconds per unit and, in trace mode, the trace
-    writer threads' CPU seconds per wrapped unit (None otherwise). check: "profile" (the runtime's
-    profile against the calls made), "floor" (a floor shim's counts against them), "floor bytes"
-    (and its bytes) or "none"."""
+        settings: dict[str, str], outdir: Path, check: Check | None,
+        traced: bool) -> tuple[list[tuple[float, float]], float | None]:
+    """One mpirun: every pair's (plain, wrapped) seconds per unit and, when traced (mpilens in trace
+    mode), the trace writer threads' CPU seconds per wrapped unit (None otherwise). check(outdir,
+    kind, the calls the program made, what): the profile's or a floor's counts against them."""
     cmd = launcher(mpi, "core") + tool_env_args(mpi, lib, outdir, mode, settings)
     cmd += [str(exe), kind, str(pairs), "1", str(seed)]
     what = " ".join(cmd)
@@ -166,18 +164,13 @@ def run(mpi: str, exe: Path, lib: Path, kind: str, pairs: int, seed: int, mode: 
     got = [(float(a), float(b)) for _, a, b in PAIR_RE.findall(r.stdout)]
     if len(got) != pairs:
         raise BenchError(f"{what}: {len(got)} pairs printed, {pairs} expected:\n{r.stdout}\n{r.stderr}")
-    wrapped = {}
-    for rank, rest in CALLS_RE.findall(r.stdout):
-        words = rest.split()
-        wrapped[int(rank)] = {words[i]: int(words[i + 1]) for i in range(0, len(words), 2)}
+    wrapped = {int(rank): name_counts(rest) for rank, rest in CALLS_RE.findall(r.stdout)}
     if sorted(wrapped) != [0, 1]:
         raise BenchError(f"{what}: no wrapped_calls lines:\n{r.stdout}")
-    if check == "profile":
-        check_profile(outdir, kind, wrapped, what)
-    elif check.startswith("floor"):
-        check_floor(outdir, kind, wrapped, check == "floor bytes", what)
+    if check is not None:
+        check(outdir, kind, wrapped, what)
     writer = None
-    if "trace" in mode.split(",") and not check.startswith("floor"):
+    if traced:
         cpu = trace_size(outdir)[3]
         # units of the wrapped batches: half round trips (hop), messages (rate)
         units = 2 * wrapped[0]["MPI_Send"] if kind == "hop" else wrapped[0]["MPI_Isend"]
@@ -206,8 +199,12 @@ def bench(mpi: str, libs: dict[str, Path], sets: list[str], mode: str, runs: int
         for n, s, k in jobs:
             counter += 1
             outdir = tmp / f"run-{counter:04d}"
-            how = ("floor bytes" if FLOORS[n] == 2 else "floor") if n in floors else "profile" if check else "none"
-            got, w = run(mpi, exe, copies[n], k, pairs, rng.randrange(1 << 30), mode, parse_settings(s), outdir, how)
+            if n in floors:
+                how, traced = functools.partial(check_floor, counts_bytes=FLOORS[n] == 2), False
+            else:
+                how, traced = check_profile if check else None, "trace" in mode.split(",")
+            got, w = run(mpi, exe, copies[n], k, pairs, rng.randrange(1 << 30), mode, parse_settings(s), outdir, how,
+                         traced)
             data[(n, s, k)].append(got)
             if w is not None:
                 writer[(n, s, k)].append(w)
