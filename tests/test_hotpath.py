@@ -145,6 +145,14 @@ def test_thread_multiple_takes_the_general_path(tmp_path):
     assert set(re.findall(r"lean path: ([^\n]+)", job.stderr)) == {"off, MPI_THREAD_MULTIPLE"}, job.stderr
 
 
+def bench_build(mpi: str, src: str, out, *flags: str):
+    """bench/<src> built with the MPI's compiler wrapper into out (-Wno-stringop-overflow: GCC's false
+    positive on MPICH's MPI_STATUSES_IGNORE)."""
+    subprocess.run([f"mpicc.{mpi}", "-O2", "-std=c11", "-Wno-stringop-overflow", *flags, "-o", str(out),
+                    str(ROOT / "bench" / src)], check=True, capture_output=True)
+    return out
+
+
 def test_benchmarks_under_thread_multiple(mpi, tmp_path):
     """bench/msgrate.c with its thread-level argument "multiple" (bench/versus.py --thread multiple,
     bench/hotpath.py --thread multiple) runs where it says: MPI_THREAD_MULTIPLE provided, the lean
@@ -152,9 +160,7 @@ def test_benchmarks_under_thread_multiple(mpi, tmp_path):
     from msgrate.c: per window rank 0 posts 64 MPI_Isend of 8 bytes and receives a 4-byte ack,
     rank 1 posts 64 MPI_Irecv and sends the ack; a warm-up of nwin / 5 + 5 windows, then nwin =
     max(5, 500 * scale) per batch. A level the program does not know stops it before MPI_Init."""
-    exe = tmp_path / "msgrate"
-    subprocess.run([f"mpicc.{mpi}", "-O2", "-std=c11", "-Wno-stringop-overflow", "-o", str(exe),
-                    str(ROOT / "bench" / "msgrate.c")], check=True, capture_output=True)
+    exe = bench_build(mpi, "msgrate.c", tmp_path / "msgrate")
     batches, nwin = 2, 5
     job = mpirun(mpi, 2, [str(exe), str(batches), "0.01", "multiple"], tmp_path,
                  settings={"MPILENS_VERBOSE": "2"})
@@ -177,9 +183,7 @@ def test_paired_benchmark_counts_only_the_wrapped_batches(mpi, kind, tmp_path):
     calls in one pair of processes: the profile must hold exactly the MPI_* ones (the PMPI_* entry
     points are the MPI's own and nothing wraps them), with their bytes, on both ranks. The counts
     are the program's own tally of what its wrapped batches called."""
-    exe = tmp_path / "paired"
-    subprocess.run([f"mpicc.{mpi}", "-O2", "-std=c11", "-Wno-stringop-overflow", "-o", str(exe),
-                    str(ROOT / "bench" / "paired.c")], check=True, capture_output=True)
+    exe = bench_build(mpi, "paired.c", tmp_path / "paired")
     job = mpirun(mpi, 2, [str(exe), kind, "7", "0.05", "3"], tmp_path)
     assert len(re.findall(r"^pair \d+ plain \S+ wrapped \S+$", job.stdout, re.M)) == 7, job.stdout
     per = {"hop": {"MPI_Send": 8, "MPI_Recv": 8},
@@ -210,12 +214,9 @@ def test_floor_shim_sees_exactly_the_wrapped_calls(mpi, kind, tmp_path):
     its bytes floor (kind 2) must count every byte. The counts come from paired.c's loops: a warm-up
     and 5 wrapped batches of n windows of 64 8-byte messages, each window completed by one
     MPI_Waitall and acknowledged by one 4-byte message."""
-    exe, shim = tmp_path / "paired", tmp_path / "floor.so"
-    subprocess.run([f"mpicc.{mpi}", "-O2", "-std=c11", "-Wno-stringop-overflow", "-o", str(exe),
-                    str(ROOT / "bench" / "paired.c")], check=True, capture_output=True)
-    subprocess.run([f"mpicc.{mpi}", "-O2", "-std=c11", "-Wall", "-Werror", "-Wno-stringop-overflow", "-shared",
-                    "-fPIC", f"-DFLOOR_KIND={kind}", "-o", str(shim), str(ROOT / "bench" / "floor.c")],
-                   check=True, capture_output=True)
+    exe = bench_build(mpi, "paired.c", tmp_path / "paired")
+    shim = bench_build(mpi, "floor.c", tmp_path / "floor.so", "-Wall", "-Werror", "-shared", "-fPIC",
+                       f"-DFLOOR_KIND={kind}")
     out = tmp_path / "out"
     job = subprocess.run(launcher(mpi, 2) + [str(exe), "rate", "5", "0.05", "3"], capture_output=True, text=True,
                          timeout=120, env=job_env(LD_PRELOAD=str(shim), MPILENS_OUTPUT=str(out)))
