@@ -1,7 +1,7 @@
 /* The floor of an interposition tool on bench/paired.c's calls: a PMPI shim that does the least a
  * tool can do per call, to tell what any tool must pay from what mpilens' own accounting costs.
  *
- * Built three times (bench/paired.py --floor), by FLOOR_KIND:
+ * Built five times (bench/paired.py --floor), by FLOOR_KIND:
  *   0 counted  each call counted (one add to a global), nothing else: the wrapper's call and frame,
  *              the cost of interposing at all;
  *   1 timed    each call counted and timed by two reads of the tick counter (the reads mpilens makes,
@@ -11,16 +11,33 @@
  *              into a small table at MPI_Irecv, and MPI_Waitall looks its handles up, asks the MPI
  *              for statuses when a receive is among them and the caller ignores them, and reads
  *              the sizes. The floor of a tool that counts exactly what moved, untimed.
- * None keeps anything per function beyond that, per call site, region, size or peer; the counters
- * are plain globals (no thread-local state, no test of a mode), and the bytes floor handles only
- * what paired.c does (one thread, at most WINDOW outstanding receives, predefined datatypes).
+ *   3 sites    what mpilens' profile keeps of each call, untimed, in the least code: every call and
+ *              byte counted at its call site (return address and function), the functions' totals
+ *              folded from their sites when written (the issue's fold: nothing per function per
+ *              call), every completed transfer in its function's size histogram, every send in
+ *              the matrix row of its destination; a receive's table entry holds its site. The
+ *              floor of the profile's attribution when 1 call in 64 is timed (the 63 others pay
+ *              this); it has no regions (paired.c opens none) and no state per thread.
+ *   4 sites    as 3, each call also timed as the timed floor: its ticks at its site, the site's
+ *     timed    shortest and longest (the functions' are folded from them), a blocking transfer's in
+ *              its histogram bin. The floor of the profile timing every call.
+ * Kinds 0-2 keep nothing per function beyond that, per call site, region, size or peer. All keep
+ * plain globals (no thread-local state, no test of a mode) and handle only what paired.c does (one
+ * thread, MPI_COMM_WORLD, at most WINDOW outstanding receives, predefined datatypes).
  *
  * At MPI_Finalize each rank writes its counts into $MPILENS_OUTPUT/floor.RANK (a file: the lines of
  * two ranks on mpirun's output may interleave mid-line), which bench/paired.py compares with the
  * calls the program says it made through MPI_* (the shim must see all of them, and no PMPI_* one)
- * and, for the bytes floor, with the bytes they moved:
+ * and, from kind 2 on, with the bytes they moved (kinds 3 and 4 write the functions' totals folded
+ * from their sites):
  *
  *     floor_calls rank 1 MPI_Send 0 MPI_Recv 12345 MPI_Isend 0 MPI_Irecv 0 MPI_Waitall 0 ticks 98765 sent 0 recv 98760
+ *
+ * and, kinds 3 and 4, a line per call site, histogram bin and matrix row with anything in it:
+ *
+ *     floor_site rank 1 MPI_Recv calls 12345 sent 0 recv 98760 ticks 98765 shortest 312 longest 9021
+ *     floor_hist rank 1 MPI_Recv bin 4 calls 12345 ticks 98765
+ *     floor_matrix rank 1 peer 0 messages 12345 bytes 98760
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -30,9 +47,12 @@
 #include <x86intrin.h>
 #endif
 
-#if !defined(FLOOR_KIND) || FLOOR_KIND < 0 || FLOOR_KIND > 2
-#error "build with -DFLOOR_KIND=0 (counted), 1 (timed) or 2 (bytes)"
+#if !defined(FLOOR_KIND) || FLOOR_KIND < 0 || FLOOR_KIND > 4
+#error "build with -DFLOOR_KIND=0 (counted), 1 (timed), 2 (bytes), 3 (sites) or 4 (sites timed)"
 #endif
+#define COUNTS_BYTES (FLOOR_KIND >= 2)
+#define KEEPS_SITES (FLOOR_KIND >= 3)
+#define TIMES_CALLS (FLOOR_KIND == 1 || FLOOR_KIND == 4)
 
 enum { SEND, RECV, ISEND, IRECV, WAITALL, NCALLS };
 static const char *const names[NCALLS] = {"MPI_Send", "MPI_Recv", "MPI_Isend", "MPI_Irecv", "MPI_Waitall"};
@@ -69,7 +89,7 @@ static inline unsigned long long tick(void)
     } while (0)
 #endif
 
-#if FLOOR_KIND == 2
+#if COUNTS_BYTES
 /* A datatype's size, the last one asked kept (paired.c sends one type per call site). */
 static MPI_Datatype last_type = MPI_DATATYPE_NULL;
 static int last_size;
@@ -95,11 +115,114 @@ static inline long long status_bytes(const MPI_Status *st)
     return n;
 #endif
 }
+#endif
 
+#if KEEPS_SITES
+/* A call site: the return address into the program and the function, as mpilens keys its sites;
+ * every count of a call and its bytes is kept here, and the functions' totals are folded from the
+ * sites when written. */
+struct site {
+    unsigned long long key; /* return address | function << 56; 0: none */
+    unsigned long long calls, ticks, shortest_inv, longest; /* shortest as ~ticks: 0 before any */
+    long long sent, recv;
+};
+#define NSITES 64 /* a power of two, more than the sites of paired.c (three per rank and kind) */
+static struct site sites[NSITES];
+static struct site no_site; /* key 0: the last site of a function not called yet, matching no call */
+/* Each function's last site: one comparison finds it when a function is called from one place at a
+ * time, as mpilens' site_last. */
+static struct site *last_site[NCALLS] = {&no_site, &no_site, &no_site, &no_site, &no_site};
+
+/* The site of key, entered when new (open addressing; paired.c never fills the table). */
+__attribute__((noinline)) static struct site *site_find(unsigned long long key)
+{
+    unsigned i = (unsigned)((key * 0x9E3779B97F4A7C15ull) >> 58);
+    for (unsigned n = 0; n < NSITES; n++, i = (i + 1) & (NSITES - 1)) {
+        if (sites[i].key == key) return &sites[i];
+        if (sites[i].key == 0) {
+            sites[i].key = key;
+            return &sites[i];
+        }
+    }
+    abort(); /* more call sites than paired.c has */
+}
+
+/* A call of function fn from return address ra, d ticks long (0 untimed): counted at its site. */
+static inline struct site *site_call(int fn, const void *ra, unsigned long long d)
+{
+    const unsigned long long key = (unsigned long long)(__UINTPTR_TYPE__)ra | (unsigned long long)fn << 56;
+    struct site *s = last_site[fn];
+    if (__builtin_expect(s->key != key, 0)) s = last_site[fn] = site_find(key);
+    s->calls++;
+#if TIMES_CALLS
+    s->ticks += d;
+    if (~d > s->shortest_inv) s->shortest_inv = ~d;
+    if (d > s->longest) s->longest = d;
+#else
+    (void)d;
+#endif
+    return s;
+}
+
+/* The size histogram: bin b holds the transfers of 2^(b-1) to 2^b - 1 bytes (0: none), and the time
+ * of the blocking calls that made them (d: 0 for a nonblocking operation's completion). */
+static struct {
+    unsigned long long calls, ticks;
+} hist[NCALLS][65];
+static inline void hist_add(int fn, long long bytes, unsigned long long d)
+{
+    const int bin = bytes <= 0 ? 0 : 64 - __builtin_clzll((unsigned long long)bytes);
+    hist[fn][bin].calls++;
+#if TIMES_CALLS
+    hist[fn][bin].ticks += d;
+#else
+    (void)d;
+#endif
+}
+
+/* The matrix: messages and bytes sent to each destination (a rank of MPI_COMM_WORLD, paired.c's
+ * only communicator). */
+#define NPEERS 64
+static struct {
+    unsigned long long messages;
+    long long bytes;
+} matrix[NPEERS];
+static inline void matrix_add(int dest, long long bytes)
+{
+    if ((unsigned)dest < NPEERS) {
+        matrix[dest].messages++;
+        matrix[dest].bytes += bytes;
+    }
+}
+
+#if TIMES_CALLS
+#define CALL_START() const unsigned long long t0 = tick()
+#define CALL_TICKS() (tick() - t0)
+#else
+#define CALL_START() (void)0
+#define CALL_TICKS() 0ull
+#endif
+#define RA() __builtin_return_address(0)
+#endif
+
+#if COUNTS_BYTES
 /* The outstanding nonblocking receives: open addressing on the handle, deletion by shifting back
- * (no tombstones). A handle's bits as the key: 0 is never one of a started receive here. */
+ * (no tombstones). A handle's bits as the key: 0 is never one of a started receive here. Kinds 3
+ * and 4 keep each receive's site with it, where its bytes are counted when it completes. */
 #define SLOTS 256 /* a power of two, at least 2 * the receives outstanding at once */
 static unsigned long long slot_key[SLOTS];
+#if KEEPS_SITES
+typedef struct site *slot_value;
+static slot_value slot_site[SLOTS];
+#define SLOT_SET(i, v) (slot_site[i] = (v))
+#define SLOT_MOVE(to, from) (slot_site[to] = slot_site[from])
+#define SLOT_GET(i) slot_site[i]
+#else
+typedef int slot_value; /* the bytes floor keeps no more than the handle: 1 is "there" */
+#define SLOT_SET(i, v) ((void)(v))
+#define SLOT_MOVE(to, from) ((void)0)
+#define SLOT_GET(i) 1
+#endif
 static inline unsigned long long key_of(MPI_Request r)
 {
     unsigned long long k = 0;
@@ -107,33 +230,108 @@ static inline unsigned long long key_of(MPI_Request r)
     return k;
 }
 static inline unsigned home(unsigned long long k) { return (unsigned)((k * 0x9E3779B97F4A7C15ull) >> 56) & (SLOTS - 1); }
-static inline void slot_add(unsigned long long k)
+static inline void slot_add(unsigned long long k, slot_value v)
 {
     unsigned i = home(k);
     while (slot_key[i] != 0) i = (i + 1) & (SLOTS - 1);
     slot_key[i] = k;
+    SLOT_SET(i, v);
 }
-/* Take k out; whether it was there. */
-static inline int slot_take(unsigned long long k)
+/* Take k out: its value, 0 when it was not there. */
+static inline slot_value slot_take(unsigned long long k)
 {
     unsigned i = home(k);
     while (slot_key[i] != k) {
         if (slot_key[i] == 0) return 0;
         i = (i + 1) & (SLOTS - 1);
     }
+    const slot_value v = SLOT_GET(i);
     /* shift the entries after i back over the hole, each to the first free slot on its way home */
     for (unsigned j = (i + 1) & (SLOTS - 1); slot_key[j] != 0; j = (j + 1) & (SLOTS - 1)) {
         const unsigned h = home(slot_key[j]);
         if (((j - h) & (SLOTS - 1)) >= ((j - i) & (SLOTS - 1))) {
             slot_key[i] = slot_key[j];
+            SLOT_MOVE(i, j);
             i = j;
         }
     }
     slot_key[i] = 0;
-    return 1;
+    return v;
 }
 #endif
 
+#if KEEPS_SITES
+/* Kinds 3 and 4: every count at the call site (bytes sent at the call: paired.c cancels nothing,
+ * and its calls never fail, errors being fatal). */
+int MPI_Send(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm)
+{
+    CALL_START();
+    const int rc = PMPI_Send(buf, count, dt, dest, tag, comm);
+    const unsigned long long d = CALL_TICKS();
+    struct site *const s = site_call(SEND, RA(), d);
+    const long long bytes = type_bytes(dt, count);
+    s->sent += bytes;
+    hist_add(SEND, bytes, d);
+    matrix_add(dest, bytes);
+    return rc;
+}
+
+int MPI_Recv(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Comm comm, MPI_Status *status)
+{
+    MPI_Status own;
+    MPI_Status *const st = status == MPI_STATUS_IGNORE ? &own : status;
+    CALL_START();
+    const int rc = PMPI_Recv(buf, count, dt, source, tag, comm, st);
+    const unsigned long long d = CALL_TICKS();
+    struct site *const s = site_call(RECV, RA(), d);
+    const long long bytes = status_bytes(st);
+    s->recv += bytes;
+    hist_add(RECV, bytes, d);
+    return rc;
+}
+
+int MPI_Isend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm, MPI_Request *req)
+{
+    CALL_START();
+    const int rc = PMPI_Isend(buf, count, dt, dest, tag, comm, req);
+    struct site *const s = site_call(ISEND, RA(), CALL_TICKS());
+    const long long bytes = type_bytes(dt, count);
+    s->sent += bytes;
+    hist_add(ISEND, bytes, 0);
+    matrix_add(dest, bytes);
+    return rc;
+}
+
+int MPI_Irecv(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Comm comm, MPI_Request *req)
+{
+    CALL_START();
+    const int rc = PMPI_Irecv(buf, count, dt, source, tag, comm, req);
+    slot_add(key_of(*req), site_call(IRECV, RA(), CALL_TICKS()));
+    return rc;
+}
+
+int MPI_Waitall(int n, MPI_Request reqs[], MPI_Status statuses[])
+{
+    enum { MAX = 256 };
+    struct site *posted[MAX]; /* the site of each receive among reqs, else NULL */
+    MPI_Status own[MAX];
+    int any = 0;
+    if (n > MAX) abort(); /* more than paired.c's windows */
+    for (int i = 0; i < n; i++) any |= (posted[i] = slot_take(key_of(reqs[i]))) != NULL;
+    MPI_Status *st = statuses != MPI_STATUSES_IGNORE ? statuses : any ? own : MPI_STATUSES_IGNORE;
+    CALL_START();
+    const int rc = PMPI_Waitall(n, reqs, st);
+    site_call(WAITALL, RA(), CALL_TICKS());
+    if (any)
+        for (int i = 0; i < n; i++)
+            if (posted[i] != NULL) {
+                const long long bytes = status_bytes(&st[i]);
+                posted[i]->recv += bytes;
+                hist_add(IRECV, bytes, 0);
+            }
+    return rc;
+}
+#else
 int MPI_Send(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm)
 {
 #if FLOOR_KIND == 2
@@ -167,7 +365,7 @@ int MPI_Irecv(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Co
 {
 #if FLOOR_KIND == 2
     const int rc = PMPI_Irecv(buf, count, dt, source, tag, comm, req);
-    slot_add(key_of(*req));
+    slot_add(key_of(*req), 1);
     calls[IRECV]++;
     return rc;
 #else
@@ -195,11 +393,22 @@ int MPI_Waitall(int n, MPI_Request reqs[], MPI_Status statuses[])
     FLOOR_CALL(WAITALL, PMPI_Waitall(n, reqs, statuses));
 #endif
 }
+#endif
 
 int MPI_Finalize(void)
 {
     int rank;
     PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+#if KEEPS_SITES
+    /* the functions' totals, folded from their sites */
+    for (int i = 0; i < NSITES; i++)
+        if (sites[i].key != 0) {
+            calls[sites[i].key >> 56] += sites[i].calls;
+            ticks += sites[i].ticks;
+            sent += sites[i].sent;
+            recv += sites[i].recv;
+        }
+#endif
     const char *dir = getenv("MPILENS_OUTPUT");
     char path[4096];
     if (dir != NULL && snprintf(path, sizeof path, "%s/floor.%d", dir, rank) < (int)sizeof path) {
@@ -209,6 +418,24 @@ int MPI_Finalize(void)
             fprintf(f, "floor_calls rank %d", rank);
             for (int k = 0; k < NCALLS; k++) fprintf(f, " %s %llu", names[k], calls[k]);
             fprintf(f, " ticks %llu sent %lld recv %lld\n", ticks, sent, recv);
+#if KEEPS_SITES
+            for (int i = 0; i < NSITES; i++) {
+                const struct site *s = &sites[i];
+                if (s->key != 0)
+                    fprintf(f, "floor_site rank %d %s calls %llu sent %lld recv %lld ticks %llu shortest %llu longest %llu\n",
+                            rank, names[s->key >> 56], s->calls, s->sent, s->recv, s->ticks,
+                            s->shortest_inv ? ~s->shortest_inv : 0, s->longest);
+            }
+            for (int k = 0; k < NCALLS; k++)
+                for (int b = 0; b < 65; b++)
+                    if (hist[k][b].calls)
+                        fprintf(f, "floor_hist rank %d %s bin %d calls %llu ticks %llu\n", rank, names[k], b,
+                                hist[k][b].calls, hist[k][b].ticks);
+            for (int p = 0; p < NPEERS; p++)
+                if (matrix[p].messages)
+                    fprintf(f, "floor_matrix rank %d peer %d messages %llu bytes %lld\n", rank, p, matrix[p].messages,
+                            matrix[p].bytes);
+#endif
             fclose(f);
         }
     }

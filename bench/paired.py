@@ -25,10 +25,12 @@ show its cost only in part. The table adds the writer threads' CPU per hop and p
 the trace's trailers) and the ratios with all of it charged to the wrapped batches, a bound from
 above; bench/overhead.py measures trace mode in separate runs.
 
---floor adds bench/floor.c's three shims as runtimes of their own: each call counted; each call
+--floor adds bench/floor.c's five shims as runtimes of their own: each call counted; each call
 counted and timed by two tick reads; each call counted and every byte exact (a receive's from its
-status), untimed. They do the least an interposition tool can for each; what mpilens adds above
-them is the rest of its accounting.
+status), untimed; and the profile's attribution in the least code (every call and byte at its call
+site, the functions' totals folded from the sites, the size histogram and the matrix), untimed and
+timed. They do the least an interposition tool can for each; what mpilens adds above them is the
+cost of its own design.
 
 Usage: .venv/bin/python bench/paired.py [--lib NAME=DIR ...] [--set - --set MPILENS_TIME_SAMPLE=64]
        [--mode profile|trace] [--runs N] [--pairs N] [--mpi openmpi,mpich] [--json FILE] [--no-check]
@@ -69,8 +71,15 @@ from overhead import (  # noqa: E402
 PAIR_RE = re.compile(r"^pair (\d+) plain (\S+) wrapped (\S+)$", re.M)
 CALLS_RE = re.compile(r"^wrapped_calls rank (\d+) (.*)$", re.M)
 FLOOR_RE = re.compile(r"^floor_calls rank (\d+) (.*) ticks \d+ sent (\d+) recv (\d+)$", re.M)
-# --floor: bench/floor.c built as a preloadable shim, per value of FLOOR_KIND (2 counts bytes)
-FLOORS = {"floor: calls counted": 0, "floor: calls timed": 1, "floor: bytes exact": 2}
+# kinds 3 and 4: a line per call site, histogram bin and matrix row
+SITE_RE = re.compile(r"^floor_site rank (\d+) (\S+) calls (\d+) sent (\d+) recv (\d+) ticks (\d+) "
+                     r"shortest (\d+) longest (\d+)$", re.M)
+HIST_RE = re.compile(r"^floor_hist rank (\d+) (\S+) bin (\d+) calls (\d+) ticks (\d+)$", re.M)
+MATRIX_RE = re.compile(r"^floor_matrix rank (\d+) peer (\d+) messages (\d+) bytes (\d+)$", re.M)
+# --floor: bench/floor.c built as a preloadable shim, per value of FLOOR_KIND (2 and up count bytes,
+# 3 and up keep call sites, the histogram and the matrix)
+FLOORS = {"floor: calls counted": 0, "floor: calls timed": 1, "floor: bytes exact": 2,
+          "floor: sites, untimed": 3, "floor: sites, timed": 4}
 # bytes each wrapped call moves, per kind (bench/paired.c): the ping-pong's 8 bytes; the rate's
 # 8-byte messages and its 4-byte acknowledgements
 BYTES = {"hop": {"MPI_Send": 8, "MPI_Recv": 8},
@@ -124,10 +133,16 @@ def name_counts(words: str) -> dict[str, int]:
     return {w[i]: int(w[i + 1]) for i in range(0, len(w), 2)}
 
 
-def check_floor(outdir: Path, kind: str, wrapped: dict[int, dict[str, int]], what: str,
-                counts_bytes: bool = False) -> None:
-    """The floor shim saw exactly the calls the program made through MPI_*, rank by rank (its files
-    outdir/floor.RANK), and the bytes floor (counts_bytes) exactly the bytes they moved."""
+def size_bin(nbytes: int) -> int:
+    """The size histogram's bin of a transfer (the runtime's and floor.c's): 2^(b-1) to 2^b - 1 bytes."""
+    return nbytes.bit_length()
+
+
+def check_floor(outdir: Path, kind: str, wrapped: dict[int, dict[str, int]], what: str, floor_kind: int = 0) -> None:
+    """The floor shim (floor.c built with FLOOR_KIND=floor_kind) saw exactly the calls the program
+    made through MPI_*, rank by rank (its files outdir/floor.RANK); from kind 2 on, exactly the bytes
+    they moved; from kind 3 on, the same at their call sites, every transfer in its size bin (with
+    the blocking calls' time from kind 4 on) and every send in its destination's row."""
     seen, moved = {}, {}
     text = "".join(p.read_text() for p in sorted(outdir.glob("floor.*")))
     for rank, rest, sent, recv in FLOOR_RE.findall(text):
@@ -136,11 +151,56 @@ def check_floor(outdir: Path, kind: str, wrapped: dict[int, dict[str, int]], wha
     if seen != wrapped:
         raise BenchError(f"{what}: the floor shim counted {seen}, the program made {wrapped}")
     for rank, calls in wrapped.items():
-        want = (sum(n * BYTES[kind].get(f, 0) for f, n in calls.items() if f in ("MPI_Send", "MPI_Isend")),
-                sum(n * BYTES[kind].get(f, 0) for f, n in calls.items() if f in ("MPI_Recv", "MPI_Irecv")))
-        if moved[rank] != (want if counts_bytes else (0, 0)):
+        want = (sum(n * BYTES[kind].get(f, 0) for f, n in calls.items() if f in SENDS),
+                sum(n * BYTES[kind].get(f, 0) for f, n in calls.items() if f not in SENDS))
+        if moved[rank] != (want if floor_kind >= 2 else (0, 0)):
             raise BenchError(f"{what}: rank {rank}: the floor shim counted (sent, received) bytes {moved[rank]}, "
                              f"the calls moved {want}")
+    if floor_kind >= 3:
+        check_floor_sites(text, kind, wrapped, what, timed=floor_kind == 4)
+
+
+SENDS = ("MPI_Send", "MPI_Isend")
+
+
+def check_floor_sites(text: str, kind: str, wrapped: dict[int, dict[str, int]], what: str, timed: bool) -> None:
+    """floor.c's call sites, histogram and matrix (kinds 3 and 4) against the calls the program made:
+    each function's sites hold its calls and bytes; its bin of the size histogram every transfer
+    (a blocking call's with the time of its sites); the other rank's row of the matrix every send."""
+    for rank, calls in wrapped.items():
+        sites: dict[str, list[tuple[int, ...]]] = {}
+        for r, fn, *nums in SITE_RE.findall(text):
+            if int(r) == rank:
+                sites.setdefault(fn, []).append(tuple(map(int, nums)))
+        hist = {(fn, int(b)): (int(n), int(t)) for r, fn, b, n, t in HIST_RE.findall(text) if int(r) == rank}
+        matrix = {int(p): (int(n), int(b)) for r, p, n, b in MATRIX_RE.findall(text) if int(r) == rank}
+        want_hist, sends, sent = {}, 0, 0
+        for fn, n in calls.items():
+            if n == 0:
+                if fn in sites:
+                    raise BenchError(f"{what}: rank {rank}: a call site of {fn}, which the program never called")
+                continue
+            per = BYTES[kind].get(fn, 0)
+            got = tuple(map(sum, zip(*sites.get(fn, []))))
+            if got[:3] != (n, n * per if fn in SENDS else 0, 0 if fn in SENDS else n * per):
+                raise BenchError(f"{what}: rank {rank}: {fn}'s call sites hold (calls, sent, received) {got[:3]}, "
+                                 f"the program made {n} calls of {per} bytes")
+            for c, _, _, ticks, shortest, longest in sites[fn]:
+                if timed and not (0 < shortest <= longest and shortest * c <= ticks <= longest * c):
+                    raise BenchError(f"{what}: rank {rank}: a site of {fn} with {c} calls took {ticks} ticks, "
+                                     f"shortest {shortest}, longest {longest}")
+                if not timed and (ticks, shortest, longest) != (0, 0, 0):
+                    raise BenchError(f"{what}: rank {rank}: an untimed floor timed {fn}")
+            if per:
+                blocking = fn in ("MPI_Send", "MPI_Recv")
+                want_hist[(fn, size_bin(per))] = (n, got[3] if blocking and timed else 0)
+            if fn in SENDS:
+                sends, sent = sends + n, sent + n * per
+        if hist != want_hist:
+            raise BenchError(f"{what}: rank {rank}: the size histogram holds {hist}, the calls made {want_hist}")
+        if matrix != ({1 - rank: (sends, sent)} if sends else {}):
+            raise BenchError(f"{what}: rank {rank}: the matrix holds {matrix}, the program sent {sends} messages "
+                             f"of {sent} bytes in all to rank {1 - rank}")
 
 
 Check = Callable[[Path, str, dict[int, dict[str, int]], str], None]
@@ -200,7 +260,7 @@ def bench(mpi: str, libs: dict[str, Path], sets: list[str], mode: str, runs: int
             counter += 1
             outdir = tmp / f"run-{counter:04d}"
             if n in floors:
-                how, traced = functools.partial(check_floor, counts_bytes=FLOORS[n] == 2), False
+                how, traced = functools.partial(check_floor, floor_kind=FLOORS[n]), False
             else:
                 how, traced = check_profile if check else None, "trace" in mode.split(",")
             got, w = run(mpi, exe, copies[n], k, pairs, rng.randrange(1 << 30), mode, parse_settings(s), outdir, how,
@@ -273,7 +333,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="do not compare the profile with the calls made (an experimental build that drops counts)")
     p.add_argument("--floor", action="store_true",
                    help="add bench/floor.c's shims: each call counted; counted and timed; counted with "
-                        "bytes exact (the least any tool pays, checked against the calls made)")
+                        "bytes exact; the profile's attribution, untimed and timed (the least any tool "
+                        "pays for each, checked against the calls made)")
     args = p.parse_args(argv)
     return run_comparison("paired", args, [f"now={ROOT / 'build' / 'lib'}"], lambda mpi, libs, sets, sub: bench(
         mpi, libs, sets, args.mode, args.runs, args.pairs, sub, not args.no_check, args.floor), table)

@@ -207,13 +207,15 @@ def test_paired_benchmark_counts_only_the_wrapped_batches(mpi, kind, tmp_path):
                 assert fn(profile, name, key)[r] == count * per[name], (r, name)
 
 
-@pytest.mark.parametrize("kind", [0, 1, 2])
+@pytest.mark.parametrize("kind", [0, 1, 2, 3, 4])
 def test_floor_shim_sees_exactly_the_wrapped_calls(mpi, kind, tmp_path):
     """bench/floor.c, the least a tool can do per call (bench/paired.py --floor), must see every
     call paired.c makes through MPI_* and none of its PMPI_* ones, or its cost would be understated;
-    its bytes floor (kind 2) must count every byte. The counts come from paired.c's loops: a warm-up
-    and 5 wrapped batches of n windows of 64 8-byte messages, each window completed by one
-    MPI_Waitall and acknowledged by one 4-byte message."""
+    from kind 2 on it must count every byte, and from kind 3 on keep what the profile keeps: each
+    call and byte at its call site, each transfer in its size bin, each send in its destination's
+    row (kind 4 also timed). The counts come from paired.c's loops: a warm-up and 5 wrapped batches
+    of n windows of 64 8-byte messages, each window completed by one MPI_Waitall and acknowledged by
+    one 4-byte message, from one line of the program per call."""
     exe = bench_build(mpi, "paired.c", tmp_path / "paired")
     shim = bench_build(mpi, "floor.c", tmp_path / "floor.so", "-Wall", "-Werror", "-shared", "-fPIC",
                        f"-DFLOOR_KIND={kind}")
@@ -225,11 +227,69 @@ def test_floor_shim_sees_exactly_the_wrapped_calls(mpi, kind, tmp_path):
     want = {0: {"MPI_Send": 0, "MPI_Recv": n, "MPI_Isend": 64 * n, "MPI_Irecv": 0, "MPI_Waitall": n},
             1: {"MPI_Send": n, "MPI_Recv": 0, "MPI_Isend": 0, "MPI_Irecv": 64 * n, "MPI_Waitall": n}}
     moved = {0: (64 * n * 8, n * 4), 1: (n * 4, 64 * n * 8)}  # (sent, received)
+    # kinds 3 and 4, per rank: (calls, sent, received) at each function's one call site; transfers per
+    # (function, size bin: 4 bytes in bin 3, 8 in bin 4); (messages, bytes) to each peer
+    want_sites = {0: {"MPI_Recv": (n, 0, 4 * n), "MPI_Isend": (64 * n, 512 * n, 0), "MPI_Waitall": (n, 0, 0)},
+                  1: {"MPI_Irecv": (64 * n, 0, 512 * n), "MPI_Send": (n, 4 * n, 0), "MPI_Waitall": (n, 0, 0)}}
+    want_hist = {0: {("MPI_Recv", 3): n, ("MPI_Isend", 4): 64 * n}, 1: {("MPI_Send", 3): n, ("MPI_Irecv", 4): 64 * n}}
+    want_matrix = {0: {1: (64 * n, 512 * n)}, 1: {0: (n, 4 * n)}}
     for rank in (0, 1):
-        words = (out / f"floor.{rank}").read_text().split()
+        lines = (out / f"floor.{rank}").read_text().splitlines()
+        words = lines[0].split()
         assert words[:3] == ["floor_calls", "rank", str(rank)], words
         got = {words[i]: int(words[i + 1]) for i in range(3, len(words) - 6, 2)}
         assert got == want[rank], (rank, got)
         tail = dict(zip(words[-6::2], map(int, words[-5::2])))
-        assert (tail["ticks"] > 0) == (kind == 1), words
-        assert (tail["sent"], tail["recv"]) == (moved[rank] if kind == 2 else (0, 0)), words
+        assert (tail["ticks"] > 0) == (kind in (1, 4)), words
+        assert (tail["sent"], tail["recv"]) == (moved[rank] if kind >= 2 else (0, 0)), words
+        rows = [line.split() for line in lines[1:]]
+        if kind < 3:
+            assert rows == [], lines
+            continue
+        assert all(r[1:3] == ["rank", str(rank)] for r in rows), lines
+        sites = {r[3]: dict(zip(r[4::2], map(int, r[5::2]))) for r in rows if r[0] == "floor_site"}
+        hist = {(r[3], int(r[5])): dict(zip(r[6::2], map(int, r[7::2]))) for r in rows if r[0] == "floor_hist"}
+        matrix = {int(r[4]): (int(r[6]), int(r[8])) for r in rows if r[0] == "floor_matrix"}
+        assert len(sites) + len(hist) + len(matrix) == len(rows), lines  # one line per site: no function twice
+        assert {f: (s["calls"], s["sent"], s["recv"]) for f, s in sites.items()} == want_sites[rank], lines
+        assert {k: h["calls"] for k, h in hist.items()} == want_hist[rank], lines
+        assert matrix == want_matrix[rank], lines
+        for f, s in sites.items():
+            if kind == 3:
+                assert s["ticks"] == s["shortest"] == s["longest"] == 0, (f, s)
+            else:
+                assert 0 < s["shortest"] <= s["longest"], (f, s)
+                assert s["shortest"] * s["calls"] <= s["ticks"] <= s["longest"] * s["calls"], (f, s)
+        for (f, _), h in hist.items():  # a blocking call's time is in its bin; a completion's is not
+            assert h["ticks"] == (sites[f]["ticks"] if f in ("MPI_Send", "MPI_Recv") else 0), (f, h)
+
+
+@pytest.mark.parametrize("kind", [3, 4])
+def test_floor_shim_keeps_each_call_site(mpi, kind, tmp_path):
+    """The attribution floors key every count by call site, as the profile does: tests/data/two_sites.c
+    calls each wrapped function from two lines, a times with 8 bytes and b times with 4 (paired.c, the
+    benchmark, calls each from one). Each line's counts, bins and the matrix come from its loops."""
+    exe = tmp_path / "two_sites"
+    subprocess.run([f"mpicc.{mpi}", "-O2", "-std=c11", "-o", str(exe), str(ROOT / "tests" / "data" / "two_sites.c")],
+                   check=True, capture_output=True)
+    shim = bench_build(mpi, "floor.c", tmp_path / "floor.so", "-shared", "-fPIC", f"-DFLOOR_KIND={kind}")
+    out, a, b = tmp_path / "out", 5, 3
+    job = subprocess.run(launcher(mpi, 2) + [str(exe), str(a), str(b)], capture_output=True, text=True,
+                         timeout=120, env=job_env(LD_PRELOAD=str(shim), MPILENS_OUTPUT=str(out)))
+    assert job.returncode == 0, job.stderr
+    send, recv = [(a, 8 * a, 0), (b, 4 * b, 0)], [(a, 0, 8 * a), (b, 0, 4 * b)]  # (calls, sent, received)
+    want_sites = {0: {"MPI_Send": send, "MPI_Isend": send, "MPI_Waitall": [(1, 0, 0), (1, 0, 0)]},
+                  1: {"MPI_Recv": recv, "MPI_Irecv": recv, "MPI_Waitall": [(1, 0, 0), (1, 0, 0)]}}
+    for rank in (0, 1):
+        rows = [line.split() for line in (out / f"floor.{rank}").read_text().splitlines()[1:]]
+        sites: dict[str, list[tuple[int, ...]]] = {}
+        for r in rows:
+            if r[0] == "floor_site":
+                sites.setdefault(r[3], []).append((int(r[5]), int(r[7]), int(r[9])))
+        assert {f: sorted(v) for f, v in sites.items()} == {f: sorted(v) for f, v in want_sites[rank].items()}, rows
+        hist = {(r[3], int(r[5])): int(r[7]) for r in rows if r[0] == "floor_hist"}
+        fns = ("MPI_Send", "MPI_Isend") if rank == 0 else ("MPI_Recv", "MPI_Irecv")
+        assert hist == {(f, bin_): n for f in fns for bin_, n in ((4, a), (3, b))}, rows  # 8 B: bin 4; 4 B: bin 3
+        matrix = [r for r in rows if r[0] == "floor_matrix"]
+        assert matrix == ([["floor_matrix", "rank", "0", "peer", "1", "messages", str(2 * (a + b)), "bytes",
+                            str(2 * (8 * a + 4 * b))]] if rank == 0 else []), rows
