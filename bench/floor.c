@@ -13,8 +13,8 @@
  *              the sizes. The floor of a tool that counts exactly what moved, untimed.
  *   3 sites    what mpilens' profile keeps of each call, untimed, in the least code: every call and
  *              byte counted at its call site (return address and function), the functions' totals
- *              folded from their sites when written (the issue's fold: nothing per function per
- *              call), every completed transfer in its function's size histogram, every send in
+ *              folded from their sites when written (nothing is added per function at a call),
+ *              every completed transfer in its function's size histogram, every send in
  *              the matrix row of its destination; a receive's table entry holds its site. The
  *              floor of the profile's attribution when 1 call in 64 is timed (the 63 others pay
  *              this); it has no regions (paired.c opens none) and no state per thread.

@@ -82,6 +82,7 @@ FLOORS = {"floor: calls counted": 0, "floor: calls timed": 1, "floor: bytes exac
           "floor: sites, untimed": 3, "floor: sites, timed": 4}
 # bytes each wrapped call moves, per kind (bench/paired.c): the ping-pong's 8 bytes; the rate's
 # 8-byte messages and its 4-byte acknowledgements
+SENDS = ("MPI_Send", "MPI_Isend")  # the wrapped calls that send; the others receive or complete
 BYTES = {"hop": {"MPI_Send": 8, "MPI_Recv": 8},
          "rate": {"MPI_Isend": 8, "MPI_Irecv": 8, "MPI_Send": 4, "MPI_Recv": 4, "MPI_Waitall": 0}}
 
@@ -115,7 +116,7 @@ def check_profile(outdir: Path, kind: str, wrapped: dict[int, dict[str, int]], w
             per = BYTES[kind].get(name)
             if per is None or n == 0:
                 continue
-            field_ = "bytes_sent" if name in ("MPI_Send", "MPI_Isend") else "bytes_recv"
+            field_ = "bytes_sent" if name in SENDS else "bytes_recv"
             if f[field_][rank] != n * per:
                 raise BenchError(f"{what}: rank {rank} {name}: {field_} {f[field_][rank]}, "
                                  f"expected {n} x {per}")
@@ -159,8 +160,6 @@ def check_floor(outdir: Path, kind: str, wrapped: dict[int, dict[str, int]], wha
     if floor_kind >= 3:
         check_floor_sites(text, kind, wrapped, what, timed=floor_kind == 4)
 
-
-SENDS = ("MPI_Send", "MPI_Isend")
 
 
 def check_floor_sites(text: str, kind: str, wrapped: dict[int, dict[str, int]], what: str, timed: bool) -> None:
