@@ -24,12 +24,14 @@ iteration). Deterministic, so it compares builds on a busy machine. With --cache
 counts the L1 data-cache misses each build adds (callgrind's cache simulation, the cache sizes
 valgrind reads from this CPU), inside the loop only: the cost instruction counts do not show,
 where the tool's data evicts the MPI's. --thread multiple runs every loop under
-MPI_THREAD_MULTIPLE, where the runtime keeps requests in its process-wide table.
+MPI_THREAD_MULTIPLE, where the runtime keeps requests in its process-wide table. --floor adds
+bench/floor.c's shims as builds of their own (bench/paired.py --floor says what each does); they
+wrap only the calls of the window loop, which is the only loop they are counted on.
 
 Usage: .venv/bin/python bench/hotpath.py [--reps N] [--mpi openmpi,mpich] [--mode profile|trace|papi|papi-regions]
        [--set MPILENS_K=V ...] [--iters-div N] [--callgrind] [--lib-dir DIR] [--thread single|multiple]
        .venv/bin/python bench/hotpath.py --compare before=DIR --compare after=DIR [--loops window,send] [--mode ...]
-                                         [--cache-sim] [--thread single|multiple]
+                                         [--cache-sim] [--thread single|multiple] [--floor]
 """
 from __future__ import annotations
 
@@ -46,6 +48,7 @@ from typing import NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from overhead import MPI_NAMES, ROOT, BenchError, base_env, compile_program, log, named_dirs, sha256  # noqa: E402
+from paired import FLOORS, compile_floors  # noqa: E402
 
 MODES = ("send", "recv", "isend", "window")
 CG_ITERS = {"send": 2000, "recv": 2000, "isend": 2000, "window": 100}
@@ -200,26 +203,31 @@ def callgrind(exe: Path, lib: Path, tmp: Path, mode: str, tool_mode: str = "prof
 
 
 def compare(builds: dict[str, Path], mpis: list[str], loops: list[str], tool_mode: str, tmp: Path,
-            cache_sim: bool = False, thread: list[str] | None = None) -> None:
+            cache_sim: bool = False, thread: list[str] | None = None, floor: bool = False) -> None:
     """Instructions (and with cache_sim L1 data misses) added per loop iteration by each runtime
-    build (callgrind); thread: selfloop's thread-level argument ([] or ["multiple"])."""
+    build (callgrind), and by bench/floor.c's shims (floor); thread: selfloop's thread-level
+    argument ([] or ["multiple"])."""
     if shutil.which("valgrind") is None:
         raise BenchError("valgrind not found (apt-get install valgrind)")
+    if floor and loops != ["window"]:
+        raise BenchError("--floor counts the window loop only (--loops window): the floors wrap no MPI_Wait")
+    names = list(builds) + (list(FLOORS) if floor else [])
     print(f"Instructions added per iteration (callgrind, MPILENS_MODE={tool_mode}"
           + (", MPI_THREAD_MULTIPLE" if thread else "") + "; window: per Isend + Irecv pair)"
           + ("; in brackets, simulated L1 data-cache misses" if cache_sim else "") + "\n")
-    print("| MPI | loop | plain | " + " | ".join(builds) + " |")
-    print("|---|---|---:|" + "---:|" * len(builds))
+    print("| MPI | loop | plain | " + " | ".join(names) + " |")
+    print("|---|---|---:|" + "---:|" * len(names))
     for mpi in mpis:
         exe = compile_selfloop(mpi)
+        libs = {name: d / f"libmpilens-{mpi}.so" for name, d in builds.items()}
+        libs.update(compile_floors(mpi) if floor else {})
         for mode in loops:
             per = 64 if mode == "window" else 1
             cells, plain = [], 0.0
-            for name, d in builds.items():
-                src = d / f"libmpilens-{mpi}.so"
+            for i, src in enumerate(libs.values()):
                 if not src.is_file():
                     raise BenchError(f"{src} is missing")
-                lib = tmp / f"{name}-{src.name}"
+                lib = tmp / f"build{i}-{src.name}"
                 shutil.copy2(src, lib)
                 c = callgrind(exe, lib, tmp, mode, tool_mode, cache_sim, thread)
                 plain = f"{c.ir_plain / per:.0f}"
@@ -248,9 +256,11 @@ def main(argv: list[str] | None = None) -> int:
                    help="multiple: the loops under MPI_THREAD_MULTIPLE (the runtime's process-wide request table)")
     p.add_argument("--cache-sim", action="store_true",
                    help="with --compare: also count the L1 data-cache misses added (callgrind's cache simulation)")
+    p.add_argument("--floor", action="store_true",
+                   help="with --compare and --loops window: also count bench/floor.c's shims")
     args = p.parse_args(argv)
-    if args.cache_sim and not args.compare:
-        p.error("--cache-sim counts with --compare NAME=DIR")
+    if (args.cache_sim or args.floor) and not args.compare:
+        p.error("--cache-sim and --floor count with --compare NAME=DIR")
     SETTINGS.update(kv.split("=", 1) for kv in args.set)
     thread = ["multiple"] if args.thread == "multiple" else []
     tmp = Path(tempfile.mkdtemp(prefix="mpilens-hotpath-"))
@@ -258,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.compare:
             compare(named_dirs(args.compare, "--compare"), mpis, [m for m in args.loops.split(",") if m], args.mode,
-                    tmp, args.cache_sim, thread)
+                    tmp, args.cache_sim, thread, args.floor)
             return 0
         for mpi in mpis:
             src = args.lib_dir / f"libmpilens-{mpi}.so"
