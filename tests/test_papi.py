@@ -36,12 +36,13 @@ def _region(run: papi.PapiRun, rank: int, path: str) -> papi.Region:
 
 def test_software_events_attributed_per_region_and_phase(mpi, tmp_path):
     """Page faults of touch_large are 4x those of touch_small on each rank (5 %), the CPU time of
-    each loop region what the program's own thread clock measured for its kernels (5 %), and each
-    region has its two compute phases; `mpilens papi --json` and the HTML report show the same run."""
+    each loop region between what the program's own clocks measured for its kernels (5 %: at least
+    their thread CPU time, at most their wall time), and each region has its two compute phases;
+    `mpilens papi --json` and the HTML report show the same run."""
     job = run_example(mpi, "papi_kernel", 2, tmp_path, ["8000000", str(PAGES)], settings=SOFT)
-    cpu_ns = {(int(r), name): int(ns) for r, name, ns in
-              re.findall(r"papi_kernel: rank (\d+) region (\w+) cpu_ns (\d+)", job.stdout)}
-    assert len(cpu_ns) == 4, job.stdout
+    own_ns = {(int(r), name): (int(cpu), int(wall)) for r, name, cpu, wall in
+              re.findall(r"papi_kernel: rank (\d+) region (\w+) cpu_ns (\d+) wall_ns (\d+)", job.stdout)}
+    assert len(own_ns) == 4, job.stdout
     run = papi.load(job.rundir)
     assert run.refused == "", run.refused  # perf software events: every Linux perf_event has them
     assert run.events == ["perf::TASK-CLOCK", "perf::PAGE-FAULTS"]
@@ -51,12 +52,14 @@ def test_software_events_attributed_per_region_and_phase(mpi, tmp_path):
         pf_small, pf_large = run.value(small.compute, "perf::PAGE-FAULTS"), run.value(large.compute, "perf::PAGE-FAULTS")
         assert PAGES <= pf_small <= PAGES * 1.05, (rank, pf_small)
         assert pf_large / pf_small == pytest.approx(4.0, rel=0.05), (rank, pf_small, pf_large)
-        # the CPU time of each loop region's compute phases is what the program's own thread clock
-        # saw its kernels take (the ratio of the two moves with this VM's stolen time, which both see)
+        # the CPU time of each loop region's compute phases is what the program's own clocks saw its
+        # kernels take: at least their thread CPU time, at most their wall time. perf's task clock
+        # also counts what this VM's host stole while the thread ran, which the thread's CPU time
+        # leaves out (paravirtual steal-time accounting): 12.1 ms against 10.8 ms of CPU once.
         for path in ("loop_small", "loop_large"):
             task_clock = run.value(_region(run, rank, path).compute, "perf::TASK-CLOCK")
-            own = cpu_ns[(rank, path)]
-            assert task_clock == pytest.approx(own, rel=0.05, abs=1e6), (rank, path, task_clock, own)
+            cpu, wall = own_ns[(rank, path)]
+            assert cpu * 0.95 - 1e6 <= task_clock <= wall * 1.05 + 1e6, (rank, path, task_clock, cpu, wall)
         for path in ("loop_small", "loop_large", "touch_small", "touch_large"):
             assert _region(run, rank, path).phases == 2
         assert "MPI_Allreduce" in run.ranks[rank].functions
