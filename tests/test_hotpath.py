@@ -145,11 +145,11 @@ def test_thread_multiple_takes_the_general_path(tmp_path):
     assert set(re.findall(r"lean path: ([^\n]+)", job.stderr)) == {"off, MPI_THREAD_MULTIPLE"}, job.stderr
 
 
-def bench_build(mpi: str, src: str, out, *flags: str):
-    """bench/<src> built with the MPI's compiler wrapper into out (-Wno-stringop-overflow: GCC's false
-    positive on MPICH's MPI_STATUSES_IGNORE)."""
+def mpicc_build(mpi: str, src: str, out, *flags: str):
+    """<src> (a path from the repository's root) built with the MPI's compiler wrapper into out
+    (-Wno-stringop-overflow: GCC's false positive on MPICH's MPI_STATUSES_IGNORE)."""
     subprocess.run([f"mpicc.{mpi}", "-O2", "-std=c11", "-Wno-stringop-overflow", *flags, "-o", str(out),
-                    str(ROOT / "bench" / src)], check=True, capture_output=True)
+                    str(ROOT / src)], check=True, capture_output=True)
     return out
 
 
@@ -160,7 +160,7 @@ def test_benchmarks_under_thread_multiple(mpi, tmp_path):
     from msgrate.c: per window rank 0 posts 64 MPI_Isend of 8 bytes and receives a 4-byte ack,
     rank 1 posts 64 MPI_Irecv and sends the ack; a warm-up of nwin / 5 + 5 windows, then nwin =
     max(5, 500 * scale) per batch. A level the program does not know stops it before MPI_Init."""
-    exe = bench_build(mpi, "msgrate.c", tmp_path / "msgrate")
+    exe = mpicc_build(mpi, "bench/msgrate.c", tmp_path / "msgrate")
     batches, nwin = 2, 5
     job = mpirun(mpi, 2, [str(exe), str(batches), "0.01", "multiple"], tmp_path,
                  settings={"MPILENS_VERBOSE": "2"})
@@ -183,7 +183,7 @@ def test_paired_benchmark_counts_only_the_wrapped_batches(mpi, kind, tmp_path):
     calls in one pair of processes: the profile must hold exactly the MPI_* ones (the PMPI_* entry
     points are the MPI's own and nothing wraps them), with their bytes, on both ranks. The counts
     are the program's own tally of what its wrapped batches called."""
-    exe = bench_build(mpi, "paired.c", tmp_path / "paired")
+    exe = mpicc_build(mpi, "bench/paired.c", tmp_path / "paired")
     job = mpirun(mpi, 2, [str(exe), kind, "7", "0.05", "3"], tmp_path)
     assert len(re.findall(r"^pair \d+ plain \S+ wrapped \S+$", job.stdout, re.M)) == 7, job.stdout
     per = {"hop": {"MPI_Send": 8, "MPI_Recv": 8},
@@ -216,8 +216,8 @@ def test_floor_shim_sees_exactly_the_wrapped_calls(mpi, kind, tmp_path):
     row (kind 4 also timed). The counts come from paired.c's loops: a warm-up and 5 wrapped batches
     of n windows of 64 8-byte messages, each window completed by one MPI_Waitall and acknowledged by
     one 4-byte message, from one line of the program per call."""
-    exe = bench_build(mpi, "paired.c", tmp_path / "paired")
-    shim = bench_build(mpi, "floor.c", tmp_path / "floor.so", "-Wall", "-Werror", "-shared", "-fPIC",
+    exe = mpicc_build(mpi, "bench/paired.c", tmp_path / "paired")
+    shim = mpicc_build(mpi, "bench/floor.c", tmp_path / "floor.so", "-Wall", "-Werror", "-shared", "-fPIC",
                        f"-DFLOOR_KIND={kind}")
     out = tmp_path / "out"
     job = subprocess.run(launcher(mpi, 2) + [str(exe), "rate", "5", "0.05", "3"], capture_output=True, text=True,
@@ -269,10 +269,8 @@ def test_floor_shim_keeps_each_call_site(mpi, kind, tmp_path):
     """The attribution floors key every count by call site, as the profile does: tests/data/two_sites.c
     calls each wrapped function from two lines, a times with 8 bytes and b times with 4 (paired.c, the
     benchmark, calls each from one). Each line's counts, bins and the matrix come from its loops."""
-    exe = tmp_path / "two_sites"
-    subprocess.run([f"mpicc.{mpi}", "-O2", "-std=c11", "-o", str(exe), str(ROOT / "tests" / "data" / "two_sites.c")],
-                   check=True, capture_output=True)
-    shim = bench_build(mpi, "floor.c", tmp_path / "floor.so", "-shared", "-fPIC", f"-DFLOOR_KIND={kind}")
+    exe = mpicc_build(mpi, "tests/data/two_sites.c", tmp_path / "two_sites")
+    shim = mpicc_build(mpi, "bench/floor.c", tmp_path / "floor.so", "-shared", "-fPIC", f"-DFLOOR_KIND={kind}")
     out, a, b = tmp_path / "out", 5, 3
     job = subprocess.run(launcher(mpi, 2) + [str(exe), str(a), str(b)], capture_output=True, text=True,
                          timeout=120, env=job_env(LD_PRELOAD=str(shim), MPILENS_OUTPUT=str(out)))
