@@ -132,6 +132,7 @@ static struct site no_site; /* key 0: the last site of a function not called yet
 /* Each function's last site: one comparison finds it when a function is called from one place at a
  * time, as mpilens' site_last. */
 static struct site *last_site[NCALLS] = {&no_site, &no_site, &no_site, &no_site, &no_site};
+_Static_assert(NCALLS == 5, "last_site: one &no_site per function (a NULL would crash site_call)");
 
 /* The site of key, entered when new (open addressing; paired.c never fills the table). */
 __attribute__((noinline)) static struct site *site_find(unsigned long long key)
