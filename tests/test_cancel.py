@@ -2,9 +2,10 @@
 
 examples/c/cancel.c and examples/fortran/fcancel.f90 cancel posted receives (completed by
 MPI_Wait with and without a status, MPI_Waitall with MPI_STATUSES_IGNORE next to a real receive,
-MPI_Test) and a started persistent receive, which then completes a real message. MPI_Test_cancelled
-decides: a cancelled receive adds no bytes and no message-size entry; the real ones add exactly
-their bytes. `cancel race N` cancels, from a second thread, the receive the main thread is
+MPI_Test) and a started persistent receive, which then completes a real message; cancel.c also
+cancels an eager send, which neither MPI can cancel, so it is then received. MPI_Test_cancelled
+decides: a cancelled request adds no bytes and no message-size entry; the real ones add exactly
+their bytes, once. `cancel race N` cancels, from a second thread, the receive the main thread is
 waiting for (MPI_THREAD_MULTIPLE), between real exchanges that must all be counted.
 Expected numbers come from the programs' headers.
 """
@@ -42,22 +43,35 @@ def test_cancelled_receives_move_nothing(mpi, tmp_path, program):
     job = run_example(mpi, program, NP, tmp_path)
     assert f"{program}: ok {NP}" in job.stdout, job.stdout + job.stderr
     p = job.profile
-    nirecv = 5 if program == "cancel" else 4  # cancel.c also completes one with MPI_Test
-    check(p, {
+    c = program == "cancel"  # cancel.c also completes one with MPI_Test, and cancels a send (step 6)
+    nirecv = 5 if c else 4
+    # neither Open MPI nor MPICH cancels a send; if one did, every rank's would be cancelled
+    sent6 = 0 if "send cancelled" in job.stdout else 24
+    expected = {
         "MPI_Irecv": (nirecv, 0, 10 * 4),
         "MPI_Recv_init": (1, 0, 8 * 4),
         "MPI_Send": (2, 10 * 4 + 8 * 4, 0),
-        "MPI_Cancel": (nirecv, 0, 0),
-        "MPI_Wait": (4, 0, 0),
+        "MPI_Cancel": (nirecv + c, 0, 0),
+        "MPI_Wait": (4 + c, 0, 0),
         "MPI_Waitall": (1, 0, 0),
         "MPI_Start": (2, 0, 0),
         "MPI_Request_free": (1, 0, 0),
-    })
+    }
+    if c:
+        # a send whose cancel failed counts its 24 B once; a cancelled one none, and is not received
+        expected |= {"MPI_Isend": (1, sent6, 0), "MPI_Sendrecv": (1, 4, 4)}
+        if sent6:
+            expected |= {"MPI_Recv": (1, 0, 24)}
+    check(p, expected)
     # one real receive of each kind: one size entry each, none for the cancelled ones
     assert sizes(p, "MPI_Irecv") == {bin_of(40): [1] * NP}
     assert sizes(p, "MPI_Recv_init") == {bin_of(32): [1] * NP}
+    if c:
+        assert sizes(p, "MPI_Isend") == ({bin_of(24): [1] * NP} if sent6 else {})
     pairs = {(m["src"], m["dst"]): (m["messages"], m["bytes"]) for m in p["matrix"]}
-    assert pairs == {(r, (r + 1) % NP): (2, 72) for r in range(NP)}
+    # step 6 adds the flag's message (4 B) and the send, unless it was cancelled
+    step6 = (1 + bool(sent6), 4 + sent6) if c else (0, 0)
+    assert pairs == {(r, (r + 1) % NP): (2 + step6[0], 72 + step6[1]) for r in range(NP)}
 
 
 def test_cancel_races_with_wait(mpi, tmp_path):

@@ -9,10 +9,16 @@
  *   5. persistent: MPI_Recv_init of 8 int from left on tag 5; MPI_Start, MPI_Cancel, MPI_Wait
  *      (cancelled: nothing sent yet, the send comes after a barrier); then MPI_Start, MPI_Barrier,
  *      MPI_Send of 8 int to right on tag 5, MPI_Wait: 32 B received; MPI_Request_free
+ *   6. a send: MPI_Isend of 6 int (24 B, sent eagerly) to right on tag 7, MPI_Cancel, MPI_Wait with
+ *      a status. Neither Open MPI nor MPICH cancels a send: it completes. MPI_Sendrecv of 1 int (4 B
+ *      each way, tag 8) tells the right neighbour whether it was cancelled; if not, the neighbour
+ *      receives it: MPI_Recv of 6 int from left on tag 7 (24 B). Prints "cancel: send cancelled"
+ *      when it was.
  *
- * Per rank: MPI_Irecv 5 calls, 40 B; MPI_Recv_init 1 call, 32 B; MPI_Send 2 calls, 40 + 32 B;
- * MPI_Cancel 5; MPI_Wait 4; MPI_Waitall 1; MPI_Start 2; MPI_Barrier 1; MPI_Request_free 1;
- * MPI_Test at least 1.
+ * Per rank (the send not cancelled): MPI_Irecv 5 calls, 40 B; MPI_Recv_init 1 call, 32 B; MPI_Send
+ * 2 calls, 40 + 32 B; MPI_Isend 1 call, 24 B; MPI_Sendrecv 1 call, 4 B each way; MPI_Recv 1 call,
+ * 24 B; MPI_Cancel 6; MPI_Wait 5;
+ * MPI_Waitall 1; MPI_Start 2; MPI_Barrier 1; MPI_Request_free 1; MPI_Test at least 1.
  *
  * `cancel race N`: MPI_THREAD_MULTIPLE; N rounds in which the main thread posts a receive on tag 9
  * and waits for it while a second thread cancels it (the cancel races with the wait), and then
@@ -80,6 +86,22 @@ static void sequence(void)
     nbad += c != 0;
     for (int i = 0; i < 8; i++) nbad += p[i] != left * 8 + i;
     MPI_Request_free(&r);
+
+    int s6[6], r6[6];
+    for (int i = 0; i < 6; i++) s6[i] = rank * 6 + i;
+    MPI_Isend(s6, 6, MPI_INT, right, 7, MPI_COMM_WORLD, &r);
+    MPI_Cancel(&r);
+    MPI_Wait(&r, &st);
+    int mine = 0, theirs = 0;
+    MPI_Test_cancelled(&st, &mine);
+    int flags[2] = {mine, 0};
+    MPI_Sendrecv(&flags[0], 1, MPI_INT, right, 8, &flags[1], 1, MPI_INT, left, 8, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    theirs = flags[1];
+    if (!theirs) {
+        MPI_Recv(r6, 6, MPI_INT, left, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        for (int i = 0; i < 6; i++) nbad += r6[i] != left * 6 + i;
+    }
+    if (mine) printf("cancel: send cancelled\n");
 }
 
 /* ---- the race */
