@@ -43,16 +43,17 @@ def test_cancelled_receives_move_nothing(mpi, tmp_path, program):
     job = run_example(mpi, program, NP, tmp_path)
     assert f"{program}: ok {NP}" in job.stdout, job.stdout + job.stderr
     p = job.profile
-    c = program == "cancel"  # cancel.c also completes one with MPI_Test, and cancels a send (step 6)
-    nirecv = 5 if c else 4
+    # cancel.c also completes a cancelled receive with MPI_Test (step 4), cancels a send (step 6)
+    # and completes a receive polled in vain after the process cancelled (step 7): c counts them
+    c = int(program == "cancel")
     # neither Open MPI nor MPICH cancels a send; if one did, every rank's would be cancelled
     sent6 = 0 if "send cancelled" in job.stdout else 24
     expected = {
-        "MPI_Irecv": (nirecv, 0, 10 * 4),
+        "MPI_Irecv": (4 + 2 * c, 0, 10 * 4 + 24 * c),
         "MPI_Recv_init": (1, 0, 8 * 4),
-        "MPI_Send": (2, 10 * 4 + 8 * 4, 0),
-        "MPI_Cancel": (nirecv + c, 0, 0),
-        "MPI_Wait": (4 + c, 0, 0),
+        "MPI_Send": (2 + c, 10 * 4 + 8 * 4 + 24 * c, 0),
+        "MPI_Cancel": (4 + 2 * c, 0, 0),
+        "MPI_Wait": (4 + 2 * c, 0, 0),
         "MPI_Waitall": (1, 0, 0),
         "MPI_Start": (2, 0, 0),
         "MPI_Request_free": (1, 0, 0),
@@ -63,15 +64,16 @@ def test_cancelled_receives_move_nothing(mpi, tmp_path, program):
         if sent6:
             expected |= {"MPI_Recv": (1, 0, 24)}
     check(p, expected)
-    # one real receive of each kind: one size entry each, none for the cancelled ones
-    assert sizes(p, "MPI_Irecv") == {bin_of(40): [1] * NP}
+    # one real receive of each kind and size: one size entry each, none for the cancelled ones
+    irecv_bins = {bin_of(40): [1] * NP} | ({bin_of(24): [1] * NP} if c else {})
+    assert sizes(p, "MPI_Irecv") == irecv_bins
     assert sizes(p, "MPI_Recv_init") == {bin_of(32): [1] * NP}
     if c:
         assert sizes(p, "MPI_Isend") == ({bin_of(24): [1] * NP} if sent6 else {})
     pairs = {(m["src"], m["dst"]): (m["messages"], m["bytes"]) for m in p["matrix"]}
-    # step 6 adds the flag's message (4 B) and the send, unless it was cancelled
-    step6 = (1 + bool(sent6), 4 + sent6) if c else (0, 0)
-    assert pairs == {(r, (r + 1) % NP): (2 + step6[0], 72 + step6[1]) for r in range(NP)}
+    # steps 6 and 7: the flag (4 B), the send unless it was cancelled, step 7's message (24 B)
+    more = (2 + bool(sent6), 4 + sent6 + 24) if c else (0, 0)
+    assert pairs == {(r, (r + 1) % NP): (2 + more[0], 72 + more[1]) for r in range(NP)}
 
 
 def test_cancel_races_with_wait(mpi, tmp_path):

@@ -14,11 +14,16 @@
  *      each way, tag 8) tells the right neighbour whether it was cancelled; if not, the neighbour
  *      receives it: MPI_Recv of 6 int from left on tag 7 (24 B). Prints "cancel: send cancelled"
  *      when it was.
+ *   7. a receive polled before its message exists: MPI_Irecv of 6 int from left on tag 10, MPI_Test
+ *      (nothing sent on tag 10 yet: not complete), MPI_Barrier, MPI_Send of 6 int to right on tag
+ *      10, MPI_Wait: 24 B received. (Once the process has cancelled anything, every completion
+ *      takes mpilens' general path, which takes the receive's slot out for the MPI_Test and puts
+ *      it back when the test fails.)
  *
- * Per rank (the send not cancelled): MPI_Irecv 5 calls, 40 B; MPI_Recv_init 1 call, 32 B; MPI_Send
- * 2 calls, 40 + 32 B; MPI_Isend 1 call, 24 B; MPI_Sendrecv 1 call, 4 B each way; MPI_Recv 1 call,
- * 24 B; MPI_Cancel 6; MPI_Wait 5;
- * MPI_Waitall 1; MPI_Start 2; MPI_Barrier 1; MPI_Request_free 1; MPI_Test at least 1.
+ * Per rank (the send not cancelled): MPI_Irecv 6 calls, 40 + 24 B; MPI_Recv_init 1 call, 32 B;
+ * MPI_Send 3 calls, 40 + 32 + 24 B; MPI_Isend 1 call, 24 B; MPI_Sendrecv 1 call, 4 B each way;
+ * MPI_Recv 1 call, 24 B; MPI_Cancel 6; MPI_Wait 6; MPI_Waitall 1; MPI_Start 2; MPI_Barrier 2;
+ * MPI_Request_free 1; MPI_Test at least 2.
  *
  * `cancel race N`: MPI_THREAD_MULTIPLE; N rounds in which the main thread posts a receive on tag 9
  * and waits for it while a second thread cancels it (the cancel races with the wait), and then
@@ -102,6 +107,19 @@ static void sequence(void)
         for (int i = 0; i < 6; i++) nbad += r6[i] != left * 6 + i;
     }
     if (mine) printf("cancel: send cancelled\n");
+
+    int s10[6], r10[6], flag = 1;
+    MPI_Irecv(r10, 6, MPI_INT, left, 10, MPI_COMM_WORLD, &r);
+    MPI_Test(&r, &flag, MPI_STATUS_IGNORE);
+    if (flag) {
+        fprintf(stderr, "cancel: rank %d: step 7 received before anything was sent\n", rank);
+        nbad++;
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (int i = 0; i < 6; i++) s10[i] = rank * 100 + i;
+    MPI_Send(s10, 6, MPI_INT, right, 10, MPI_COMM_WORLD);
+    if (!flag) MPI_Wait(&r, MPI_STATUS_IGNORE);
+    for (int i = 0; i < 6; i++) nbad += r10[i] != left * 100 + i;
 }
 
 /* ---- the race */
