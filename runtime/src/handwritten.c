@@ -97,8 +97,12 @@ ML_HOT int lean_wait(ml_thread_t *l, MPI_Request *request, int *flag, MPI_Status
     const int rc = test ? PMPI_Test(request, flag, status) : PMPI_Wait(request, status);
     const uint64_t t1 = ml_lean_stop(t0, sampled);
     if (traced) l->done_at = t1;
-    if (rc == MPI_SUCCESS && (!test || *flag) && e != ML_REQ_NONE)
-        ml_lean_settle(l, e, status != MPI_STATUS_IGNORE ? status : NULL, traced);
+    if (rc == MPI_SUCCESS && (!test || *flag) && e != ML_REQ_NONE) {
+        if (e & ML_RECV_SLOT)
+            ml_recv_settle(l, e & ~ML_RECV_SLOT, status);
+        else
+            ml_lean_settle(l, e, status != MPI_STATUS_IGNORE ? status : NULL, traced);
+    }
     lean_completion_call(l, fn, ra, t0, t1, traced, sampled);
     return rc;
 }
@@ -222,7 +226,8 @@ ML_HOT int lean_waitall(ml_thread_t *l, int count, MPI_Request reqs[], MPI_Statu
     MPI_Request *const handles = l->scratch_req;
     memcpy(handles, reqs, n * sizeof *handles);
     MPI_Status *st = statuses;
-    if (st == MPI_STATUSES_IGNORE && (l->rq_live != 0 || l->next != NULL || ml_g.threads != l)) st = l->scratch_status;
+    if (st == MPI_STATUSES_IGNORE && (l->rq_live != 0 || l->rr_live != 0 || l->next != NULL || ml_g.threads != l))
+        st = l->scratch_status;
     const uint64_t t0 = ml_lean_start(l, ML_FN_MPI_Waitall, sampled);
     /* MPICH's MPI_STATUSES_IGNORE is (MPI_Status *)1, which GCC takes for an array of size 0 on the
      * path where the caller passed it */
@@ -237,6 +242,11 @@ ML_HOT int lean_waitall(ml_thread_t *l, int count, MPI_Request reqs[], MPI_Statu
             const MPI_Request r = handles[i];
             if (r == MPI_REQUEST_NULL || ml_req_shared_handle(r)) continue; /* accounted at its start */
             const MPI_Status *const s = st != MPI_STATUSES_IGNORE ? &st[i] : NULL;
+            const uint32_t rs = ml_recv_index(l, r);
+            if (rs != ML_REQ_NONE) {
+                ml_recv_settle(l, rs, s);
+                continue;
+            }
             const uint32_t e = ml_req_index(l, r);
             if (ML_LIKELY(e != ML_REQ_NONE) && ML_LIKELY(ml_lean_entry(&l->rq[e])))
                 ml_lean_settle(l, e, s, traced);
@@ -251,6 +261,11 @@ ML_HOT int lean_waitall(ml_thread_t *l, int count, MPI_Request reqs[], MPI_Statu
             const MPI_Request r = handles[i];
             const int err = st[i].MPI_ERROR;
             if (r == MPI_REQUEST_NULL || ml_req_shared_handle(r) || err == MPI_ERR_PENDING) continue;
+            const uint32_t rs = ml_recv_index(l, r);
+            if (rs != ML_REQ_NONE) {
+                ml_recv_settle(l, rs, err == MPI_SUCCESS ? &st[i] : NULL); /* in error: nothing moved */
+                continue;
+            }
             const uint32_t e = ml_req_index(l, r);
             if (e == ML_REQ_NONE || !ml_lean_entry(&l->rq[e]))
                 ml_req_completed_slow(l, r, &st[i], err);

@@ -216,6 +216,12 @@ ML_HOT uint64_t ml_lean_post(ml_thread_t *t, MPI_Request req, ml_site_t *site, i
         return ml_op_number(t) | ML_SEQ_DONE;
     }
     if (ML_UNLIKELY(req == MPI_REQUEST_NULL)) return 0;
+    if (!traced && sent == 0 && recv == ML_BYTES_FROM_STATUS && peer < 0) {
+        /* a receive (MPI_Irecv, MPI_Imrecv): a slot in the receive table (ml.h) */
+        if (ML_UNLIKELY(ml_recv_insert(t, ml_req_key(req), site, ml_stat_index(t, fn), (uint32_t)fn) != 0))
+            t->dropped_requests++;
+        return 0;
+    }
     const uint64_t seq = traced ? ml_op_number(t) : 0;
     ml_lean_enter_request(t, req, site, fn, sent, recv, peer, traced ? ML_REQ_ACTIVE | ML_REQ_WORLD : ML_REQ_ACTIVE,
                           seq);
@@ -227,7 +233,8 @@ ML_HOT uint64_t ml_lean_post(ml_thread_t *t, MPI_Request req, ml_site_t *site, i
 ML_HOT int ml_lean_entry(const ml_req_t *e) { return (e->flags & ~ML_REQ_WORLD) == ML_REQ_ACTIVE; }
 
 /* Before a completion call: the slot of req's entry in this thread's table (*slot), to be settled
- * after the call by ml_lean_settle; ML_REQ_NONE for a null or shared handle (nothing to settle).
+ * after the call by ml_lean_settle, or of its receive slot (with ML_RECV_SLOT; ml_recv_settle);
+ * ML_REQ_NONE for a null or shared handle (nothing to settle).
  * Returns 0 when the request is not the lean path's: an entry of another kind (persistent, or
  * entered while another mode watched requests), or of another thread, or none although the handle
  * is not shared (dropped at a full table); the caller then takes its general path. *need: the
@@ -237,6 +244,12 @@ ML_HOT int ml_lean_claim(const ml_thread_t *t, MPI_Request req, uint32_t *slot, 
 {
     *slot = ML_REQ_NONE;
     if (req == MPI_REQUEST_NULL || ml_req_shared_handle(req)) return 1;
+    const uint32_t r = ml_recv_index(t, req);
+    if (r != ML_REQ_NONE) { /* a receive: its slot, which stays put while the call runs (ml.h) */
+        *slot = r | ML_RECV_SLOT;
+        *need = 1;
+        return 1;
+    }
     const uint32_t i = ml_req_index(t, req);
     if (i == ML_REQ_NONE || !ml_lean_entry(&t->rq[i])) return 0;
     *slot = i;

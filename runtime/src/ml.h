@@ -194,6 +194,11 @@ typedef struct ml_thread {
     void *rq_mem;
     uint32_t rq_cap, rq_shift, rq_live;
     uint32_t rq_room;        /* inserts into empty slots left before the table is rebuilt */
+    /* below MPI_THREAD_MULTIPLE, the profile's lean path: this thread's outstanding receives, one
+     * small slot each (ml_recv_slot_t; ml_recv_put) */
+    struct ml_recv_slot *rr; /* [rr_cap], NULL until its first receive */
+    uint32_t rr_cap, rr_shift, rr_live;
+    uint32_t rr_limit;       /* the most slots used before the table grows (a sixteenth of rr_cap) */
     uint64_t done_at;        /* end of the completion call being settled (request completion time) */
     uint64_t req_seq;        /* requests started by this thread: links a post to its completion */
     /* requests this thread entered minus those it took out (summed over threads at the end) */
@@ -792,6 +797,108 @@ ML_HOT void ml_req_remove_at(ml_thread_t *owner, uint32_t i)
 }
 ML_HOT void ml_req_remove(ml_thread_t *owner, ml_req_t *e) { ml_req_remove_at(owner, (uint32_t)(e - owner->rq)); }
 
+/* ---- a thread's receive table (below MPI_THREAD_MULTIPLE; the profile's lean path only)
+ * A receive's bytes are known only from its status at completion, so it needs a slot from its
+ * start to its completion; nothing else about it varies: it sends nothing, and the matrix counts
+ * it at the sender. The lean path's receives (MPI_Irecv, MPI_Imrecv) therefore keep only their
+ * handle, call site, function and region, in a slot of 24 bytes in a table of their own: open
+ * addressing with linear probing, at most a sixteenth full (requests.c: ml_recv_grow), a slot
+ * freed by moving the slots after it back (no tombstones, nothing to count but the slots used).
+ * The receive's statistics are those of its function in the region where it started, as for an
+ * entry (blocks[stat]).
+ * Slots move when one is freed. A lean completion call holds at most the index of one slot across
+ * the MPI call (MPI_Wait, MPI_Test), during which nothing frees one (a nested call does not
+ * measure). The general path takes a slot out into an entry (ml_req_claim_slow: its claims may
+ * span many requests) and puts one that did not complete back into the receive table. */
+typedef struct ml_recv_slot {
+    uintptr_t key;      /* request handle; 0: free */
+    ml_site_t *site;    /* call site that started it */
+    uint32_t stat;      /* its function's statistics in the region where it started: blocks[stat] */
+    uint32_t fn;        /* the function that started it */
+} ml_recv_slot_t;
+_Static_assert(sizeof(ml_recv_slot_t) == 24, "a receive's slot is three words");
+#define ML_RECV_SLOT 0x80000000u /* in a completion call's slot index: the receive table's */
+
+/* Make room for one more receive in t's table (grown, or made at the first receive): -1 when it is
+ * full at MPILENS_MAX_REQUESTS or memory is short. */
+int ml_recv_grow(ml_thread_t *t);
+/* Find the receive slot of handle key k in any thread's receive table (t's first) and take it out
+ * into the entry *e; *owner: whose table held it. 0 when none has it. */
+int ml_recv_take_any(ml_thread_t *t, uintptr_t k, ml_req_t *e, ml_thread_t **owner);
+
+ML_HOT uint32_t ml_recv_home(const ml_thread_t *t, uintptr_t k)
+{
+    return (uint32_t)(((uint64_t)k * 0x9E3779B97F4A7C15ull) >> t->rr_shift);
+}
+
+/* A slot for the receive of handle key k (site, stat, fn: as in ml_recv_slot_t). 0, or -1 when the
+ * table is full at MPILENS_MAX_REQUESTS. */
+ML_HOT int ml_recv_insert(ml_thread_t *t, uintptr_t k, ml_site_t *site, uint32_t stat, uint32_t fn)
+{
+    if (ML_UNLIKELY(t->rr_live >= t->rr_limit) && ml_recv_grow(t) != 0) return -1;
+    const uint32_t m = t->rr_cap - 1;
+    uint32_t i = ml_recv_home(t, k);
+    while (t->rr[i].key != 0) i = (i + 1) & m;
+    ml_recv_slot_t *const r = &t->rr[i];
+    r->key = k;
+    r->site = site;
+    r->stat = stat;
+    r->fn = fn;
+    t->rr_live++;
+    return 0;
+}
+
+/* The slot of handle req in t's receive table, or ML_REQ_NONE. */
+ML_HOT uint32_t ml_recv_index(const ml_thread_t *t, MPI_Request req)
+{
+    if (t->rr_live == 0) return ML_REQ_NONE;
+    const uintptr_t k = ml_req_key(req);
+    const uint32_t m = t->rr_cap - 1;
+    for (uint32_t i = ml_recv_home(t, k);; i = (i + 1) & m) {
+        const uintptr_t have = t->rr[i].key;
+        if (have == k) return i;
+        if (have == 0) return ML_REQ_NONE;
+    }
+}
+
+/* Free slot i of t's receive table: each slot after it, up to a free one, moves back into the hole
+ * when its home is not between the hole and itself (so every probe still finds it). */
+ML_HOT void ml_recv_remove_at(ml_thread_t *t, uint32_t i)
+{
+    ml_recv_slot_t *const rr = t->rr;
+    const uint32_t m = t->rr_cap - 1;
+    for (uint32_t j = (i + 1) & m; rr[j].key != 0; j = (j + 1) & m) {
+        const uint32_t h = ml_recv_home(t, rr[j].key);
+        if (((j - h) & m) >= ((j - i) & m)) {
+            rr[i] = rr[j];
+            i = j;
+        }
+    }
+    rr[i].key = 0;
+    t->rr_live--;
+}
+
+/* The receive in slot i completed (st: its status; NULL in error: nothing moved): its bytes in the
+ * statistics of its function and region, its site and the size histogram; its slot freed. */
+ML_HOT void ml_recv_settle(ml_thread_t *t, uint32_t i, const MPI_Status *st)
+{
+    const ml_recv_slot_t r = t->rr[i];
+    ml_recv_remove_at(t, i);
+    if (st == NULL) return;
+    const int64_t recv = ml_status_bytes(st);
+    ml_fstat_t *const s = &t->blocks[r.stat];
+    s->recv += recv;
+    r.site->recv += recv;
+    ml_hist_bin(t, (int)r.fn, 0, recv)->calls++;
+}
+
+/* The entry of a receive slot, as ml_req_track would have made it (the general path's view). */
+static inline void ml_recv_entry(const ml_recv_slot_t *r, ml_req_t *e)
+{
+    *e = (ml_req_t){.key = r->key, .fn = (uint16_t)r->fn, .flags = ML_REQ_ACTIVE, .stat = r->stat, .peer = -1,
+                    .sent = 0, .recv = ML_BYTES_FROM_STATUS, .seq = 0, .comm = NULL, .site = r->site};
+}
+
 ML_HOT uint64_t ml_req_track(ml_thread_t *t, MPI_Request req, int fn, unsigned flags, int64_t sent, int64_t recv,
                              int peer, MPI_Comm comm)
 {
@@ -839,7 +946,7 @@ ML_HOT void ml_req_claim(MPI_Request req, ml_claim_t *c)
         c->held = 1;
         return;
     }
-    ml_req_claim_slow(req, c);
+    ml_req_claim_slow(req, c); /* elsewhere, or in a receive table (taken out into c->copy) */
 }
 
 /* After the call completed it: account its bytes (when measuring; st may be NULL when no status is
