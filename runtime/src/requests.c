@@ -311,6 +311,18 @@ ml_req_t *ml_req_find(MPI_Request req)
     return NULL;
 }
 
+/* ml_req_claim_slow below MPI_THREAD_MULTIPLE (a function of its own, so that the process table's
+ * claim below saves no registers for it). */
+__attribute__((noinline)) static void claim_own(ml_claim_t *c, uintptr_t k)
+{
+    /* looked up only: the entry stays where it is until the call has completed it */
+    c->live = own_lookup(ml_tls, k, &c->owner);
+    c->held = c->live != NULL;
+    /* a receive of the lean path: taken out of its receive table into an entry (its slot may move
+     * while the call completes other requests); put back if not completed */
+    if (c->live == NULL) c->held = ml_recv_take_any(ml_tls, k, &c->copy, &c->owner);
+}
+
 void ml_req_claim_slow(MPI_Request req, ml_claim_t *c)
 {
     c->handle = req;
@@ -319,12 +331,7 @@ void ml_req_claim_slow(MPI_Request req, ml_claim_t *c)
     if (req == MPI_REQUEST_NULL || ml_req_shared_handle(req)) return;
     const uintptr_t k = ml_req_key(req);
     if (ML_LIKELY(!ml_g.multiple)) {
-        /* looked up only: the entry stays where it is until the call has completed it */
-        c->live = own_lookup(ml_tls, k, &c->owner);
-        c->held = c->live != NULL;
-        /* a receive of the lean path: taken out of its receive table into an entry (its slot
-         * may move while the call completes other requests); put back if not completed */
-        if (c->live == NULL) c->held = ml_recv_take_any(ml_tls, k, &c->copy, &c->owner);
+        claim_own(c, k);
         return;
     }
     const size_t home = home_of(k);
