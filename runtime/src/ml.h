@@ -195,7 +195,7 @@ typedef struct ml_thread {
     uint32_t rq_cap, rq_shift, rq_live;
     uint32_t rq_room;        /* inserts into empty slots left before the table is rebuilt */
     /* below MPI_THREAD_MULTIPLE, the profile's lean path: this thread's outstanding receives, one
-     * small slot each (ml_recv_slot_t; ml_recv_put) */
+     * small slot each (ml_recv_slot_t; ml_recv_insert) */
     struct ml_recv_slot *rr; /* [rr_cap], NULL until its first receive */
     uint32_t rr_cap, rr_shift, rr_live;
     uint32_t rr_limit;       /* the most slots used before the table grows (a sixteenth of rr_cap) */
