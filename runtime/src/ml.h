@@ -822,9 +822,6 @@ _Static_assert(sizeof(ml_recv_slot_t) == 24, "a receive's slot is three words");
 /* Make room for one more receive in t's table (grown, or made at the first receive): -1 when it is
  * full at MPILENS_MAX_REQUESTS or memory is short. */
 int ml_recv_grow(ml_thread_t *t);
-/* Find the receive slot of handle key k in any thread's receive table (t's first) and take it out
- * into the entry *e; *owner: whose table held it. 0 when none has it. */
-int ml_recv_take_any(ml_thread_t *t, uintptr_t k, ml_req_t *e, ml_thread_t **owner);
 
 ML_HOT uint32_t ml_recv_home(const ml_thread_t *t, uintptr_t k)
 {
@@ -848,11 +845,10 @@ ML_HOT int ml_recv_insert(ml_thread_t *t, uintptr_t k, ml_site_t *site, uint32_t
     return 0;
 }
 
-/* The slot of handle req in t's receive table, or ML_REQ_NONE. */
-ML_HOT uint32_t ml_recv_index(const ml_thread_t *t, MPI_Request req)
+/* The slot of handle key k in t's receive table, or ML_REQ_NONE. */
+ML_HOT uint32_t ml_recv_find(const ml_thread_t *t, uintptr_t k)
 {
     if (t->rr_live == 0) return ML_REQ_NONE;
-    const uintptr_t k = ml_req_key(req);
     const uint32_t m = t->rr_cap - 1;
     for (uint32_t i = ml_recv_home(t, k);; i = (i + 1) & m) {
         const uintptr_t have = t->rr[i].key;
@@ -860,6 +856,7 @@ ML_HOT uint32_t ml_recv_index(const ml_thread_t *t, MPI_Request req)
         if (have == 0) return ML_REQ_NONE;
     }
 }
+ML_HOT uint32_t ml_recv_index(const ml_thread_t *t, MPI_Request req) { return ml_recv_find(t, ml_req_key(req)); }
 
 /* Free slot i of t's receive table: each slot after it, up to a free one, moves back into the hole
  * when its home is not between the hole and itself (so every probe still finds it). */
@@ -890,13 +887,6 @@ ML_HOT void ml_recv_settle(ml_thread_t *t, uint32_t i, const MPI_Status *st)
     s->recv += recv;
     r.site->recv += recv;
     ml_hist_bin(t, (int)r.fn, 0, recv)->calls++;
-}
-
-/* The entry of a receive slot, as ml_req_track would have made it (the general path's view). */
-static inline void ml_recv_entry(const ml_recv_slot_t *r, ml_req_t *e)
-{
-    *e = (ml_req_t){.key = r->key, .fn = (uint16_t)r->fn, .flags = ML_REQ_ACTIVE, .stat = r->stat, .peer = -1,
-                    .sent = 0, .recv = ML_BYTES_FROM_STATUS, .seq = 0, .comm = NULL, .site = r->site};
 }
 
 ML_HOT uint64_t ml_req_track(ml_thread_t *t, MPI_Request req, int fn, unsigned flags, int64_t sent, int64_t recv,

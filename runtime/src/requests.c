@@ -166,22 +166,22 @@ int ml_recv_grow(ml_thread_t *t)
     return 0;
 }
 
-/* The receive slot of key k in o's table taken out into *e (1), or 0. */
+/* The receive slot of key k in o's table taken out into *e (1), or 0: the entry ml_req_track would
+ * have made for it. */
 static int recv_take(ml_thread_t *o, uintptr_t k, ml_req_t *e)
 {
-    if (o->rr_live == 0) return 0;
-    const uint32_t m = o->rr_cap - 1;
-    for (uint32_t i = ml_recv_home(o, k);; i = (i + 1) & m) {
-        const uintptr_t have = o->rr[i].key;
-        if (have == 0) return 0;
-        if (have != k) continue;
-        ml_recv_entry(&o->rr[i], e);
-        ml_recv_remove_at(o, i);
-        return 1;
-    }
+    const uint32_t i = ml_recv_find(o, k);
+    if (i == ML_REQ_NONE) return 0;
+    const ml_recv_slot_t *r = &o->rr[i];
+    *e = (ml_req_t){.key = k, .fn = (uint16_t)r->fn, .flags = ML_REQ_ACTIVE, .stat = r->stat, .peer = -1,
+                    .sent = 0, .recv = ML_BYTES_FROM_STATUS, .seq = 0, .comm = NULL, .site = r->site};
+    ml_recv_remove_at(o, i);
+    return 1;
 }
 
-int ml_recv_take_any(ml_thread_t *t, uintptr_t k, ml_req_t *e, ml_thread_t **owner)
+/* The receive slot of key k in any thread's receive table (t's first) taken out into the entry *e;
+ * *owner: whose table held it. 0 when none has it. */
+static int recv_take_any(ml_thread_t *t, uintptr_t k, ml_req_t *e, ml_thread_t **owner)
 {
     if (t != NULL && recv_take(t, k, e)) {
         *owner = t;
@@ -320,7 +320,7 @@ __attribute__((noinline)) static void claim_own(ml_claim_t *c, uintptr_t k)
     c->held = c->live != NULL;
     /* a receive of the lean path: taken out of its receive table into an entry (its slot may move
      * while the call completes other requests); put back if not completed */
-    if (c->live == NULL) c->held = ml_recv_take_any(ml_tls, k, &c->copy, &c->owner);
+    if (c->live == NULL) c->held = recv_take_any(ml_tls, k, &c->copy, &c->owner);
 }
 
 void ml_req_claim_slow(MPI_Request req, ml_claim_t *c)
