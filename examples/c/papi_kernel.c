@@ -84,22 +84,16 @@ static void loop_third(long iters)
     }
 }
 
-/* The calling thread's CPU time (ns): the scheduler's account of it. perf's task clock counts the
- * same time on the CPU, and more on a virtual machine: with the kernel's paravirtual steal-time
+/* A clock in ns: CLOCK_THREAD_CPUTIME_ID, the calling thread's CPU time (the scheduler's account of
+ * it), or CLOCK_MONOTONIC, wall time. perf's task clock counts the same time on the CPU as the
+ * thread's CPU time, and more on a virtual machine: with the kernel's paravirtual steal-time
  * accounting, time the host gave to another guest while this thread ran is left out of the thread's
  * CPU time but not out of the task clock, which is read from the scheduler clock. So the test bounds
  * papi mode's perf::TASK-CLOCK by the kernels' CPU time from below and their wall time from above. */
-static int64_t thread_cpu_ns(void)
+static int64_t clock_ns(clockid_t clock)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static int64_t wall_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(clock, &ts);
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
@@ -111,15 +105,15 @@ static void halves_timed(const char *region, void (*kernel)(long), long n, int p
     int rank;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     mpilens_region_begin(region);
-    int64_t w0 = wall_ns(), c0 = thread_cpu_ns();
+    int64_t w0 = clock_ns(CLOCK_MONOTONIC), c0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
     kernel(n / 2);
-    int64_t cpu = thread_cpu_ns() - c0, wall = wall_ns() - w0;
+    int64_t cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID) - c0, wall = clock_ns(CLOCK_MONOTONIC) - w0;
     MPI_Allreduce(&v, &s, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-    w0 = wall_ns();
-    c0 = thread_cpu_ns();
+    w0 = clock_ns(CLOCK_MONOTONIC);
+    c0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
     kernel(n - n / 2);
-    cpu += thread_cpu_ns() - c0;
-    wall += wall_ns() - w0;
+    cpu += clock_ns(CLOCK_THREAD_CPUTIME_ID) - c0;
+    wall += clock_ns(CLOCK_MONOTONIC) - w0;
     mpilens_region_end(region);
     if (print)
         printf("papi_kernel: rank %d region %s cpu_ns %lld wall_ns %lld\n", rank, region, (long long)cpu,
