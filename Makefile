@@ -11,6 +11,10 @@ NPROC := $(shell nproc)
 
 CFLAGS := -std=c11 -D_GNU_SOURCE -O2 -g -fPIC -fvisibility=hidden -Wall -Wextra -Wno-unused-parameter \
           -DML_VERSION='"$(VERSION)"'
+# the runtime loaded into MPI processes, on x86-64: a call's arguments past the sixth stored into the
+# frame instead of pushed and popped, 3 instructions fewer around each wrapped MPI_Isend or
+# MPI_Irecv (7 arguments; bench/hotpath.py: 6 per send + receive pair)
+LIB_CFLAGS := $(if $(filter x86_64,$(shell uname -m)),-maccumulate-outgoing-args)
 RUNTIME_SRC := $(wildcard runtime/src/*.c)
 RUNTIME_HDR := $(wildcard runtime/src/*.h) runtime/include/mpilens.h
 LIB_SRC := $(filter-out runtime/src/check.c runtime/src/annotate_stub.c runtime/src/mpit_list.c \
@@ -72,7 +76,7 @@ $(BUILD)/%/gen/wrappers_c.c: $(GEN_INPUT) $(VENV)/.ready $(RUNDIR_H)
 
 $(BUILD)/lib/libmpilens-%.so: $(BUILD)/%/gen/wrappers_c.c $(LIB_SRC) $(RUNTIME_HDR) $(RUNDIR_H)
 	@mkdir -p $(dir $@)
-	mpicc.$* $(CFLAGS) -Iruntime/src -Iruntime/include -I$(BUILD)/$*/gen -I$(BUILD)/gen -shared -o $@ \
+	mpicc.$* $(CFLAGS) $(LIB_CFLAGS) -Iruntime/src -Iruntime/include -I$(BUILD)/$*/gen -I$(BUILD)/gen -shared -o $@ \
 	  $(LIB_SRC) $(BUILD)/$*/gen/wrappers_c.c $(BUILD)/$*/gen/wrappers_f.c \
 	  $(BUILD)/$*/gen/ml_functions.c $(BUILD)/$*/gen/ml_config_table.c -ldl -lpthread -lm
 
