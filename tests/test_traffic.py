@@ -249,6 +249,33 @@ def test_derived_datatypes(mpi, tmp_path):
     assert matrix(p) == {(r, (r + 1) % np): (2 * reps + 1, (2 * reps + 1) * msg) for r in range(np)}
 
 
+# MPI_Type_size of traffic_p2p's predefined types, in its order, on x86_64 Linux (LP64): the C
+# types' sizes; the pair types' sizes are the sums of their members' (not their extents)
+PREDEFINED_SIZES = (1, 2, 4, 8, 8, 4, 8, 16, 4, 1, 8, 8, 12, 16)
+
+
+def test_predefined_datatypes(mpi, tmp_path):
+    """Fourteen predefined types in turn, more than the runtime's cache of them holds, so that some
+    share its slots: every message's bytes are count x the type's size, alternating the lean
+    path's MPI_Isend / MPI_Recv and MPI_Irecv / MPI_Send."""
+    np, reps = 3, 6
+    p, _ = p2p(mpi, np, ["predefined", reps], tmp_path)
+    left = lambda r: (r - 1) % np  # noqa: E731
+    sizes = lambda r: [(r + 1 + j) * b for j, b in enumerate(PREDEFINED_SIZES)]  # noqa: E731  one rep, sent by r
+    half = reps // 2
+    check_functions(p, {
+        "MPI_Isend": {"calls": [half * 14] * np, "bytes_sent": per_rank(np, lambda r: half * sum(sizes(r)))},
+        "MPI_Send": {"calls": [half * 14] * np, "bytes_sent": per_rank(np, lambda r: half * sum(sizes(r)))},
+        "MPI_Recv": {"calls": [half * 14] * np, "bytes_recv": per_rank(np, lambda r: half * sum(sizes(left(r))))},
+        "MPI_Irecv": {"calls": [half * 14] * np, "bytes_recv": per_rank(np, lambda r: half * sum(sizes(left(r))))},
+        "MPI_Wait": {"calls": [reps * 14] * np},
+        "MPI_Barrier": {"calls": [1] * np},
+    })
+    assert matrix(p) == {(r, (r + 1) % np): (reps * 14, reps * sum(sizes(r))) for r in range(np)}
+    assert hist(p, "MPI_Isend") == expected_hist(np, lambda r: sizes(r) * half)
+    assert hist(p, "MPI_Irecv") == expected_hist(np, lambda r: sizes(left(r)) * half)
+
+
 def test_proc_null(mpi, tmp_path):
     """Transfers with MPI_PROC_NULL are counted calls that move 0 bytes, make no matrix entry and
     no message-size entry; one real ring message per rank is accounted normally."""

@@ -38,6 +38,10 @@
  *   sizes S1 S2 ...         rank 0 sends one message of each size to rank 1 (MPI_Send / MPI_Recv)
  *   big REPS MIB            each rank sends REPS messages of MIB MiB to itself (MPI_Irecv +
  *                           MPI_Send + MPI_Wait), for totals beyond 32 bits
+ *   predefined REPS         ring, 14 predefined datatypes in turn (PREDEFINED below, more than the
+ *                           runtime keeps in its cache of them, so that some share a slot): per
+ *                           rep and type j, MPI_Isend of r+1+j elements to r+1 (alternate reps:
+ *                           MPI_Send after MPI_Irecv), MPI_Recv / MPI_Wait of as many from r-1
  *   freedcomm REPS SIZE     pairs r <-> r^1 on D = MPI_Comm_split(world, r/2, key -r) (reversed
  *                           order): per rep MPI_Irecv (MPI_ANY_SOURCE, larger buffer) + MPI_Isend
  *                           of SIZE+r bytes on D, then D is freed and 4 communicators in world
@@ -84,6 +88,34 @@ static void check_count(const MPI_Status *st, MPI_Datatype type, int expected)
 }
 
 /* ------------------------------------------------------------------------------------ phases */
+static void predefined(int reps)
+{
+    const int right = (rank + 1) % nprocs, left = (rank + nprocs - 1) % nprocs;
+    /* in tests/test_traffic.py's order */
+    const MPI_Datatype types[] = {MPI_CHAR,     MPI_SHORT,   MPI_INT,     MPI_LONG, MPI_LONG_LONG,  MPI_FLOAT,
+                                  MPI_DOUBLE,   MPI_LONG_DOUBLE, MPI_UNSIGNED, MPI_INT8_T, MPI_INT64_T, MPI_2INT,
+                                  MPI_DOUBLE_INT, MPI_C_DOUBLE_COMPLEX};
+    const int ntypes = (int)(sizeof types / sizeof types[0]);
+    /* the largest type is 16 bytes (MPI_LONG_DOUBLE, MPI_C_DOUBLE_COMPLEX) */
+    char *out = buffer((size_t)16 * (nprocs + ntypes)), *in = buffer((size_t)16 * (nprocs + ntypes));
+    for (int i = 0; i < reps; i++)
+        for (int j = 0; j < ntypes; j++) {
+            MPI_Request rq;
+            MPI_Status st;
+            if (i % 2 == 0) {
+                MPI_Isend(out, rank + 1 + j, types[j], right, j, MPI_COMM_WORLD, &rq);
+                MPI_Recv(in, left + 1 + j, types[j], left, j, MPI_COMM_WORLD, &st);
+                MPI_Wait(&rq, MPI_STATUS_IGNORE);
+            } else {
+                MPI_Irecv(in, left + 1 + j, types[j], left, j, MPI_COMM_WORLD, &rq);
+                MPI_Send(out, rank + 1 + j, types[j], right, j, MPI_COMM_WORLD);
+                MPI_Wait(&rq, &st);
+            }
+            check_count(&st, types[j], left + 1 + j);
+        }
+    free(out), free(in);
+}
+
 static void blocking(int reps, int size)
 {
     const int right = (rank + 1) % nprocs, left = (rank + nprocs - 1) % nprocs;
@@ -459,7 +491,8 @@ int main(int argc, char **argv)
     else if (strcmp(phase, "sizes") == 0) sizes(argc - 2, argv + 2);
     else if (strcmp(phase, "big") == 0) big(arg(argc, argv, 2), arg(argc, argv, 3));
     else if (strcmp(phase, "freedcomm") == 0) freedcomm(arg(argc, argv, 2), arg(argc, argv, 3));
-    else die("unknown phase (blocking|wildcard|nb|sendrecv|persistent|datatype|procnull|split|sizes|big)");
+    else if (strcmp(phase, "predefined") == 0) predefined(arg(argc, argv, 2));
+    else die("unknown phase (blocking|wildcard|nb|sendrecv|persistent|datatype|procnull|split|sizes|big|freedcomm|predefined)");
     fflush(stdout);
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == 0) printf("traffic_p2p %s: done\n", phase);
