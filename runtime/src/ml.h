@@ -105,8 +105,10 @@ typedef struct ml_fstat {
 } ml_fstat_t;
 
 /* Message-size bins (runtime/spec/rundir.yaml): bin 0 holds 0-byte transfers, bin k holds sizes in
- * [2^(k-1), 2^k). */
-#define ML_NBINS ML_SIZE_BINS
+ * [2^(k-1), 2^k). A transfer's size is an int64_t, below 2^63, so the contract's last bin stays
+ * empty: a thread keeps the 64 others per function, a row its index reaches by a shift. */
+#define ML_NBINS (ML_SIZE_BINS - 1)
+_Static_assert(ML_NBINS == 64, "bins 0..63: the bit lengths of an int64_t's sizes");
 typedef struct ml_hbin {
     uint64_t calls, ticks;
 } ml_hbin_t;
@@ -196,9 +198,9 @@ typedef struct ml_thread {
     uint32_t rq_room;        /* inserts into empty slots left before the table is rebuilt */
     /* below MPI_THREAD_MULTIPLE, the profile's lean path: this thread's outstanding receives, one
      * small slot each (ml_recv_slot_t; ml_recv_insert) */
-    struct ml_recv_slot *rr; /* [rr_cap], NULL until its first receive */
-    uint32_t rr_cap, rr_shift, rr_live;
-    uint32_t rr_limit;       /* the most slots used before the table grows (a sixteenth of rr_cap) */
+    struct ml_recv_slot *rr; /* [rr_mask + 1], NULL until its first receive (rr_mask 0) */
+    uint32_t rr_mask, rr_shift, rr_live; /* the slots less one, a power of two less one: what a probe needs */
+    uint32_t rr_limit;       /* the most slots used before the table grows (a sixteenth of them) */
     uint64_t done_at;        /* end of the completion call being settled (request completion time) */
     uint64_t req_seq;        /* requests started by this thread: links a post to its completion */
     /* requests this thread entered minus those it took out (summed over threads at the end) */
@@ -833,7 +835,7 @@ ML_HOT uint32_t ml_recv_home(const ml_thread_t *t, uintptr_t k)
 ML_HOT int ml_recv_insert(ml_thread_t *t, uintptr_t k, ml_site_t *site, uint32_t stat, uint32_t fn)
 {
     if (ML_UNLIKELY(t->rr_live >= t->rr_limit) && ml_recv_grow(t) != 0) return -1;
-    const uint32_t m = t->rr_cap - 1;
+    const uint32_t m = t->rr_mask;
     uint32_t i = ml_recv_home(t, k);
     while (t->rr[i].key != 0) i = (i + 1) & m;
     ml_recv_slot_t *const r = &t->rr[i];
@@ -849,10 +851,15 @@ ML_HOT int ml_recv_insert(ml_thread_t *t, uintptr_t k, ml_site_t *site, uint32_t
 ML_HOT uint32_t ml_recv_find(const ml_thread_t *t, uintptr_t k)
 {
     if (t->rr_live == 0) return ML_REQ_NONE;
-    const uint32_t m = t->rr_cap - 1;
+    const uint32_t m = t->rr_mask;
     for (uint32_t i = ml_recv_home(t, k);; i = (i + 1) & m) {
         const uintptr_t have = t->rr[i].key;
-        if (have == k) return i;
+        if (have == k) {
+            /* a table has fewer than 2^30 slots (MPILENS_MAX_REQUESTS <= 2^26), said so that a
+             * caller's test for ML_REQ_NONE after a match compiles to nothing */
+            if (i == ML_REQ_NONE) __builtin_unreachable();
+            return i;
+        }
         if (have == 0) return ML_REQ_NONE;
     }
 }
@@ -863,7 +870,7 @@ ML_HOT uint32_t ml_recv_index(const ml_thread_t *t, MPI_Request req) { return ml
 ML_HOT void ml_recv_remove_at(ml_thread_t *t, uint32_t i)
 {
     ml_recv_slot_t *const rr = t->rr;
-    const uint32_t m = t->rr_cap - 1;
+    const uint32_t m = t->rr_mask;
     for (uint32_t j = (i + 1) & m; rr[j].key != 0; j = (j + 1) & m) {
         const uint32_t h = ml_recv_home(t, rr[j].key);
         if (((j - h) & m) >= ((j - i) & m)) {
@@ -879,14 +886,15 @@ ML_HOT void ml_recv_remove_at(ml_thread_t *t, uint32_t i)
  * statistics of its function and region, its site and the size histogram; its slot freed. */
 ML_HOT void ml_recv_settle(ml_thread_t *t, uint32_t i, const MPI_Status *st)
 {
-    const ml_recv_slot_t r = t->rr[i];
+    /* accounted first, then freed: read in place, the slot's fields need no copy */
+    if (st != NULL) {
+        const ml_recv_slot_t *const r = &t->rr[i];
+        const int64_t recv = ml_status_bytes(st);
+        t->blocks[r->stat].recv += recv;
+        r->site->recv += recv;
+        ml_hist_bin(t, (int)r->fn, 0, recv)->calls++;
+    }
     ml_recv_remove_at(t, i);
-    if (st == NULL) return;
-    const int64_t recv = ml_status_bytes(st);
-    ml_fstat_t *const s = &t->blocks[r.stat];
-    s->recv += recv;
-    r.site->recv += recv;
-    ml_hist_bin(t, (int)r.fn, 0, recv)->calls++;
 }
 
 ML_HOT uint64_t ml_req_track(ml_thread_t *t, MPI_Request req, int fn, unsigned flags, int64_t sent, int64_t recv,

@@ -137,8 +137,8 @@ static ml_req_t *own_lookup(ml_thread_t *t, uintptr_t k, ml_thread_t **owner)
  * finds its slots at or next to their homes, and freeing one seldom moves another. Measured on
  * bench/hotpath.py's window of 64 receives (Open MPI, instructions added per send + receive pair,
  * every call timed): half full +370, an eighth +351, a sixteenth +343, a thirty-second +343; the
- * slots a window touches are one cache line each at any of these loads. Every slot is rehashed when it grows (slots have no fixed place:
- * freeing one moves others). It follows as many receives at once as the table of entries follows
+ * slots a window touches are one cache line each at any of these loads. Every slot is rehashed
+ * when it grows (slots have no fixed place: freeing one moves others). It follows as many receives at once as the table of entries follows
  * requests (three quarters of MPILENS_MAX_REQUESTS). */
 #define RECV_LOAD 16u /* slots per receive followed, at least */
 #define RECV_MIN 512u /* first size of a thread's receive table: 12 KiB */
@@ -146,12 +146,13 @@ int ml_recv_grow(ml_thread_t *t)
 {
     const uint32_t most = own_max / 4 * 3;
     if (t->rr_live + 1 > most) return -1; /* full at MPILENS_MAX_REQUESTS */
-    uint32_t cap = t->rr_cap ? t->rr_cap : RECV_MIN;
+    const uint32_t old = t->rr != NULL ? t->rr_mask + 1 : 0;
+    uint32_t cap = old ? old : RECV_MIN;
     while ((uint64_t)(t->rr_live + 1) * RECV_LOAD > cap) cap *= 2; /* own_max <= 2^26: no overflow */
     ml_recv_slot_t *n = calloc(cap, sizeof *n);
     if (n == NULL) return -1;
     const uint32_t shift = (uint32_t)(64 - __builtin_ctzll(cap));
-    for (uint32_t i = 0; i < t->rr_cap; i++) {
+    for (uint32_t i = 0; i < old; i++) {
         const uintptr_t k = t->rr[i].key;
         if (k == 0) continue;
         uint32_t j = (uint32_t)(hash_of(k) >> shift);
@@ -160,7 +161,7 @@ int ml_recv_grow(ml_thread_t *t)
     }
     free(t->rr);
     t->rr = n;
-    t->rr_cap = cap;
+    t->rr_mask = cap - 1;
     t->rr_shift = shift;
     t->rr_limit = cap / RECV_LOAD < most ? cap / RECV_LOAD : most;
     return 0;
