@@ -855,9 +855,10 @@ ML_HOT uint32_t ml_recv_find(const ml_thread_t *t, uintptr_t k)
     for (uint32_t i = ml_recv_home(t, k);; i = (i + 1) & m) {
         const uintptr_t have = t->rr[i].key;
         if (have == k) {
-            /* a table has fewer than 2^30 slots (MPILENS_MAX_REQUESTS <= 2^26), said so that a
-             * caller's test for ML_REQ_NONE after a match compiles to nothing */
-            if (i == ML_REQ_NONE) __builtin_unreachable();
+            /* a table has at most 2^30 slots (MPILENS_MAX_REQUESTS <= 2^26), said so that a
+             * caller's test for ML_REQ_NONE after a match, with or without ML_RECV_SLOT, compiles
+             * to nothing */
+            if (i >= 1u << 30) __builtin_unreachable();
             return i;
         }
         if (have == 0) return ML_REQ_NONE;
