@@ -262,16 +262,16 @@ def test_predefined_datatypes(mpi, tmp_path):
     p, _ = p2p(mpi, np, ["predefined", reps], tmp_path)
     left = lambda r: (r - 1) % np  # noqa: E731
     sizes = lambda r: [(r + 1 + j) * b for j, b in enumerate(PREDEFINED_SIZES)]  # noqa: E731  one rep, sent by r
-    half = reps // 2
+    half, n = reps // 2, len(PREDEFINED_SIZES)
     check_functions(p, {
-        "MPI_Isend": {"calls": [half * 14] * np, "bytes_sent": per_rank(np, lambda r: half * sum(sizes(r)))},
-        "MPI_Send": {"calls": [half * 14] * np, "bytes_sent": per_rank(np, lambda r: half * sum(sizes(r)))},
-        "MPI_Recv": {"calls": [half * 14] * np, "bytes_recv": per_rank(np, lambda r: half * sum(sizes(left(r))))},
-        "MPI_Irecv": {"calls": [half * 14] * np, "bytes_recv": per_rank(np, lambda r: half * sum(sizes(left(r))))},
-        "MPI_Wait": {"calls": [reps * 14] * np},
+        "MPI_Isend": {"calls": [half * n] * np, "bytes_sent": per_rank(np, lambda r: half * sum(sizes(r)))},
+        "MPI_Send": {"calls": [half * n] * np, "bytes_sent": per_rank(np, lambda r: half * sum(sizes(r)))},
+        "MPI_Recv": {"calls": [half * n] * np, "bytes_recv": per_rank(np, lambda r: half * sum(sizes(left(r))))},
+        "MPI_Irecv": {"calls": [half * n] * np, "bytes_recv": per_rank(np, lambda r: half * sum(sizes(left(r))))},
+        "MPI_Wait": {"calls": [reps * n] * np},
         "MPI_Barrier": {"calls": [1] * np},
     })
-    assert matrix(p) == {(r, (r + 1) % np): (reps * 14, reps * sum(sizes(r))) for r in range(np)}
+    assert matrix(p) == {(r, (r + 1) % np): (reps * n, reps * sum(sizes(r))) for r in range(np)}
     assert hist(p, "MPI_Isend") == expected_hist(np, lambda r: sizes(r) * half)
     assert hist(p, "MPI_Irecv") == expected_hist(np, lambda r: sizes(left(r)) * half)
 

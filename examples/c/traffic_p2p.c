@@ -38,8 +38,8 @@
  *   sizes S1 S2 ...         rank 0 sends one message of each size to rank 1 (MPI_Send / MPI_Recv)
  *   big REPS MIB            each rank sends REPS messages of MIB MiB to itself (MPI_Irecv +
  *                           MPI_Send + MPI_Wait), for totals beyond 32 bits
- *   predefined REPS         ring, 14 predefined datatypes in turn (PREDEFINED below, more than the
- *                           runtime keeps in its cache of them, so that some share a slot): per
+ *   predefined REPS         ring, 14 predefined datatypes in turn (listed in predefined(), more
+ *                           than the runtime keeps in its cache of them, so some share a slot): per
  *                           rep and type j, MPI_Isend of r+1+j elements to r+1 (alternate reps:
  *                           MPI_Send after MPI_Irecv), MPI_Recv / MPI_Wait of as many from r-1
  *   freedcomm REPS SIZE     pairs r <-> r^1 on D = MPI_Comm_split(world, r/2, key -r) (reversed

@@ -199,7 +199,7 @@ typedef struct ml_thread {
     /* below MPI_THREAD_MULTIPLE, the profile's lean path: this thread's outstanding receives, one
      * small slot each (ml_recv_slot_t; ml_recv_insert) */
     struct ml_recv_slot *rr; /* [rr_mask + 1], NULL until its first receive (rr_mask 0) */
-    uint32_t rr_mask, rr_shift, rr_live; /* the slots less one, a power of two less one: what a probe needs */
+    uint32_t rr_mask, rr_shift, rr_live; /* rr_mask: the slots (a power of two) less one */
     uint32_t rr_limit;       /* the most slots used before the table grows (a sixteenth of them) */
     uint64_t done_at;        /* end of the completion call being settled (request completion time) */
     uint64_t req_seq;        /* requests started by this thread: links a post to its completion */

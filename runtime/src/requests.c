@@ -138,8 +138,9 @@ static ml_req_t *own_lookup(ml_thread_t *t, uintptr_t k, ml_thread_t **owner)
  * bench/hotpath.py's window of 64 receives (Open MPI, instructions added per send + receive pair,
  * every call timed): half full +370, an eighth +351, a sixteenth +343, a thirty-second +343; the
  * slots a window touches are one cache line each at any of these loads. Every slot is rehashed
- * when it grows (slots have no fixed place: freeing one moves others). It follows as many receives at once as the table of entries follows
- * requests (three quarters of MPILENS_MAX_REQUESTS). */
+ * when it grows (slots have no fixed place: freeing one moves others). It follows as many
+ * receives at once as the table of entries follows requests (three quarters of
+ * MPILENS_MAX_REQUESTS). */
 #define RECV_LOAD 16u /* slots per receive followed, at least */
 #define RECV_MIN 512u /* first size of a thread's receive table: 12 KiB */
 int ml_recv_grow(ml_thread_t *t)
