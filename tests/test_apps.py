@@ -208,10 +208,10 @@ def lammps(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def lammps_receives(tmp_path_factory) -> dict[int, tuple[int, int, int]]:
+def lammps_receives(tmp_path_factory) -> dict[int, tuple[int, int, int, int, int]]:
     """The same in.indent run counted by a second reader, not mpilens: tests/data/count_calls.c,
     built with the MPI LAMMPS links and preloaded alone. Per rank: (MPI_Irecv calls, MPI_Wait
-    calls, bytes the waits received)."""
+    calls, bytes the waits received, MPI_Send calls, their bytes by MPI_Type_size)."""
     base = tmp_path_factory.mktemp("lammps-counted")
     mpi, args = lammps_indent(base / "indent")
     shim = base / "libcount_calls.so"
@@ -219,8 +219,9 @@ def lammps_receives(tmp_path_factory) -> dict[int, tuple[int, int, int]]:
                     str(ROOT / "tests" / "data" / "count_calls.c")], check=True, capture_output=True)
     out = plain_run(mpi, 4, ["env", f"LD_PRELOAD={shim}", *args, "-log", str(base / "log.counted")], timeout=120)
     assert out.returncode == 0, out.stderr
-    rows = re.findall(r"^count_calls rank (\d+) MPI_Irecv (\d+) MPI_Wait (\d+) wait_bytes_recv (\d+)$", out.stdout, re.M)
-    counts = {int(r): (int(i), int(w), int(b)) for r, i, w, b in rows}
+    rows = re.findall(r"^count_calls rank (\d+) MPI_Irecv (\d+) MPI_Wait (\d+) wait_bytes_recv (\d+) "
+                      r"MPI_Send (\d+) send_bytes (\d+)$", out.stdout, re.M)
+    counts = {int(r): tuple(map(int, row)) for r, *row in rows}
     assert sorted(counts) == [0, 1, 2, 3], out.stdout[-2000:]
     return counts
 
@@ -279,6 +280,9 @@ def test_lammps_profile(lammps, lammps_receives):
     assert fn(p, "MPI_Irecv", "calls") == [lammps_receives[r][0] for r in range(4)]
     assert fn(p, "MPI_Wait", "calls") == [lammps_receives[r][1] for r in range(4)]
     assert fn(p, "MPI_Irecv", "bytes_recv") == [lammps_receives[r][2] for r in range(4)]
+    # its sends too: their bytes from the datatypes' sizes, which the second reader asks of the MPI
+    assert fn(p, "MPI_Send", "calls") == [lammps_receives[r][3] for r in range(4)]
+    assert fn(p, "MPI_Send", "bytes_sent") == [lammps_receives[r][4] for r in range(4)]
     # a 2 x 2 grid, periodic in x: each rank talks to its two neighbours and nobody else
     peers = {r: {m["dst"] for m in p["matrix"] if m["src"] == r} for r in range(4)}
     assert peers == {0: {1, 2}, 1: {0, 3}, 2: {0, 3}, 3: {1, 2}}
