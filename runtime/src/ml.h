@@ -830,15 +830,21 @@ ML_HOT uint32_t ml_recv_home(const ml_thread_t *t, uintptr_t k)
     return (uint32_t)(((uint64_t)k * 0x9E3779B97F4A7C15ull) >> t->rr_shift);
 }
 
+/* The free slot that key k takes: its home, or the first free one after it. */
+ML_HOT ml_recv_slot_t *ml_recv_free_slot(const ml_thread_t *t, uintptr_t k)
+{
+    const uint32_t m = t->rr_mask;
+    uint32_t i = ml_recv_home(t, k);
+    while (t->rr[i].key != 0) i = (i + 1) & m;
+    return &t->rr[i];
+}
+
 /* A slot for the receive of handle key k (site, stat, fn: as in ml_recv_slot_t). 0, or -1 when the
  * table is full at MPILENS_MAX_REQUESTS. */
 ML_HOT int ml_recv_insert(ml_thread_t *t, uintptr_t k, ml_site_t *site, uint32_t stat, uint32_t fn)
 {
     if (ML_UNLIKELY(t->rr_live >= t->rr_limit) && ml_recv_grow(t) != 0) return -1;
-    const uint32_t m = t->rr_mask;
-    uint32_t i = ml_recv_home(t, k);
-    while (t->rr[i].key != 0) i = (i + 1) & m;
-    ml_recv_slot_t *const r = &t->rr[i];
+    ml_recv_slot_t *const r = ml_recv_free_slot(t, k);
     r->key = k;
     r->site = site;
     r->stat = stat;

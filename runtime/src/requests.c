@@ -152,19 +152,14 @@ int ml_recv_grow(ml_thread_t *t)
     while ((uint64_t)(t->rr_live + 1) * RECV_LOAD > cap) cap *= 2; /* own_max <= 2^26: no overflow */
     ml_recv_slot_t *n = calloc(cap, sizeof *n);
     if (n == NULL) return -1;
-    const uint32_t shift = (uint32_t)(64 - __builtin_ctzll(cap));
-    for (uint32_t i = 0; i < old; i++) {
-        const uintptr_t k = t->rr[i].key;
-        if (k == 0) continue;
-        uint32_t j = (uint32_t)(hash_of(k) >> shift);
-        while (n[j].key != 0) j = (j + 1) & (cap - 1);
-        n[j] = t->rr[i];
-    }
-    free(t->rr);
+    ml_recv_slot_t *const was = t->rr;
     t->rr = n;
     t->rr_mask = cap - 1;
-    t->rr_shift = shift;
+    t->rr_shift = (uint32_t)(64 - __builtin_ctzll(cap));
     t->rr_limit = cap / RECV_LOAD < most ? cap / RECV_LOAD : most;
+    for (uint32_t i = 0; i < old; i++) /* rehashed into the new table by the insert's own probe */
+        if (was[i].key != 0) *ml_recv_free_slot(t, was[i].key) = was[i];
+    free(was);
     return 0;
 }
 
