@@ -21,6 +21,16 @@
  *   4 sites    as 3, each call also timed as the timed floor: its ticks at its site, the site's
  *     timed    shortest and longest (the functions' are folded from them), a blocking transfer's in
  *              its histogram bin. The floor of the profile timing every call.
+ *   5 traced   as 4, and a record of every call and of every completion, what a timeline of the
+ *              calls with their messages matched needs (struct record: times, bytes, peer, tag, call
+ *              site, and the operation's number, which links a completion to the call that started
+ *              it); an operation the MPI completed within its call gets one record for both, as trace
+ *              mode's call_done event. Records of 24 bytes go into a buffer of 1 MiB that the calling
+ *              thread writes to $MPILENS_OUTPUT/floor-trace.RANK with one write() when full and at
+ *              MPI_Finalize. It carries less than trace mode's events (no communicator, which paired.c
+ *              never varies; times cut to 32 bits of ticks), in fixed records (no encoding), written
+ *              without a thread of its own: the floor of a tool that traces each call on top of the
+ *              profile timing every call.
  * Kinds 0-2 keep nothing per function beyond that, per call site, region, size or peer. All keep
  * plain globals (no thread-local state, no test of a mode) and handle only what paired.c does (one
  * thread, MPI_COMM_WORLD, at most WINDOW outstanding receives, predefined datatypes).
@@ -33,26 +43,34 @@
  *
  *     floor_calls rank 1 MPI_Send 0 MPI_Recv 12345 MPI_Isend 0 MPI_Irecv 0 MPI_Waitall 0 ticks 98765 sent 0 recv 98760
  *
- * and, kinds 3 and 4, a line per call site, histogram bin and matrix row with anything in it:
+ * and, from kind 3 on, a line per call site, histogram bin and matrix row with anything in it:
  *
  *     floor_site rank 1 MPI_Recv calls 12345 sent 0 recv 98760 ticks 98765 shortest 312 longest 9021
  *     floor_hist rank 1 MPI_Recv bin 4 calls 12345 ticks 98765
  *     floor_matrix rank 1 peer 0 messages 12345 bytes 98760
+ *
+ * and, kind 5, the records it wrote (-1 when a write failed):
+ *
+ *     floor_trace rank 1 records 24690
  */
+#include <fcntl.h>
 #include <mpi.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #if defined(__x86_64__) || defined(__i386__)
 #include <x86intrin.h>
 #endif
 
-#if !defined(FLOOR_KIND) || FLOOR_KIND < 0 || FLOOR_KIND > 4
-#error "build with -DFLOOR_KIND=0 (counted), 1 (timed), 2 (bytes), 3 (sites) or 4 (sites timed)"
+#if !defined(FLOOR_KIND) || FLOOR_KIND < 0 || FLOOR_KIND > 5
+#error "build with -DFLOOR_KIND=0 (counted), 1 (timed), 2 (bytes), 3 (sites), 4 (sites timed) or 5 (traced)"
 #endif
 #define COUNTS_BYTES (FLOOR_KIND >= 2)
 #define KEEPS_SITES (FLOOR_KIND >= 3)
-#define TIMES_CALLS (FLOOR_KIND == 1 || FLOOR_KIND == 4)
+#define TIMES_CALLS (FLOOR_KIND == 1 || FLOOR_KIND >= 4)
+#define TRACES (FLOOR_KIND == 5)
 
 enum { SEND, RECV, ISEND, IRECV, WAITALL, NCALLS };
 static const char *const names[NCALLS] = {"MPI_Send", "MPI_Recv", "MPI_Isend", "MPI_Irecv", "MPI_Waitall"};
@@ -206,18 +224,113 @@ static inline void matrix_add(int dest, long long bytes)
 #define RA() __builtin_return_address(0)
 #endif
 
+#if TRACES
+/* One record of the trace floor, little-endian as this machine writes it. */
+struct record {
+    uint32_t dt;    /* start minus the previous record's start, in ticks, cut to 32 bits */
+    uint32_t dur;   /* ticks, cut to 32 bits; 0 for a completion */
+    uint32_t bytes; /* sent or received; 0 for a call that receives later (MPI_Irecv), for MPI_Waitall
+                       and for a send's completion (its call has them) */
+    int32_t tag;    /* the call's tag, a receive's from its status; 0 for MPI_Waitall */
+    uint32_t op;    /* the operation's number (1, 2, ... in the order of the calls that started them),
+                       on the call and on its completion; 0 for a blocking call and MPI_Waitall */
+    uint16_t peer;  /* world rank of the destination or source (paired.c's only communicator) */
+    uint8_t site;   /* the call site's slot in sites[] */
+    uint8_t fn;     /* the function (its number here), | RECORD_DONE for a completion, | RECORD_BOTH
+                       for a call whose operation completed within it */
+};
+_Static_assert(sizeof(struct record) == 24, "24-byte records");
+#define RECORD_DONE 0x80
+#define RECORD_BOTH 0x40
+#define RECORDS ((1u << 20) / sizeof(struct record)) /* 1 MiB */
+static struct record records[RECORDS];
+static unsigned nrecords, last_op;
+static long long written; /* records written to the file; -1 after a failed write */
+static int trace_fd = -1;
+static unsigned long long last_t0;
+
+/* Write the buffer's records (the caller's thread pays for it, as it would for a writer thread
+ * sharing its core). */
+__attribute__((noinline)) static void records_flush(void)
+{
+    if (trace_fd < 0 && written >= 0) {
+        int rank;
+        char path[4096];
+        const char *dir = getenv("MPILENS_OUTPUT");
+        PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        if (dir != NULL && snprintf(path, sizeof path, "%s/floor-trace.%d", dir, rank) < (int)sizeof path) {
+            mkdir(dir, 0777);
+            trace_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        }
+        if (trace_fd < 0) written = -1;
+    }
+    const size_t n = (size_t)nrecords * sizeof(struct record);
+    if (written >= 0 && write(trace_fd, records, n) != (ssize_t)n) written = -1;
+    if (written >= 0) written += nrecords;
+    nrecords = 0;
+}
+
+static inline void record(int fn, unsigned long long t0, unsigned long long d, long long bytes, int tag,
+                          unsigned op, int peer, const struct site *s)
+{
+    if (__builtin_expect(nrecords == RECORDS, 0)) records_flush();
+    struct record *r = &records[nrecords++];
+    r->dt = (uint32_t)(t0 - last_t0);
+    r->dur = (uint32_t)d;
+    r->bytes = (uint32_t)bytes;
+    r->tag = tag;
+    r->op = op;
+    r->peer = (uint16_t)peer;
+    r->site = (uint8_t)(s - sites);
+    r->fn = (uint8_t)fn;
+    last_t0 = t0;
+}
+#define RECORD(fn, t0, d, bytes, tag, op, peer, s) record(fn, t0, d, bytes, tag, op, peer, s)
+
+/* A handle shared by operations the MPI completed within their call (mpilens' ml_req_shared_handle):
+ * they are never waited for, so they get no entry and their call's record stands for both. */
+#if defined(OPEN_MPI)
+extern char ompi_request_empty[];
+static inline int shared_handle(MPI_Request r) { return (void *)r == (void *)ompi_request_empty; }
+#elif defined(MPICH)
+static inline int shared_handle(MPI_Request r) { return ((unsigned)r >> 30) == 1u; }
+#else
+static inline int shared_handle(MPI_Request r) { return r == MPI_REQUEST_NULL; }
+#endif
+#else
+#define RECORD(fn, t0, d, bytes, tag, op, peer, s) ((void)0)
+#endif
+
 #if COUNTS_BYTES
 /* The outstanding nonblocking receives: open addressing on the handle, deletion by shifting back
  * (no tombstones). A handle's bits as the key: 0 is never one of a started receive here. Kinds 3
- * and 4 keep each receive's site with it, where its bytes are counted when it completes. */
+ * and 4 keep each receive's site with it, where its bytes are counted when it completes; kind 5
+ * also its operation's number, and holds the sends the MPI did not complete within their call. */
 #define SLOTS 256 /* a power of two, at least 2 * the receives outstanding at once */
 static unsigned long long slot_key[SLOTS];
-#if KEEPS_SITES
+#if TRACES
+/* the operation's number, its site's slot and whether it sends, in one nonzero value */
+typedef unsigned long long slot_value;
+static slot_value slot_op[SLOTS];
+#define SLOT_SET(i, v) (slot_op[i] = (v))
+#define SLOT_MOVE(to, from) (slot_op[to] = slot_op[from])
+#define SLOT_GET(i) slot_op[i]
+static inline slot_value pending(const struct site *s, unsigned op, int sends)
+{
+    return 1ull << 63 | (unsigned long long)sends << 62 | (unsigned long long)(s - sites) << 32 | op;
+}
+static inline struct site *pending_site(slot_value v) { return &sites[(v >> 32) & (NSITES - 1)]; }
+static inline int pending_sends(slot_value v) { return (int)(v >> 62) & 1; }
+static inline unsigned pending_op(slot_value v) { return (unsigned)v; }
+#elif KEEPS_SITES
 typedef struct site *slot_value;
 static slot_value slot_site[SLOTS];
 #define SLOT_SET(i, v) (slot_site[i] = (v))
 #define SLOT_MOVE(to, from) (slot_site[to] = slot_site[from])
 #define SLOT_GET(i) slot_site[i]
+static inline slot_value pending(struct site *s, unsigned op, int sends) { return (void)op, (void)sends, s; }
+static inline struct site *pending_site(slot_value v) { return v; }
+static inline int pending_sends(slot_value v) { return (void)v, 0; }
 #else
 typedef int slot_value; /* the bytes floor keeps no more than the handle: 1 is "there" */
 #define SLOT_SET(i, v) ((void)(v))
@@ -274,6 +387,7 @@ int MPI_Send(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI
     s->sent += bytes;
     hist_add(SEND, bytes, d);
     matrix_add(dest, bytes);
+    RECORD(SEND, t0, d, bytes, tag, 0, dest, s);
     return rc;
 }
 
@@ -288,6 +402,7 @@ int MPI_Recv(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Com
     const long long bytes = status_bytes(st);
     s->recv += bytes;
     hist_add(RECV, bytes, d);
+    RECORD(RECV, t0, d, bytes, st->MPI_TAG, 0, st->MPI_SOURCE, s);
     return rc;
 }
 
@@ -295,11 +410,19 @@ int MPI_Isend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MP
 {
     CALL_START();
     const int rc = PMPI_Isend(buf, count, dt, dest, tag, comm, req);
-    struct site *const s = site_call(ISEND, RA(), CALL_TICKS());
+    const unsigned long long d = CALL_TICKS();
+    struct site *const s = site_call(ISEND, RA(), d);
     const long long bytes = type_bytes(dt, count);
     s->sent += bytes;
     hist_add(ISEND, bytes, 0);
     matrix_add(dest, bytes);
+#if TRACES
+    /* the completion gets its own record, unless the MPI completed the send within the call */
+    const unsigned op = ++last_op;
+    const int both = shared_handle(*req);
+    if (!both) slot_add(key_of(*req), pending(s, op, 1));
+    RECORD(both ? ISEND | RECORD_BOTH : ISEND, t0, d, bytes, tag, op, dest, s);
+#endif
     return rc;
 }
 
@@ -307,29 +430,46 @@ int MPI_Irecv(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Co
 {
     CALL_START();
     const int rc = PMPI_Irecv(buf, count, dt, source, tag, comm, req);
-    slot_add(key_of(*req), site_call(IRECV, RA(), CALL_TICKS()));
+    const unsigned long long d = CALL_TICKS();
+    struct site *const s = site_call(IRECV, RA(), d);
+#if TRACES
+    const unsigned op = ++last_op;
+    slot_add(key_of(*req), pending(s, op, 0));
+    RECORD(IRECV, t0, d, 0, tag, op, source, s);
+#else
+    slot_add(key_of(*req), pending(s, 0, 0));
+#endif
     return rc;
 }
 
 int MPI_Waitall(int n, MPI_Request reqs[], MPI_Status statuses[])
 {
     enum { MAX = 256 };
-    struct site *posted[MAX]; /* the site of each receive among reqs, else NULL */
+    slot_value posted[MAX]; /* what started each operation among reqs, that its completion needs; 0: none */
     MPI_Status own[MAX];
-    int any = 0;
+    int any = 0; /* a receive among them: the statuses are needed */
     if (n > MAX) abort(); /* more than paired.c's windows */
-    for (int i = 0; i < n; i++) any |= (posted[i] = slot_take(key_of(reqs[i]))) != NULL;
+    for (int i = 0; i < n; i++)
+        if ((posted[i] = slot_take(key_of(reqs[i]))) && !pending_sends(posted[i])) any = 1;
     MPI_Status *st = statuses != MPI_STATUSES_IGNORE ? statuses : any ? own : MPI_STATUSES_IGNORE;
     CALL_START();
     const int rc = PMPI_Waitall(n, reqs, st);
-    site_call(WAITALL, RA(), CALL_TICKS());
-    if (any)
-        for (int i = 0; i < n; i++)
-            if (posted[i] != NULL) {
-                const long long bytes = status_bytes(&st[i]);
-                posted[i]->recv += bytes;
-                hist_add(IRECV, bytes, 0);
-            }
+    const unsigned long long d = CALL_TICKS();
+    struct site *const s = site_call(WAITALL, RA(), d);
+    RECORD(WAITALL, t0, d, 0, 0, 0, 0xffff, s);
+    (void)s;
+    for (int i = 0; i < n; i++) {
+        if (!posted[i]) continue;
+        if (pending_sends(posted[i])) { /* kind 5: its completion */
+            RECORD(ISEND | RECORD_DONE, t0 + d, 0, 0, 0, pending_op(posted[i]), 0xffff, pending_site(posted[i]));
+            continue;
+        }
+        const long long bytes = status_bytes(&st[i]);
+        pending_site(posted[i])->recv += bytes;
+        hist_add(IRECV, bytes, 0);
+        RECORD(IRECV | RECORD_DONE, t0 + d, 0, bytes, st[i].MPI_TAG, pending_op(posted[i]), st[i].MPI_SOURCE,
+               pending_site(posted[i]));
+    }
     return rc;
 }
 #else
@@ -410,6 +550,10 @@ int MPI_Finalize(void)
             recv += sites[i].recv;
         }
 #endif
+#if TRACES
+    records_flush();
+    if (trace_fd >= 0 && close(trace_fd) != 0) written = -1;
+#endif
     const char *dir = getenv("MPILENS_OUTPUT");
     char path[4096];
     if (dir != NULL && snprintf(path, sizeof path, "%s/floor.%d", dir, rank) < (int)sizeof path) {
@@ -436,6 +580,9 @@ int MPI_Finalize(void)
                 if (matrix[p].messages)
                     fprintf(f, "floor_matrix rank %d peer %d messages %llu bytes %lld\n", rank, p, matrix[p].messages,
                             matrix[p].bytes);
+#endif
+#if TRACES
+            fprintf(f, "floor_trace rank %d records %lld\n", rank, written);
 #endif
             fclose(f);
         }

@@ -25,12 +25,13 @@ show its cost only in part. The table adds the writer threads' CPU per hop and p
 the trace's trailers) and the ratios with all of it charged to the wrapped batches, a bound from
 above; bench/overhead.py measures trace mode in separate runs.
 
---floor adds bench/floor.c's five shims as runtimes of their own: each call counted; each call
+--floor adds bench/floor.c's six shims as runtimes of their own: each call counted; each call
 counted and timed by two tick reads; each call counted and every byte exact (a receive's from its
-status), untimed; and the profile's attribution in the least code (every call and byte at its call
+status), untimed; the profile's attribution in the least code (every call and byte at its call
 site, the functions' totals folded from the sites, the size histogram and the matrix), untimed and
-timed. They do the least an interposition tool can for each; what mpilens adds above them is the
-cost of its own design.
+timed; and the timed one with a 16-byte record of every call and completion written to a file, the
+least a tracer adds. They do the least an interposition tool can for each; what mpilens adds above
+them is the cost of its own design.
 
 Usage: .venv/bin/python bench/paired.py [--lib NAME=DIR ...] [--set - --set MPILENS_TIME_SAMPLE=64]
        [--mode profile|trace] [--runs N] [--pairs N] [--mpi openmpi,mpich] [--json FILE] [--no-check]
@@ -79,12 +80,21 @@ MATRIX_RE = re.compile(r"^floor_matrix rank (\d+) peer (\d+) messages (\d+) byte
 # --floor: bench/floor.c built as a preloadable shim, per value of FLOOR_KIND (2 and up count bytes,
 # 3 and up keep call sites, the histogram and the matrix)
 FLOORS = {"floor: calls counted": 0, "floor: calls timed": 1, "floor: bytes exact": 2,
-          "floor: sites, untimed": 3, "floor: sites, timed": 4}
+          "floor: sites, untimed": 3, "floor: sites, timed": 4, "floor: traced": 5}
+# kind 5: the records it wrote, and their layout in floor-trace.RANK (floor.c: struct record)
+TRACE_RE = re.compile(r"^floor_trace rank (\d+) records (-?\d+)$", re.M)
+RECORD = [("dt", "<u4"), ("dur", "<u4"), ("bytes", "<u4"), ("tag", "<i4"), ("op", "<u4"), ("peer", "<u2"),
+          ("site", "u1"), ("fn", "u1")]
+FNS = ("MPI_Send", "MPI_Recv", "MPI_Isend", "MPI_Irecv", "MPI_Waitall")  # floor.c's numbers of them
+RECORD_DONE, RECORD_BOTH = 0x80, 0x40  # a completion; a call whose operation completed within it
 # bytes each wrapped call moves, per kind (bench/paired.c): the ping-pong's 8 bytes; the rate's
 # 8-byte messages and its 4-byte acknowledgements
 SENDS = ("MPI_Send", "MPI_Isend")  # the wrapped calls that send; the others receive or complete
 BYTES = {"hop": {"MPI_Send": 8, "MPI_Recv": 8},
          "rate": {"MPI_Isend": 8, "MPI_Irecv": 8, "MPI_Send": 4, "MPI_Recv": 4, "MPI_Waitall": 0}}
+# and the tags of paired.c's calls, per kind
+TAGS = {"hop": {"MPI_Send": 1, "MPI_Recv": 1},
+        "rate": {"MPI_Isend": 100, "MPI_Irecv": 100, "MPI_Send": 101, "MPI_Recv": 101, "MPI_Waitall": 0}}
 
 
 def two_level_ci(per_run: list[list[float]], n: int = 1000, seed: int = 1) -> tuple[float, float]:
@@ -158,7 +168,9 @@ def check_floor(outdir: Path, kind: str, wrapped: dict[int, dict[str, int]], wha
             raise BenchError(f"{what}: rank {rank}: the floor shim counted (sent, received) bytes {moved[rank]}, "
                              f"the calls moved {want}")
     if floor_kind >= 3:
-        check_floor_sites(text, kind, wrapped, what, timed=floor_kind == 4)
+        check_floor_sites(text, kind, wrapped, what, timed=floor_kind >= 4)
+    if floor_kind == 5:
+        check_floor_trace(outdir, text, kind, wrapped, what)
 
 
 
@@ -200,6 +212,55 @@ def check_floor_sites(text: str, kind: str, wrapped: dict[int, dict[str, int]], 
         if matrix != ({1 - rank: (sends, sent)} if sends else {}):
             raise BenchError(f"{what}: rank {rank}: the matrix holds {matrix}, the program sent {sends} messages "
                              f"of {sent} bytes in all to rank {1 - rank}")
+
+def check_floor_trace(outdir: Path, text: str, kind: str, wrapped: dict[int, dict[str, int]], what: str) -> None:
+    """The trace floor's records (kind 5), read from its files: one per call the program made, each
+    with its bytes and tag and the other rank as the peer; the operations numbered 1, 2, ... in the
+    order of their calls, each completed once, by its own record or within its call; each
+    function's durations adding up to the ticks of its call sites."""
+    import numpy as np
+
+    told = {int(r): int(n) for r, n in TRACE_RE.findall(text)}
+    for rank, calls in wrapped.items():
+        try:
+            rec = np.fromfile(outdir / f"floor-trace.{rank}", dtype=np.dtype(RECORD))
+        except OSError as e:
+            raise BenchError(f"{what}: rank {rank}: no trace floor file: {e}") from None
+        if told.get(rank) != len(rec):
+            raise BenchError(f"{what}: rank {rank}: the trace floor says it wrote {told.get(rank)} records, "
+                             f"its file holds {len(rec)}")
+        site_ticks: dict[str, int] = {}
+        for r, name, _, _, _, ticks, _, _ in SITE_RE.findall(text):
+            if int(r) == rank:
+                site_ticks[name] = site_ticks.get(name, 0) + int(ticks)
+        done = (rec["fn"] & RECORD_DONE) != 0
+        fn = rec["fn"] & np.uint8(~(RECORD_DONE | RECORD_BOTH) & 0xFF)
+        call, call_fn = rec[~done], fn[~done]
+        for i, name in enumerate(FNS):
+            mine = call[call_fn == i]
+            want_bytes = 0 if name == "MPI_Irecv" else BYTES[kind].get(name, 0)
+            want_tag = TAGS[kind].get(name, 0)
+            if (len(mine) != calls.get(name, 0) or not (mine["bytes"] == want_bytes).all()
+                    or not (mine["tag"] == want_tag).all()
+                    or not (name == "MPI_Waitall" or (mine["peer"] == 1 - rank).all())):
+                raise BenchError(f"{what}: rank {rank}: {len(mine)} records of {name}, the program made "
+                                 f"{calls.get(name, 0)} calls of {want_bytes} bytes with tag {want_tag} "
+                                 f"to or from rank {1 - rank}")
+            if len(mine) and int(mine["dur"].sum(dtype=np.uint64)) != site_ticks.get(name):
+                raise BenchError(f"{what}: rank {rank}: the records of {name} last {mine['dur'].sum()} ticks, "
+                                 f"its call sites {site_ticks.get(name)}")
+        started = call[call["op"] != 0]
+        if not (started["op"] == np.arange(1, len(started) + 1)).all():
+            raise BenchError(f"{what}: rank {rank}: operations not numbered 1, 2, ... in the order of their calls")
+        completed = np.concatenate([rec["op"][done], started["op"][(started["fn"] & RECORD_BOTH) != 0]])
+        if len(started) != calls.get("MPI_Isend", 0) + calls.get("MPI_Irecv", 0) or not (
+                len(completed) == len(started) and (np.sort(completed) == started["op"]).all()):
+            raise BenchError(f"{what}: rank {rank}: of {len(started)} operations started, "
+                             f"{len(np.unique(completed))} completed ({len(completed)} completions)")
+        got = rec[done & (fn == FNS.index("MPI_Irecv"))]
+        if not ((got["bytes"] == BYTES[kind].get("MPI_Irecv", 0)).all() and (got["peer"] == 1 - rank).all()
+                and (got["tag"] == TAGS[kind].get("MPI_Irecv", 0)).all() and (rec["dur"][done] == 0).all()):
+            raise BenchError(f"{what}: rank {rank}: a receive's completion without its bytes, source or tag")
 
 
 Check = Callable[[Path, str, dict[int, dict[str, int]], str], None]
@@ -332,8 +393,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="do not compare the profile with the calls made (an experimental build that drops counts)")
     p.add_argument("--floor", action="store_true",
                    help="add bench/floor.c's shims: each call counted; counted and timed; counted with "
-                        "bytes exact; the profile's attribution, untimed and timed (the least any tool "
-                        "pays for each, checked against the calls made)")
+                        "bytes exact; the profile's attribution, untimed and timed; timed and traced (the "
+                        "least any tool pays for each, checked against the calls made)")
     args = p.parse_args(argv)
     return run_comparison("paired", args, [f"now={ROOT / 'build' / 'lib'}"], lambda mpi, libs, sets, sub: bench(
         mpi, libs, sets, args.mode, args.runs, args.pairs, sub, not args.no_check, args.floor), table)

@@ -10,6 +10,7 @@ parameters and source, never from the tool's output.
 from __future__ import annotations
 
 import re
+import struct
 import subprocess
 
 import pytest
@@ -207,15 +208,16 @@ def test_paired_benchmark_counts_only_the_wrapped_batches(mpi, kind, tmp_path):
                 assert fn(profile, name, key)[r] == count * per[name], (r, name)
 
 
-@pytest.mark.parametrize("kind", [0, 1, 2, 3, 4])
+@pytest.mark.parametrize("kind", [0, 1, 2, 3, 4, 5])
 def test_floor_shim_sees_exactly_the_wrapped_calls(mpi, kind, tmp_path):
     """bench/floor.c, the least a tool can do per call (bench/paired.py --floor), must see every
     call paired.c makes through MPI_* and none of its PMPI_* ones, or its cost would be understated;
     from kind 2 on it must count every byte, and from kind 3 on keep what the profile keeps: each
     call and byte at its call site, each transfer in its size bin, each send in its destination's
-    row (kind 4 also timed). The counts come from paired.c's loops: a warm-up and 5 wrapped batches
-    of n windows of 64 8-byte messages, each window completed by one MPI_Waitall and acknowledged by
-    one 4-byte message, from one line of the program per call."""
+    row (kinds 4 and 5 also timed); kind 5 must write a record of each call and completion, in the
+    program's order. The counts come from paired.c's loops: a warm-up and 5 wrapped batches of n
+    windows of 64 8-byte messages, each window completed by one MPI_Waitall and acknowledged by one
+    4-byte message, from one line of the program per call."""
     exe = mpicc_build(mpi, "bench/paired.c", tmp_path / "paired")
     shim = mpicc_build(mpi, "bench/floor.c", tmp_path / "floor.so", "-Wall", "-Werror", "-shared", "-fPIC",
                        f"-DFLOOR_KIND={kind}")
@@ -240,13 +242,16 @@ def test_floor_shim_sees_exactly_the_wrapped_calls(mpi, kind, tmp_path):
         got = {words[i]: int(words[i + 1]) for i in range(3, len(words) - 6, 2)}
         assert got == want[rank], (rank, got)
         tail = dict(zip(words[-6::2], map(int, words[-5::2])))
-        assert (tail["ticks"] > 0) == (kind in (1, 4)), words
+        assert (tail["ticks"] > 0) == (kind in (1, 4, 5)), words
         assert (tail["sent"], tail["recv"]) == (moved[rank] if kind >= 2 else (0, 0)), words
         rows = [line.split() for line in lines[1:]]
         if kind < 3:
             assert rows == [], lines
             continue
         assert all(r[1:3] == ["rank", str(rank)] for r in rows), lines
+        if kind == 5:
+            assert rows[-1][0] == "floor_trace", lines
+            check_floor_records(out / f"floor-trace.{rank}", int(rows.pop()[-1]), rank, n)
         sites = {r[3]: dict(zip(r[4::2], map(int, r[5::2]))) for r in rows if r[0] == "floor_site"}
         hist = {(r[3], int(r[5])): dict(zip(r[6::2], map(int, r[7::2]))) for r in rows if r[0] == "floor_hist"}
         matrix = {int(r[4]): (int(r[6]), int(r[8])) for r in rows if r[0] == "floor_matrix"}
@@ -264,7 +269,37 @@ def test_floor_shim_sees_exactly_the_wrapped_calls(mpi, kind, tmp_path):
             assert h["ticks"] == (sites[f]["ticks"] if f in ("MPI_Send", "MPI_Recv") else 0), (f, h)
 
 
-@pytest.mark.parametrize("kind", [3, 4])
+def check_floor_records(path, told: int, rank: int, n: int) -> None:
+    """The trace floor's file (bench/floor.c, struct record: 24 bytes), read with struct. In each of
+    paired.c's n windows rank 0 records its 64 MPI_Isend of 8 bytes with tag 100 to rank 1, its
+    MPI_Waitall, the completions of the sends the MPI did not complete within their call, and the
+    4-byte MPI_Recv of the acknowledgement (tag 101); rank 1 its 64 MPI_Irecv from rank 0, its
+    MPI_Waitall, the 64 receives' completions of 8 bytes and the MPI_Send of the acknowledgement.
+    Operations are numbered 1, 2, ... in the order of their calls, on the call and its completion."""
+    send, recv, isend, irecv, waitall, done, both = 0, 1, 2, 3, 4, 0x80, 0x40  # floor.c's numbers
+    data = path.read_bytes()
+    records = [struct.unpack_from("<IIIiIHBB", data, i) for i in range(0, len(data), 24)]
+    assert len(records) == told
+    got = [(fn, nbytes, tag, op, peer) for _, _, nbytes, tag, op, peer, _, fn in records]
+    pos = 0
+    for w in range(n):
+        ops = range(64 * w + 1, 64 * w + 65)
+        if rank == 0:
+            calls = got[pos:pos + 64]
+            assert [(fn & ~both, *rest) for fn, *rest in calls] == [(isend, 8, 100, k, 1) for k in ops], w
+            pending = [op for fn, _, _, op, _ in calls if not fn & both]
+            tail = [(waitall, 0, 0, 0, 0xFFFF)] + [(isend | done, 0, 0, op, 0xFFFF) for op in pending]
+            tail.append((recv, 4, 101, 0, 1))
+        else:
+            assert got[pos:pos + 64] == [(irecv, 0, 100, k, 0) for k in ops], w
+            tail = [(waitall, 0, 0, 0, 0xFFFF)] + [(irecv | done, 8, 100, k, 0) for k in ops] + [(send, 4, 101, 0, 0)]
+        assert got[pos + 64:pos + 64 + len(tail)] == tail, w
+        pos += 64 + len(tail)
+    assert pos == len(got)
+    assert all(dur == 0 for _, dur, *_, fn in records if fn & done)
+
+
+@pytest.mark.parametrize("kind", [3, 4, 5])
 def test_floor_shim_keeps_each_call_site(mpi, kind, tmp_path):
     """The attribution floors key every count by call site, as the profile does: tests/data/two_sites.c
     calls each wrapped function from two lines, a times with 8 bytes and b times with 4 (paired.c, the
