@@ -231,10 +231,12 @@ struct record {
     uint32_t dur;   /* ticks, cut to 32 bits; 0 for a completion */
     uint32_t bytes; /* sent or received; 0 for a call that receives later (MPI_Irecv), for MPI_Waitall
                        and for a send's completion (its call has them) */
-    int32_t tag;    /* the call's tag, a receive's from its status; 0 for MPI_Waitall */
+    int32_t tag;    /* the call's tag, a receive's from its status; 0 for MPI_Waitall and a send's
+                       completion */
     uint32_t op;    /* the operation's number (1, 2, ... in the order of the calls that started them),
                        on the call and on its completion; 0 for a blocking call and MPI_Waitall */
-    uint16_t peer;  /* world rank of the destination or source (paired.c's only communicator) */
+    uint16_t peer;  /* world rank of the destination or source (paired.c's only communicator);
+                       0xffff for MPI_Waitall and a send's completion */
     uint8_t site;   /* the call site's slot in sites[] */
     uint8_t fn;     /* the function (its number here), | RECORD_DONE for a completion, | RECORD_BOTH
                        for a call whose operation completed within it */

@@ -29,7 +29,7 @@ above; bench/overhead.py measures trace mode in separate runs.
 counted and timed by two tick reads; each call counted and every byte exact (a receive's from its
 status), untimed; the profile's attribution in the least code (every call and byte at its call
 site, the functions' totals folded from the sites, the size histogram and the matrix), untimed and
-timed; and the timed one with a 16-byte record of every call and completion written to a file, the
+timed; and the timed one with a 24-byte record of every call and completion written to a file, the
 least a tracer adds. They do the least an interposition tool can for each; what mpilens adds above
 them is the cost of its own design.
 
@@ -212,6 +212,7 @@ def check_floor_sites(text: str, kind: str, wrapped: dict[int, dict[str, int]], 
         if matrix != ({1 - rank: (sends, sent)} if sends else {}):
             raise BenchError(f"{what}: rank {rank}: the matrix holds {matrix}, the program sent {sends} messages "
                              f"of {sent} bytes in all to rank {1 - rank}")
+
 
 def check_floor_trace(outdir: Path, text: str, kind: str, wrapped: dict[int, dict[str, int]], what: str) -> None:
     """The trace floor's records (kind 5), read from its files: one per call the program made, each
