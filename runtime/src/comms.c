@@ -31,7 +31,7 @@ static uintptr_t key_of(MPI_Comm comm)
 
 static uint32_t slot_of(uintptr_t k)
 {
-    return (uint32_t)(((uint64_t)k * 0x9E3779B97F4A7C15ull) >> 52) & (CAP - 1);
+    return (uint32_t)(ml_hash(k) >> 52) & (CAP - 1);
 }
 
 static uint64_t mix(uint64_t h, uint64_t v)

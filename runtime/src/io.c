@@ -65,8 +65,7 @@ static uintptr_t handle_key(MPI_File fh)
 
 static uint32_t handle_hash(uintptr_t key)
 {
-    uint64_t h = (uint64_t)key * 0x9E3779B97F4A7C15ull;
-    return (uint32_t)(h >> 40) & (ML_IO_HSLOTS - 1);
+    return (uint32_t)(ml_hash(key) >> 40) & (ML_IO_HSLOTS - 1);
 }
 
 static int32_t handle_find(uintptr_t key)

@@ -37,6 +37,11 @@
 /* The hot path: GCC does not inline these on its own into hundreds of wrappers of one file. */
 #define ML_HOT static inline __attribute__((always_inline))
 
+/* The hash of every table the runtime keys by a handle, an address or a number: the key times
+ * 2^64/φ, whose top bits pick the slot. Handles and addresses differ in few low bits (objects at a
+ * fixed stride, aligned allocations), which the multiplication spreads into the top ones. */
+ML_HOT uint64_t ml_hash(uint64_t k) { return k * 0x9E3779B97F4A7C15ull; }
+
 /* Modes that observe calls besides the profile (see "observers" below). */
 #define ML_OBS_TRACE 0x1u
 #define ML_OBS_COUNTERS 0x2u
@@ -416,7 +421,7 @@ ML_HOT uint64_t ml_site_key(uintptr_t ra, int fn) { return (uint64_t)ra | (uint6
 /* The entry of the fast path for key k, whether or not it holds that site. */
 ML_HOT ml_site_t *ml_site_slot(const ml_thread_t *t, uint64_t k)
 {
-    return &t->sites[(uint32_t)((k * 0x9E3779B97F4A7C15ull) >> t->site_shift)];
+    return &t->sites[(uint32_t)(ml_hash(k) >> t->site_shift)];
 }
 /* Function fn's call site of key k on the fast path: its last site when that holds k, else the
  * table's entry for k (which becomes its last site); NULL when neither holds k. */
@@ -689,7 +694,7 @@ ML_HOT int ml_req_free_slot(uintptr_t k) { return k + 1u <= 1u; }
 
 ML_HOT uint32_t ml_req_home(const ml_thread_t *t, uintptr_t k)
 {
-    return (uint32_t)(((uint64_t)k * 0x9E3779B97F4A7C15ull) >> t->rq_shift);
+    return (uint32_t)(ml_hash(k) >> t->rq_shift);
 }
 
 /* Whether t's operations take the inlined path: no mode but the profile watches them, and one
@@ -827,7 +832,7 @@ int ml_recv_grow(ml_thread_t *t);
 
 ML_HOT uint32_t ml_recv_home(const ml_thread_t *t, uintptr_t k)
 {
-    return (uint32_t)(((uint64_t)k * 0x9E3779B97F4A7C15ull) >> t->rr_shift);
+    return (uint32_t)(ml_hash(k) >> t->rr_shift);
 }
 
 /* The free slot that key k takes: its home, or the first free one after it. */

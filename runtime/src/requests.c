@@ -33,8 +33,6 @@ static uint32_t longest_probe; /* lookups never look further than inserts went *
 /* the most entries a thread's table may hold (MPILENS_MAX_REQUESTS) */
 static uint32_t own_max;
 
-static inline uint64_t hash_of(uintptr_t k) { return (uint64_t)k * 0x9E3779B97F4A7C15ull; }
-
 /* n zeroed entries starting on a cache-line boundary, each entry one line (ml.h); *mem: what to
  * free. The tool's calloc is the C library's (16-byte alignment) below 64 KiB, mmap above. */
 static ml_req_t *entries_alloc(size_t n, void **mem)
@@ -47,7 +45,7 @@ static ml_req_t *entries_alloc(size_t n, void **mem)
 
 static size_t home_of(uintptr_t k)
 {
-    return (size_t)(hash_of(k) >> 20) & mask;
+    return (size_t)(ml_hash(k) >> 20) & mask;
 }
 
 int ml_requests_init(size_t capacity)
@@ -89,7 +87,7 @@ int ml_req_make_room(ml_thread_t *t)
     for (uint32_t i = 0; i < t->rq_cap; i++) {
         const uintptr_t k = t->rq[i].key;
         if (k == ML_REQ_EMPTY || k == ML_REQ_TOMB) continue;
-        uint32_t j = (uint32_t)(hash_of(k) >> shift);
+        uint32_t j = (uint32_t)(ml_hash(k) >> shift);
         while (n[j].key != ML_REQ_EMPTY) j = (j + 1) & (cap - 1);
         n[j] = t->rq[i];
     }
@@ -106,7 +104,7 @@ static inline ml_req_t *own_find(ml_thread_t *t, uintptr_t k)
 {
     if (t->rq == NULL) return NULL;
     const uint32_t m = t->rq_cap - 1;
-    for (uint32_t i = (uint32_t)(hash_of(k) >> t->rq_shift);; i = (i + 1) & m) {
+    for (uint32_t i = (uint32_t)(ml_hash(k) >> t->rq_shift);; i = (i + 1) & m) {
         const uintptr_t have = t->rq[i].key;
         if (have == k) return &t->rq[i];
         if (have == ML_REQ_EMPTY) return NULL;

@@ -157,7 +157,7 @@ static inline struct spc_comm *comm_slot(ml_thread_t *t, const ml_comm_t *c)
     if (c == NULL) return NULL;
     const uint64_t uid = c->uid ? c->uid : 1; /* 0 marks a free slot */
     struct ml_spc_thread *x = t->spcx;
-    const uint32_t h = (uint32_t)((uid * 0x9E3779B97F4A7C15ull) >> 58);
+    const uint32_t h = (uint32_t)(ml_hash(uid) >> 58);
     for (uint32_t i = 0; i < COMM_SLOTS; i++) {
         struct spc_comm *s = &x->comms[(h + i) & (COMM_SLOTS - 1)];
         if (s->uid == uid) return s;

@@ -299,7 +299,7 @@ static pthread_mutex_t comms_lock = PTHREAD_MUTEX_INITIALIZER;
 /* The slot of uid in comms_index: its entry's, or the empty one where it would go. */
 static uint32_t *comms_slot(uint32_t uid)
 {
-    uint32_t i = (uint32_t)((uid * 0x9E3779B97F4A7C15ull) >> 40) & (2 * COMMS_MAX - 1);
+    uint32_t i = (uint32_t)(ml_hash(uid) >> 40) & (2 * COMMS_MAX - 1);
     while (comms_index[i] != 0 && comms_seen[comms_index[i] - 1].uid != uid) i = (i + 1) & (2 * COMMS_MAX - 1);
     return &comms_index[i];
 }
