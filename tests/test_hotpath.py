@@ -107,6 +107,14 @@ def test_completion_orders_are_exact(mpi, mode, tmp_path):
             assert int((mine["kind"] == 2).sum()) == raw[r][2] + raw[r][7] == want_done
             assert int((mine["kind"] == 1).sum()) == raw[r][1] + raw[r][7]
         assert raw[0][7] > 0 and raw[1][7] == 0, raw
+        # each operation the program started (rank 0: its Isends; rank 1: its Irecvs) has a number
+        # of its own in its call's event, and exactly one completion with that number: the
+        # receives posted by the thread and completed by the main thread (the general path) too
+        for r, ops in ((0, n + 1), (1, n + m + DUPS)):
+            mine = tl.ev[tl.ev["rank"] == r]
+            started = mine["req"][(mine["kind"] == 1) & (mine["req"] != 0)]
+            assert len(started) == len(set(started.tolist())) == ops
+            assert sorted(mine["req"][mine["kind"] == 2].tolist()) == sorted(started.tolist())
 
     src = markers(ROOT / "examples" / "c" / "completion_orders.c")
     sites = report_json(job.rundir)["callsites"]

@@ -99,7 +99,7 @@ ML_HOT int lean_wait(ml_thread_t *l, MPI_Request *request, int *flag, MPI_Status
     if (traced) l->done_at = t1;
     if (rc == MPI_SUCCESS && (!test || *flag) && e != ML_REQ_NONE) {
         if (e & ML_RECV_SLOT)
-            ml_recv_settle(l, e & ~ML_RECV_SLOT, status);
+            ml_lean_recv_settle(l, e & ~ML_RECV_SLOT, status, traced);
         else
             ml_lean_settle(l, e, status != MPI_STATUS_IGNORE ? status : NULL, traced);
     }
@@ -244,7 +244,7 @@ ML_HOT int lean_waitall(ml_thread_t *l, int count, MPI_Request reqs[], MPI_Statu
             const MPI_Status *const s = st != MPI_STATUSES_IGNORE ? &st[i] : NULL;
             const uint32_t rs = ml_recv_index(l, r);
             if (rs != ML_REQ_NONE) {
-                ml_recv_settle(l, rs, s);
+                ml_lean_recv_settle(l, rs, s, traced);
                 continue;
             }
             const uint32_t e = ml_req_index(l, r);
@@ -263,7 +263,7 @@ ML_HOT int lean_waitall(ml_thread_t *l, int count, MPI_Request reqs[], MPI_Statu
             if (r == MPI_REQUEST_NULL || ml_req_shared_handle(r) || err == MPI_ERR_PENDING) continue;
             const uint32_t rs = ml_recv_index(l, r);
             if (rs != ML_REQ_NONE) {
-                ml_recv_settle(l, rs, err == MPI_SUCCESS ? &st[i] : NULL); /* in error: nothing moved */
+                ml_lean_recv_settle(l, rs, err == MPI_SUCCESS ? &st[i] : NULL, traced); /* in error: nothing moved */
                 continue;
             }
             const uint32_t e = ml_req_index(l, r);

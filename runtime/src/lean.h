@@ -196,9 +196,10 @@ ML_HOT void ml_lean_enter_request(ml_thread_t *t, MPI_Request req, ml_site_t *si
 /* A nonblocking operation started (sent, recv: bytes, or ML_BYTES_FROM_STATUS; peer: the
  * destination's world rank or -1; comm: its communicator). One the MPI completed inside the call
  * that started it (a shared handle) is accounted now; the others get their entry in the thread's
- * table, written in place, to be settled by the completion call. traced (a constant of each copy
- * of the lean path): trace mode, which numbers the operation and returns its number; an operation
- * on another communicator than MPI_COMM_WORLD then takes ml_req_track_slow (its entry holds the
+ * table, written in place, to be settled by the completion call: a receive (nothing sent, no peer)
+ * a slot in the receive table, anything else an entry. traced (a constant of each copy of the
+ * lean path): trace mode, which numbers the operation and returns its number; an operation on
+ * another communicator than MPI_COMM_WORLD then takes ml_req_track_slow (its entry holds the
  * communicator's facts). One completed at once gets ML_SEQ_DONE in its number and its bytes kept
  * in t->trace: the call's event, which the wrapper writes next, then says that it completed (a
  * call_done event: one event instead of two). Returns 0 outside trace mode. */
@@ -216,13 +217,13 @@ ML_HOT uint64_t ml_lean_post(ml_thread_t *t, MPI_Request req, ml_site_t *site, i
         return ml_op_number(t) | ML_SEQ_DONE;
     }
     if (ML_UNLIKELY(req == MPI_REQUEST_NULL)) return 0;
-    if (!traced && sent == 0 && recv == ML_BYTES_FROM_STATUS && peer < 0) {
-        /* a receive (MPI_Irecv, MPI_Imrecv): a slot in the receive table (ml.h) */
-        if (ML_UNLIKELY(ml_recv_insert(t, ml_req_key(req), site, ml_stat_index(t, fn), (uint32_t)fn) != 0))
-            t->dropped_requests++;
-        return 0;
-    }
     const uint64_t seq = traced ? ml_op_number(t) : 0;
+    if (sent == 0 && recv == ML_BYTES_FROM_STATUS && peer < 0) {
+        /* a receive (MPI_Irecv, MPI_Imrecv): a slot in the receive table (ml.h) */
+        if (ML_UNLIKELY(ml_recv_insert(t, ml_req_key(req), site, ml_stat_index(t, fn), (uint32_t)fn, seq) != 0))
+            t->dropped_requests++;
+        return seq;
+    }
     ml_lean_enter_request(t, req, site, fn, sent, recv, peer, traced ? ML_REQ_ACTIVE | ML_REQ_WORLD : ML_REQ_ACTIVE,
                           seq);
     return seq;
@@ -268,6 +269,15 @@ ML_HOT void ml_lean_settle(ml_thread_t *t, uint32_t i, const MPI_Status *st, con
     ml_lean_account(t, &t->blocks[e->stat], e->site, e->fn, e->peer, sent, recv);
     if (traced) ml_trace_done_inline(t, e, st, sent, recv);
     ml_req_remove_at(t, i);
+}
+
+/* After the call completed the receive in slot i of the receive table (st: its status; NULL in
+ * error: nothing moved): its bytes accounted, its completion event written (traced: as for
+ * ml_lean_settle), its slot freed. */
+ML_HOT void ml_lean_recv_settle(ml_thread_t *t, uint32_t i, const MPI_Status *st, const int traced)
+{
+    if (traced && st != NULL) ml_trace_recv_done_inline(t, &t->rr[i], st, ml_status_bytes(st));
+    ml_recv_settle(t, i, st);
 }
 
 /* The end of a lean call: the thread leaves the wrapper. */

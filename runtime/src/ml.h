@@ -804,11 +804,12 @@ ML_HOT void ml_req_remove_at(ml_thread_t *owner, uint32_t i)
 }
 ML_HOT void ml_req_remove(ml_thread_t *owner, ml_req_t *e) { ml_req_remove_at(owner, (uint32_t)(e - owner->rq)); }
 
-/* ---- a thread's receive table (below MPI_THREAD_MULTIPLE; the profile's lean path only)
+/* ---- a thread's receive table (below MPI_THREAD_MULTIPLE; the lean path only)
  * A receive's bytes are known only from its status at completion, so it needs a slot from its
  * start to its completion; nothing else about it varies: it sends nothing, and the matrix counts
- * it at the sender. The lean path's receives (MPI_Irecv, MPI_Imrecv) therefore keep only their
- * handle, call site, function and region, in a slot of 24 bytes in a table of their own: open
+ * it at the sender. The lean path's receives (MPI_Irecv, MPI_Imrecv; in trace mode those on
+ * MPI_COMM_WORLD) therefore keep only their handle, call site, function, region and (trace mode)
+ * operation number, in a slot of 32 bytes in a table of their own: open
  * addressing with linear probing, at most a sixteenth full (requests.c: ml_recv_grow), a slot
  * freed by moving the slots after it back (no tombstones, nothing to count but the slots used).
  * The receive's statistics are those of its function in the region where it started, as for an
@@ -822,8 +823,11 @@ typedef struct ml_recv_slot {
     ml_site_t *site;    /* call site that started it */
     uint32_t stat;      /* its function's statistics in the region where it started: blocks[stat] */
     uint32_t fn;        /* the function that started it */
+    uint64_t seq;       /* trace mode: its operation number (ml_op_number); else 0 */
 } ml_recv_slot_t;
-_Static_assert(sizeof(ml_recv_slot_t) == 24, "a receive's slot is three words");
+/* four words: two slots to a cache line, none across two (trace mode's operation number made the
+ * three words of the profile's slot four) */
+_Static_assert(sizeof(ml_recv_slot_t) == 32, "a receive's slot is four words");
 #define ML_RECV_SLOT 0x80000000u /* in a completion call's slot index: the receive table's */
 
 /* Make room for one more receive in t's table (grown, or made at the first receive): -1 when it is
@@ -844,9 +848,9 @@ ML_HOT ml_recv_slot_t *ml_recv_free_slot(const ml_thread_t *t, uintptr_t k)
     return &t->rr[i];
 }
 
-/* A slot for the receive of handle key k (site, stat, fn: as in ml_recv_slot_t). 0, or -1 when the
- * table is full at MPILENS_MAX_REQUESTS. */
-ML_HOT int ml_recv_insert(ml_thread_t *t, uintptr_t k, ml_site_t *site, uint32_t stat, uint32_t fn)
+/* A slot for the receive of handle key k (site, stat, fn, seq: as in ml_recv_slot_t). 0, or -1 when
+ * the table is full at MPILENS_MAX_REQUESTS. */
+ML_HOT int ml_recv_insert(ml_thread_t *t, uintptr_t k, ml_site_t *site, uint32_t stat, uint32_t fn, uint64_t seq)
 {
     if (ML_UNLIKELY(t->rr_live >= t->rr_limit) && ml_recv_grow(t) != 0) return -1;
     ml_recv_slot_t *const r = ml_recv_free_slot(t, k);
@@ -854,6 +858,7 @@ ML_HOT int ml_recv_insert(ml_thread_t *t, uintptr_t k, ml_site_t *site, uint32_t
     r->site = site;
     r->stat = stat;
     r->fn = fn;
+    r->seq = seq;
     t->rr_live++;
     return 0;
 }

@@ -140,7 +140,7 @@ static ml_req_t *own_lookup(ml_thread_t *t, uintptr_t k, ml_thread_t **owner)
  * receives at once as the table of entries follows requests (three quarters of
  * MPILENS_MAX_REQUESTS). */
 #define RECV_LOAD 16u /* slots per receive followed, at least */
-#define RECV_MIN 512u /* first size of a thread's receive table: 12 KiB */
+#define RECV_MIN 512u /* first size of a thread's receive table: 16 KiB */
 int ml_recv_grow(ml_thread_t *t)
 {
     const uint32_t most = own_max / 4 * 3;
@@ -168,8 +168,10 @@ static int recv_take(ml_thread_t *o, uintptr_t k, ml_req_t *e)
     const uint32_t i = ml_recv_find(o, k);
     if (i == ML_REQ_NONE) return 0;
     const ml_recv_slot_t *r = &o->rr[i];
-    *e = (ml_req_t){.key = k, .fn = (uint16_t)r->fn, .flags = ML_REQ_ACTIVE, .stat = r->stat, .peer = -1,
-                    .sent = 0, .recv = ML_BYTES_FROM_STATUS, .seq = 0, .comm = NULL, .site = r->site};
+    /* a traced one (an operation number) was started on MPI_COMM_WORLD, as the lean path's entries */
+    *e = (ml_req_t){.key = k, .fn = (uint16_t)r->fn, .flags = r->seq ? ML_REQ_ACTIVE | ML_REQ_WORLD : ML_REQ_ACTIVE,
+                    .stat = r->stat, .peer = -1, .sent = 0, .recv = ML_BYTES_FROM_STATUS, .seq = r->seq,
+                    .comm = NULL, .site = r->site};
     ml_recv_remove_at(o, i);
     return 1;
 }
@@ -360,7 +362,7 @@ void ml_req_putback(ml_claim_t *c)
     if (!ml_g.multiple) {
         /* a receive taken out of a receive table: back into it (not into the table of entries,
          * whose entries other claims of the same call may point to) */
-        if (ml_recv_insert(c->owner, ml_req_key(c->handle), c->copy.site, c->copy.stat, c->copy.fn) != 0)
+        if (ml_recv_insert(c->owner, ml_req_key(c->handle), c->copy.site, c->copy.stat, c->copy.fn, c->copy.seq) != 0)
             c->owner->dropped_requests++;
         return;
     }

@@ -206,4 +206,23 @@ ML_HOT void ml_trace_done_inline(ml_thread_t *t, const ml_req_t *r, const MPI_St
     ml_trace_emit(t, &e);
 }
 
+/* The completion event of the receive in slot r of the receive table (on MPI_COMM_WORLD; st: its
+ * status, recv: its bytes), as ml_trace_done_inline writes it for an entry. */
+ML_HOT void ml_trace_recv_done_inline(ml_thread_t *t, const ml_recv_slot_t *r, const MPI_Status *st, int64_t recv)
+{
+    const ml_tev_t e = {
+        .t0 = t->done_at,
+        .t1 = t->done_at,
+        .kind = ML_TEV_DONE,
+        .fn = r->fn,
+        .comm = ml_trace_world_uid,
+        .dst = -1,
+        .src = st->MPI_SOURCE >= 0 ? st->MPI_SOURCE : -1,
+        .rtag = st->MPI_TAG,
+        .recv = recv,
+        .req = r->seq,
+    };
+    ml_trace_emit(t, &e);
+}
+
 #endif
