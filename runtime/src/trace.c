@@ -190,6 +190,8 @@ ml_tbuf_t *ml_trace_swap(ml_thread_t *t)
                 b->filling = t->trace.fillings++;
                 b->last_t0 = ML_TBUF_NO_T0;
                 b->last_comm = 0;
+                b->fix_at = ml_tbuf_fixed(b);
+                b->word_at = ml_tbuf_word_end(b);
                 t->trace.cur = b;
                 return b;
             }

@@ -24,6 +24,11 @@ typedef struct ml_tbuf {
     uint32_t filling;           /* this thread's count of buffer fillings, to group the blocks */
     uint64_t last_t0;           /* the previous event of this filling (thread-private), or ML_TBUF_NO_T0 */
     uint32_t last_comm;
+    /* the filling thread's own cursor (thread-private, set when a filling starts): where the next
+     * event's fixed part goes, and the lowest word written so far; committed says the same in
+     * counts for the readers */
+    ml_tfix_t *fix_at;
+    uint32_t *word_at;
     struct ml_tbuf *next;
     _Alignas(8) unsigned char data[]; /* fixed parts from the start, words from the end */
 } ml_tbuf_t;
@@ -56,17 +61,14 @@ ML_HOT void ml_trace_emit(ml_thread_t *t, const ml_tev_t *e)
 {
     ml_tbuf_t *b = t->trace.cur;
     if (ML_UNLIKELY(b == NULL)) b = ml_trace_swap(t);
-    uint64_t c = b->committed;
-    uint32_t *end = ml_tbuf_word_end(b);
-    uint32_t *w = end - (uint32_t)(c >> 32); /* the fields are stored downwards */
-    ml_tfix_t *f = ml_tbuf_fixed(b) + (uint32_t)c;
+    ml_tfix_t *f = b->fix_at;
+    uint32_t *w = b->word_at; /* the fields are stored downwards */
     if (ML_UNLIKELY((char *)w - (char *)(f + 1) < ML_TF_MAX_WORDS * 4)) { /* no room for one more */
         b = ml_trace_swap(t);
-        c = 0;
-        end = w = ml_tbuf_word_end(b);
-        f = ml_tbuf_fixed(b);
+        f = b->fix_at;
+        w = b->word_at;
     }
-    const uint32_t n = (uint32_t)c;
+    uint32_t *const w0 = w;
     uint32_t flags = e->kind;
     /* a filling's first event has a full time stamp: its last_t0 (ML_TBUF_NO_T0) is no tick */
     const int64_t dt = (int64_t)(e->t0 - b->last_t0);
@@ -126,9 +128,12 @@ ML_HOT void ml_trace_emit(ml_thread_t *t, const ml_tev_t *e)
     }
     f->fn = (uint16_t)e->fn;
     f->flags = (uint16_t)flags;
-    /* the event is complete: count it (a writer or a signal handler may copy the buffer any time) */
-    const uint64_t words = (uint64_t)(end - w);
-    __atomic_store_n(&b->committed, words << 32 | (n + 1), __ATOMIC_RELEASE);
+    b->fix_at = f + 1;
+    b->word_at = w;
+    /* the event is complete: count it, one event and its words (w0 - w, in bytes times 2^30) in
+     * committed's words << 32 | events (a writer or a signal handler may copy the buffer any time) */
+    const uint64_t c = __atomic_load_n(&b->committed, __ATOMIC_RELAXED);
+    __atomic_store_n(&b->committed, c + ((uint64_t)((char *)w0 - (char *)w) << 30) + 1, __ATOMIC_RELEASE);
 }
 
 ML_HOT uint32_t ml_trace_comm_uid(MPI_Comm comm)
@@ -142,6 +147,7 @@ ML_HOT uint32_t ml_trace_comm_uid(MPI_Comm comm)
 /* World rank of a peer argument, -1 for none (MPI_PROC_NULL, MPI_ANY_SOURCE, MPI_ROOT). */
 ML_HOT int ml_trace_world(MPI_Comm comm, int rank)
 {
+    if (comm == MPI_COMM_WORLD) return rank < 0 ? -1 : rank; /* most calls: asked first */
     if (rank < 0 || comm == MPI_COMM_NULL) return -1;
     return ml_world_rank(comm, rank);
 }
