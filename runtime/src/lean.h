@@ -276,7 +276,7 @@ ML_HOT void ml_lean_settle(ml_thread_t *t, uint32_t i, const MPI_Status *st, con
  * ml_lean_settle), its slot freed. */
 ML_HOT void ml_lean_recv_settle(ml_thread_t *t, uint32_t i, const MPI_Status *st, const int traced)
 {
-    if (traced && st != NULL) ml_trace_recv_done_inline(t, &t->rr[i], st, ml_status_bytes(st));
+    if (traced && st != NULL) ml_trace_done_world(t, t->rr[i].fn, -1, st, 0, ml_status_bytes(st), t->rr[i].seq);
     ml_recv_settle(t, i, st);
 }
 

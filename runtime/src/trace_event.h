@@ -186,9 +186,35 @@ ML_HOT void ml_trace_call_at(ml_thread_t *t, const ml_call_t *c, uint32_t site)
 }
 ML_HOT void ml_trace_call_inline(ml_thread_t *t, const ml_call_t *c) { ml_trace_call_at(t, c, ml_trace_site(t, c->fn)); }
 
+/* The completion event of an operation the lean path started on MPI_COMM_WORLD (no communicator
+ * facts held; a request entry's or a receive slot's): fn, peer (world rank, -1: none) and seq as it
+ * started, st its status or NULL, sent and recv its bytes. */
+ML_HOT void ml_trace_done_world(ml_thread_t *t, uint32_t fn, int peer, const MPI_Status *st, int64_t sent,
+                                int64_t recv, uint64_t seq)
+{
+    const ml_tev_t e = {
+        .t0 = t->done_at,
+        .t1 = t->done_at,
+        .kind = ML_TEV_DONE,
+        .fn = fn,
+        .comm = ml_trace_world_uid,
+        .dst = peer,
+        .src = st != NULL && st->MPI_SOURCE >= 0 ? st->MPI_SOURCE : -1,
+        .rtag = st ? st->MPI_TAG : 0,
+        .sent = sent,
+        .recv = recv,
+        .req = seq,
+    };
+    ml_trace_emit(t, &e);
+}
+
 /* The completion event of operation r (ml_trace_done), inlined into the lean path's completions. */
 ML_HOT void ml_trace_done_inline(ml_thread_t *t, const ml_req_t *r, const MPI_Status *st, int64_t sent, int64_t recv)
 {
+    if (r->comm == NULL && (r->flags & ML_REQ_WORLD)) {
+        ml_trace_done_world(t, r->fn, r->peer, st, sent, recv, r->seq);
+        return;
+    }
     ml_tev_t e = {
         .t0 = t->done_at,
         .t1 = t->done_at,
@@ -202,32 +228,10 @@ ML_HOT void ml_trace_done_inline(ml_thread_t *t, const ml_req_t *r, const MPI_St
         .recv = recv,
         .req = r->seq,
     };
-    if (r->comm == NULL && (r->flags & ML_REQ_WORLD)) { /* the lean path's: on MPI_COMM_WORLD, no facts held */
-        e.comm = ml_trace_world_uid;
-        if (st != NULL && st->MPI_SOURCE >= 0) e.src = st->MPI_SOURCE;
-    } else if (st != NULL && st->MPI_SOURCE >= 0 && r->comm != NULL && r->comm->world != NULL &&
-               st->MPI_SOURCE < (r->comm->is_inter ? r->comm->remote_size : r->comm->size)) {
+    if (st != NULL && st->MPI_SOURCE >= 0 && r->comm != NULL && r->comm->world != NULL &&
+        st->MPI_SOURCE < (r->comm->is_inter ? r->comm->remote_size : r->comm->size)) {
         e.src = r->comm->world[st->MPI_SOURCE];
     }
-    ml_trace_emit(t, &e);
-}
-
-/* The completion event of the receive in slot r of the receive table (on MPI_COMM_WORLD; st: its
- * status, recv: its bytes), as ml_trace_done_inline writes it for an entry. */
-ML_HOT void ml_trace_recv_done_inline(ml_thread_t *t, const ml_recv_slot_t *r, const MPI_Status *st, int64_t recv)
-{
-    const ml_tev_t e = {
-        .t0 = t->done_at,
-        .t1 = t->done_at,
-        .kind = ML_TEV_DONE,
-        .fn = r->fn,
-        .comm = ml_trace_world_uid,
-        .dst = -1,
-        .src = st->MPI_SOURCE >= 0 ? st->MPI_SOURCE : -1,
-        .rtag = st->MPI_TAG,
-        .recv = recv,
-        .req = r->seq,
-    };
     ml_trace_emit(t, &e);
 }
 
