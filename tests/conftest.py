@@ -105,7 +105,7 @@ def trace_kinds(path: Path) -> collections.Counter:
     (kind 7) as two events: read here from the blocks' heads and the events' fixed parts alone
     (docs/run-directory.md, file `trace`), independently of mpilens' reader."""
     raw, kinds, pos = path.read_bytes(), collections.Counter(), 0
-    while (pos := raw.find(b"MLTB0002", pos)) >= 0:
+    while (pos := raw.find(b"MLTB0003", pos)) >= 0:
         _, count, _, _, _, _, _, words, _ = struct.unpack_from("<IIQQQIIII", raw, pos + 8)
         fixed = pos + 56
         kinds.update(struct.unpack_from("<iIHH", raw, fixed + 12 * i)[3] & 7 for i in range(count))

@@ -9,6 +9,7 @@ import struct
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from conftest import run_example
 from mpilens.trace import reader, timeline
@@ -18,11 +19,16 @@ DATA = Path(__file__).parent / "data"
 
 
 # ------------------------------------------------------------------ a reference encoder
-def encode(ev: np.ndarray, thread: int) -> tuple[bytes, bytes]:
+def encode(ev: np.ndarray, thread: int, version: int = 3, sites: list[int] | None = None) -> tuple[bytes, bytes]:
     """The fixed parts and the words of one buffer filling, written as the format says (the
-    fields stored downwards from the end of the buffer)."""
+    fields stored downwards from the end of the buffer). version 3 leaves out what the events
+    before give (a repeated byte count, the next operation number, the previous call's site);
+    version 2 writes every field that is not its default. sites: each event's call site."""
     fixed, words = [], []
     last_t0, last_comm = 0, 0
+    last_bytes = {"sent": 0, "recv": 0}
+    last_req = {True: None, False: None}  # completions, other events
+    last_site = 0
     for i, e in enumerate(ev):
         t0, dur = int(e["t0"]), int(e["t1"]) - int(e["t0"])
         flags, w = int(e["kind"]), []
@@ -45,21 +51,39 @@ def encode(ev: np.ndarray, thread: int) -> tuple[bytes, bytes]:
                 w.append(int(e[name]) & 0xFFFFFFFF)
         for name, shift in (("sent", reader.SENT), ("recv", reader.RECV)):
             v = int(e[name]) & (2**64 - 1)
+            if version >= 3 and v != 0 and v == last_bytes[name]:
+                flags |= 3 << shift
+                continue
             width = 0 if v == 0 else 1 if v < 2**32 else 2
             flags |= width << shift
             w += [v & 0xFFFFFFFF, v >> 32][:width]
-        req = int(e["req"])
+            if v:
+                last_bytes[name] = v
+        req, done = int(e["req"]), int(e["kind"]) == reader.DONE
         if req:
             own = (req >> 32) == (thread + 1) << 8
-            flags |= (1 if own else 2) << reader.REQ
-            w += [req & 0xFFFFFFFF] if own else [req & 0xFFFFFFFF, req >> 32]
+            if version >= 3 and last_req[done] is not None and req == last_req[done] + 1:
+                flags |= 3 << reader.REQ
+            else:
+                flags |= (1 if own else 2) << reader.REQ
+                w += [req & 0xFFFFFFFF] if own else [req & 0xFFFFFFFF, req >> 32]
+            last_req[done] = req
+        site = sites[i] if sites else 0
+        if version >= 3 and int(e["kind"]) in (reader.CALL, reader.CALL_DONE):
+            if site != last_site:
+                flags |= reader.SITE
+                w.append(site)
+                last_site = site
+        elif site:
+            flags |= reader.SITE
+            w.append(site)
         fixed.append(struct.pack("<iIHH", fix_dt, fix_dur, int(e["fn"]), flags))
         words += w
     return b"".join(fixed), struct.pack(f"<{len(words)}I", *reversed(words))
 
 
-def block(thread: int, filling: int, first: int, fixed: bytes, words: bytes, number: int) -> bytes:
-    head = struct.pack("<8sIIQQQIIII", b"MLTB0002", thread, len(fixed) // 12, number, 0, 0, filling, first,
+def block(thread: int, filling: int, first: int, fixed: bytes, words: bytes, number: int, version: int = 3) -> bytes:
+    head = struct.pack("<8sIIQQQIIII", b"MLTB000%d" % version, thread, len(fixed) // 12, number, 0, 0, filling, first,
                        len(words) // 4, 0)
     return head + fixed + words
 
@@ -77,10 +101,12 @@ def events(rows: list[dict]) -> np.ndarray:
     return ev
 
 
-def test_every_field_form_decodes_exactly(tmp_path):
+@pytest.mark.parametrize("version", [3, 2])
+def test_every_field_form_decodes_exactly(tmp_path, version):
     """Negative and long gaps, long calls, communicator changes (back to none), absent and
     present ranks and tags, 0-, 1- and 2-word byte counts (and a negative one), own and foreign
-    requests, a counter's double; two threads; one filling split in two blocks written apart."""
+    requests, a counter's double; two threads; one filling split in two blocks written apart.
+    In this runtime's blocks (3) and in those of earlier versions (2)."""
     big = 5 * 2**32
     counter = struct.unpack("<q", struct.pack("<d", -2.5))[0]
     own = (1 << 40) | 7  # thread 0's request 7
@@ -98,17 +124,17 @@ def test_every_field_form_decodes_exactly(tmp_path):
     ])
     b = events([dict(t0=2 * 10**12, t1=2 * 10**12 + 1, kind=1, fn=1, comm=5, dst=0, sent=1, req=(2 << 40) | 1),
                 dict(t0=2 * 10**12 + 3, t1=2 * 10**12 + 3, kind=4, fn=2)])
-    fa, wa = encode(a, 0)
-    fb, wb = encode(b, 1)
+    fa, wa = encode(a, 0, version)
+    fb, wb = encode(b, 1, version)
     # filling 0 of thread 0 in two blocks, events 0-3 and 4-6: the words grow downwards, so the
     # second block's words come first in memory
-    later = wa[:len(wa) - len(encode(a[:4], 0)[1])]
+    later = wa[:len(wa) - len(encode(a[:4], 0, version)[1])]
     earlier = wa[len(later):]
     head = {"rank": 0, "nranks": 1, "tick0": 0, "ns0": 0, "functions": ["f0", "f1", "f2", "f3", "f4", "f5"]}
     data = (json_block(b"MLTH0001", head)
-            + block(0, 0, 4, fa[4 * 12:], later, 2)
-            + block(1, 0, 0, fb, wb, 1)
-            + block(0, 0, 0, fa[:4 * 12], earlier, 0))
+            + block(0, 0, 4, fa[4 * 12:], later, 2, version)
+            + block(1, 0, 0, fb, wb, 1, version)
+            + block(0, 0, 0, fa[:4 * 12], earlier, 0, version))
     f = tmp_path / "rank-000000.bin"
     f.write_bytes(data)
     rt = reader.read_rank(f)
@@ -120,7 +146,8 @@ def test_every_field_form_decodes_exactly(tmp_path):
     assert struct.unpack("<d", struct.pack("<q", int(got[4]["sent"])))[0] == -2.5
 
     # a lost block: the rest of its filling cannot be decoded, the other thread's events stay
-    f.write_bytes(json_block(b"MLTH0001", head) + block(0, 0, 4, fa[4 * 12:], later, 2) + block(1, 0, 0, fb, wb, 1))
+    f.write_bytes(json_block(b"MLTH0001", head) + block(0, 0, 4, fa[4 * 12:], later, 2, version)
+                  + block(1, 0, 0, fb, wb, 1, version))
     rt = reader.read_rank(f)
     assert rt.events.tolist() == b.tolist()
     assert any("3 events after a missing block" in p for p in rt.problems)
@@ -152,6 +179,71 @@ def test_call_done_reads_as_the_call_and_its_completion(tmp_path):
     assert rt.thread.tolist() == [0] * 4 and rt.site.tolist() == [0] * 4
 
 
+def test_repeats_follow_the_events_before(tmp_path):
+    """What an event leaves out because the events before give it: a byte count equal to the
+    last one written (an event without bytes in between changes nothing), the next operation
+    number of the calls and, apart, of the completions (completions in between change nothing),
+    the previous call's site (not a region's, and an explicit 0 after a known site). Across two
+    blocks of one filling, and again from nothing in the thread's next filling."""
+    own = 1 << 40
+    rows = [  # (event, site)
+        (dict(kind=1, fn=3, comm=5, src=1, rtag=7, req=own | 10), 4),
+        (dict(kind=1, fn=3, comm=5, src=1, rtag=7, req=own | 11), 4),
+        (dict(kind=1, fn=2, comm=5, dst=1, stag=7, sent=8, req=own | 12), 9),
+        (dict(kind=1, fn=6, comm=5), 5),  # a wait: no operation, no bytes
+        (dict(kind=2, fn=3, comm=5, src=1, rtag=7, recv=8, req=own | 10), 0),
+        (dict(kind=2, fn=3, comm=5, src=1, rtag=7, recv=8, req=own | 11), 0),
+        (dict(kind=3, fn=1, comm=5), 0),  # a region: no site, between two calls of site 5
+        (dict(kind=reader.CALL_DONE, fn=2, comm=5, dst=1, stag=7, sent=8, req=own | 13), 5),
+        (dict(kind=2, fn=2, comm=5, dst=1, sent=8, req=own | 12), 0),
+        (dict(kind=1, fn=2, comm=5, dst=1, stag=7, sent=2**40, req=(2 << 40) | 14), 0),  # another thread's
+        (dict(kind=1, fn=2, comm=5, dst=1, stag=7, sent=2**40, req=(2 << 40) | 15), 0),
+        (dict(kind=2, fn=2, comm=5, dst=1, sent=2**40, req=(2 << 40) | 15), 0),
+    ]
+    ev = events([dict(t0=10**9 + 100 * i, t1=10**9 + 100 * i + (0 if r["kind"] == 2 else 30), **r)
+                 for i, (r, _) in enumerate(rows)])
+    sites = [st for _, st in rows]
+    fixed, words = encode(ev, 0, 3, sites)
+    full = encode(ev, 0, 2, sites)[1]
+    assert len(words) < len(full), "nothing was left out"
+    nxt = ev[:3].copy()
+    nxt["t0"] += 10**6
+    nxt["t1"] += 10**6
+    f2, w2 = encode(nxt, 0, 3, sites[:3])
+    # filling 0 in two blocks, events 0-5 (mid-chain of repeats) and 6-11; filling 1 in one
+    later = words[:len(words) - len(encode(ev[:6], 0, 3, sites[:6])[1])]
+    head = {"rank": 0, "nranks": 1, "tick0": 0, "ns0": 0, "functions": [f"f{i}" for i in range(7)]}
+    f = tmp_path / "rank-000000.bin"
+    f.write_bytes(json_block(b"MLTH0001", head) + block(0, 0, 6, fixed[6 * 12:], later, 1)
+                  + block(0, 1, 0, f2, w2, 2) + block(0, 0, 0, fixed[:6 * 12], words[len(later):], 0))
+    rt = reader.read_rank(f)
+    assert rt.problems == []
+    # the reader gives a call_done as its call and its completion (no site)
+    want = np.concatenate([ev[:7], ev[7:8], ev[7:], nxt])
+    want[7]["kind"], want[7]["sent"] = reader.CALL, 0
+    want[8]["kind"], want[8]["t0"], want[8]["stag"] = reader.DONE, want[8]["t1"], 0
+    assert rt.events.tolist() == want.tolist()
+    assert rt.site.tolist() == sites[:7] + [5, 0] + sites[8:] + sites[:3]
+
+
+def test_a_repeat_with_nothing_before_it_is_damage(tmp_path):
+    """A field that repeats the previous one at the start of a filling cannot be decoded: the
+    block is damaged, one clear error."""
+    ev = events([dict(t0=10**9, t1=10**9 + 5, kind=1, fn=1, comm=1, dst=0, sent=4)])
+    fixed, words = encode(ev, 0)
+    flags = struct.unpack_from("<H", fixed, 10)[0] | (3 << reader.SENT)
+    fixed = fixed[:10] + struct.pack("<H", flags)
+    words = words[4:]  # the sent word is the last one written: the first in memory
+    head = {"rank": 0, "nranks": 1, "tick0": 0, "ns0": 0, "functions": ["f0", "f1"]}
+    f = tmp_path / "rank-000000.bin"
+    f.write_bytes(json_block(b"MLTH0001", head) + block(0, 0, 0, fixed, words, 0))
+    with pytest.raises(reader.RunDirectoryError, match="damaged events.*none in its buffer filling"):
+        reader.read_rank(f)
+    f.write_bytes(json_block(b"MLTH0001", head) + block(0, 0, 0, fixed, words, 0, version=2))
+    with pytest.raises(reader.RunDirectoryError, match="damaged events.*width 3"):
+        reader.read_rank(f)
+
+
 def test_damaged_sizes_are_one_clear_error(tmp_path):
     a = events([dict(t0=10**9, t1=10**9 + 5, kind=1, fn=1, comm=1, dst=0, sent=4)])
     fa, wa = encode(a, 0)
@@ -176,8 +268,8 @@ def test_blocks_written_while_filling_join_up(mpi, tmp_path):
     assert whole.problems == []
     raw = f.read_bytes()
     spans = []  # (start, end, filling, first, count) of each compact block
-    pos = raw.index(b"MLTB0002")
-    while raw.startswith(b"MLTB0002", pos):
+    pos = raw.index(b"MLTB0003")
+    while raw.startswith(b"MLTB0003", pos):
         b = np.frombuffer(raw[pos:pos + reader.BLOCK2.itemsize], dtype=reader.BLOCK2)[0]
         end = pos + reader.BLOCK2.itemsize + 12 * int(b["count"]) + 4 * int(b["words"])
         spans.append((pos, end, int(b["filling"]), int(b["first"]), int(b["count"])))

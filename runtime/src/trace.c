@@ -190,6 +190,9 @@ ml_tbuf_t *ml_trace_swap(ml_thread_t *t)
                 b->filling = t->trace.fillings++;
                 b->last_t0 = ML_TBUF_NO_T0;
                 b->last_comm = 0;
+                b->last_site = 0;
+                b->last_sent = b->last_recv = 0;
+                b->last_req[0] = b->last_req[1] = UINT64_MAX; /* no number is one more */
                 b->fix_at = ml_tbuf_fixed(b);
                 b->word_at = ml_tbuf_word_end(b);
                 t->trace.cur = b;

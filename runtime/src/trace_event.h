@@ -24,6 +24,12 @@ typedef struct ml_tbuf {
     uint32_t filling;           /* this thread's count of buffer fillings, to group the blocks */
     uint64_t last_t0;           /* the previous event of this filling (thread-private), or ML_TBUF_NO_T0 */
     uint32_t last_comm;
+    /* what the next event may repeat without a word (thread-private, cleared when a filling
+     * starts): the call site of the previous call, the last byte counts written, the operation
+     * number of the previous call [0] and completion [1] */
+    uint32_t last_site;
+    int64_t last_sent, last_recv;
+    uint64_t last_req[2];
     /* the filling thread's own cursor (thread-private, set when a filling starts): where the next
      * event's fixed part goes, and the lowest word written so far; committed says the same in
      * counts for the readers */
@@ -96,33 +102,56 @@ ML_HOT void ml_trace_emit(ml_thread_t *t, const ml_tev_t *e)
     if (e->stag != 0) { flags |= ML_TF_STAG; *--w = (uint32_t)e->stag; }
     if (e->rtag != 0) { flags |= ML_TF_RTAG; *--w = (uint32_t)e->rtag; }
     if (e->sent != 0) {
-        *--w = (uint32_t)e->sent;
-        if ((uint64_t)e->sent <= UINT32_MAX) {
-            flags |= 1u << ML_TF_SENT;
+        if (e->sent == b->last_sent) { /* the same count again (most loops): no word */
+            flags |= 3u << ML_TF_SENT;
         } else {
-            flags |= 2u << ML_TF_SENT;
-            *--w = (uint32_t)((uint64_t)e->sent >> 32);
+            b->last_sent = e->sent;
+            *--w = (uint32_t)e->sent;
+            if ((uint64_t)e->sent <= UINT32_MAX) {
+                flags |= 1u << ML_TF_SENT;
+            } else {
+                flags |= 2u << ML_TF_SENT;
+                *--w = (uint32_t)((uint64_t)e->sent >> 32);
+            }
         }
     }
     if (e->recv != 0) {
-        *--w = (uint32_t)e->recv;
-        if ((uint64_t)e->recv <= UINT32_MAX) {
-            flags |= 1u << ML_TF_RECV;
+        if (e->recv == b->last_recv) {
+            flags |= 3u << ML_TF_RECV;
         } else {
-            flags |= 2u << ML_TF_RECV;
-            *--w = (uint32_t)((uint64_t)e->recv >> 32);
+            b->last_recv = e->recv;
+            *--w = (uint32_t)e->recv;
+            if ((uint64_t)e->recv <= UINT32_MAX) {
+                flags |= 1u << ML_TF_RECV;
+            } else {
+                flags |= 2u << ML_TF_RECV;
+                *--w = (uint32_t)((uint64_t)e->recv >> 32);
+            }
         }
     }
     if (e->req != 0) {
-        *--w = (uint32_t)e->req;
-        if ((e->req & ~(uint64_t)UINT32_MAX) == t->trace.req_base) { /* a request this thread started */
-            flags |= 1u << ML_TF_REQ;
+        /* calls and completions each number their operations in order: the next one has no word */
+        const int done = e->kind == ML_TEV_DONE;
+        if (e->req == b->last_req[done] + 1) {
+            flags |= 3u << ML_TF_REQ;
         } else {
-            flags |= 2u << ML_TF_REQ;
-            *--w = (uint32_t)(e->req >> 32);
+            *--w = (uint32_t)e->req;
+            if ((e->req & ~(uint64_t)UINT32_MAX) == t->trace.req_base) { /* a request this thread started */
+                flags |= 1u << ML_TF_REQ;
+            } else {
+                flags |= 2u << ML_TF_REQ;
+                *--w = (uint32_t)(e->req >> 32);
+            }
         }
+        b->last_req[done] = e->req;
     }
-    if (e->site != 0) {
+    if (e->kind == ML_TEV_CALL || e->kind == ML_TEV_CALL_DONE) { /* a call: its site, when not the previous call's */
+        if (e->site != b->last_site) {
+            flags |= ML_TF_SITE;
+            *--w = e->site;
+            b->last_site = e->site;
+        }
+    } else if (e->site != 0) {
         flags |= ML_TF_SITE;
         *--w = e->site;
     }

@@ -43,6 +43,7 @@ class _Block:
     """A block of compact events: where its parts are in the file."""
 
     thread: int
+    version: int  # 3: this runtime's events; 2: no width 3, SITE absent meaning unknown
     filling: int
     first: int
     count: int
@@ -153,7 +154,7 @@ def read_rank(path: layout.RankFile) -> RankTrace:
     cut = f"{path.name}: last block cut short at byte {{}} (skipped)"
     while pos + 8 <= size:
         magic = bytes(data[pos:pos + 8])
-        if magic == L.MAGIC_TRACE_EVENTS:
+        if magic in (L.MAGIC_TRACE_EVENTS, L.MAGIC_TRACE_EVENTS_V2):
             if pos + BLOCK2.itemsize > size:
                 problems.append(cut.format(pos))
                 break
@@ -164,7 +165,8 @@ def read_rank(path: layout.RankFile) -> RankTrace:
             if end > size:
                 problems.append(cut.format(pos))
                 break
-            blocks.append(_Block(int(b["thread"]), int(b["filling"]), int(b["first"]), count, start,
+            version = 3 if magic == L.MAGIC_TRACE_EVENTS else 2
+            blocks.append(_Block(int(b["thread"]), version, int(b["filling"]), int(b["first"]), count, start,
                                  start + count * FIXED.itemsize, words))
             clock.append((int(b["tick"]), int(b["ns"])))
             pos = end
@@ -233,23 +235,25 @@ def _whole_fillings(blocks: list[_Block], name: str, problems: list[str]) -> lis
 def _decode_compact(data: memoryview, blocks: list[_Block], out: np.ndarray, thread: np.ndarray,
                     site: np.ndarray | None = None) -> None:
     """Decode compact events into EVENT records, block by block for the fields, then every filling
-    at once for what is relative to the previous event (time stamps, communicator)."""
+    at once for what follows from the events before (time stamps, communicator, repeated byte
+    counts, operation numbers and call sites)."""
     n = len(out)
     flags = np.empty(n, dtype=np.uint16)
     dt = np.empty(n, dtype=np.int64)
     starts = np.zeros(n, dtype=bool)  # first event of a filling
+    v3 = np.zeros(n, dtype=bool)
+    sites = np.zeros(n, dtype=np.uint32)
     i = 0
     for b in blocks:
         fix = np.frombuffer(data, dtype=FIXED, count=b.count, offset=b.fixed_at)
         words = np.frombuffer(data, dtype="<u4", count=b.words, offset=b.words_at)
         ev = out[i:i + b.count]
-        s = _decode_block(fix, words, b.thread, ev)
-        if site is not None:
-            site[i:i + b.count] = s
+        sites[i:i + b.count] = _decode_block(fix, words, b.thread, ev, b.version)
         flags[i:i + b.count] = fix["flags"]
         dt[i:i + b.count] = fix["dt"]
         thread[i:i + b.count] = b.thread
         starts[i] = b.first == 0
+        v3[i:i + b.count] = b.version == 3
         i += b.count
     if n == 0:
         return
@@ -267,20 +271,60 @@ def _decode_compact(data: memoryview, blocks: list[_Block], out: np.ndarray, thr
     # communicator: written when it changes within a filling (0 at its start)
     has_comm = ((flags & COMM) != 0) | starts
     out["comm"] = out["comm"][np.maximum.accumulate(np.where(has_comm, at, 0))]
+    filling = np.cumsum(starts) - 1
+    fl = flags.astype(np.int64)
+    # byte counts of width 3: the last one written with words in the filling
+    for name, shift in (("sent", SENT), ("recv", RECV)):
+        code = (fl >> shift) & 3
+        _repeat(out[name], code, filling, code > 0, step=0)
+    # operation numbers of width 3: one more than the previous one of the same class
+    code = (fl >> REQ) & 3
+    done = out["kind"] == DONE
+    for cls in (done, ~done):
+        _repeat(out["req"], code, filling, cls & (code > 0), step=1)
+    # call sites: in a call without one, the previous call's (0 at the start of a filling)
+    calls = v3 & ((out["kind"] == CALL) | (out["kind"] == CALL_DONE))
+    _repeat(sites, np.where((flags & SITE) != 0, 1, 3), filling, calls, step=0, first_default=True)
+    if site is not None:
+        site[:] = sites
 
 
-def _decode_block(fix: np.ndarray, words: np.ndarray, thread: int, ev: np.ndarray) -> np.ndarray:
+def _repeat(values: np.ndarray, code: np.ndarray, filling: np.ndarray, members: np.ndarray, step: int,
+            first_default: bool = False) -> None:
+    """Fill in, in place, the values of the members whose code is 3 (no word): the value of the
+    member before them in the same filling, plus step. A member of code 3 with no written member
+    (code 1 or 2) before it in its filling is an error, unless first_default: then it keeps the
+    value decoded, 0."""
+    sel = np.flatnonzero(members)
+    rep = code[sel] == 3
+    if not rep.any():
+        return
+    k = np.arange(len(sel))
+    first = np.ones(len(sel), dtype=bool)
+    first[1:] = filling[sel][1:] != filling[sel][:-1]
+    written = ~rep
+    src = np.maximum.accumulate(np.where(written | first, k, 0))
+    if not first_default and (rep & ~written[src]).any():
+        raise ValueError("a field repeats the one before it, and there is none in its buffer filling")
+    v = values[sel]
+    values[sel] = v[src] + (k - src).astype(values.dtype) * values.dtype.type(step)
+
+
+def _decode_block(fix: np.ndarray, words: np.ndarray, thread: int, ev: np.ndarray, version: int = 3) -> np.ndarray:
     """The fields of one block's events (the block's words read backwards are the events' fields
-    in order). Leaves the full time stamp of LONG events in t0, the duration in t1 and the
-    communicator (or 0) in comm."""
+    in order). Leaves the full time stamp of LONG events in t0, the duration in t1, the
+    communicator (or 0) in comm, and 0 in the fields of width 3 (the events before give them)."""
     fl = fix["flags"].astype(np.int64)
     width = {bit: ((fl & bit) != 0).astype(np.int64) for bit in (COMM, DST, SRC, STAG, RTAG)}
     long_w = 4 * ((fl & LONG) != 0)
-    sent_w, recv_w, req_w = (fl >> SENT) & 3, (fl >> RECV) & 3, (fl >> REQ) & 3
+    sent_c, recv_c, req_c = (fl >> SENT) & 3, (fl >> RECV) & 3, (fl >> REQ) & 3
+    if version < 3 and ((sent_c == 3) | (recv_c == 3) | (req_c == 3)).any():
+        raise ValueError("a field of width 3 in a block of an earlier version")
+    sent_w, recv_w, req_w = (np.where(c == 3, 0, c) for c in (sent_c, recv_c, req_c))
     site_w = ((fl & SITE) != 0).astype(np.int64)
     size = long_w + sum(width.values()) + sent_w + recv_w + req_w + site_w
     m = len(words)
-    if int(size.sum()) != m or (sent_w == 3).any() or (recv_w == 3).any() or (req_w == 3).any():
+    if int(size.sum()) != m:
         raise ValueError("the sizes of a block's fields do not add up")
     w = np.append(words[::-1], np.uint32(0)).astype(np.uint64)  # w[m] = 0 is read for absent fields
     pos = np.cumsum(size) - size
