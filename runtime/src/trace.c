@@ -9,13 +9,15 @@
  * reader from its header and skipped.
  *
  * An event is a fixed part of 12 bytes and 0 to 15 words of fields: only what differs from the
- * obvious is written (20 to 28 bytes for a point-to-point call instead of the 64 of all fields; 32
- * for a nonblocking one the MPI completed within it, written with its completion: a call_done), so
- * the writer thread, the disk and the reader have a third of the bytes to move. Within a buffer the
+ * obvious is written, and not what the events before give (a byte count equal to the last one
+ * written, the next operation number, the previous call's site): 16 to 20 bytes for a
+ * point-to-point call in a loop instead of the 64 of all fields; a nonblocking one the MPI
+ * completed within it is written with its completion (a call_done). The writer thread, the disk
+ * and the reader have a quarter of the bytes to move. Within a buffer the
  * fixed parts grow from the start and the words downwards from the end, so a block of events is two
- * contiguous pieces, and its words read backwards are the events' fields in order. The previous
- * event (for dt and COMM) is the previous one in the same filling of the same buffer: every filling
- * decodes alone.
+ * contiguous pieces, and its words read backwards are the events' fields in order. The events
+ * before (for dt, COMM and the repeats) are those of the same filling of the same buffer: every
+ * filling decodes alone.
  *
  * The file (its blocks, the event's fixed part, the flags saying which words follow) is laid out
  * in runtime/spec/rundir.yaml, file `trace` (docs/run-directory.md); the structures and constants
