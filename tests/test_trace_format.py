@@ -19,16 +19,22 @@ DATA = Path(__file__).parent / "data"
 
 
 # ------------------------------------------------------------------ a reference encoder
-def encode(ev: np.ndarray, thread: int, version: int = 3, sites: list[int] | None = None) -> tuple[bytes, bytes]:
+FIELDS = (("dst", reader.DST, -1), ("src", reader.SRC, -1), ("stag", reader.STAG, 0), ("rtag", reader.RTAG, 0),
+          ("site", reader.SITE, 0))
+
+
+def encode(ev: np.ndarray, thread: int, version: int = 3, sites: list[int] | None = None,
+           nfunc: int = 16) -> tuple[bytes, bytes]:
     """The fixed parts and the words of one buffer filling, written as the format says (the
     fields stored downwards from the end of the buffer). version 3 leaves out what the events
-    before give (a repeated byte count, the next operation number, the previous call's site);
+    before give (a repeated byte count, the next operation number, the peers, tags and site of
+    the previous call or completion of the same function, among the nfunc the head names);
     version 2 writes every field that is not its default. sites: each event's call site."""
     fixed, words = [], []
     last_t0, last_comm = 0, 0
     last_bytes = {"sent": 0, "recv": 0}
     last_req = {True: None, False: None}  # completions, other events
-    last_site = 0
+    last_of: dict[tuple[bool, int], dict[str, int]] = {}  # (completion, function): its fields
     for i, e in enumerate(ev):
         t0, dur = int(e["t0"]), int(e["t1"]) - int(e["t0"])
         flags, w = int(e["kind"]), []
@@ -44,11 +50,18 @@ def encode(ev: np.ndarray, thread: int, version: int = 3, sites: list[int] | Non
             flags |= reader.COMM
             w.append(int(e["comm"]))
             last_comm = int(e["comm"])
-        for name, bit, absent in (("dst", reader.DST, -1), ("src", reader.SRC, -1), ("stag", reader.STAG, 0),
-                                  ("rtag", reader.RTAG, 0)):
-            if int(e[name]) != absent:
+        done = int(e["kind"]) == reader.DONE
+        values = {name: int(e[name]) for name, _, _ in FIELDS[:4]} | {"site": sites[i] if sites else 0}
+        last = {name: absent for name, _, absent in FIELDS}
+        if version >= 3 and int(e["kind"]) in (reader.CALL, reader.CALL_DONE, reader.DONE) and int(e["fn"]) < nfunc:
+            last = last_of.setdefault((done, int(e["fn"])), last)
+        fields = []
+        for name, bit, _ in FIELDS:
+            if values[name] != last[name]:
                 flags |= bit
-                w.append(int(e[name]) & 0xFFFFFFFF)
+                fields.append(values[name] & 0xFFFFFFFF)
+                last[name] = values[name]
+        w += fields[:-1] if flags & reader.SITE else fields  # the site's word comes last
         for name, shift in (("sent", reader.SENT), ("recv", reader.RECV)):
             v = int(e[name]) & (2**64 - 1)
             if version >= 3 and v != 0 and v == last_bytes[name]:
@@ -59,7 +72,7 @@ def encode(ev: np.ndarray, thread: int, version: int = 3, sites: list[int] | Non
             w += [v & 0xFFFFFFFF, v >> 32][:width]
             if v:
                 last_bytes[name] = v
-        req, done = int(e["req"]), int(e["kind"]) == reader.DONE
+        req = int(e["req"])
         if req:
             own = (req >> 32) == (thread + 1) << 8
             if version >= 3 and last_req[done] is not None and req == last_req[done] + 1:
@@ -68,15 +81,8 @@ def encode(ev: np.ndarray, thread: int, version: int = 3, sites: list[int] | Non
                 flags |= (1 if own else 2) << reader.REQ
                 w += [req & 0xFFFFFFFF] if own else [req & 0xFFFFFFFF, req >> 32]
             last_req[done] = req
-        site = sites[i] if sites else 0
-        if version >= 3 and int(e["kind"]) in (reader.CALL, reader.CALL_DONE):
-            if site != last_site:
-                flags |= reader.SITE
-                w.append(site)
-                last_site = site
-        elif site:
-            flags |= reader.SITE
-            w.append(site)
+        if flags & reader.SITE:
+            w.append(fields[-1])
         fixed.append(struct.pack("<iIHH", fix_dt, fix_dur, int(e["fn"]), flags))
         words += w
     return b"".join(fixed), struct.pack(f"<{len(words)}I", *reversed(words))
@@ -183,8 +189,10 @@ def test_repeats_follow_the_events_before(tmp_path):
     """What an event leaves out because the events before give it: a byte count equal to the
     last one written (an event without bytes in between changes nothing), the next operation
     number of the calls and, apart, of the completions (completions in between change nothing),
-    the previous call's site (not a region's, and an explicit 0 after a known site). Across two
-    blocks of one filling, and again from nothing in the thread's next filling."""
+    the peers, tags and site of the previous call (completion) of the same function (other
+    functions' in between change nothing; an explicit 0 site after a known one); nothing for a
+    function the head does not name. Across two blocks of one filling, and again from nothing in
+    the thread's next filling."""
     own = 1 << 40
     rows = [  # (event, site)
         (dict(kind=1, fn=3, comm=5, src=1, rtag=7, req=own | 10), 4),
@@ -199,19 +207,24 @@ def test_repeats_follow_the_events_before(tmp_path):
         (dict(kind=1, fn=2, comm=5, dst=1, stag=7, sent=2**40, req=(2 << 40) | 14), 0),  # another thread's
         (dict(kind=1, fn=2, comm=5, dst=1, stag=7, sent=2**40, req=(2 << 40) | 15), 0),
         (dict(kind=2, fn=2, comm=5, dst=1, sent=2**40, req=(2 << 40) | 15), 0),
+        (dict(kind=1, fn=3, comm=5, src=2, rtag=7), 4),  # another source
+        (dict(kind=1, fn=2, comm=5, dst=2, stag=7, sent=8), 9),  # its own function's previous: dst 1
+        (dict(kind=1, fn=3, comm=5, src=2, rtag=7), 4),  # all as its function's previous call
+        (dict(kind=1, fn=9, comm=5, dst=1, stag=7), 4),  # a function the head does not name:
+        (dict(kind=1, fn=9, comm=5), 0),  # what is not written is the default
     ]
     ev = events([dict(t0=10**9 + 100 * i, t1=10**9 + 100 * i + (0 if r["kind"] == 2 else 30), **r)
                  for i, (r, _) in enumerate(rows)])
     sites = [st for _, st in rows]
-    fixed, words = encode(ev, 0, 3, sites)
+    fixed, words = encode(ev, 0, 3, sites, nfunc=7)
     full = encode(ev, 0, 2, sites)[1]
     assert len(words) < len(full), "nothing was left out"
     nxt = ev[:3].copy()
     nxt["t0"] += 10**6
     nxt["t1"] += 10**6
-    f2, w2 = encode(nxt, 0, 3, sites[:3])
-    # filling 0 in two blocks, events 0-5 (mid-chain of repeats) and 6-11; filling 1 in one
-    later = words[:len(words) - len(encode(ev[:6], 0, 3, sites[:6])[1])]
+    f2, w2 = encode(nxt, 0, 3, sites[:3], nfunc=7)
+    # filling 0 in two blocks, events 0-5 (mid-chain of repeats) and 6-16; filling 1 in one
+    later = words[:len(words) - len(encode(ev[:6], 0, 3, sites[:6], nfunc=7)[1])]
     head = {"rank": 0, "nranks": 1, "tick0": 0, "ns0": 0, "functions": [f"f{i}" for i in range(7)]}
     f = tmp_path / "rank-000000.bin"
     f.write_bytes(json_block(b"MLTH0001", head) + block(0, 0, 6, fixed[6 * 12:], later, 1)
@@ -242,6 +255,43 @@ def test_a_repeat_with_nothing_before_it_is_damage(tmp_path):
     f.write_bytes(json_block(b"MLTH0001", head) + block(0, 0, 0, fixed, words, 0, version=2))
     with pytest.raises(reader.RunDirectoryError, match="damaged events.*width 3"):
         reader.read_rank(f)
+
+
+def test_a_loop_writes_only_what_changes(mpi, tmp_path):
+    """ring sends and receives N messages of one size to and from its two neighbours from one
+    call site each, with tag i: after the first of each, an MPI_Send event is its fixed part and
+    the tag's word (flags read from the file, not through the reader), an MPI_Recv's the same
+    with the receive tag; the reader gives every field back."""
+    n = 30
+    job = run_example(mpi, "ring", 2, tmp_path, [str(n), "100"], settings=TRACE)
+    raw = (job.rundir / "trace" / "rank-000000.bin").read_bytes()
+    head = json.loads(raw[8:raw.index(b"MLTE0001")])
+    flags = {}
+    pos = 0
+    blocks = []
+    while (pos := raw.find(b"MLTB0003", pos)) >= 0:
+        _, count, _, _, _, filling, first, words, _ = struct.unpack_from("<IIQQQIIII", raw, pos + 8)
+        fx = [struct.unpack_from("<iIHH", raw, pos + 56 + 12 * i) for i in range(count)]
+        blocks.append((filling, first, fx))
+        pos += 56 + 12 * count + 4 * words
+    assert [b[0] for b in blocks] == [0] * len(blocks), "a short run fills one buffer"
+    events = [f for _, _, fx in sorted(blocks) for f in fx]
+    for name in ("MPI_Send", "MPI_Recv"):
+        flags[name] = [fl for _, _, fn, fl in events if fn == head["functions"].index(name)]
+        assert len(flags[name]) == n
+    other = reader.LONG | reader.COMM | reader.DST | reader.SRC | reader.SITE | (3 << reader.REQ)
+    for i, fl in enumerate(flags["MPI_Send"][1:], 1):
+        assert fl & (other | reader.RTAG | (3 << reader.RECV)) == 0 and fl & reader.STAG, (i, hex(fl))
+        assert (fl >> reader.SENT) & 3 == 3, (i, hex(fl))  # the same 100 bytes
+    for i, fl in enumerate(flags["MPI_Recv"][1:], 1):
+        assert fl & (other | reader.STAG | (3 << reader.SENT)) == 0 and fl & reader.RTAG, (i, hex(fl))
+        assert (fl >> reader.RECV) & 3 == 3, (i, hex(fl))
+    rt = reader.read_rank(job.rundir / "trace" / "rank-000000.bin")
+    for name, peer, tag, size in (("MPI_Send", "dst", "stag", "sent"), ("MPI_Recv", "src", "rtag", "recv")):
+        ev = rt.events[(rt.events["fn"] == head["functions"].index(name)) & (rt.events["kind"] == reader.CALL)]
+        assert ev[peer].tolist() == [1] * n and ev[tag].tolist() == list(range(n)) and ev[size].tolist() == [100] * n
+    sites = rt.site[(rt.events["kind"] == reader.CALL) & (rt.events["fn"] == head["functions"].index("MPI_Send"))]
+    assert len(set(sites.tolist())) == 1 and sites[0] > 0
 
 
 def test_damaged_sizes_are_one_clear_error(tmp_path):

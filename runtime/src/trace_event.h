@@ -13,6 +13,16 @@
 /* The event kinds (ML_TEV_*), the flags (ML_TF_*) and the fixed part of an event (ml_tfix_t) are
  * the run directory's, generated from runtime/spec/rundir.yaml into ml_rundir.h. */
 
+/* The fields of an event that a call or a completion repeats from the previous one of its
+ * function, as the encoder and the reader keep them for each function (runtime/spec/rundir.yaml,
+ * flags trace_event). */
+typedef struct ml_trace_fields {
+    int32_t dst, src, stag, rtag;
+    uint32_t site;
+} ml_trace_fields_t;
+/* ... before any: none, no tags, unknown site */
+#define ML_TRACE_FIELDS_NONE ((ml_trace_fields_t){.dst = -1, .src = -1, .stag = 0, .rtag = 0, .site = 0})
+
 typedef struct ml_tbuf {
     int state;
     uint32_t thread;
@@ -24,12 +34,13 @@ typedef struct ml_tbuf {
     uint32_t filling;           /* this thread's count of buffer fillings, to group the blocks */
     uint64_t last_t0;           /* the previous event of this filling (thread-private), or ML_TBUF_NO_T0 */
     uint32_t last_comm;
-    /* what the next event may repeat without a word (thread-private, cleared when a filling
-     * starts): the call site of the previous call, the last byte counts written, the operation
-     * number of the previous call [0] and completion [1] */
-    uint32_t last_site;
+    /* what the next event may repeat without a word (thread-private, reset when a filling
+     * starts): the last byte counts written, the operation number of the previous call [0] and
+     * completion [1], and per function the peers, tags and site of its previous call [0] and
+     * completion [1] */
     int64_t last_sent, last_recv;
     uint64_t last_req[2];
+    ml_trace_fields_t last_of[2][ML_NFUNC];
     /* the filling thread's own cursor (thread-private, set when a filling starts): where the next
      * event's fixed part goes, and the lowest word written so far; committed says the same in
      * counts for the readers */
@@ -97,10 +108,17 @@ ML_HOT void ml_trace_emit(ml_thread_t *t, const ml_tev_t *e)
         *--w = e->comm;
         b->last_comm = e->comm;
     }
-    if (e->dst != -1) { flags |= ML_TF_DST; *--w = (uint32_t)e->dst; }
-    if (e->src != -1) { flags |= ML_TF_SRC; *--w = (uint32_t)e->src; }
-    if (e->stag != 0) { flags |= ML_TF_STAG; *--w = (uint32_t)e->stag; }
-    if (e->rtag != 0) { flags |= ML_TF_RTAG; *--w = (uint32_t)e->rtag; }
+    /* a call or a completion: its peers, tags and site when they differ from the previous one's
+     * of its function (most loops repeat them); other events: when they are not the defaults */
+    const int done = e->kind == ML_TEV_DONE;
+    ml_trace_fields_t none = ML_TRACE_FIELDS_NONE;
+    ml_trace_fields_t *last = &none;
+    if ((e->kind == ML_TEV_CALL || e->kind == ML_TEV_CALL_DONE || done) && ML_LIKELY(e->fn < ML_NFUNC))
+        last = &b->last_of[done][e->fn];
+    if (e->dst != last->dst) { flags |= ML_TF_DST; *--w = (uint32_t)e->dst; last->dst = e->dst; }
+    if (e->src != last->src) { flags |= ML_TF_SRC; *--w = (uint32_t)e->src; last->src = e->src; }
+    if (e->stag != last->stag) { flags |= ML_TF_STAG; *--w = (uint32_t)e->stag; last->stag = e->stag; }
+    if (e->rtag != last->rtag) { flags |= ML_TF_RTAG; *--w = (uint32_t)e->rtag; last->rtag = e->rtag; }
     if (e->sent != 0) {
         if (e->sent == b->last_sent) { /* the same count again (most loops): no word */
             flags |= 3u << ML_TF_SENT;
@@ -131,7 +149,6 @@ ML_HOT void ml_trace_emit(ml_thread_t *t, const ml_tev_t *e)
     }
     if (e->req != 0) {
         /* calls and completions each number their operations in order: the next one has no word */
-        const int done = e->kind == ML_TEV_DONE;
         if (e->req == b->last_req[done] + 1) {
             flags |= 3u << ML_TF_REQ;
         } else {
@@ -145,15 +162,10 @@ ML_HOT void ml_trace_emit(ml_thread_t *t, const ml_tev_t *e)
         }
         b->last_req[done] = e->req;
     }
-    if (e->kind == ML_TEV_CALL || e->kind == ML_TEV_CALL_DONE) { /* a call: its site, when not the previous call's */
-        if (e->site != b->last_site) {
-            flags |= ML_TF_SITE;
-            *--w = e->site;
-            b->last_site = e->site;
-        }
-    } else if (e->site != 0) {
+    if (e->site != last->site) {
         flags |= ML_TF_SITE;
         *--w = e->site;
+        last->site = e->site;
     }
     f->fn = (uint16_t)e->fn;
     f->flags = (uint16_t)flags;

@@ -204,7 +204,7 @@ def read_rank(path: layout.RankFile) -> RankTrace:
         thread[i:i + count] = th
         i += count
     try:
-        _decode_compact(data, blocks, events[n_old:], thread[n_old:], site[n_old:])
+        _decode_compact(data, blocks, events[n_old:], thread[n_old:], site[n_old:], len(head.get("functions", [])))
     except ValueError as err:
         raise RunDirectoryError(f"{path.name}: damaged events ({err})") from err
     del data  # the map closes when the last view of it is gone
@@ -233,10 +233,12 @@ def _whole_fillings(blocks: list[_Block], name: str, problems: list[str]) -> lis
 
 
 def _decode_compact(data: memoryview, blocks: list[_Block], out: np.ndarray, thread: np.ndarray,
-                    site: np.ndarray | None = None) -> None:
+                    site: np.ndarray | None = None, nfunc: int = 0) -> None:
     """Decode compact events into EVENT records, block by block for the fields, then every filling
     at once for what follows from the events before (time stamps, communicator, repeated byte
-    counts, operation numbers and call sites)."""
+    counts, operation numbers, and the peers, tags and sites a function's calls and completions
+    repeat). nfunc: the functions the head names (calls and completions of the others repeat
+    nothing)."""
     n = len(out)
     flags = np.empty(n, dtype=np.uint16)
     dt = np.empty(n, dtype=np.int64)
@@ -282,19 +284,30 @@ def _decode_compact(data: memoryview, blocks: list[_Block], out: np.ndarray, thr
     done = out["kind"] == DONE
     for cls in (done, ~done):
         _repeat(out["req"], code, filling, cls & (code > 0), step=1)
-    # call sites: in a call without one, the previous call's (0 at the start of a filling)
-    calls = v3 & ((out["kind"] == CALL) | (out["kind"] == CALL_DONE))
-    _repeat(sites, np.where((flags & SITE) != 0, 1, 3), filling, calls, step=0, first_default=True)
+    # peers, tags and sites a call or a completion leaves out: those of the previous one of its
+    # function in the filling (the defaults before the first)
+    members = np.flatnonzero(v3 & ((out["kind"] == CALL) | (out["kind"] == CALL_DONE) | done) & (out["fn"] < nfunc))
+    if len(members):
+        key = (filling[members] * 2 + done[members]) * max(nfunc, 1) + out["fn"][members]
+        by_key = np.argsort(key, kind="stable")  # each function's events in their order
+        order, key = members[by_key], key[by_key]
+        k = np.arange(len(order))
+        first = np.ones(len(order), dtype=bool)
+        first[1:] = key[1:] != key[:-1]
+        for bit, values in ((DST, out["dst"]), (SRC, out["src"]), (STAG, out["stag"]), (RTAG, out["rtag"]),
+                            (SITE, sites)):
+            written = (flags[order] & bit) != 0
+            src = np.maximum.accumulate(np.where(written | first, k, 0))
+            v = values[order]  # the default where not written
+            values[order] = v[src]
     if site is not None:
         site[:] = sites
 
 
-def _repeat(values: np.ndarray, code: np.ndarray, filling: np.ndarray, members: np.ndarray, step: int,
-            first_default: bool = False) -> None:
+def _repeat(values: np.ndarray, code: np.ndarray, filling: np.ndarray, members: np.ndarray, step: int) -> None:
     """Fill in, in place, the values of the members whose code is 3 (no word): the value of the
     member before them in the same filling, plus step. A member of code 3 with no written member
-    (code 1 or 2) before it in its filling is an error, unless first_default: then it keeps the
-    value decoded, 0."""
+    (code 1 or 2) before it in its filling is an error."""
     sel = np.flatnonzero(members)
     rep = code[sel] == 3
     if not rep.any():
@@ -304,7 +317,7 @@ def _repeat(values: np.ndarray, code: np.ndarray, filling: np.ndarray, members: 
     first[1:] = filling[sel][1:] != filling[sel][:-1]
     written = ~rep
     src = np.maximum.accumulate(np.where(written | first, k, 0))
-    if not first_default and (rep & ~written[src]).any():
+    if (rep & ~written[src]).any():
         raise ValueError("a field repeats the one before it, and there is none in its buffer filling")
     v = values[sel]
     values[sel] = v[src] + (k - src).astype(values.dtype) * values.dtype.type(step)
