@@ -294,12 +294,14 @@ def _decode_compact(data: memoryview, blocks: list[_Block], out: np.ndarray, thr
         k = np.arange(len(order))
         first = np.ones(len(order), dtype=bool)
         first[1:] = key[1:] != key[:-1]
+        fl_order = flags[order]
         for bit, values in ((DST, out["dst"]), (SRC, out["src"]), (STAG, out["stag"]), (RTAG, out["rtag"]),
                             (SITE, sites)):
-            written = (flags[order] & bit) != 0
-            src = np.maximum.accumulate(np.where(written | first, k, 0))
-            v = values[order]  # the default where not written
-            values[order] = v[src]
+            known = ((fl_order & bit) != 0) | first  # written, or the default before the first
+            if known.all():
+                continue
+            src = np.maximum.accumulate(np.where(known, k, 0))
+            values[order[~known]] = values[order[src[~known]]]
     if site is not None:
         site[:] = sites
 
