@@ -14,11 +14,10 @@
  * or completion): 12 to 16 bytes for a point-to-point call in a loop instead of the 64 of all
  * fields; a nonblocking one the MPI completed within it is written with its completion (a
  * call_done). The writer thread, the disk and the reader have a fifth of the bytes to move.
- * Within a buffer the
- * fixed parts grow from the start and the words downwards from the end, so a block of events is two
- * contiguous pieces, and its words read backwards are the events' fields in order. The events
- * before (for dt, COMM and the repeats) are those of the same filling of the same buffer: every
- * filling decodes alone.
+ * Within a buffer the fixed parts grow from the start and the words downwards from the end, so a
+ * block of events is two contiguous pieces, and its words read backwards are the events' fields
+ * in order. The events before (for dt, COMM and the repeats) are those of the same filling of
+ * the same buffer: every filling decodes alone.
  *
  * The file (its blocks, the event's fixed part, the flags saying which words follow) is laid out
  * in runtime/spec/rundir.yaml, file `trace` (docs/run-directory.md); the structures and constants

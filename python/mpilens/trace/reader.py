@@ -43,7 +43,7 @@ class _Block:
     """A block of compact events: where its parts are in the file."""
 
     thread: int
-    version: int  # 3: this runtime's events; 2: no width 3, SITE absent meaning unknown
+    version: int  # 3: this runtime's events; 2: nothing repeated but the communicator
     filling: int
     first: int
     count: int
@@ -233,7 +233,7 @@ def _whole_fillings(blocks: list[_Block], name: str, problems: list[str]) -> lis
 
 
 def _decode_compact(data: memoryview, blocks: list[_Block], out: np.ndarray, thread: np.ndarray,
-                    site: np.ndarray | None = None, nfunc: int = 0) -> None:
+                    site: np.ndarray | None, nfunc: int) -> None:
     """Decode compact events into EVENT records, block by block for the fields, then every filling
     at once for what follows from the events before (time stamps, communicator, repeated byte
     counts, operation numbers, and the peers, tags and sites a function's calls and completions
@@ -325,7 +325,7 @@ def _repeat(values: np.ndarray, code: np.ndarray, filling: np.ndarray, members: 
     values[sel] = v[src] + (k - src).astype(values.dtype) * values.dtype.type(step)
 
 
-def _decode_block(fix: np.ndarray, words: np.ndarray, thread: int, ev: np.ndarray, version: int = 3) -> np.ndarray:
+def _decode_block(fix: np.ndarray, words: np.ndarray, thread: int, ev: np.ndarray, version: int) -> np.ndarray:
     """The fields of one block's events (the block's words read backwards are the events' fields
     in order). Leaves the full time stamp of LONG events in t0, the duration in t1, the
     communicator (or 0) in comm, and 0 in the fields of width 3 (the events before give them)."""
