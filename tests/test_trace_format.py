@@ -21,18 +21,18 @@ DATA = Path(__file__).parent / "data"
 # ------------------------------------------------------------------ a reference encoder
 FIELDS = (("dst", reader.DST, -1), ("src", reader.SRC, -1), ("stag", reader.STAG, 0), ("rtag", reader.RTAG, 0),
           ("site", reader.SITE, 0))
+BYTES = (("sent", reader.SENT), ("recv", reader.RECV))
 
 
 def encode(ev: np.ndarray, thread: int, version: int = 3, sites: list[int] | None = None,
            nfunc: int = 16) -> tuple[bytes, bytes]:
     """The fixed parts and the words of one buffer filling, written as the format says (the
     fields stored downwards from the end of the buffer). version 3 leaves out what the events
-    before give (a repeated byte count, the next operation number, the peers, tags and site of
-    the previous call or completion of the same function, among the nfunc the head names);
+    before give (the next operation number; the peers, tags, byte counts and site of the previous
+    call or completion of the same function, among the nfunc the head names);
     version 2 writes every field that is not its default. sites: each event's call site."""
     fixed, words = [], []
     last_t0, last_comm = 0, 0
-    last_bytes = {"sent": 0, "recv": 0}
     last_req = {True: None, False: None}  # completions, other events
     last_of: dict[tuple[bool, int], dict[str, int]] = {}  # (completion, function): its fields
     for i, e in enumerate(ev):
@@ -52,7 +52,7 @@ def encode(ev: np.ndarray, thread: int, version: int = 3, sites: list[int] | Non
             last_comm = int(e["comm"])
         done = int(e["kind"]) == reader.DONE
         values = {name: int(e[name]) for name, _, _ in FIELDS[:4]} | {"site": sites[i] if sites else 0}
-        last = {name: absent for name, _, absent in FIELDS}
+        last = {name: absent for name, _, absent in FIELDS} | {name: 0 for name, _ in BYTES}
         if version >= 3 and int(e["kind"]) in (reader.CALL, reader.CALL_DONE, reader.DONE) and int(e["fn"]) < nfunc:
             last = last_of.setdefault((done, int(e["fn"])), last)
         fields = []
@@ -62,16 +62,15 @@ def encode(ev: np.ndarray, thread: int, version: int = 3, sites: list[int] | Non
                 fields.append(values[name] & 0xFFFFFFFF)
                 last[name] = values[name]
         w += fields[:-1] if flags & reader.SITE else fields  # the site's word comes last
-        for name, shift in (("sent", reader.SENT), ("recv", reader.RECV)):
+        for name, shift in BYTES:
             v = int(e[name]) & (2**64 - 1)
-            if version >= 3 and v != 0 and v == last_bytes[name]:
+            if version >= 3 and v != 0 and v == last[name]:
                 flags |= 3 << shift
                 continue
             width = 0 if v == 0 else 1 if v < 2**32 else 2
             flags |= width << shift
             w += [v & 0xFFFFFFFF, v >> 32][:width]
-            if v:
-                last_bytes[name] = v
+            last[name] = v
         req = int(e["req"])
         if req:
             own = (req >> 32) == (thread + 1) << 8
@@ -186,10 +185,9 @@ def test_call_done_reads_as_the_call_and_its_completion(tmp_path):
 
 
 def test_repeats_follow_the_events_before(tmp_path):
-    """What an event leaves out because the events before give it: a byte count equal to the
-    last one written (an event without bytes in between changes nothing), the next operation
-    number of the calls and, apart, of the completions (completions in between change nothing),
-    the peers, tags and site of the previous call (completion) of the same function (other
+    """What an event leaves out because the events before give it: the next operation number of
+    the calls and, apart, of the completions (completions in between change nothing); the peers,
+    tags, byte counts and site of the previous call (completion) of the same function (other
     functions' in between change nothing; an explicit 0 site after a known one); nothing for a
     function the head does not name. Across two blocks of one filling, and again from nothing in
     the thread's next filling."""
@@ -210,8 +208,11 @@ def test_repeats_follow_the_events_before(tmp_path):
         (dict(kind=1, fn=3, comm=5, src=2, rtag=7), 4),  # another source
         (dict(kind=1, fn=2, comm=5, dst=2, stag=7, sent=8), 9),  # its own function's previous: dst 1
         (dict(kind=1, fn=3, comm=5, src=2, rtag=7), 4),  # all as its function's previous call
-        (dict(kind=1, fn=9, comm=5, dst=1, stag=7), 4),  # a function the head does not name:
-        (dict(kind=1, fn=9, comm=5), 0),  # what is not written is the default
+        (dict(kind=1, fn=4, comm=5, dst=1, sent=100), 6),  # two functions' sizes alternate:
+        (dict(kind=1, fn=2, comm=5, dst=2, stag=7, sent=8), 9),  # each repeats its own
+        (dict(kind=1, fn=4, comm=5, dst=1, sent=100), 6),
+        (dict(kind=1, fn=9, comm=5, dst=1, stag=7, sent=8), 4),  # a function the head does not name:
+        (dict(kind=1, fn=9, comm=5, sent=8), 0),  # every field written, the defaults left out
     ]
     ev = events([dict(t0=10**9 + 100 * i, t1=10**9 + 100 * i + (0 if r["kind"] == 2 else 30), **r)
                  for i, (r, _) in enumerate(rows)])

@@ -9,11 +9,11 @@
  * reader from its header and skipped.
  *
  * An event is a fixed part of 12 bytes and 0 to 15 words of fields: only what differs from the
- * obvious is written, and not what the events before give (a byte count equal to the last one
- * written, the next operation number, the peers, tags and site of the function's previous call
- * or completion): 12 to 16 bytes for a point-to-point call in a loop instead of the 64 of all
- * fields; a nonblocking one the MPI completed within it is written with its completion (a
- * call_done). The writer thread, the disk and the reader have a fifth of the bytes to move.
+ * obvious is written, and not what the events before give (the next operation number; the
+ * peers, tags, bytes and site of the function's previous call or completion): 12 to 16 bytes
+ * for a point-to-point call in a loop instead of the 64 of all fields; a nonblocking one the MPI
+ * completed within it is written with its completion (a call_done). The writer thread, the disk
+ * and the reader have a fifth of the bytes to move.
  * Within a buffer the fixed parts grow from the start and the words downwards from the end, so a
  * block of events is two contiguous pieces, and its words read backwards are the events' fields
  * in order. The events before (for dt, COMM and the repeats) are those of the same filling of
@@ -192,7 +192,6 @@ ml_tbuf_t *ml_trace_swap(ml_thread_t *t)
                 b->filling = t->trace.fillings++;
                 b->last_t0 = ML_TBUF_NO_T0;
                 b->last_comm = 0;
-                b->last_sent = b->last_recv = 0;
                 for (int k = 0; k < 2; k++)
                     for (int fn = 0; fn < ML_NFUNC; fn++) b->last_of[k][fn] = ML_TRACE_FIELDS_NONE;
                 b->last_req[0] = b->last_req[1] = UINT64_MAX; /* no number is one more */

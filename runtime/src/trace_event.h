@@ -19,9 +19,11 @@
 typedef struct ml_trace_fields {
     int32_t dst, src, stag, rtag;
     uint32_t site;
+    int64_t sent, recv;
 } ml_trace_fields_t;
-/* ... before any: none, no tags, unknown site */
-#define ML_TRACE_FIELDS_NONE ((ml_trace_fields_t){.dst = -1, .src = -1, .stag = 0, .rtag = 0, .site = 0})
+/* ... before any: none, no tags, unknown site, no bytes */
+#define ML_TRACE_FIELDS_NONE \
+    ((ml_trace_fields_t){.dst = -1, .src = -1, .stag = 0, .rtag = 0, .site = 0, .sent = 0, .recv = 0})
 
 typedef struct ml_tbuf {
     int state;
@@ -35,10 +37,8 @@ typedef struct ml_tbuf {
     uint64_t last_t0;           /* the previous event of this filling (thread-private), or ML_TBUF_NO_T0 */
     uint32_t last_comm;
     /* what the next event may repeat without a word (thread-private, reset when a filling
-     * starts): the last byte counts written, the operation number of the previous call [0] and
-     * completion [1], and per function the peers, tags and site of its previous call [0] and
-     * completion [1] */
-    int64_t last_sent, last_recv;
+     * starts): the operation number of the previous call [0] and completion [1], and per function
+     * the fields of its previous call [0] and completion [1] */
     uint64_t last_req[2];
     ml_trace_fields_t last_of[2][ML_NFUNC];
     /* the filling thread's own cursor (thread-private, set when a filling starts): where the next
@@ -108,8 +108,9 @@ ML_HOT void ml_trace_emit(ml_thread_t *t, const ml_tev_t *e)
         *--w = e->comm;
         b->last_comm = e->comm;
     }
-    /* a call or a completion: its peers, tags and site when they differ from the previous one's
-     * of its function (most loops repeat them); other events: when they are not the defaults */
+    /* a call or a completion: its peers, tags, bytes and site when they differ from the previous
+     * one's of its function (most loops repeat them); other events: when they are not the
+     * defaults */
     const int done = e->kind == ML_TEV_DONE;
     ml_trace_fields_t none = ML_TRACE_FIELDS_NONE;
     ml_trace_fields_t *last = &none;
@@ -119,11 +120,9 @@ ML_HOT void ml_trace_emit(ml_thread_t *t, const ml_tev_t *e)
     if (e->src != last->src) { flags |= ML_TF_SRC; *--w = (uint32_t)e->src; last->src = e->src; }
     if (e->stag != last->stag) { flags |= ML_TF_STAG; *--w = (uint32_t)e->stag; last->stag = e->stag; }
     if (e->rtag != last->rtag) { flags |= ML_TF_RTAG; *--w = (uint32_t)e->rtag; last->rtag = e->rtag; }
-    if (e->sent != 0) {
-        if (e->sent == b->last_sent) { /* the same count again (most loops): no word */
-            flags |= 3u << ML_TF_SENT;
-        } else {
-            b->last_sent = e->sent;
+    if (e->sent != last->sent) {
+        last->sent = e->sent;
+        if (e->sent != 0) {
             *--w = (uint32_t)e->sent;
             if ((uint64_t)e->sent <= UINT32_MAX) {
                 flags |= 1u << ML_TF_SENT;
@@ -132,12 +131,12 @@ ML_HOT void ml_trace_emit(ml_thread_t *t, const ml_tev_t *e)
                 *--w = (uint32_t)((uint64_t)e->sent >> 32);
             }
         }
+    } else if (e->sent != 0) {
+        flags |= 3u << ML_TF_SENT; /* the same count again: no word */
     }
-    if (e->recv != 0) {
-        if (e->recv == b->last_recv) {
-            flags |= 3u << ML_TF_RECV;
-        } else {
-            b->last_recv = e->recv;
+    if (e->recv != last->recv) {
+        last->recv = e->recv;
+        if (e->recv != 0) {
             *--w = (uint32_t)e->recv;
             if ((uint64_t)e->recv <= UINT32_MAX) {
                 flags |= 1u << ML_TF_RECV;
@@ -146,6 +145,8 @@ ML_HOT void ml_trace_emit(ml_thread_t *t, const ml_tev_t *e)
                 *--w = (uint32_t)((uint64_t)e->recv >> 32);
             }
         }
+    } else if (e->recv != 0) {
+        flags |= 3u << ML_TF_RECV;
     }
     if (e->req != 0) {
         /* calls and completions each number their operations in order: the next one has no word */

@@ -233,24 +233,23 @@ def _whole_fillings(blocks: list[_Block], name: str, problems: list[str]) -> lis
 
 
 def _decode_compact(data: memoryview, blocks: list[_Block], out: np.ndarray, thread: np.ndarray,
-                    site: np.ndarray | None, nfunc: int) -> None:
-    """Decode compact events into EVENT records, block by block for the fields, then every filling
-    at once for what follows from the events before (time stamps, communicator, repeated byte
-    counts, operation numbers, and the peers, tags and sites a function's calls and completions
-    repeat). nfunc: the functions the head names (calls and completions of the others repeat
-    nothing)."""
+                    site: np.ndarray, nfunc: int) -> None:
+    """Decode compact events into EVENT records (and their call sites into site), block by block
+    for the fields, then every filling at once for what follows from the events before (time
+    stamps, communicator, operation numbers, and the peers, tags, bytes and sites a function's
+    calls and completions repeat). nfunc: the functions the head names (calls and completions of
+    the others repeat nothing)."""
     n = len(out)
     flags = np.empty(n, dtype=np.uint16)
     dt = np.empty(n, dtype=np.int64)
     starts = np.zeros(n, dtype=bool)  # first event of a filling
     v3 = np.zeros(n, dtype=bool)
-    sites = np.zeros(n, dtype=np.uint32)
     i = 0
     for b in blocks:
         fix = np.frombuffer(data, dtype=FIXED, count=b.count, offset=b.fixed_at)
         words = np.frombuffer(data, dtype="<u4", count=b.words, offset=b.words_at)
         ev = out[i:i + b.count]
-        sites[i:i + b.count] = _decode_block(fix, words, b.thread, ev, b.version)
+        site[i:i + b.count] = _decode_block(fix, words, b.thread, ev, b.version)
         flags[i:i + b.count] = fix["flags"]
         dt[i:i + b.count] = fix["dt"]
         thread[i:i + b.count] = b.thread
@@ -275,40 +274,44 @@ def _decode_compact(data: memoryview, blocks: list[_Block], out: np.ndarray, thr
     out["comm"] = out["comm"][np.maximum.accumulate(np.where(has_comm, at, 0))]
     filling = np.cumsum(starts) - 1
     fl = flags.astype(np.int64)
-    # byte counts of width 3: the last one written with words in the filling
-    for name, shift in (("sent", SENT), ("recv", RECV)):
-        code = (fl >> shift) & 3
-        _repeat(out[name], code, filling, code > 0, step=0)
     # operation numbers of width 3: one more than the previous one of the same class
     code = (fl >> REQ) & 3
     done = out["kind"] == DONE
     for cls in (done, ~done):
-        _repeat(out["req"], code, filling, cls & (code > 0), step=1)
-    # peers, tags and sites a call or a completion leaves out: those of the previous one of its
-    # function in the filling (the defaults before the first)
-    members = np.flatnonzero(v3 & ((out["kind"] == CALL) | (out["kind"] == CALL_DONE) | done) & (out["fn"] < nfunc))
-    if len(members):
-        key = (filling[members] * 2 + done[members]) * max(nfunc, 1) + out["fn"][members]
-        by_key = np.argsort(key, kind="stable")  # each function's events in their order
-        order, key = members[by_key], key[by_key]
-        k = np.arange(len(order))
-        first = np.ones(len(order), dtype=bool)
-        first[1:] = key[1:] != key[:-1]
-        fl_order = flags[order]
-        for bit, values in ((DST, out["dst"]), (SRC, out["src"]), (STAG, out["stag"]), (RTAG, out["rtag"]),
-                            (SITE, sites)):
-            known = ((fl_order & bit) != 0) | first  # written, or the default before the first
-            if known.all():
-                continue
-            src = np.maximum.accumulate(np.where(known, k, 0))
-            values[order[~known]] = values[order[src[~known]]]
-    if site is not None:
-        site[:] = sites
+        _next_numbers(out["req"], code, filling, cls & (code > 0))
+    # peers, tags, bytes and sites a call or a completion leaves out: those of the previous one of
+    # its function in the filling (the defaults before the first)
+    member = v3 & ((out["kind"] == CALL) | (out["kind"] == CALL_DONE) | done) & (out["fn"] < nfunc)
+    repeated = {name: ((fl >> shift) & 3) == 3 for name, shift in (("sent", SENT), ("recv", RECV))}
+    if any((r & ~member).any() for r in repeated.values()):
+        raise ValueError("a byte count repeats in an event that is no call or completion")
+    members = np.flatnonzero(member)
+    if len(members) == 0:
+        return
+    key = (filling[members] * 2 + done[members]) * max(nfunc, 1) + out["fn"][members]
+    by_key = np.argsort(key, kind="stable")  # each function's events in their order
+    order, key = members[by_key], key[by_key]
+    k = np.arange(len(order))
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = key[1:] != key[:-1]
+    fl_order = flags[order]
+    known = {name: ((fl_order & bit) != 0) | first  # written, or the default before the first
+             for name, bit in (("dst", DST), ("src", SRC), ("stag", STAG), ("rtag", RTAG), ("site", SITE))}
+    for name, r in repeated.items():
+        known[name] = ~r[order]
+        if (first & ~known[name]).any():
+            raise ValueError("a byte count repeats the one before it, and there is none in its buffer filling")
+    for name, kn in known.items():
+        if kn.all():
+            continue
+        values = site if name == "site" else out[name]
+        src = np.maximum.accumulate(np.where(kn, k, 0))
+        values[order[~kn]] = values[order[src[~kn]]]
 
 
-def _repeat(values: np.ndarray, code: np.ndarray, filling: np.ndarray, members: np.ndarray, step: int) -> None:
-    """Fill in, in place, the values of the members whose code is 3 (no word): the value of the
-    member before them in the same filling, plus step. A member of code 3 with no written member
+def _next_numbers(req: np.ndarray, code: np.ndarray, filling: np.ndarray, members: np.ndarray) -> None:
+    """Fill in, in place, the operation numbers of the members whose code is 3 (no word): one more
+    than the member's before them in the same filling. One of code 3 with no written member
     (code 1 or 2) before it in its filling is an error."""
     sel = np.flatnonzero(members)
     rep = code[sel] == 3
@@ -320,9 +323,9 @@ def _repeat(values: np.ndarray, code: np.ndarray, filling: np.ndarray, members: 
     written = ~rep
     src = np.maximum.accumulate(np.where(written | first, k, 0))
     if (rep & ~written[src]).any():
-        raise ValueError("a field repeats the one before it, and there is none in its buffer filling")
-    v = values[sel]
-    values[sel] = v[src] + (k - src).astype(values.dtype) * values.dtype.type(step)
+        raise ValueError("an operation number follows the one before it, and there is none in its buffer filling")
+    v = req[sel]
+    req[sel] = v[src] + (k - src).astype(np.uint64)
 
 
 def _decode_block(fix: np.ndarray, words: np.ndarray, thread: int, ev: np.ndarray, version: int) -> np.ndarray:
