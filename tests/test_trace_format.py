@@ -70,7 +70,8 @@ def encode(ev: np.ndarray, thread: int, version: int = 3, sites: list[int] | Non
             width = 0 if v == 0 else 1 if v < 2**32 else 2
             flags |= width << shift
             w += [v & 0xFFFFFFFF, v >> 32][:width]
-            last[name] = v
+            if v:  # the function's last nonzero count
+                last[name] = v
         req = int(e["req"])
         if req:
             own = (req >> 32) == (thread + 1) << 8
@@ -187,10 +188,10 @@ def test_call_done_reads_as_the_call_and_its_completion(tmp_path):
 def test_repeats_follow_the_events_before(tmp_path):
     """What an event leaves out because the events before give it: the next operation number of
     the calls and, apart, of the completions (completions in between change nothing); the peers,
-    tags, byte counts and site of the previous call (completion) of the same function (other
-    functions' in between change nothing; an explicit 0 site after a known one); nothing for a
-    function the head does not name. Across two blocks of one filling, and again from nothing in
-    the thread's next filling."""
+    tags and site of the previous call (completion) of the same function, and its last nonzero
+    byte count (other functions' in between change nothing; an explicit 0 site after a known one,
+    a count after a call of no bytes); nothing for a function the head does not name. Across two
+    blocks of one filling, and again from nothing in the thread's next filling."""
     own = 1 << 40
     rows = [  # (event, site)
         (dict(kind=1, fn=3, comm=5, src=1, rtag=7, req=own | 10), 4),
@@ -210,6 +211,7 @@ def test_repeats_follow_the_events_before(tmp_path):
         (dict(kind=1, fn=3, comm=5, src=2, rtag=7), 4),  # all as its function's previous call
         (dict(kind=1, fn=4, comm=5, dst=1, sent=100), 6),  # two functions' sizes alternate:
         (dict(kind=1, fn=2, comm=5, dst=2, stag=7, sent=8), 9),  # each repeats its own
+        (dict(kind=1, fn=4, comm=5, dst=1), 6),  # no bytes: the next count repeats the 100
         (dict(kind=1, fn=4, comm=5, dst=1, sent=100), 6),
         (dict(kind=1, fn=9, comm=5, dst=1, stag=7, sent=8), 4),  # a function the head does not name:
         (dict(kind=1, fn=9, comm=5, sent=8), 0),  # every field written, the defaults left out

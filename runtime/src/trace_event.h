@@ -120,9 +120,13 @@ ML_HOT void ml_trace_emit(ml_thread_t *t, const ml_tev_t *e)
     if (e->src != last->src) { flags |= ML_TF_SRC; *--w = (uint32_t)e->src; last->src = e->src; }
     if (e->stag != last->stag) { flags |= ML_TF_STAG; *--w = (uint32_t)e->stag; last->stag = e->stag; }
     if (e->rtag != last->rtag) { flags |= ML_TF_RTAG; *--w = (uint32_t)e->rtag; last->rtag = e->rtag; }
-    if (e->sent != last->sent) {
-        last->sent = e->sent;
-        if (e->sent != 0) {
+    /* a byte count: as the function's last nonzero one, no word (a zero is no count: it writes
+     * nothing and changes nothing, so a constant 0, a send's receive count, costs no test) */
+    if (e->sent != 0) {
+        if (e->sent == last->sent) {
+            flags |= 3u << ML_TF_SENT;
+        } else {
+            last->sent = e->sent;
             *--w = (uint32_t)e->sent;
             if ((uint64_t)e->sent <= UINT32_MAX) {
                 flags |= 1u << ML_TF_SENT;
@@ -131,12 +135,12 @@ ML_HOT void ml_trace_emit(ml_thread_t *t, const ml_tev_t *e)
                 *--w = (uint32_t)((uint64_t)e->sent >> 32);
             }
         }
-    } else if (e->sent != 0) {
-        flags |= 3u << ML_TF_SENT; /* the same count again: no word */
     }
-    if (e->recv != last->recv) {
-        last->recv = e->recv;
-        if (e->recv != 0) {
+    if (e->recv != 0) {
+        if (e->recv == last->recv) {
+            flags |= 3u << ML_TF_RECV;
+        } else {
+            last->recv = e->recv;
             *--w = (uint32_t)e->recv;
             if ((uint64_t)e->recv <= UINT32_MAX) {
                 flags |= 1u << ML_TF_RECV;
@@ -145,8 +149,6 @@ ML_HOT void ml_trace_emit(ml_thread_t *t, const ml_tev_t *e)
                 *--w = (uint32_t)((uint64_t)e->recv >> 32);
             }
         }
-    } else if (e->recv != 0) {
-        flags |= 3u << ML_TF_RECV;
     }
     if (e->req != 0) {
         /* calls and completions each number their operations in order: the next one has no word */

@@ -282,8 +282,8 @@ def _decode_compact(data: memoryview, blocks: list[_Block], out: np.ndarray, thr
     # peers, tags, bytes and sites a call or a completion leaves out: those of the previous one of
     # its function in the filling (the defaults before the first)
     member = v3 & ((out["kind"] == CALL) | (out["kind"] == CALL_DONE) | done) & (out["fn"] < nfunc)
-    repeated = {name: ((fl >> shift) & 3) == 3 for name, shift in (("sent", SENT), ("recv", RECV))}
-    if any((r & ~member).any() for r in repeated.values()):
+    width = {name: (fl >> shift) & 3 for name, shift in (("sent", SENT), ("recv", RECV))}
+    if any(((c == 3) & ~member).any() for c in width.values()):
         raise ValueError("a byte count repeats in an event that is no call or completion")
     members = np.flatnonzero(member)
     if len(members) == 0:
@@ -297,10 +297,16 @@ def _decode_compact(data: memoryview, blocks: list[_Block], out: np.ndarray, thr
     fl_order = flags[order]
     known = {name: ((fl_order & bit) != 0) | first  # written, or the default before the first
              for name, bit in (("dst", DST), ("src", SRC), ("stag", STAG), ("rtag", RTAG), ("site", SITE))}
-    for name, r in repeated.items():
-        known[name] = ~r[order]
-        if (first & ~known[name]).any():
-            raise ValueError("a byte count repeats the one before it, and there is none in its buffer filling")
+    for name, c in width.items():  # width 3: the function's last nonzero count (width 1 or 2)
+        c = c[order]
+        rep = c == 3
+        if not rep.any():
+            continue
+        written = (c == 1) | (c == 2)
+        src = np.maximum.accumulate(np.where(written | first, k, 0))
+        if (rep & ~written[src]).any():
+            raise ValueError("a byte count repeats one before it, and there is none in its buffer filling")
+        out[name][order[rep]] = out[name][order[src[rep]]]
     for name, kn in known.items():
         if kn.all():
             continue
