@@ -41,6 +41,7 @@ typedef struct ml_tbuf {
      * the fields of its previous call [0] and completion [1] */
     uint64_t last_req[2];
     ml_trace_fields_t last_of[2][ML_NFUNC];
+    ml_trace_fields_t defaults; /* what an event that repeats nothing is compared with, set before each */
     /* the filling thread's own cursor (thread-private, set when a filling starts): where the next
      * event's fixed part goes, and the lowest word written so far; committed says the same in
      * counts for the readers */
@@ -112,10 +113,14 @@ ML_HOT void ml_trace_emit(ml_thread_t *t, const ml_tev_t *e)
      * one's of its function (most loops repeat them); other events: when they are not the
      * defaults */
     const int done = e->kind == ML_TEV_DONE;
-    ml_trace_fields_t none = ML_TRACE_FIELDS_NONE;
-    ml_trace_fields_t *last = &none;
-    if ((e->kind == ML_TEV_CALL || e->kind == ML_TEV_CALL_DONE || done) && ML_LIKELY(e->fn < ML_NFUNC))
+    ml_trace_fields_t *last;
+    if ((e->kind == ML_TEV_CALL || e->kind == ML_TEV_CALL_DONE || done) && ML_LIKELY(e->fn < ML_NFUNC)) {
         last = &b->last_of[done][e->fn];
+    } else { /* in the buffer, not on the stack: a call whose function is known only at run time
+              * (a completion) does not build the defaults on the way to its own registers */
+        b->defaults = ML_TRACE_FIELDS_NONE;
+        last = &b->defaults;
+    }
     if (e->dst != last->dst) { flags |= ML_TF_DST; *--w = (uint32_t)e->dst; last->dst = e->dst; }
     if (e->src != last->src) { flags |= ML_TF_SRC; *--w = (uint32_t)e->src; last->src = e->src; }
     if (e->stag != last->stag) { flags |= ML_TF_STAG; *--w = (uint32_t)e->stag; last->stag = e->stag; }
