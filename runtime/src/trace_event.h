@@ -41,7 +41,7 @@ typedef struct ml_tbuf {
      * the fields of its previous call [0] and completion [1] */
     uint64_t last_req[2];
     ml_trace_fields_t last_of[2][ML_NFUNC];
-    ml_trace_fields_t defaults; /* what an event that repeats nothing is compared with, set before each */
+    ml_trace_fields_t defaults; /* what an event that repeats nothing is compared with, set before it */
     /* the filling thread's own cursor (thread-private, set when a filling starts): where the next
      * event's fixed part goes, and the lowest word written so far; committed says the same in
      * counts for the readers */
@@ -116,8 +116,8 @@ ML_HOT void ml_trace_emit(ml_thread_t *t, const ml_tev_t *e)
     ml_trace_fields_t *last;
     if ((e->kind == ML_TEV_CALL || e->kind == ML_TEV_CALL_DONE || done) && ML_LIKELY(e->fn < ML_NFUNC)) {
         last = &b->last_of[done][e->fn];
-    } else { /* in the buffer, not on the stack: a call whose function is known only at run time
-              * (a completion) does not build the defaults on the way to its own registers */
+    } else { /* kept in the buffer, not built on the stack: an event whose function is known only
+              * at run time (a completion) would build them on its way to its own registers */
         b->defaults = ML_TRACE_FIELDS_NONE;
         last = &b->defaults;
     }
