@@ -260,6 +260,24 @@ def test_a_repeat_with_nothing_before_it_is_damage(tmp_path):
         reader.read_rank(f)
 
 
+def test_a_byte_count_repeated_outside_calls_is_damage(tmp_path):
+    """Only calls and completions of the functions the head names repeat byte counts: a region
+    event or a call of another function whose count says "the same as before" is damage, even
+    after a call of that count."""
+    head = {"rank": 0, "nranks": 1, "tick0": 0, "ns0": 0, "functions": ["f0", "f1"]}
+    for later in (dict(kind=3, fn=1), dict(kind=1, fn=5, comm=1)):
+        ev = events([dict(t0=10**9, t1=10**9 + 5, kind=1, fn=1, comm=1, sent=4),
+                     dict(t0=10**9 + 10, t1=10**9 + 10, sent=4, **later)])
+        fixed, words = encode(ev, 0, nfunc=2)
+        flags = struct.unpack_from("<H", fixed, 22)[0] | (3 << reader.SENT)
+        fixed = fixed[:22] + struct.pack("<H", flags)
+        words = words[4:]  # the second event's sent word: the last written, the first in memory
+        f = tmp_path / "rank-000000.bin"
+        f.write_bytes(json_block(b"MLTH0001", head) + block(0, 0, 0, fixed, words, 0))
+        with pytest.raises(reader.RunDirectoryError, match="damaged events.*no call or completion"):
+            reader.read_rank(f)
+
+
 def test_a_loop_writes_only_what_changes(mpi, tmp_path):
     """ring sends and receives N messages of one size to and from its two neighbours from one
     call site each, with tag i: after the first of each, an MPI_Send event is its fixed part and

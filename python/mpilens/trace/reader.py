@@ -291,7 +291,6 @@ def _decode_compact(data: memoryview, blocks: list[_Block], out: np.ndarray, thr
     key = (filling[members] * 2 + done[members]) * max(nfunc, 1) + out["fn"][members]
     by_key = np.argsort(key, kind="stable")  # each function's events in their order
     order, key = members[by_key], key[by_key]
-    k = np.arange(len(order))
     first = np.ones(len(order), dtype=bool)
     first[1:] = key[1:] != key[:-1]
     fl_order = flags[order]
@@ -303,7 +302,7 @@ def _decode_compact(data: memoryview, blocks: list[_Block], out: np.ndarray, thr
         if not rep.any():
             continue
         written = (c == 1) | (c == 2)
-        src = np.maximum.accumulate(np.where(written | first, k, 0))
+        src = _last_given(written, first)
         if (rep & ~written[src]).any():
             raise ValueError("a byte count repeats one before it, and there is none in its buffer filling")
         out[name][order[rep]] = out[name][order[src[rep]]]
@@ -311,8 +310,15 @@ def _decode_compact(data: memoryview, blocks: list[_Block], out: np.ndarray, thr
         if kn.all():
             continue
         values = site if name == "site" else out[name]
-        src = np.maximum.accumulate(np.where(kn, k, 0))
+        src = _last_given(kn, first)
         values[order[~kn]] = values[order[src[~kn]]]
+
+
+def _last_given(written: np.ndarray, first: np.ndarray) -> np.ndarray:
+    """For each element of a sequence cut into groups (first: where each starts), the index of the
+    last element at or before it that is written or starts its group: where a value left out
+    comes from."""
+    return np.maximum.accumulate(np.where(written | first, np.arange(len(written)), 0))
 
 
 def _next_numbers(req: np.ndarray, code: np.ndarray, filling: np.ndarray, members: np.ndarray) -> None:
@@ -327,7 +333,7 @@ def _next_numbers(req: np.ndarray, code: np.ndarray, filling: np.ndarray, member
     first = np.ones(len(sel), dtype=bool)
     first[1:] = filling[sel][1:] != filling[sel][:-1]
     written = ~rep
-    src = np.maximum.accumulate(np.where(written | first, k, 0))
+    src = _last_given(written, first)
     if (rep & ~written[src]).any():
         raise ValueError("an operation number follows the one before it, and there is none in its buffer filling")
     v = req[sel]
