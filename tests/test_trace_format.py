@@ -5,17 +5,20 @@ events, blocks of one buffer written apart, a lost block, long gaps in a real ru
 from __future__ import annotations
 
 import json
+import shutil
 import struct
+import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from conftest import run_example
+from conftest import MPILENS, job_env, run_example
 from mpilens.trace import reader, timeline
 
 TRACE = {"MPILENS_MODE": "profile,trace"}
 DATA = Path(__file__).parent / "data"
+LAMMPS_INDENT = Path("/usr/share/lammps/examples/indent")
 
 
 # ------------------------------------------------------------------ a reference encoder
@@ -313,6 +316,57 @@ def test_a_loop_writes_only_what_changes(mpi, tmp_path):
         assert ev[peer].tolist() == [1] * n and ev[tag].tolist() == list(range(n)) and ev[size].tolist() == [100] * n
     sites = rt.site[(rt.events["kind"] == reader.CALL) & (rt.events["fn"] == head["functions"].index("MPI_Send"))]
     assert len(set(sites.tolist())) == 1 and sites[0] > 0
+
+
+def reencode_fillings(path: Path) -> tuple[int, int]:
+    """Decode each buffer filling of a rank's trace file and encode its events again with the
+    reference encoder above: the file must hold exactly those bytes, fixed parts and words, in
+    every filling (what the runtime leaves out is what the spec says to leave out, and nothing is
+    misread). Returns the events and the fillings checked."""
+    raw = path.read_bytes()
+    head = json.loads(raw[8:raw.index(b"MLTE0001")])
+    nfunc = len(head["functions"])
+    fillings: dict[tuple[int, int], list] = {}
+    pos = 0
+    while (pos := raw.find(b"MLTB0003", pos)) >= 0:
+        thread, count, _, _, _, filling, first, words, _ = struct.unpack_from("<IIQQQIIII", raw, pos + 8)
+        start = pos + 56
+        fillings.setdefault((thread, filling), []).append(
+            reader._Block(thread, 3, filling, first, count, start, start + 12 * count, words))
+        pos = start + 12 * count + 4 * words
+    checked = 0
+    for (thread, filling), blocks in sorted(fillings.items()):
+        blocks.sort(key=lambda b: b.first)
+        n = sum(b.count for b in blocks)
+        ev = np.zeros(n, dtype=reader.EVENT)
+        site = np.zeros(n, dtype=np.uint32)
+        reader._decode_compact(memoryview(raw), blocks, ev, np.zeros(n, dtype=np.uint32), site, nfunc)
+        fixed, words = encode(ev, thread, 3, site.tolist(), nfunc=nfunc)
+        assert fixed == b"".join(raw[b.fixed_at:b.fixed_at + 12 * b.count] for b in blocks), (thread, filling)
+        # the words grow downwards: a later block's lie before an earlier one's
+        assert words == b"".join(raw[b.words_at:b.words_at + 4 * b.words] for b in reversed(blocks)), (thread, filling)
+        checked += n
+    return checked, len(fillings)
+
+
+def test_lammps_trace_is_the_reference_encoding(tmp_path):
+    """Debian's LAMMPS (indent, 2 ranks, Open MPI) traced with small buffers, so that many buffer
+    fillings start over and periodic flushes split them into blocks: every filling of every rank
+    is, byte for byte, what the reference encoder (written from the spec, not from the runtime)
+    makes of its events."""
+    work = tmp_path / "indent"
+    shutil.copytree(LAMMPS_INDENT, work)
+    text = (work / "in.indent").read_text().replace("run\t\t30000", "run\t\t1000").replace("run 30000", "run 1000")
+    (work / "in.indent").write_text(text)
+    run = tmp_path / "run"
+    p = subprocess.run([str(MPILENS), "run", "-o", str(run), "--mode", "trace", "--set", "MPILENS_TRACE_BUFFER_KB=64",
+                        "--set", "MPILENS_TRACE_FLUSH_MS=10", "--", "mpirun.openmpi", "--oversubscribe", "-np", "2",
+                        "lmp", "-in", "in.indent", "-log", "none"], cwd=work, env=job_env(), capture_output=True,
+                       text=True, timeout=600)
+    assert p.returncode == 0, p.stderr
+    for rank in range(2):
+        events, fillings = reencode_fillings(run / "trace" / f"rank-{rank:06d}.bin")
+        assert fillings >= 4 and events > 10000, (events, fillings)
 
 
 def test_damaged_sizes_are_one_clear_error(tmp_path):
