@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import collections
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -154,3 +155,41 @@ def fn(profile: dict, name: str, key: str) -> list:
     """Per-rank values of one function's metric (zeros when the function was never called)."""
     f = profile["functions"].get(name)
     return f[key] if f else [0] * profile["nranks"]
+
+
+# ------------------------------------------------------------------------------------- applications
+LAMMPS_INDENT = Path("/usr/share/lammps/examples/indent")
+
+
+def require(exe: str, package: str) -> str:
+    """Full path of a program from a Debian package; fail (not skip) when it is missing."""
+    path = shutil.which(exe)
+    if path is None:
+        pytest.fail(f"{exe} is missing: `make deps` installs the Debian package {package}")
+    return path
+
+
+def linked_mpi(path: str) -> str | None:
+    """Which MPI an executable or shared object links, from ldd (independent of mpilens' own detection)."""
+    out = subprocess.run(["ldd", path], capture_output=True, text=True).stdout
+    if re.search(r"^\s*libmpich\.so", out, re.M):
+        return "mpich"
+    if re.search(r"^\s*libmpi\.so\.4\d", out, re.M):
+        return "openmpi"
+    return None
+
+
+def lammps_indent(work: Path, steps: int) -> tuple[str, list[str]]:
+    """LAMMPS' indent example copied into work, its two runs shortened from 30000 to steps steps
+    (thermo every 500): (the MPI lmp links, its arguments)."""
+    exe = require("lmp", "lammps")
+    if not (LAMMPS_INDENT / "in.indent").exists():
+        pytest.fail(f"{LAMMPS_INDENT}/in.indent is missing: `make deps` installs lammps-examples")
+    mpi = linked_mpi(exe)
+    assert mpi in MPIS, f"{exe} links no known MPI"
+    shutil.copytree(LAMMPS_INDENT, work)
+    text = (work / "in.indent").read_text()
+    assert text.count("run\t\t30000") == 2 and "thermo\t\t1000" in text
+    (work / "in.indent").write_text(text.replace("run\t\t30000", f"run\t\t{steps}")
+                                    .replace("thermo\t\t1000", "thermo\t\t500"))
+    return mpi, [exe, "-in", str(work / "in.indent")]

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -21,39 +20,23 @@ from conftest import (
     check_netpipe_profile,
     fn,
     job_env,
+    lammps_indent,
     launcher,
+    linked_mpi,
     mpilens_run,
     netpipe_sizes,
     plain_run,
+    require,
     trace_kinds,
 )
 from mpilens import counters_spc
 from mpilens.trace import reader, timeline
 
-LAMMPS_INDENT = Path("/usr/share/lammps/examples/indent")
 LAMMPS_STEPS = 3000
 HPCC_INPUT = Path("/usr/share/doc/hpcc/examples/_hpccinf.txt")
 
 
 # ------------------------------------------------------------------------------------- helpers
-def require(exe: str, package: str) -> str:
-    """Full path of a program from a Debian package; fail (not skip) when it is missing."""
-    path = shutil.which(exe)
-    if path is None:
-        pytest.fail(f"{exe} is missing: `make deps` installs the Debian package {package}")
-    return path
-
-
-def linked_mpi(path: str) -> str | None:
-    """Which MPI an executable or shared object links, from ldd (independent of mpilens' own detection)."""
-    out = subprocess.run(["ldd", path], capture_output=True, text=True).stdout
-    if re.search(r"^\s*libmpich\.so", out, re.M):
-        return "mpich"
-    if re.search(r"^\s*libmpi\.so\.4\d", out, re.M):
-        return "openmpi"
-    return None
-
-
 def flavor(job) -> str:
     """The MPI flavor the runtime reported in meta.json."""
     return job.load().meta["mpi"]["flavor"]
@@ -179,27 +162,11 @@ def thermo_lines(text: str) -> list[list[str]]:
     return rows
 
 
-def lammps_indent(work: Path) -> tuple[str, list[str]]:
-    """LAMMPS' indent example copied into work, its two runs shortened from 30000 to STEPS steps
-    (thermo every 500): (the MPI lmp links, its arguments)."""
-    exe = require("lmp", "lammps")
-    if not (LAMMPS_INDENT / "in.indent").exists():
-        pytest.fail(f"{LAMMPS_INDENT}/in.indent is missing: `make deps` installs lammps-examples")
-    mpi = linked_mpi(exe)
-    assert mpi in MPIS, f"{exe} links no known MPI"
-    shutil.copytree(LAMMPS_INDENT, work)
-    text = (work / "in.indent").read_text()
-    assert text.count("run\t\t30000") == 2 and "thermo\t\t1000" in text
-    (work / "in.indent").write_text(text.replace("run\t\t30000", f"run\t\t{LAMMPS_STEPS}")
-                                    .replace("thermo\t\t1000", "thermo\t\t500"))
-    return mpi, [exe, "-in", str(work / "in.indent")]
-
-
 @pytest.fixture(scope="module")
 def lammps(tmp_path_factory):
     """in.indent on 4 ranks, without and with mpilens: (plain stdout, Job)."""
     work = tmp_path_factory.mktemp("lammps") / "indent"
-    mpi, args = lammps_indent(work)
+    mpi, args = lammps_indent(work, LAMMPS_STEPS)
     plain = plain_run(mpi, 4, [*args, "-log", str(work / "log.plain")], timeout=120)
     assert plain.returncode == 0, plain.stderr
     job = mpilens_run(None, launcher(mpi, 4) + [*args, "-log", str(work / "log.tool")], work, timeout=120)
@@ -213,7 +180,7 @@ def lammps_receives(tmp_path_factory) -> dict[int, tuple[int, int, int, int, int
     built with the MPI LAMMPS links and preloaded alone. Per rank: (MPI_Irecv calls, MPI_Wait
     calls, bytes the waits received, MPI_Send calls, their bytes by MPI_Type_size)."""
     base = tmp_path_factory.mktemp("lammps-counted")
-    mpi, args = lammps_indent(base / "indent")
+    mpi, args = lammps_indent(base / "indent", LAMMPS_STEPS)
     shim = base / "libcount_calls.so"
     subprocess.run([f"mpicc.{mpi}", "-std=c11", "-O2", "-shared", "-fPIC", "-o", str(shim),
                     str(ROOT / "tests" / "data" / "count_calls.c")], check=True, capture_output=True)
@@ -245,7 +212,7 @@ def test_lammps_counters_mode(lammps, lammps_receives, tmp_path):
     (MPI's semantics); and the time receives spent posted within what the run's length allows."""
     plain, _ = lammps
     work = tmp_path / "indent"
-    mpi, args = lammps_indent(work)
+    mpi, args = lammps_indent(work, LAMMPS_STEPS)
     job = mpilens_run(None, launcher(mpi, 4) + [*args, "-log", str(work / "log.tool")], work, timeout=120,
                       settings={"MPILENS_MODE": "counters", "MPILENS_COUNTERS": "calls,bytes,queue"})
     assert thermo_lines(job.stdout) == thermo_lines(plain)

@@ -7,7 +7,6 @@ import collections
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 from pathlib import Path
@@ -15,11 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import MPILENS, example, fn, job_env, launcher, run_example
+from conftest import MPILENS, example, fn, lammps_indent, launcher, mpilens_run, run_example
 from mpilens.trace import findings, reader, timeline
 
 TRACE = {"MPILENS_MODE": "profile,trace"}
-LAMMPS_INDENT = Path("/usr/share/lammps/examples/indent")
 
 
 def traced(mpi: str, name: str, np_: int, tmp_path: Path, args: list[str]) -> timeline.Timeline:
@@ -296,15 +294,8 @@ def test_completion_after_the_communicator_was_freed(mpi, tmp_path):
 def test_lammps_trace(tmp_path):
     """LAMMPS indent on 4 ranks (Open MPI): the Chrome export is valid and its arrows are the
     profile's point-to-point messages."""
-    work = tmp_path / "indent"
-    shutil.copytree(LAMMPS_INDENT, work)
-    text = (work / "in.indent").read_text().replace("run\t\t30000", "run\t\t3000").replace("run 30000", "run 3000")
-    (work / "in.indent").write_text(text)
-    run = tmp_path / "run"
-    p = subprocess.run([str(MPILENS), "run", "-o", str(run), "--mode", "trace", "--", "mpirun.openmpi",
-                        "--oversubscribe", "-np", "4", "lmp", "-in", "in.indent", "-log", "none"], cwd=work,
-                       env=job_env(), capture_output=True, text=True, timeout=600)
-    assert p.returncode == 0, p.stderr
+    mpi, args = lammps_indent(tmp_path / "indent", 3000)
+    run = mpilens_run(None, launcher(mpi, 4) + [*args, "-log", "none"], tmp_path, settings=TRACE).rundir
     out = tmp_path / "lammps.json"
     q = subprocess.run([str(MPILENS), "trace", str(run), "--format", "chrome", "-o", str(out), "--json", "--quiet"],
                        capture_output=True, text=True)

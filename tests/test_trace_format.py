@@ -5,20 +5,17 @@ events, blocks of one buffer written apart, a lost block, long gaps in a real ru
 from __future__ import annotations
 
 import json
-import shutil
 import struct
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from conftest import MPILENS, job_env, run_example
+from conftest import lammps_indent, launcher, mpilens_run, run_example
 from mpilens.trace import reader, timeline
 
 TRACE = {"MPILENS_MODE": "profile,trace"}
 DATA = Path(__file__).parent / "data"
-LAMMPS_INDENT = Path("/usr/share/lammps/examples/indent")
 
 
 # ------------------------------------------------------------------ a reference encoder
@@ -350,20 +347,13 @@ def reencode_fillings(path: Path) -> tuple[int, int]:
 
 
 def test_lammps_trace_is_the_reference_encoding(tmp_path):
-    """Debian's LAMMPS (indent, 2 ranks, Open MPI) traced with small buffers, so that many buffer
+    """Debian's LAMMPS (indent, 2 ranks) traced with small buffers, so that many buffer
     fillings start over and periodic flushes split them into blocks: every filling of every rank
     is, byte for byte, what the reference encoder (written from the spec, not from the runtime)
     makes of its events."""
-    work = tmp_path / "indent"
-    shutil.copytree(LAMMPS_INDENT, work)
-    text = (work / "in.indent").read_text().replace("run\t\t30000", "run\t\t1000").replace("run 30000", "run 1000")
-    (work / "in.indent").write_text(text)
-    run = tmp_path / "run"
-    p = subprocess.run([str(MPILENS), "run", "-o", str(run), "--mode", "trace", "--set", "MPILENS_TRACE_BUFFER_KB=64",
-                        "--set", "MPILENS_TRACE_FLUSH_MS=10", "--", "mpirun.openmpi", "--oversubscribe", "-np", "2",
-                        "lmp", "-in", "in.indent", "-log", "none"], cwd=work, env=job_env(), capture_output=True,
-                       text=True, timeout=600)
-    assert p.returncode == 0, p.stderr
+    mpi, args = lammps_indent(tmp_path / "indent", 1000)
+    settings = {**TRACE, "MPILENS_TRACE_BUFFER_KB": "64", "MPILENS_TRACE_FLUSH_MS": "10"}
+    run = mpilens_run(None, launcher(mpi, 2) + [*args, "-log", "none"], tmp_path, settings=settings).rundir
     for rank in range(2):
         events, fillings = reencode_fillings(run / "trace" / f"rank-{rank:06d}.bin")
         assert fillings >= 4 and events > 10000, (events, fillings)
