@@ -103,13 +103,16 @@ def run_example(mpi: str, name: str, np: int, tmp_path: Path, args: list[str] | 
 
 def trace_kinds(path: Path) -> collections.Counter:
     """Events of each kind in a trace file as written, before the reader gives a call_done
-    (kind 7) as two events: read here from the blocks' heads and the events' fixed parts alone
-    (docs/run-directory.md, file `trace`), independently of mpilens' reader."""
+    (kind 7) or a late_call (kind 0) as two events: read here from the blocks' heads and the
+    events' fixed parts alone (docs/run-directory.md, file `trace`), independently of mpilens'
+    reader. A late_call without its completion (fn with bit 0x8000) counts as "alone"."""
     raw, kinds, pos = path.read_bytes(), collections.Counter(), 0
-    while (pos := raw.find(b"MLTB0003", pos)) >= 0:
+    while (pos := raw.find(b"MLTB0004", pos)) >= 0:
         _, count, _, _, _, _, _, words, _ = struct.unpack_from("<IIQQQIIII", raw, pos + 8)
         fixed = pos + 56
-        kinds.update(struct.unpack_from("<iIHH", raw, fixed + 12 * i)[3] & 7 for i in range(count))
+        for i in range(count):
+            fn, flags = struct.unpack_from("<iIHH", raw, fixed + 12 * i)[2:]
+            kinds["alone" if flags & 7 == 0 and fn & 0x8000 else flags & 7] += 1
         pos = fixed + 12 * count + 4 * words
     return kinds
 

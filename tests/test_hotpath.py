@@ -104,8 +104,8 @@ def test_completion_orders_are_exact(mpi, mode, tmp_path):
         raw = [trace_kinds(job.rundir / "trace" / f"rank-00000{r}.bin") for r in (0, 1)]
         for r, want_done in ((0, n + 1), (1, n + m + DUPS)):
             mine = tl.ev[tl.ev["rank"] == r]
-            assert int((mine["kind"] == 2).sum()) == raw[r][2] + raw[r][7] == want_done
-            assert int((mine["kind"] == 1).sum()) == raw[r][1] + raw[r][7]
+            assert int((mine["kind"] == 2).sum()) == raw[r][2] + raw[r][7] + raw[r][0] == want_done
+            assert int((mine["kind"] == 1).sum()) == raw[r][1] + raw[r][7] + raw[r][0] + raw[r]["alone"]
         assert raw[0][7] > 0 and raw[1][7] == 0, raw
         # each operation the program started (rank 0: its Isends; rank 1: its Irecvs) has a number
         # of its own in its call's event, and exactly one completion with that number: the

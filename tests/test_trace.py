@@ -384,7 +384,7 @@ def test_torn_block_is_skipped(tmp_path):
     whole = reader.read_rank(f)
     data = f.read_bytes()
     # cut inside the first event block: the head stays, the block is dropped, no exception
-    cut = data.index(b"MLTB0003") + reader.BLOCK2.itemsize + 12 * 3 + 10
+    cut = data.index(b"MLTB0004") + reader.BLOCK2.itemsize + 12 * 3 + 10
     f.write_bytes(data[:cut])
     torn = reader.read_rank(f)
     assert len(torn.events) < len(whole.events)

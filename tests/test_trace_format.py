@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from conftest import lammps_indent, launcher, mpilens_run, run_example
+from mpilens.errors import RunDirectoryError
 from mpilens.trace import reader, timeline
 
 TRACE = {"MPILENS_MODE": "profile,trace"}
@@ -24,18 +25,88 @@ FIELDS = (("dst", reader.DST, -1), ("src", reader.SRC, -1), ("stag", reader.STAG
 BYTES = (("sent", reader.SENT), ("recv", reader.RECV))
 
 
+def byte_count(v: int, shift: int, last: dict[str, int], name: str, repeat: bool) -> tuple[int, list[int]]:
+    """The flags and words of a byte count (width 3: the function's last nonzero one)."""
+    v &= 2**64 - 1
+    if repeat and v != 0 and v == last[name]:
+        return 3 << shift, []
+    width = 0 if v == 0 else 1 if v < 2**32 else 2
+    if v:  # the function's last nonzero count
+        last[name] = v
+    return width << shift, [v & 0xFFFFFFFF, v >> 32][:width]
+
+
+def encode_late(e: np.ndarray, site: int, i: int, start: int, last_t0: int, last_comm: int, last_req: dict,
+                last_of: dict, nfunc: int, thread: int) -> tuple[bytes, list[int]]:
+    """A late_call record as _decode_compact leaves it (t0 its time stamp, t1 - t0 the call's
+    duration, dst and stag the call's source and tag, src, rtag and recv the completion's, site
+    the call's, start the ticks from the call to the completion),
+    encoded as the spec's trace_kind late_call says."""
+    alone = bool(int(e["fn"]) & reader.ALONE)
+    fn = int(e["fn"]) & ~reader.ALONE
+    t0, dur = int(e["t0"]), int(e["t1"]) - int(e["t0"])
+    flags, w = reader.LATE, []
+    dt = t0 - last_t0
+    long = not (i > 0 and -2**31 <= dt < 2**31 and start < 2**32)
+    if long:
+        flags |= reader.LONG
+        w += [t0 & 0xFFFFFFFF, t0 >> 32, dur & 0xFFFFFFFF, dur >> 32]
+    if int(e["comm"]) != last_comm:
+        flags |= reader.COMM
+        w.append(int(e["comm"]))
+    none = {"dst": -1, "src": -1, "stag": 0, "rtag": 0, "site": 0, "sent": 0, "recv": 0}
+    call = last_of.setdefault((False, fn), dict(none)) if fn < nfunc else dict(none)
+    fin = last_of.setdefault((True, fn), dict(none)) if fn < nfunc else dict(none)
+    parts = [(reader.DST, int(e["dst"]), call, "src"), (reader.SRC, int(e["src"]), fin, "src"),
+             (reader.STAG, int(e["stag"]), call, "rtag"), (reader.RTAG, int(e["rtag"]), fin, "rtag")]
+    for bit, v, reg, name in parts:
+        if (reg is fin and alone) or v == reg[name]:
+            continue
+        flags |= bit
+        w.append(v & 0xFFFFFFFF)
+        reg[name] = v
+    if not alone:
+        f, more = byte_count(int(e["recv"]), reader.RECV, fin, "recv", True)
+        flags |= f
+        w += more
+    req = int(e["req"])
+    own = (req >> 32) == (thread + 1) << 8
+    if not alone and last_req[True] is not None and req == last_req[True] + 1:
+        flags |= 3 << reader.REQ
+    else:
+        flags |= (1 if own else 2) << reader.REQ
+        w += [req & 0xFFFFFFFF] if own else [req & 0xFFFFFFFF, req >> 32]
+    if not alone:
+        last_req[True] = req
+    if site != call["site"]:
+        flags |= reader.SITE
+        w.append(site)
+        call["site"] = site
+    if not alone:
+        w += [start & 0xFFFFFFFF, start >> 32][:2 if long else 1]
+    return struct.pack("<iIHH", 0 if long else dt, 0 if long else dur, int(e["fn"]), flags), w
+
+
 def encode(ev: np.ndarray, thread: int, version: int = 3, sites: list[int] | None = None,
-           nfunc: int = 16) -> tuple[bytes, bytes]:
+           nfunc: int = 16, starts: list[int] | None = None) -> tuple[bytes, bytes]:
     """The fixed parts and the words of one buffer filling, written as the format says (the
     fields stored downwards from the end of the buffer). version 3 leaves out what the events
     before give (the next operation number; the peers, tags, byte counts and site of the previous
     call or completion of the same function, among the nfunc the head names);
-    version 2 writes every field that is not its default. sites: each event's call site."""
+    version 2 writes every field that is not its default. sites: each event's call site; starts:
+    each late_call's ticks from its call to its completion (encode_late)."""
     fixed, words = [], []
     last_t0, last_comm = 0, 0
     last_req = {True: None, False: None}  # completions, other events
     last_of: dict[tuple[bool, int], dict[str, int]] = {}  # (completion, function): its fields
     for i, e in enumerate(ev):
+        if int(e["kind"]) == reader.LATE:
+            fix, w = encode_late(e, sites[i] if sites else 0, i, starts[i] if starts else 0, last_t0, last_comm,
+                                 last_req, last_of, nfunc, thread)
+            fixed.append(fix)
+            words += w
+            last_t0, last_comm = int(e["t0"]), int(e["comm"])
+            continue
         t0, dur = int(e["t0"]), int(e["t1"]) - int(e["t0"])
         flags, w = int(e["kind"]), []
         dt = t0 - last_t0
@@ -185,6 +256,66 @@ def test_call_done_reads_as_the_call_and_its_completion(tmp_path):
     assert rt.thread.tolist() == [0] * 4 and rt.site.tolist() == [0] * 4
 
 
+def test_late_calls_read_where_they_were_made(tmp_path):
+    """late_call events (kind 0; a receive's call written with its completion, or alone) read as
+    the call, put back among its thread's events by its start, and the completion in place; the
+    trailer's late_calls (receives that never completed) likewise. Registers: a second receive
+    with the same source, tag and site writes no word for them, nor for its bytes; one whose
+    completion is 2^33 ticks after its call has a long time stamp. Every expected event is written
+    out here, from the format's definition."""
+    own = 1 << 40
+    irecv, isend = 2, 1
+    start = [0, 0, 0, 300, 0, 800 - 450, 0, 2**33 + 5]
+    raw = events([  # as _decode_compact leaves them (encode_late)
+        dict(t0=100, t1=110, kind=1, fn=isend, comm=9, dst=3, stag=7, sent=64, req=own | 1),
+        dict(t0=250, t1=260, kind=reader.LATE, fn=irecv | reader.ALONE, comm=9, dst=4, stag=8, req=own | 3),
+        dict(t0=300, t1=320, kind=1, fn=3, comm=9),
+        dict(t0=500, t1=520, kind=reader.LATE, fn=irecv, comm=9, dst=3, stag=7, src=3, rtag=7, recv=64,
+             req=own | 2),
+        dict(t0=600, t1=610, kind=1, fn=3, comm=9),
+        dict(t0=800, t1=812, kind=reader.LATE, fn=irecv, comm=9, dst=3, stag=7, src=3, rtag=7, recv=64,
+             req=own | 4),
+        dict(t0=900, t1=900, kind=2, fn=isend, comm=9, dst=3, sent=64, req=own | 1),
+        dict(t0=2**33 + 1000, t1=2**33 + 1003, kind=reader.LATE, fn=irecv, comm=9, dst=-1, stag=0, src=5,
+             rtag=1, recv=8, req=own | 5),
+    ])
+    sites = [0, 0, 0, 6, 0, 6, 0, 6]
+    want = events([
+        dict(t0=100, t1=110, kind=1, fn=isend, comm=9, dst=3, stag=7, sent=64, req=own | 1),
+        dict(t0=200, t1=220, kind=1, fn=irecv, comm=9, src=3, rtag=7, req=own | 2),
+        dict(t0=250, t1=260, kind=1, fn=irecv, comm=9, src=4, rtag=8, req=own | 3),
+        dict(t0=270, t1=275, kind=1, fn=irecv, comm=9, src=6, rtag=2, req=own | 6),  # the trailer's
+        dict(t0=300, t1=320, kind=1, fn=3, comm=9),
+        dict(t0=450, t1=462, kind=1, fn=irecv, comm=9, src=3, rtag=7, req=own | 4),
+        dict(t0=500, t1=500, kind=2, fn=irecv, comm=9, src=3, rtag=7, recv=64, req=own | 2),
+        dict(t0=600, t1=610, kind=1, fn=3, comm=9),
+        dict(t0=800, t1=800, kind=2, fn=irecv, comm=9, src=3, rtag=7, recv=64, req=own | 4),
+        dict(t0=900, t1=900, kind=2, fn=isend, comm=9, dst=3, sent=64, req=own | 1),
+        dict(t0=995, t1=998, kind=1, fn=irecv, comm=9, src=-1, rtag=0, req=own | 5),
+        dict(t0=2**33 + 1000, t1=2**33 + 1000, kind=2, fn=irecv, comm=9, src=5, rtag=1, recv=8, req=own | 5),
+    ])
+    fixed, words = encode(raw, 0, sites=sites, nfunc=4, starts=start)
+    flags = [struct.unpack_from("<iIHH", fixed, 12 * i)[3] for i in range(len(raw))]
+    assert flags[5] & (reader.DST | reader.SRC | reader.STAG | reader.RTAG | reader.SITE) == 0
+    assert (flags[5] >> reader.RECV) & 3 == 3 and (flags[5] >> reader.REQ) & 3 == 1
+    assert flags[7] & reader.LONG
+    head = {"rank": 0, "nranks": 1, "tick0": 0, "ns0": 0, "world_uid": 9, "functions": ["f0", "f1", "f2", "f3"]}
+    trailer = {"tick1": 10**13, "ns1": 10**13, "complete": True, "late_calls": [[0, 270, 5, irecv, 6, 2, own | 6, 0]]}
+    f = tmp_path / "rank-000000.bin"
+    f.write_bytes(json_block(b"MLTH0001", head) + block(0, 0, 0, fixed, words, 0, 4) + json_block(b"MLTM0001", trailer))
+    rt = reader.read_rank(f)
+    assert rt.problems == []
+    assert rt.events.tolist() == want.tolist()
+    assert rt.site.tolist() == [0, 6, 0, 0, 0, 6, 0, 0, 0, 0, 6, 0]
+
+    # a late call with a byte count sent is damage
+    bad = bytearray(fixed)
+    struct.pack_into("<H", bad, 12 * 3 + 10, flags[3] | (1 << reader.SENT))
+    f.write_bytes(json_block(b"MLTH0001", head) + block(0, 0, 0, bytes(bad), words + b"\0" * 4, 0, 4))
+    with pytest.raises(RunDirectoryError, match="damaged events"):
+        reader.read_rank(f)
+
+
 def test_repeats_follow_the_events_before(tmp_path):
     """What an event leaves out because the events before give it: the next operation number of
     the calls and, apart, of the completions (completions in between change nothing); the peers,
@@ -290,7 +421,7 @@ def test_a_loop_writes_only_what_changes(mpi, tmp_path):
     flags = {}
     pos = 0
     blocks = []
-    while (pos := raw.find(b"MLTB0003", pos)) >= 0:
+    while (pos := raw.find(b"MLTB0004", pos)) >= 0:
         _, count, _, _, _, filling, first, words, _ = struct.unpack_from("<IIQQQIIII", raw, pos + 8)
         fx = [struct.unpack_from("<iIHH", raw, pos + 56 + 12 * i) for i in range(count)]
         blocks.append((filling, first, fx))
@@ -325,11 +456,11 @@ def reencode_fillings(path: Path) -> tuple[int, int]:
     nfunc = len(head["functions"])
     fillings: dict[tuple[int, int], list] = {}
     pos = 0
-    while (pos := raw.find(b"MLTB0003", pos)) >= 0:
+    while (pos := raw.find(b"MLTB0004", pos)) >= 0:
         thread, count, _, _, _, filling, first, words, _ = struct.unpack_from("<IIQQQIIII", raw, pos + 8)
         start = pos + 56
         fillings.setdefault((thread, filling), []).append(
-            reader._Block(thread, 3, filling, first, count, start, start + 12 * count, words))
+            reader._Block(thread, 4, filling, first, count, start, start + 12 * count, words))
         pos = start + 12 * count + 4 * words
     checked = 0
     for (thread, filling), blocks in sorted(fillings.items()):
@@ -337,8 +468,9 @@ def reencode_fillings(path: Path) -> tuple[int, int]:
         n = sum(b.count for b in blocks)
         ev = np.zeros(n, dtype=reader.EVENT)
         site = np.zeros(n, dtype=np.uint32)
-        reader._decode_compact(memoryview(raw), blocks, ev, np.zeros(n, dtype=np.uint32), site, nfunc)
-        fixed, words = encode(ev, thread, 3, site.tolist(), nfunc=nfunc)
+        start = np.zeros(n, dtype=np.uint64)
+        reader._decode_compact(memoryview(raw), blocks, ev, np.zeros(n, dtype=np.uint32), site, nfunc, start)
+        fixed, words = encode(ev, thread, 3, site.tolist(), nfunc=nfunc, starts=[int(x) for x in start])
         assert fixed == b"".join(raw[b.fixed_at:b.fixed_at + 12 * b.count] for b in blocks), (thread, filling)
         # the words grow downwards: a later block's lie before an earlier one's
         assert words == b"".join(raw[b.words_at:b.words_at + 4 * b.words] for b in reversed(blocks)), (thread, filling)
@@ -383,8 +515,8 @@ def test_blocks_written_while_filling_join_up(mpi, tmp_path):
     assert whole.problems == []
     raw = f.read_bytes()
     spans = []  # (start, end, filling, first, count) of each compact block
-    pos = raw.index(b"MLTB0003")
-    while raw.startswith(b"MLTB0003", pos):
+    pos = raw.index(b"MLTB0004")
+    while raw.startswith(b"MLTB0004", pos):
         b = np.frombuffer(raw[pos:pos + reader.BLOCK2.itemsize], dtype=reader.BLOCK2)[0]
         end = pos + reader.BLOCK2.itemsize + 12 * int(b["count"]) + 4 * int(b["words"])
         spans.append((pos, end, int(b["filling"]), int(b["first"]), int(b["count"])))

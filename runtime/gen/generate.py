@@ -496,9 +496,11 @@ def lean_body(f: standard.StdFunction, sem: Semantics, call: str, traced: bool, 
         # the call's event, as the general path's observers write it (successful calls)
         event = trace_line(fn, sem, roles(f, sem), "status")
         event = event.replace("if (ML_UNLIKELY(ml_t->observe & ML_OBS_AT_CALL))", "if (ml_rc == MPI_SUCCESS)")
-        event = re.sub(r"ml_observe_call(_inline)?\(ml_t, &ml_call\)", "ml_trace_call_at(ml_t, &ml_call, ml_site->id)",
-                       event)
-        assert "ml_trace_call_at" in event, event
+        # a receive's event may wait for its completion (ml_lean_post, ML_SEQ_LATER)
+        receive = sem.request is not None and request_values(sem, "c", "status") == ("0", "ML_BYTES_FROM_STATUS", "-1")
+        at = "ml_trace_recv_call_at" if receive else "ml_trace_call_at"
+        event = re.sub(r"ml_observe_call(_inline)?\(ml_t, &ml_call\)", f"{at}(ml_t, &ml_call, ml_site->id)", event)
+        assert at in event, event
         body.append(event)
     body += ["ml_lean_leave(ml_t);", "return ml_rc;"]
     return [line for line in body if line]

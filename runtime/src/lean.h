@@ -220,8 +220,15 @@ ML_HOT uint64_t ml_lean_post(ml_thread_t *t, MPI_Request req, ml_site_t *site, i
     const uint64_t seq = traced ? ml_op_number(t) : 0;
     if (sent == 0 && recv == ML_BYTES_FROM_STATUS && peer < 0) {
         /* a receive (MPI_Irecv, MPI_Imrecv): a slot in the receive table (ml.h) */
-        if (ML_UNLIKELY(ml_recv_insert(t, ml_req_key(req), site, ml_stat_index(t, fn), (uint32_t)fn, seq) != 0))
+        ml_recv_slot_t *const r = ml_recv_insert(t, ml_req_key(req), site, ml_stat_index(t, fn), (uint32_t)fn, seq);
+        if (ML_UNLIKELY(r == NULL)) {
             t->dropped_requests++;
+            return seq;
+        }
+        if (traced && t->trace.defer) { /* its call event waits beside the slot (ml_trace_defer) */
+            t->trace.later = r;
+            return seq | ML_SEQ_LATER;
+        }
         return seq;
     }
     ml_lean_enter_request(t, req, site, fn, sent, recv, peer, traced ? ML_REQ_ACTIVE | ML_REQ_WORLD : ML_REQ_ACTIVE,
@@ -273,10 +280,19 @@ ML_HOT void ml_lean_settle(ml_thread_t *t, uint32_t i, const MPI_Status *st, con
 
 /* After the call completed the receive in slot i of the receive table (st: its status; NULL in
  * error: nothing moved): its bytes accounted, its completion event written (traced: as for
- * ml_lean_settle), its slot freed. */
+ * ml_lean_settle; with its call's, when that waited beside the slot), its slot freed. */
 ML_HOT void ml_lean_recv_settle(ml_thread_t *t, uint32_t i, const MPI_Status *st, const int traced)
 {
-    if (traced && st != NULL) ml_trace_done_world(t, t->rr[i].fn, -1, st, 0, ml_status_bytes(st), t->rr[i].seq);
+    if (traced) {
+        const ml_recv_slot_t *const r = &t->rr[i];
+        if (!(r->seq & ML_SEQ_LATER)) {
+            if (st != NULL) ml_trace_done_world(t, r->fn, -1, st, 0, ml_status_bytes(st), r->seq);
+        } else if (ML_LIKELY(st != NULL)) { /* its call's event with its completion's */
+            ml_trace_late(t, r, st, ml_status_bytes(st));
+        } else { /* in error: the call's alone */
+            ml_trace_late_alone(t, r);
+        }
+    }
     ml_recv_settle(t, i, st);
 }
 

@@ -204,6 +204,7 @@ typedef struct ml_thread {
     /* below MPI_THREAD_MULTIPLE, the profile's lean path: this thread's outstanding receives, one
      * small slot each (ml_recv_slot_t; ml_recv_insert) */
     struct ml_recv_slot *rr; /* [rr_mask + 1], NULL until its first receive (rr_mask 0) */
+    struct ml_recv_call *rc; /* trace mode: [rr_mask + 1] beside rr (ml_recv_call_t), else NULL */
     uint32_t rr_mask, rr_shift, rr_live; /* rr_mask: the slots (a power of two) less one */
     uint32_t rr_limit;       /* the most slots used before the table grows (a sixteenth of them) */
     uint64_t done_at;        /* end of the completion call being settled (request completion time) */
@@ -809,7 +810,8 @@ ML_HOT void ml_req_remove(ml_thread_t *owner, ml_req_t *e) { ml_req_remove_at(ow
  * start to its completion; nothing else about it varies: it sends nothing, and the matrix counts
  * it at the sender. The lean path's receives (MPI_Irecv, MPI_Imrecv; in trace mode those on
  * MPI_COMM_WORLD) therefore keep only their handle, call site, function, region and (trace mode)
- * operation number, in a slot of 32 bytes in a table of their own: open
+ * operation number, in a slot of 32 bytes in a table of their own (trace mode: and a waiting
+ * call's event beside it, ml_recv_call_t): open
  * addressing with linear probing, at most a sixteenth full (requests.c: ml_recv_grow), a slot
  * freed by moving the slots after it back (no tombstones, nothing to count but the slots used).
  * The receive's statistics are those of its function in the region where it started, as for an
@@ -828,6 +830,27 @@ typedef struct ml_recv_slot {
 /* four words: two slots to a cache line, none across two (trace mode's operation number made the
  * three words of the profile's slot four) */
 _Static_assert(sizeof(ml_recv_slot_t) == 32, "a receive's slot is four words");
+/* Trace mode's part of a receive whose call event waits for its completion (ml_trace_defer; its
+ * slot's seq then has ML_SEQ_LATER), at the same index in a table of its own (t->rc), so that the
+ * profile's slots stay four words: the call's start, duration, source (world rank, -1: any), tag
+ * and call site number. */
+typedef struct ml_recv_call {
+    uint64_t t0;
+    uint32_t dur;
+    int32_t src, tag;
+    uint32_t site_id;
+    uint64_t unused; /* the size of a slot */
+} ml_recv_call_t;
+/* as large as a slot: a slot's call is at the slot's offset in rc (ml_recv_call_of) */
+_Static_assert(sizeof(ml_recv_call_t) == sizeof(ml_recv_slot_t), "a waiting call is as large as its slot");
+/* The waiting call beside slot r of t's receive table (trace mode). */
+ML_HOT ml_recv_call_t *ml_recv_call_of(const ml_thread_t *t, const ml_recv_slot_t *r)
+{
+    return (ml_recv_call_t *)((char *)t->rc + ((const char *)r - (const char *)t->rr));
+}
+/* Slot j's waiting call moved to slot i, when a freed slot is filled (ml_recv_remove_at): out of
+ * line, so that the profile's common case, which moves nothing, does not even load t->rc. */
+void ml_recv_call_move(ml_thread_t *t, uint32_t i, uint32_t j);
 #define ML_RECV_SLOT 0x80000000u /* in a completion call's slot index: the receive table's */
 
 /* Make room for one more receive in t's table (grown, or made at the first receive): -1 when it is
@@ -848,11 +871,12 @@ ML_HOT ml_recv_slot_t *ml_recv_free_slot(const ml_thread_t *t, uintptr_t k)
     return &t->rr[i];
 }
 
-/* A slot for the receive of handle key k (site, stat, fn, seq: as in ml_recv_slot_t). 0, or -1 when
- * the table is full at MPILENS_MAX_REQUESTS. */
-ML_HOT int ml_recv_insert(ml_thread_t *t, uintptr_t k, ml_site_t *site, uint32_t stat, uint32_t fn, uint64_t seq)
+/* A slot for the receive of handle key k (site, stat, fn, seq: as in ml_recv_slot_t; its call not
+ * waiting), or NULL when the table is full at MPILENS_MAX_REQUESTS. */
+ML_HOT ml_recv_slot_t *ml_recv_insert(ml_thread_t *t, uintptr_t k, ml_site_t *site, uint32_t stat, uint32_t fn,
+                                      uint64_t seq)
 {
-    if (ML_UNLIKELY(t->rr_live >= t->rr_limit) && ml_recv_grow(t) != 0) return -1;
+    if (ML_UNLIKELY(t->rr_live >= t->rr_limit) && ml_recv_grow(t) != 0) return NULL;
     ml_recv_slot_t *const r = ml_recv_free_slot(t, k);
     r->key = k;
     r->site = site;
@@ -860,7 +884,7 @@ ML_HOT int ml_recv_insert(ml_thread_t *t, uintptr_t k, ml_site_t *site, uint32_t
     r->fn = fn;
     r->seq = seq;
     t->rr_live++;
-    return 0;
+    return r;
 }
 
 /* The slot of handle key k in t's receive table, or ML_REQ_NONE. */
@@ -892,6 +916,7 @@ ML_HOT void ml_recv_remove_at(ml_thread_t *t, uint32_t i)
         const uint32_t h = ml_recv_home(t, rr[j].key);
         if (((j - h) & m) >= ((j - i) & m)) {
             rr[i] = rr[j];
+            ml_recv_call_move(t, i, j);
             i = j;
         }
     }

@@ -16,6 +16,7 @@ typedef struct ml_call ml_call_t;
 typedef struct ml_req ml_req_t;
 struct ml_tbuf;
 typedef struct ml_comm ml_comm_t;
+typedef struct ml_recv_slot ml_recv_slot_t;
 
 /* A thread's trace state (ml_thread_t.trace), given at its first MPI call (ml_trace_thread). */
 typedef struct ml_trace_thread {
@@ -28,12 +29,22 @@ typedef struct ml_trace_thread {
     /* bytes of the operation that the lean path's current call started and the MPI completed
      * within it: its call event carries them (a call_done event, ML_SEQ_DONE) */
     int64_t done_sent, done_recv;
+    /* receives' call events wait for their completions (below MPI_THREAD_SERIALIZED, where the
+     * thread that starts a receive completes it; ml_trace_defer) */
+    int defer;
+    /* the receive slot of the operation the lean path's current call started, beside which its
+     * call event is to wait (ML_SEQ_LATER) */
+    ml_recv_slot_t *later;
 } ml_trace_thread_t;
 
 /* The bit of an operation number that the lean path's ml_lean_post sets when the MPI
  * completed the operation within the call that started it: the call event is then written as a
  * call_done event (one event for the call and the completion). Never written into the trace. */
 #define ML_SEQ_DONE (1ull << 63)
+/* The bit of an operation number that ml_lean_post sets for a receive whose call event is to wait
+ * beside its slot (t->trace.later) and be written with its completion, as one late_call event;
+ * in the slot's seq, the mark that it waits (ml_trace_defer). Never written into the trace. */
+#define ML_SEQ_LATER (1ull << 62)
 
 /* the mode's entry in the table of modes (modes.c) */
 int ml_trace_init(void);                /* MPI_Init: open the rank's file, start the writer; says why not */
@@ -46,6 +57,9 @@ void ml_trace_call(ml_thread_t *t, const ml_call_t *c);
 void ml_trace_plain(ml_thread_t *t, int fn, uint64_t t0, uint64_t t1);
 void ml_trace_plain_at(ml_thread_t *t, int fn, uint64_t t0, uint64_t t1, uint32_t site);
 void ml_trace_done(ml_thread_t *t, const ml_req_t *e, const MPI_Status *st, int64_t sent, int64_t recv);
+/* the call event that waits in receive slot r, written alone (a late_call event without its
+ * completion): the general path takes the receive over, or it failed */
+void ml_trace_late_alone(ml_thread_t *t, const ml_recv_slot_t *r);
 void ml_trace_region(ml_thread_t *t, int begin, uint32_t path);
 void ml_trace_counter(ml_thread_t *t, uint32_t id, double value);
 /* A communicator's members, for the trailer's list (at MPI_Comm_free, and for the living ones at

@@ -140,7 +140,7 @@ static ml_req_t *own_lookup(ml_thread_t *t, uintptr_t k, ml_thread_t **owner)
  * receives at once as the table of entries follows requests (three quarters of
  * MPILENS_MAX_REQUESTS). */
 #define RECV_LOAD 16u /* slots per receive followed, at least */
-#define RECV_MIN 512u /* first size of a thread's receive table: 16 KiB */
+#define RECV_MIN 512u /* first size of a thread's receive table: 16 KiB (trace mode: and 16 KiB beside) */
 int ml_recv_grow(ml_thread_t *t)
 {
     const uint32_t most = own_max / 4 * 3;
@@ -150,15 +150,35 @@ int ml_recv_grow(ml_thread_t *t)
     while ((uint64_t)(t->rr_live + 1) * RECV_LOAD > cap) cap *= 2; /* own_max <= 2^26: no overflow */
     ml_recv_slot_t *n = calloc(cap, sizeof *n);
     if (n == NULL) return -1;
+    /* trace mode's waiting calls, beside the slots (ml_recv_call_t): there whenever the thread
+     * defers calls (ml_trace_defer counts on it) */
+    ml_recv_call_t *nc = t->trace.defer ? calloc(cap, sizeof *nc) : NULL;
+    if (t->trace.defer && nc == NULL) {
+        free(n);
+        return -1;
+    }
     ml_recv_slot_t *const was = t->rr;
+    ml_recv_call_t *const was_c = t->rc;
     t->rr = n;
+    t->rc = nc;
     t->rr_mask = cap - 1;
     t->rr_shift = (uint32_t)(64 - __builtin_ctzll(cap));
     t->rr_limit = cap / RECV_LOAD < most ? cap / RECV_LOAD : most;
-    for (uint32_t i = 0; i < old; i++) /* rehashed into the new table by the insert's own probe */
-        if (was[i].key != 0) *ml_recv_free_slot(t, was[i].key) = was[i];
+    for (uint32_t i = 0; i < old; i++) { /* rehashed into the new table by the insert's own probe */
+        if (was[i].key == 0) continue;
+        ml_recv_slot_t *const to = ml_recv_free_slot(t, was[i].key);
+        *to = was[i];
+        if (nc != NULL && was_c != NULL) nc[to - n] = was_c[i];
+    }
     free(was);
+    free(was_c);
     return 0;
+}
+
+/* ml.h: the waiting call beside a slot moves with it */
+void ml_recv_call_move(ml_thread_t *t, uint32_t i, uint32_t j)
+{
+    if (t->rc != NULL) t->rc[i] = t->rc[j];
 }
 
 /* The receive slot of key k in o's table taken out into *e (1), or 0: the entry ml_req_track would
@@ -168,9 +188,13 @@ static int recv_take(ml_thread_t *o, uintptr_t k, ml_req_t *e)
     const uint32_t i = ml_recv_find(o, k);
     if (i == ML_REQ_NONE) return 0;
     const ml_recv_slot_t *r = &o->rr[i];
+    /* its call event, if it waited for the completion, is written now: the general path writes
+     * the completion (o is the calling thread: calls wait only below MPI_THREAD_SERIALIZED) */
+    if (r->seq & ML_SEQ_LATER) ml_trace_late_alone(o, r);
     /* a traced one (an operation number) was started on MPI_COMM_WORLD, as the lean path's entries */
     *e = (ml_req_t){.key = k, .fn = (uint16_t)r->fn, .flags = r->seq ? ML_REQ_ACTIVE | ML_REQ_WORLD : ML_REQ_ACTIVE,
-                    .stat = r->stat, .peer = -1, .sent = 0, .recv = ML_BYTES_FROM_STATUS, .seq = r->seq,
+                    .stat = r->stat, .peer = -1, .sent = 0, .recv = ML_BYTES_FROM_STATUS,
+                    .seq = r->seq & ~ML_SEQ_LATER,
                     .comm = NULL, .site = r->site};
     ml_recv_remove_at(o, i);
     return 1;
@@ -362,7 +386,7 @@ void ml_req_putback(ml_claim_t *c)
     if (!ml_g.multiple) {
         /* a receive taken out of a receive table: back into it (not into the table of entries,
          * whose entries other claims of the same call may point to) */
-        if (ml_recv_insert(c->owner, ml_req_key(c->handle), c->copy.site, c->copy.stat, c->copy.fn, c->copy.seq) != 0)
+        if (ml_recv_insert(c->owner, ml_req_key(c->handle), c->copy.site, c->copy.stat, c->copy.fn, c->copy.seq) == NULL)
             c->owner->dropped_requests++;
         return;
     }

@@ -5,15 +5,18 @@
  * writer thread, which appends it to the rank's file; the thread goes on in another buffer and
  * waits only when all of its buffers are in the writer's queue (memory stays bounded:
  * MPILENS_TRACE_BUFFERS x MPILENS_TRACE_BUFFER_KB per thread). At MPI_Finalize, exit or a fatal
- * signal the buffers are written out directly; a block cut short by a kill is detected by the
- * reader from its header and skipped.
+ * signal the buffers are written out directly, and the calls of receives still waiting for a
+ * completion go into the trailer; a block cut short by a kill is detected by the reader from its
+ * header and skipped.
  *
- * An event is a fixed part of 12 bytes and 0 to 15 words of fields: only what differs from the
+ * An event is a fixed part of 12 bytes and 0 to 18 words of fields: only what differs from the
  * obvious is written, and not what the events before give (the next operation number; the
  * peers, tags, bytes and site of the function's previous call or completion): 12 to 16 bytes
  * for a point-to-point call in a loop instead of the 64 of all fields; a nonblocking one the MPI
- * completed within it is written with its completion (a call_done). The writer thread, the disk
- * and the reader have a fifth of the bytes to move.
+ * completed within it is written with its completion (a call_done), and below
+ * MPI_THREAD_SERIALIZED a receive's call waits for its completion and is written with it (a
+ * late_call: the reader puts the call back where it was made, by its start). The writer thread,
+ * the disk and the reader have a fifth of the bytes to move.
  * Within a buffer the fixed parts grow from the start and the words downwards from the end, so a
  * block of events is two contiguous pieces, and its words read backwards are the events' fields
  * in order. The events before (for dt, COMM and the repeats) are those of the same filling of
@@ -232,6 +235,8 @@ void ml_trace_done(ml_thread_t *t, const ml_req_t *r, const MPI_Status *st, int6
     ml_trace_done_inline(t, r, st, sent, recv);
 }
 
+void ml_trace_late_alone(ml_thread_t *t, const ml_recv_slot_t *r) { ml_trace_late(t, r, NULL, 0); }
+
 void ml_trace_region(ml_thread_t *t, int begin, uint32_t path_id)
 {
     const uint64_t now = ml_now();
@@ -417,6 +422,35 @@ static void put_comms(ml_sink_t *s, int dying)
     ml_sink_int(s, comms_dropped);
 }
 
+/* The call events still waiting in receive slots for completions that did not come (receives
+ * pending at MPI_Finalize or when the process ended): in the trailer, with their thread. Read in
+ * place (a dying process's slots included: a slot's call is marked waiting last, ml_trace_defer);
+ * then marked written. */
+static void put_late_calls(ml_sink_t *s)
+{
+    ml_sink_text(s, ", \"late_calls\": [");
+    int first = 1;
+    for (ml_thread_t *t = __atomic_load_n(&ml_g.threads, __ATOMIC_ACQUIRE); t; t = t->next) {
+        if (t->rr == NULL) continue;
+        for (uint32_t i = 0; i <= t->rr_mask; i++) {
+            ml_recv_slot_t *r = &t->rr[i];
+            if (r->key == 0 || !(r->seq & ML_SEQ_LATER) || t->rc == NULL) continue;
+            const ml_recv_call_t *c = &t->rc[i];
+            const int64_t v[] = {t->trace.index, (int64_t)c->t0, c->dur, r->fn, c->src, c->tag,
+                                 (int64_t)(r->seq & ~ML_SEQ_LATER), c->site_id};
+            ml_sink_text(s, first ? "[" : ", [");
+            for (size_t k = 0; k < sizeof v / sizeof *v; k++) {
+                if (k) ml_sink_text(s, ", ");
+                ml_sink_int(s, v[k]);
+            }
+            ml_sink_text(s, "]");
+            first = 0;
+            r->seq &= ~ML_SEQ_LATER;
+        }
+    }
+    ml_sink_text(s, "]");
+}
+
 /* trailer: 0 head, 1 trailer of a rank that reached MPI_Finalize, 2 trailer of one that did not */
 static void write_json_block(const char *magic, int trailer)
 {
@@ -488,6 +522,7 @@ static void write_json_block(const char *magic, int trailer)
         }
         ml_sink_text(&s, "]");
         put_comms(&s, trailer == 2);
+        put_late_calls(&s);
         ml_callsite_trace_json(&s); /* the call sites the events name */
         if (writer_cpu_ns >= 0) { /* what writing the trace cost this rank, on a core of its node */
             ml_sink_text(&s, ", \"writer_cpu_ns\": ");
@@ -536,6 +571,10 @@ void ml_trace_thread(ml_thread_t *t)
     if (out.fd < 0) return;
     t->trace.index = __atomic_fetch_add(&threads_seen, 1, __ATOMIC_RELAXED);
     t->trace.req_base = (uint64_t)(t->trace.index + 1) << 40;
+    /* below MPI_THREAD_SERIALIZED the thread that starts a receive completes it: its call event
+     * can wait beside the receive's slot for the completion (ml_trace_defer), in a table its
+     * receive table makes with itself (so not for a thread that has one already) */
+    t->trace.defer = ml_g.thread_level < MPI_THREAD_SERIALIZED && t->rr == NULL;
     const size_t size = sizeof(ml_tbuf_t) + ml_trace_data_bytes;
     for (uint32_t i = 0; i < nbuffers && i < 8; i++) {
         void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

@@ -205,6 +205,125 @@ ML_HOT int ml_trace_world(MPI_Comm comm, int rank)
  * thread's table (0: unknown, or one of the function's "other sites"). */
 ML_HOT uint32_t ml_trace_site(ml_thread_t *t, int fn) { return t->sites ? ml_site_early(t, fn)->id : 0; }
 
+/* A receive's call (c, its source's world rank src, at call site number site) kept beside its
+ * slot (t->trace.later, which ml_lean_post filled just before; t->rc) instead of written: its
+ * completion writes both as one late_call event (ml_trace_late), one fixed part fewer per
+ * received message. A call too long for the event's 32-bit duration is written now. */
+ML_HOT void ml_trace_defer(ml_thread_t *t, const ml_call_t *c, int32_t src, uint32_t site)
+{
+    ml_recv_slot_t *const r = t->trace.later;
+    const uint64_t dur = c->t1 - c->t0;
+    if (ML_UNLIKELY(dur > UINT32_MAX)) {
+        const ml_tev_t e = {.t0 = c->t0, .t1 = c->t1, .kind = ML_TEV_CALL, .fn = (uint32_t)c->fn,
+                            .comm = ml_trace_world_uid, .dst = -1, .src = src, .rtag = c->rtag,
+                            .req = c->req & ~ML_SEQ_LATER, .site = site};
+        ml_trace_emit(t, &e);
+        return;
+    }
+    ml_recv_call_t *const w = ml_recv_call_of(t, r);
+    w->t0 = c->t0;
+    w->dur = (uint32_t)dur;
+    w->src = src;
+    w->tag = c->rtag;
+    w->site_id = site;
+    r->seq |= ML_SEQ_LATER; /* last: a dying process reads the slot as it is (trace.c) */
+}
+
+/* The late_call event of the receive in slot r, whose call event waited there (ml_trace_defer):
+ * with its completion (st: its status, recv its bytes; done at t->done_at), or alone (st NULL:
+ * the lean path does not see it complete). Encoded as ml_trace_emit encodes a call and a
+ * completion, in one fixed part: the call's source, tag and site against the registers of the
+ * function's calls, the completion's source, tag and bytes against those of its completions, and
+ * the time from the call's start to the completion (format: runtime/spec/rundir.yaml, trace_kind
+ * and trace_event). Where the call goes among the thread's events follows from its start: the
+ * events a thread writes before a call started before it, those after it after its end. */
+ML_HOT void ml_trace_late(ml_thread_t *t, const ml_recv_slot_t *r, const MPI_Status *st, int64_t recv)
+{
+    ml_tbuf_t *b = t->trace.cur;
+    if (ML_UNLIKELY(b == NULL)) b = ml_trace_swap(t);
+    ml_tfix_t *f = b->fix_at;
+    uint32_t *w = b->word_at;
+    if (ML_UNLIKELY((char *)w - (char *)(f + 1) < ML_TF_MAX_WORDS * 4)) {
+        b = ml_trace_swap(t);
+        f = b->fix_at;
+        w = b->word_at;
+    }
+    uint32_t *const w0 = w;
+    uint32_t flags = ML_TEV_LATE_CALL;
+    const ml_recv_call_t *const made = ml_recv_call_of(t, r); /* the call as it was made */
+    const uint64_t seq = r->seq & ~ML_SEQ_LATER;
+    const uint64_t at = st != NULL ? t->done_at : made->t0; /* the event's time */
+    const uint64_t since = at - made->t0;                  /* 0 alone */
+    const int64_t dt = (int64_t)(at - b->last_t0);
+    const int is_long = !(dt == (int32_t)dt && since <= UINT32_MAX);
+    if (ML_LIKELY(!is_long)) {
+        f->dt = (int32_t)dt;
+        f->dur = made->dur;
+    } else {
+        flags |= ML_TF_LONG;
+        f->dt = 0;
+        f->dur = 0;
+        *--w = (uint32_t)at;
+        *--w = (uint32_t)(at >> 32);
+        *--w = made->dur;
+        *--w = 0;
+    }
+    b->last_t0 = at;
+    if (ml_trace_world_uid != b->last_comm) {
+        flags |= ML_TF_COMM;
+        *--w = ml_trace_world_uid;
+        b->last_comm = ml_trace_world_uid;
+    }
+    ml_trace_fields_t *const call = &b->last_of[0][r->fn], *const fin = &b->last_of[1][r->fn];
+    const int32_t src = st != NULL && st->MPI_SOURCE >= 0 ? st->MPI_SOURCE : -1;
+    if (made->src != call->src) { flags |= ML_TF_DST; *--w = (uint32_t)made->src; call->src = made->src; }
+    if (st != NULL && src != fin->src) { flags |= ML_TF_SRC; *--w = (uint32_t)src; fin->src = src; }
+    if (made->tag != call->rtag) { flags |= ML_TF_STAG; *--w = (uint32_t)made->tag; call->rtag = made->tag; }
+    if (st != NULL && st->MPI_TAG != fin->rtag) { flags |= ML_TF_RTAG; *--w = (uint32_t)st->MPI_TAG; fin->rtag = st->MPI_TAG; }
+    if (recv != 0) {
+        if (recv == fin->recv) {
+            flags |= 3u << ML_TF_RECV;
+        } else {
+            fin->recv = recv;
+            *--w = (uint32_t)recv;
+            if ((uint64_t)recv <= UINT32_MAX) {
+                flags |= 1u << ML_TF_RECV;
+            } else {
+                flags |= 2u << ML_TF_RECV;
+                *--w = (uint32_t)((uint64_t)recv >> 32);
+            }
+        }
+    }
+    /* the operation number: with a completion, in the completions' order; alone, given */
+    if (st != NULL && seq == b->last_req[1] + 1) {
+        flags |= 3u << ML_TF_REQ;
+    } else {
+        *--w = (uint32_t)seq;
+        if ((seq & ~(uint64_t)UINT32_MAX) == t->trace.req_base) {
+            flags |= 1u << ML_TF_REQ;
+        } else {
+            flags |= 2u << ML_TF_REQ;
+            *--w = (uint32_t)(seq >> 32);
+        }
+    }
+    if (st != NULL) b->last_req[1] = seq;
+    if (made->site_id != call->site) {
+        flags |= ML_TF_SITE;
+        *--w = made->site_id;
+        call->site = made->site_id;
+    }
+    if (st != NULL) { /* the time from the call's start to its completion */
+        *--w = (uint32_t)since;
+        if (ML_UNLIKELY(is_long)) *--w = (uint32_t)(since >> 32);
+    }
+    f->fn = (uint16_t)(st != NULL ? r->fn : r->fn | ML_TFN_ALONE);
+    f->flags = (uint16_t)flags;
+    b->fix_at = f + 1;
+    b->word_at = w;
+    const uint64_t c = __atomic_load_n(&b->committed, __ATOMIC_RELAXED);
+    __atomic_store_n(&b->committed, c + ((uint64_t)((char *)w0 - (char *)w) << 30) + 1, __ATOMIC_RELEASE);
+}
+
 /* The event of one MPI call as a wrapper describes it, made at call site number site. */
 ML_HOT void ml_trace_call_at(ml_thread_t *t, const ml_call_t *c, uint32_t site)
 {
@@ -234,6 +353,17 @@ ML_HOT void ml_trace_call_at(ml_thread_t *t, const ml_call_t *c, uint32_t site)
     ml_trace_emit(t, &e);
 }
 ML_HOT void ml_trace_call_inline(ml_thread_t *t, const ml_call_t *c) { ml_trace_call_at(t, c, ml_trace_site(t, c->fn)); }
+
+/* ml_trace_call_at for the lean path's receives (MPI_Irecv, MPI_Imrecv), whose event may wait
+ * for their completion (ml_lean_post said so: ML_SEQ_LATER); a test the other calls do without. */
+ML_HOT void ml_trace_recv_call_at(ml_thread_t *t, const ml_call_t *c, uint32_t site)
+{
+    if (c->req & ML_SEQ_LATER) {
+        ml_trace_defer(t, c, ml_trace_world(c->comm, c->src), site);
+        return;
+    }
+    ml_trace_call_at(t, c, site);
+}
 
 /* The completion event of an operation the lean path started on MPI_COMM_WORLD (no communicator
  * facts held; a request entry's or a receive slot's): fn, peer (world rank, -1: none) and seq as it

@@ -24,6 +24,9 @@ CALL, DONE, REGION_BEGIN, REGION_END, COUNTER = (L.TRACE_KIND_CALL, L.TRACE_KIND
 IO = L.TRACE_KIND_IO  # file (fn) and byte offset (sent) of the MPI-IO call whose event follows
 # a call and the completion, within it, of the operation it started: read as a CALL and a DONE
 CALL_DONE = L.TRACE_KIND_CALL_DONE
+# a receive's call written with its completion (read as the CALL where the thread made the call
+# and the DONE here), or alone (fn | ALONE: the call only)
+LATE, ALONE = L.TRACE_KIND_LATE_CALL, L.TRACE_FN_ALONE
 
 # an event with all of its fields: the 64-byte events of older traces as they are, and what the
 # compact events are decoded into
@@ -43,7 +46,7 @@ class _Block:
     """A block of compact events: where its parts are in the file."""
 
     thread: int
-    version: int  # 3: this runtime's events; 2: nothing repeated but the communicator
+    version: int  # 4: this runtime's events; 3: no late_call events; 2: nothing repeated but the communicator
     filling: int
     first: int
     count: int
@@ -154,7 +157,7 @@ def read_rank(path: layout.RankFile) -> RankTrace:
     cut = f"{path.name}: last block cut short at byte {{}} (skipped)"
     while pos + 8 <= size:
         magic = bytes(data[pos:pos + 8])
-        if magic in (L.MAGIC_TRACE_EVENTS, L.MAGIC_TRACE_EVENTS_V2):
+        if magic in (L.MAGIC_TRACE_EVENTS, L.MAGIC_TRACE_EVENTS_V3, L.MAGIC_TRACE_EVENTS_V2):
             if pos + BLOCK2.itemsize > size:
                 problems.append(cut.format(pos))
                 break
@@ -165,7 +168,7 @@ def read_rank(path: layout.RankFile) -> RankTrace:
             if end > size:
                 problems.append(cut.format(pos))
                 break
-            version = 3 if magic == L.MAGIC_TRACE_EVENTS else 2
+            version = {L.MAGIC_TRACE_EVENTS: 4, L.MAGIC_TRACE_EVENTS_V3: 3}.get(magic, 2)
             blocks.append(_Block(int(b["thread"]), version, int(b["filling"]), int(b["first"]), count, start,
                                  start + count * FIXED.itemsize, words))
             clock.append((int(b["tick"]), int(b["ns"])))
@@ -198,13 +201,17 @@ def read_rank(path: layout.RankFile) -> RankTrace:
     events = np.empty(n_old + sum(b.count for b in blocks), dtype=EVENT)
     thread = np.empty(len(events), dtype=np.uint32)
     site = np.zeros(len(events), dtype=np.uint32)
+    to_done = np.zeros(len(events), dtype=np.uint64)  # late_call events: from the call to the completion
     i = 0
     for start, count, th in chunks:
         events[i:i + count] = np.frombuffer(data, dtype=EVENT, count=count, offset=start)
         thread[i:i + count] = th
         i += count
     try:
-        _decode_compact(data, blocks, events[n_old:], thread[n_old:], site[n_old:], len(head.get("functions", [])))
+        _decode_compact(data, blocks, events[n_old:], thread[n_old:], site[n_old:], len(head.get("functions", [])),
+                        to_done[n_old:])
+        events, thread, site = _place_late_calls(events, thread, site, to_done, (trailer or {}).get("late_calls", []),
+                                                 int(head.get("world_uid", 0)))
     except ValueError as err:
         raise RunDirectoryError(f"{path.name}: damaged events ({err})") from err
     del data  # the map closes when the last view of it is gone
@@ -233,28 +240,34 @@ def _whole_fillings(blocks: list[_Block], name: str, problems: list[str]) -> lis
 
 
 def _decode_compact(data: memoryview, blocks: list[_Block], out: np.ndarray, thread: np.ndarray,
-                    site: np.ndarray, nfunc: int) -> None:
+                    site: np.ndarray, nfunc: int, start: np.ndarray | None = None) -> None:
     """Decode compact events into EVENT records (and their call sites into site), block by block
     for the fields, then every filling at once for what follows from the events before (time
     stamps, communicator, operation numbers, and the peers, tags, bytes and sites a function's
     calls and completions repeat). nfunc: the functions the head names (calls and completions of
-    the others repeat nothing)."""
+    the others repeat nothing).
+    A late_call event stays one record, its fields where the file has them: t0 its time stamp, t1
+    minus t0 the call's duration, dst and stag the call's source and tag, src, rtag and recv the
+    completion's, site the call's, and in start the ticks from the call's start to its completion
+    (0 alone); _place_late_calls makes the two events of it."""
     n = len(out)
     flags = np.empty(n, dtype=np.uint16)
     dt = np.empty(n, dtype=np.int64)
     starts = np.zeros(n, dtype=bool)  # first event of a filling
     v3 = np.zeros(n, dtype=bool)
+    if start is None:
+        start = np.zeros(n, dtype=np.uint64)
     i = 0
     for b in blocks:
         fix = np.frombuffer(data, dtype=FIXED, count=b.count, offset=b.fixed_at)
         words = np.frombuffer(data, dtype="<u4", count=b.words, offset=b.words_at)
         ev = out[i:i + b.count]
-        site[i:i + b.count] = _decode_block(fix, words, b.thread, ev, b.version)
+        site[i:i + b.count], start[i:i + b.count] = _decode_block(fix, words, b.thread, ev, b.version)
         flags[i:i + b.count] = fix["flags"]
         dt[i:i + b.count] = fix["dt"]
         thread[i:i + b.count] = b.thread
         starts[i] = b.first == 0
-        v3[i:i + b.count] = b.version == 3
+        v3[i:i + b.count] = b.version >= 3
         i += b.count
     if n == 0:
         return
@@ -274,28 +287,67 @@ def _decode_compact(data: memoryview, blocks: list[_Block], out: np.ndarray, thr
     out["comm"] = out["comm"][np.maximum.accumulate(np.where(has_comm, at, 0))]
     filling = np.cumsum(starts) - 1
     fl = flags.astype(np.int64)
-    # operation numbers of width 3: one more than the previous one of the same class
+    kind = out["kind"]
+    late = kind == LATE
+    alone = late & ((out["fn"] & ALONE) != 0)
+    fused = late & ~alone
+    fn = (out["fn"] & ~np.uint16(ALONE)).astype(np.int64)
+    # operation numbers of width 3: one more than the previous one of the same class (a late_call
+    # is a completion's; one alone has its number written and is in neither class)
     code = (fl >> REQ) & 3
-    done = out["kind"] == DONE
-    for cls in (done, ~done):
+    if (alone & (code == 3)).any():
+        raise ValueError("a late call without its completion repeats an operation number")
+    done = (kind == DONE) | fused
+    for cls in (done, ~done & ~alone):
         _next_numbers(out["req"], code, filling, cls & (code > 0))
     # peers, tags, bytes and sites a call or a completion leaves out: those of the previous one of
-    # its function in the filling (the defaults before the first)
-    member = v3 & ((out["kind"] == CALL) | (out["kind"] == CALL_DONE) | done) & (out["fn"] < nfunc)
-    width = {name: (fl >> shift) & 3 for name, shift in (("sent", SENT), ("recv", RECV))}
-    if any(((c == 3) & ~member).any() for c in width.values()):
+    # its function in the filling (the defaults before the first). A late_call is two of them:
+    # its call (part 1: source, tag and site) and its completion (part 2: source, tag and bytes).
+    member = v3 & ((kind == CALL) | (kind == CALL_DONE) | (kind == DONE)) & (fn < nfunc)
+    widths = {name: (fl >> shift) & 3 for name, shift in (("sent", SENT), ("recv", RECV))}
+    if ((widths["sent"] != 0) & late).any() or ((widths["recv"] == 3) & alone).any():
+        raise ValueError("a late call has a byte count it cannot have")
+    if any(((c == 3) & ~member & ~late).any() for c in widths.values()):
         raise ValueError("a byte count repeats in an event that is no call or completion")
-    members = np.flatnonzero(member)
-    if len(members) == 0:
+    late_m = late & (fn < nfunc)
+    idx = [np.flatnonzero(member), np.flatnonzero(late_m), np.flatnonzero(fused & (fn < nfunc))]
+    if sum(len(x) for x in idx) == 0:
         return
-    key = (filling[members] * 2 + done[members]) * max(nfunc, 1) + out["fn"][members]
-    by_key = np.argsort(key, kind="stable")  # each function's events in their order
-    order, key = members[by_key], key[by_key]
+    part = np.concatenate([np.full(len(x), k) for k, x in enumerate(idx)])
+    rec = np.concatenate(idx)
+    by_rec = np.argsort(rec, kind="stable")  # the parts in the order of their events
+    rec, part = rec[by_rec], part[by_rec]
+    is_call, is_done = part == 1, part == 2
+    normal = part == 0
+    f = fl[rec]
+    minus1, zero, true = np.int64(-1), np.int64(0), np.ones(len(rec), dtype=bool)
+
+    def pick(normal_v, call_v, done_v):  # a field of each part
+        return np.where(normal, normal_v, np.where(is_call, call_v, done_v))
+
+    values = {"dst": pick(out["dst"][rec], minus1, minus1),
+              "src": pick(out["src"][rec], out["dst"][rec], out["src"][rec]),
+              "stag": pick(out["stag"][rec], zero, zero),
+              "rtag": pick(out["rtag"][rec], out["stag"][rec], out["rtag"][rec]),
+              "site": pick(site[rec], site[rec], zero),
+              "sent": pick(out["sent"][rec], zero, zero),
+              "recv": pick(out["recv"][rec], zero, out["recv"][rec])}
+    known = {"dst": pick((f & DST) != 0, true, true),
+             "src": pick((f & SRC) != 0, (f & DST) != 0, (f & SRC) != 0),
+             "stag": pick((f & STAG) != 0, true, true),
+             "rtag": pick((f & RTAG) != 0, (f & STAG) != 0, (f & RTAG) != 0),
+             "site": pick((f & SITE) != 0, (f & SITE) != 0, true)}
+    # the parts' own: no destination, no send tag, no site for the completion; given, but not what
+    # the events after them repeat
+    fixed = {"dst": ~normal, "stag": ~normal, "site": is_done}
+    width = {"sent": np.where(normal, widths["sent"][rec], 0),
+             "recv": np.where(is_call, 0, widths["recv"][rec])}
+    part_done = np.where(normal, kind[rec] == DONE, is_done)
+    key = (filling[rec] * 2 + part_done) * max(nfunc, 1) + fn[rec]
+    order = np.argsort(key, kind="stable")  # each function's calls (completions) in their order
+    key = key[order]
     first = np.ones(len(order), dtype=bool)
     first[1:] = key[1:] != key[:-1]
-    fl_order = flags[order]
-    known = {name: ((fl_order & bit) != 0) | first  # written, or the default before the first
-             for name, bit in (("dst", DST), ("src", SRC), ("stag", STAG), ("rtag", RTAG), ("site", SITE))}
     for name, c in width.items():  # width 3: the function's last nonzero count (width 1 or 2)
         c = c[order]
         rep = c == 3
@@ -305,13 +357,25 @@ def _decode_compact(data: memoryview, blocks: list[_Block], out: np.ndarray, thr
         src = _last_given(written, first)
         if (rep & ~written[src]).any():
             raise ValueError("a byte count repeats one before it, and there is none in its buffer filling")
-        out[name][order[rep]] = out[name][order[src[rep]]]
+        values[name][order[rep]] = values[name][order[src[rep]]]
     for name, kn in known.items():
+        kn = kn[order]
         if kn.all():
             continue
-        values = site if name == "site" else out[name]
-        src = _last_given(kn, first)
-        values[order[~kn]] = values[order[src[~kn]]]
+        src = _last_given(kn & ~fixed[name][order] if name in fixed else kn, first)
+        values[name][order[~kn]] = values[name][order[src[~kn]]]
+    # back into the records
+    r = rec[normal]
+    for name in ("dst", "src", "stag", "rtag", "sent", "recv"):
+        out[name][r] = values[name][normal]
+    site[r] = values["site"][normal]
+    r = rec[is_call]
+    out["dst"][r] = values["src"][is_call]
+    out["stag"][r] = values["rtag"][is_call]
+    site[r] = values["site"][is_call]
+    r = rec[is_done]
+    for name in ("src", "rtag", "recv"):
+        out[name][r] = values[name][is_done]
 
 
 def _last_given(written: np.ndarray, first: np.ndarray) -> np.ndarray:
@@ -340,19 +404,26 @@ def _next_numbers(req: np.ndarray, code: np.ndarray, filling: np.ndarray, member
     req[sel] = v[src] + (k - src).astype(np.uint64)
 
 
-def _decode_block(fix: np.ndarray, words: np.ndarray, thread: int, ev: np.ndarray, version: int) -> np.ndarray:
+def _decode_block(fix: np.ndarray, words: np.ndarray, thread: int, ev: np.ndarray,
+                  version: int) -> tuple[np.ndarray, np.ndarray]:
     """The fields of one block's events (the block's words read backwards are the events' fields
     in order). Leaves the full time stamp of LONG events in t0, the duration in t1, the
-    communicator (or 0) in comm, and 0 in the fields of width 3 (the events before give them)."""
+    communicator (or 0) in comm, and 0 in the fields of width 3 (the events before give them).
+    Returns the call sites (0: none) and the late_call events' times from call to completion."""
     fl = fix["flags"].astype(np.int64)
     width = {bit: ((fl & bit) != 0).astype(np.int64) for bit in (COMM, DST, SRC, STAG, RTAG)}
     long_w = 4 * ((fl & LONG) != 0)
     sent_c, recv_c, req_c = (fl >> SENT) & 3, (fl >> RECV) & 3, (fl >> REQ) & 3
     if version < 3 and ((sent_c == 3) | (recv_c == 3) | (req_c == 3)).any():
         raise ValueError("a field of width 3 in a block of an earlier version")
+    if version < 4 and ((fl & 7) == LATE).any():
+        raise ValueError("an event of no kind in a block of an earlier version")
     sent_w, recv_w, req_w = (np.where(c == 3, 0, c) for c in (sent_c, recv_c, req_c))
     site_w = ((fl & SITE) != 0).astype(np.int64)
-    size = long_w + sum(width.values()) + sent_w + recv_w + req_w + site_w
+    # a late_call with its completion: the time from the call's start to it, in 1 word (2 if LONG)
+    with_done = ((fl & 7) == LATE) & ((fix["fn"] & ALONE) == 0) if version >= 4 else np.zeros(len(fl), dtype=bool)
+    start_w = np.where(with_done, 1 + (long_w > 0), 0)
+    size = long_w + sum(width.values()) + sent_w + recv_w + req_w + site_w + start_w
     m = len(words)
     if int(size.sum()) != m:
         raise ValueError("the sizes of a block's fields do not add up")
@@ -381,7 +452,72 @@ def _decode_block(fix: np.ndarray, words: np.ndarray, thread: int, ev: np.ndarra
     req = take(req_w)
     own = np.uint64(thread + 1) << np.uint64(40)  # one word: a request this thread started
     ev["req"] = np.where(req_w == 1, own | req, req)
-    return take(site_w).astype(np.uint32)  # the call sites (0: none)
+    site = take(site_w).astype(np.uint32)  # the call sites (0: none)
+    return site, take(start_w)
+
+
+def _place_late_calls(events: np.ndarray, thread: np.ndarray, site: np.ndarray, start: np.ndarray,
+                      pending: list[list[int]], world_uid: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each late_call event as the two it stands for: its completion, in its place (none when
+    alone), and its call, put back where its thread made it. That place follows from the call's
+    start: the events a thread wrote before the call started before it, those it wrote after
+    started after its end (late calls aside), so the call goes after exactly the thread's events
+    that started before it. pending: the trailer's late_calls, calls of receives that had not
+    completed (thread, t0, duration, function, source, tag, operation number, site), put back the
+    same way. Each thread's events are together, the threads in order (read_rank)."""
+    late = events["kind"] == LATE
+    if not late.any() and not pending:
+        return events, thread, site
+    li = np.flatnonzero(late)
+    alone = (events["fn"][li] & ALONE) != 0
+    calls = events[li].copy()
+    calls["kind"] = CALL
+    calls["fn"] &= ~np.uint16(ALONE)
+    calls["t0"] = events["t0"][li] - start[li]
+    calls["t1"] = calls["t0"] + (events["t1"][li] - events["t0"][li])
+    calls["src"], calls["rtag"] = events["dst"][li], events["stag"][li]
+    calls["dst"], calls["stag"], calls["sent"], calls["recv"] = -1, 0, 0, 0
+    call_thread, call_site = thread[li], site[li]
+    done = events[li[~alone]].copy()
+    done["kind"] = DONE
+    done["t1"] = done["t0"]
+    done["dst"], done["stag"], done["sent"] = -1, 0, 0
+    if pending:
+        p = np.array(pending, dtype=np.int64).reshape(-1, 8)
+        more = np.zeros(len(p), dtype=EVENT)
+        more["kind"], more["fn"], more["comm"] = CALL, p[:, 3], world_uid
+        more["t0"] = p[:, 1]
+        more["t1"] = p[:, 1] + p[:, 2]
+        more["dst"], more["src"], more["rtag"], more["req"] = -1, p[:, 4], p[:, 5], p[:, 6]
+        calls = np.concatenate([calls, more])
+        call_thread = np.concatenate([call_thread, p[:, 0]]).astype(np.uint32)
+        call_site = np.concatenate([call_site, p[:, 7]]).astype(np.uint32)
+    # the events in place, in their order: those not late, and the completions of the late ones
+    keep = np.sort(np.concatenate([np.flatnonzero(~late), li[~alone]]))
+    placed = events[keep]
+    is_done = late[keep]
+    placed[is_done] = done
+    placed_thread, placed_site = thread[keep], np.where(is_done, 0, site[keep]).astype(np.uint32)
+    # each call: before the first event of its thread, in their order, that did not start before it
+    where = np.empty(len(calls), dtype=np.int64)
+    runs = np.flatnonzero(np.r_[True, placed_thread[1:] != placed_thread[:-1]]) if len(placed) else np.zeros(0, int)
+    ends = np.r_[runs[1:], len(placed)]
+    for th in np.unique(call_thread):
+        mine = call_thread == th
+        k = np.flatnonzero(placed_thread[runs] == th) if len(runs) else []
+        if len(k):
+            lo, hi = runs[k[0]], ends[k[0]]
+            where[mine] = lo + np.searchsorted(np.sort(placed["t0"][lo:hi]), calls["t0"][mine], side="left")
+        else:  # a thread with no other event: after the threads before it
+            where[mine] = np.searchsorted(placed_thread, th)
+    at = np.arange(len(placed), dtype=np.int64)
+    out = np.concatenate([placed, calls])
+    key_where = np.concatenate([at, where])
+    before = np.concatenate([np.ones(len(placed), dtype=np.int8), np.zeros(len(calls), dtype=np.int8)])
+    when = np.concatenate([np.zeros(len(placed), dtype=np.uint64), calls["t0"]])
+    order = np.lexsort((when, before, key_where))
+    return (out[order], np.concatenate([placed_thread, call_thread])[order],
+            np.concatenate([placed_site, call_site])[order])
 
 
 def _split_call_done(events: np.ndarray, thread: np.ndarray,
