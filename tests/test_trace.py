@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import MPILENS, example, fn, lammps_indent, launcher, mpilens_run, run_example
+from conftest import MPILENS, example, fn, lammps_indent, launcher, mpilens_run, run_example, trace_kinds
 from mpilens.trace import findings, reader, timeline
 
 TRACE = {"MPILENS_MODE": "profile,trace"}
@@ -376,6 +376,77 @@ def test_killed_job_leaves_a_readable_trace(mpi, tmp_path):
     allreduce = tl.functions.index("MPI_Allreduce")
     assert (r0["fn"] == allreduce).sum() >= 6
     assert (np.diff(r0["t0"]) >= 0).all()
+
+
+METHODS = ["wait", "waitall", "waitany", "waitsome", "test", "testall", "testany", "testsome"]
+COMPLETION_FN = {"wait": "MPI_Wait", "waitall": "MPI_Waitall", "waitany": "MPI_Waitany", "waitsome": "MPI_Waitsome",
+                 "test": "MPI_Test", "testall": "MPI_Testall", "testany": "MPI_Testany", "testsome": "MPI_Testsome"}
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_receive_calls_are_read_where_they_were_made(mpi, tmp_path, method):
+    """A receive's call event waits for its completion and is written with it (one late_call
+    event), or alone when the general path takes the receive over (MPI_Waitany, MPI_Testsome,
+    ...). traffic_p2p nb: per rep i, each rank r posts MPI_Irecv from r^1 with tag i, then
+    MPI_Isend of 100*(r+1)+i bytes to r^1 with tag i, then completes both with the method. From
+    the program: the calls come back in this order, the receive's call with its source and tag,
+    and each receive has one completion with the sender's size, after its call. From the file's
+    fixed parts alone: every receive was written late (kind 0), with its completion when the
+    lean path completed it."""
+    reps, size = 6, 100
+    job = run_example(mpi, "traffic_p2p", 2, tmp_path, ["nb", method, str(reps), str(size)], settings=TRACE)
+    printed = {int(r): int(c) for r, c in re.findall(r"nb rank=(\d+) method=\w+ completion_calls=(\d+)", job.stdout)}
+    tl = timeline.load(job.rundir)
+    assert tl.complete and tl.problems == []
+    irecv, isend, comp = (tl.functions.index(n) for n in ("MPI_Irecv", "MPI_Isend", COMPLETION_FN[method]))
+    for r in range(2):
+        mine = tl.ev[tl.ev["rank"] == r]
+        calls = mine[(mine["kind"] == reader.CALL) & np.isin(mine["fn"], [irecv, isend, comp])]
+        letters = "".join({irecv: "r", isend: "s", comp: "c"}[int(f)] for f in calls["fn"])
+        assert re.fullmatch(f"(rsc+){{{reps}}}", letters), letters
+        assert letters.count("c") == printed[r]
+        posted = calls[calls["fn"] == irecv]
+        assert posted["src"].tolist() == [r ^ 1] * reps and posted["rtag"].tolist() == list(range(reps))
+        sends = calls[calls["fn"] == isend]
+        assert (posted["t1"] <= sends["t0"]).all()
+        at = {int(q): k for k, q in enumerate(mine["req"]) if mine["kind"][k] == reader.CALL and q}
+        for i, q in enumerate(posted["req"].tolist()):
+            done = np.flatnonzero((mine["kind"] == reader.DONE) & (mine["req"] == q))
+            assert len(done) == 1 and done[0] > at[q], (i, done)
+            d = mine[done[0]]
+            assert (int(d["src"]), int(d["rtag"]), int(d["recv"])) == (r ^ 1, i, size * ((r ^ 1) + 1) + i)
+            assert d["t0"] >= posted["t1"][i]
+        raw = trace_kinds(job.rundir / "trace" / f"rank-{r:06d}.bin")
+        assert raw[reader.LATE] + raw["alone"] == reps, raw
+        if method in ("wait", "waitall", "test"):  # the lean path's completions (handwritten.c)
+            assert raw[reader.LATE] == reps, raw
+
+
+@pytest.mark.parametrize("end", ["finalize", "abort"])
+def test_a_pending_receive_call_is_kept(mpi, tmp_path, end):
+    """sleeper -r 77: each rank first posts an MPI_Irecv that nothing matches. Cancelled at the
+    end (the general path writes its call alone; a cancelled receive has no completion), or
+    pending when rank 0 calls MPI_Abort at step 3 (its call is in the trailer): either way the
+    reader gives it as the rank's call after MPI_Comm_size, from its left neighbour with tag 77,
+    and no completion."""
+    args = ["-n", "5", "-r", "77"] + (["-s", "10", "-a", "0:3"] if end == "abort" else [])
+    job = mpilens_run(None, launcher(mpi, 2) + [str(example(mpi, "sleeper")), *args], tmp_path,
+                      settings={"MPILENS_MODE": "trace"}, check=end == "finalize")
+    rt = reader.read_rank(job.rundir / "trace" / "rank-000000.bin")
+    assert rt.complete == (end == "finalize")
+    if end == "abort":
+        assert rt.trailer["late_calls"], rt.trailer
+    ev = rt.events
+    calls = ev[ev["kind"] == reader.CALL]
+    names = [rt.functions[int(f)] for f in calls["fn"]]
+    first = names.index("MPI_Comm_size") + 1  # sleeper's calls before it: rank and size
+    assert names[first:first + 2] == ["MPI_Irecv", "MPI_Allreduce"], names[:8]
+    rcv = calls[first]
+    assert (int(rcv["src"]), int(rcv["rtag"])) == (1, 77)
+    assert not ((ev["kind"] == reader.DONE) & (ev["req"] == rcv["req"])).any()
+    assert rcv["t1"] <= calls[first + 1]["t0"]
+    if end == "finalize":
+        assert names.count("MPI_Cancel") == 1
 
 
 def test_torn_block_is_skipped(tmp_path):

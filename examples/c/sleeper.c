@@ -1,12 +1,15 @@
 /* sleeper: a job that can be stopped before MPI_Finalize, for the tests of killed and aborted runs.
  * Each step does one MPI_Allreduce of an int and one MPI_Sendrecv of 256 bytes around a ring, then
  * sleeps. Rank 0 prints "step I" after each step (flushed), so a test can wait for progress.
- * Usage: sleeper [-n STEPS] [-s MS] [-m MARKER] [-a RANK:STEP] [-x CODE]
+ * Usage: sleeper [-n STEPS] [-s MS] [-m MARKER] [-a RANK:STEP] [-x CODE] [-r TAG]
  *   -n STEPS      number of steps (default 10)
  *   -s MS         sleep after each step, milliseconds (default 0)
  *   -m MARKER     every process appends its pid to MARKER before MPI_Init (proof that it started)
  *   -a RANK:STEP  RANK calls MPI_Abort(MPI_COMM_WORLD, 3) when it reaches step STEP (after STEP steps)
  *   -x CODE       exit status after MPI_Finalize (default 0)
+ *   -r TAG        first of all, MPI_Irecv of 4 bytes from the left neighbour with tag TAG, which no
+ *                 rank sends: pending through the steps (and at a kill or an abort), cancelled
+ *                 and waited for before MPI_Finalize
  * Known traffic per completed step and rank: 1 MPI_Allreduce of 4 bytes, 1 MPI_Sendrecv of 256 bytes
  * each way. */
 #define _POSIX_C_SOURCE 200809L
@@ -19,7 +22,7 @@
 
 int main(int argc, char **argv)
 {
-    int steps = 10, ms = 0, abort_rank = -1, abort_step = -1, code = 0;
+    int steps = 10, ms = 0, abort_rank = -1, abort_step = -1, code = 0, pending_tag = -1;
     const char *marker = NULL;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "-n") == 0) steps = atoi(argv[i + 1]);
@@ -27,6 +30,7 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "-m") == 0) marker = argv[i + 1];
         else if (strcmp(argv[i], "-a") == 0) sscanf(argv[i + 1], "%d:%d", &abort_rank, &abort_step);
         else if (strcmp(argv[i], "-x") == 0) code = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "-r") == 0) pending_tag = atoi(argv[i + 1]);
         else {
             fprintf(stderr, "sleeper: unknown option %s\n", argv[i]);
             return 64;
@@ -48,6 +52,9 @@ int main(int argc, char **argv)
     char out[256], in[256];
     memset(out, rank, sizeof out);
     const struct timespec pause = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    int never[1];
+    MPI_Request pending = MPI_REQUEST_NULL;
+    if (pending_tag >= 0) MPI_Irecv(never, 4, MPI_BYTE, left, pending_tag, MPI_COMM_WORLD, &pending);
 
     for (int i = 0; i < steps; i++) {
         if (rank == abort_rank && i == abort_step) {
@@ -64,6 +71,10 @@ int main(int argc, char **argv)
             fflush(stdout);
         }
         if (ms > 0) nanosleep(&pause, NULL);
+    }
+    if (pending != MPI_REQUEST_NULL) {
+        MPI_Cancel(&pending);
+        MPI_Wait(&pending, MPI_STATUS_IGNORE);
     }
     if (rank == 0) printf("sleeper: %d steps on %d ranks\n", steps, size);
     MPI_Finalize();
