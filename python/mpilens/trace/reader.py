@@ -307,9 +307,9 @@ def _decode_compact(data: memoryview, blocks: list[_Block], out: np.ndarray, thr
     widths = {name: (fl >> shift) & 3 for name, shift in (("sent", SENT), ("recv", RECV))}
     if ((widths["sent"] != 0) & late).any() or ((widths["recv"] == 3) & alone).any():
         raise ValueError("a late call has a byte count it cannot have")
-    if any(((c == 3) & ~member & ~late).any() for c in widths.values()):
-        raise ValueError("a byte count repeats in an event that is no call or completion")
     late_m = late & (fn < nfunc)
+    if any(((c == 3) & ~member & ~late_m).any() for c in widths.values()):
+        raise ValueError("a byte count repeats in an event that is no call or completion")
     idx = [np.flatnonzero(member), np.flatnonzero(late_m), np.flatnonzero(fused & (fn < nfunc))]
     if sum(len(x) for x in idx) == 0:
         return
