@@ -74,18 +74,67 @@ ML_HOT ml_tfix_t *ml_tbuf_fixed(ml_tbuf_t *b) { return (ml_tfix_t *)b->data; }
 /* the end of the buffer: the words grow downwards from here */
 ML_HOT uint32_t *ml_tbuf_word_end(ml_tbuf_t *b) { return (uint32_t *)(b->data + ml_trace_data_bytes); }
 
-/* Encode one event at the end of the thread's buffer (format at the top of trace.c). */
-ML_HOT void ml_trace_emit(ml_thread_t *t, const ml_tev_t *e)
+/* The pieces of an event's encoding that every kind shares (ml_trace_emit, ml_trace_late). */
+/* The thread's buffer with room for one more event (the next one when full); *f and *w: where its
+ * fixed part and (downwards) its words go. */
+ML_HOT ml_tbuf_t *ml_tbuf_room(ml_thread_t *t, ml_tfix_t **f, uint32_t **w)
 {
     ml_tbuf_t *b = t->trace.cur;
     if (ML_UNLIKELY(b == NULL)) b = ml_trace_swap(t);
-    ml_tfix_t *f = b->fix_at;
-    uint32_t *w = b->word_at; /* the fields are stored downwards */
-    if (ML_UNLIKELY((char *)w - (char *)(f + 1) < ML_TF_MAX_WORDS * 4)) { /* no room for one more */
+    *f = b->fix_at;
+    *w = b->word_at; /* the fields are stored downwards */
+    if (ML_UNLIKELY((char *)*w - (char *)(*f + 1) < ML_TF_MAX_WORDS * 4)) { /* no room for one more */
         b = ml_trace_swap(t);
-        f = b->fix_at;
-        w = b->word_at;
+        *f = b->fix_at;
+        *w = b->word_at;
     }
+    return b;
+}
+
+/* A nonzero byte count v: width 3 (no word) when it is *last, the function's last nonzero one;
+ * else its one or two words, and *last becomes it. Returns its flags: the width at shift (a
+ * constant, so that each branch ors a constant). */
+ML_HOT uint32_t ml_tev_bytes(int64_t v, int64_t *last, const unsigned shift, uint32_t **w)
+{
+    if (v == *last) return 3u << shift;
+    *last = v;
+    *--*w = (uint32_t)v;
+    if ((uint64_t)v <= UINT32_MAX) return 1u << shift;
+    *--*w = (uint32_t)((uint64_t)v >> 32);
+    return 2u << shift;
+}
+
+/* An operation number: width 3 (no word) when it is one more than prev, the previous one of its
+ * class; else one word for a request this thread started (its high bits are base), two for
+ * another's. Returns its flags. */
+ML_HOT uint32_t ml_tev_req(uint64_t req, uint64_t prev, uint64_t base, uint32_t **w)
+{
+    if (req == prev + 1) return 3u << ML_TF_REQ;
+    *--*w = (uint32_t)req;
+    if ((req & ~(uint64_t)UINT32_MAX) == base) return 1u << ML_TF_REQ;
+    *--*w = (uint32_t)(req >> 32);
+    return 2u << ML_TF_REQ;
+}
+
+/* The event is complete: its fixed part's function and flags, the cursor past it, and it counted,
+ * one event and its words (w0 - w, in bytes times 2^30) in committed's words << 32 | events (a
+ * writer or a signal handler may copy the buffer any time). */
+ML_HOT void ml_tbuf_commit(ml_tbuf_t *b, ml_tfix_t *f, const uint32_t *w0, uint32_t *w, uint32_t fn, uint32_t flags)
+{
+    f->fn = (uint16_t)fn;
+    f->flags = (uint16_t)flags;
+    b->fix_at = f + 1;
+    b->word_at = w;
+    const uint64_t c = __atomic_load_n(&b->committed, __ATOMIC_RELAXED);
+    __atomic_store_n(&b->committed, c + ((uint64_t)((const char *)w0 - (char *)w) << 30) + 1, __ATOMIC_RELEASE);
+}
+
+/* Encode one event at the end of the thread's buffer (format at the top of trace.c). */
+ML_HOT void ml_trace_emit(ml_thread_t *t, const ml_tev_t *e)
+{
+    ml_tfix_t *f;
+    uint32_t *w;
+    ml_tbuf_t *const b = ml_tbuf_room(t, &f, &w);
     uint32_t *const w0 = w;
     uint32_t flags = e->kind;
     /* a filling's first event has a full time stamp: its last_t0 (ML_TBUF_NO_T0) is no tick */
@@ -127,47 +176,11 @@ ML_HOT void ml_trace_emit(ml_thread_t *t, const ml_tev_t *e)
     if (e->rtag != last->rtag) { flags |= ML_TF_RTAG; *--w = (uint32_t)e->rtag; last->rtag = e->rtag; }
     /* a byte count: as the function's last nonzero one, no word (a zero is no count: it writes
      * nothing and changes nothing, so a constant 0, a send's receive count, costs no test) */
-    if (e->sent != 0) {
-        if (e->sent == last->sent) {
-            flags |= 3u << ML_TF_SENT;
-        } else {
-            last->sent = e->sent;
-            *--w = (uint32_t)e->sent;
-            if ((uint64_t)e->sent <= UINT32_MAX) {
-                flags |= 1u << ML_TF_SENT;
-            } else {
-                flags |= 2u << ML_TF_SENT;
-                *--w = (uint32_t)((uint64_t)e->sent >> 32);
-            }
-        }
-    }
-    if (e->recv != 0) {
-        if (e->recv == last->recv) {
-            flags |= 3u << ML_TF_RECV;
-        } else {
-            last->recv = e->recv;
-            *--w = (uint32_t)e->recv;
-            if ((uint64_t)e->recv <= UINT32_MAX) {
-                flags |= 1u << ML_TF_RECV;
-            } else {
-                flags |= 2u << ML_TF_RECV;
-                *--w = (uint32_t)((uint64_t)e->recv >> 32);
-            }
-        }
-    }
+    if (e->sent != 0) flags |= ml_tev_bytes(e->sent, &last->sent, ML_TF_SENT, &w);
+    if (e->recv != 0) flags |= ml_tev_bytes(e->recv, &last->recv, ML_TF_RECV, &w);
     if (e->req != 0) {
         /* calls and completions each number their operations in order: the next one has no word */
-        if (e->req == b->last_req[done] + 1) {
-            flags |= 3u << ML_TF_REQ;
-        } else {
-            *--w = (uint32_t)e->req;
-            if ((e->req & ~(uint64_t)UINT32_MAX) == t->trace.req_base) { /* a request this thread started */
-                flags |= 1u << ML_TF_REQ;
-            } else {
-                flags |= 2u << ML_TF_REQ;
-                *--w = (uint32_t)(e->req >> 32);
-            }
-        }
+        flags |= ml_tev_req(e->req, b->last_req[done], t->trace.req_base, &w);
         b->last_req[done] = e->req;
     }
     if (e->site != last->site) {
@@ -175,14 +188,7 @@ ML_HOT void ml_trace_emit(ml_thread_t *t, const ml_tev_t *e)
         *--w = e->site;
         last->site = e->site;
     }
-    f->fn = (uint16_t)e->fn;
-    f->flags = (uint16_t)flags;
-    b->fix_at = f + 1;
-    b->word_at = w;
-    /* the event is complete: count it, one event and its words (w0 - w, in bytes times 2^30) in
-     * committed's words << 32 | events (a writer or a signal handler may copy the buffer any time) */
-    const uint64_t c = __atomic_load_n(&b->committed, __ATOMIC_RELAXED);
-    __atomic_store_n(&b->committed, c + ((uint64_t)((char *)w0 - (char *)w) << 30) + 1, __ATOMIC_RELEASE);
+    ml_tbuf_commit(b, f, w0, w, e->fn, flags);
 }
 
 ML_HOT uint32_t ml_trace_comm_uid(MPI_Comm comm)
@@ -205,30 +211,6 @@ ML_HOT int ml_trace_world(MPI_Comm comm, int rank)
  * thread's table (0: unknown, or one of the function's "other sites"). */
 ML_HOT uint32_t ml_trace_site(ml_thread_t *t, int fn) { return t->sites ? ml_site_early(t, fn)->id : 0; }
 
-/* A receive's call (c, its source's world rank src, at call site number site) kept beside its
- * slot (t->trace.later, which ml_lean_post filled just before; t->rc) instead of written: its
- * completion writes both as one late_call event (ml_trace_late), one fixed part fewer per
- * received message. A call too long for the event's 32-bit duration is written now. */
-ML_HOT void ml_trace_defer(ml_thread_t *t, const ml_call_t *c, int32_t src, uint32_t site)
-{
-    ml_recv_slot_t *const r = t->trace.later;
-    const uint64_t dur = c->t1 - c->t0;
-    if (ML_UNLIKELY(dur > UINT32_MAX)) {
-        const ml_tev_t e = {.t0 = c->t0, .t1 = c->t1, .kind = ML_TEV_CALL, .fn = (uint32_t)c->fn,
-                            .comm = ml_trace_world_uid, .dst = -1, .src = src, .rtag = c->rtag,
-                            .req = c->req & ~ML_SEQ_LATER, .site = site};
-        ml_trace_emit(t, &e);
-        return;
-    }
-    ml_recv_call_t *const w = ml_recv_call_of(t, r);
-    w->t0 = c->t0;
-    w->dur = (uint32_t)dur;
-    w->src = src;
-    w->tag = c->rtag;
-    w->site_id = site;
-    r->seq |= ML_SEQ_LATER; /* last: a dying process reads the slot as it is (trace.c) */
-}
-
 /* The late_call event of the receive in slot r, whose call event waited there (ml_trace_defer):
  * with its completion (st: its status, recv its bytes; done at t->done_at), or alone (st NULL:
  * the lean path does not see it complete). Encoded as ml_trace_emit encodes a call and a
@@ -239,15 +221,9 @@ ML_HOT void ml_trace_defer(ml_thread_t *t, const ml_call_t *c, int32_t src, uint
  * events a thread writes before a call started before it, those after it after its end. */
 ML_HOT void ml_trace_late(ml_thread_t *t, const ml_recv_slot_t *r, const MPI_Status *st, int64_t recv)
 {
-    ml_tbuf_t *b = t->trace.cur;
-    if (ML_UNLIKELY(b == NULL)) b = ml_trace_swap(t);
-    ml_tfix_t *f = b->fix_at;
-    uint32_t *w = b->word_at;
-    if (ML_UNLIKELY((char *)w - (char *)(f + 1) < ML_TF_MAX_WORDS * 4)) {
-        b = ml_trace_swap(t);
-        f = b->fix_at;
-        w = b->word_at;
-    }
+    ml_tfix_t *f;
+    uint32_t *w;
+    ml_tbuf_t *const b = ml_tbuf_room(t, &f, &w);
     uint32_t *const w0 = w;
     uint32_t flags = ML_TEV_LATE_CALL;
     const ml_recv_call_t *const made = ml_recv_call_of(t, r); /* the call as it was made */
@@ -280,32 +256,10 @@ ML_HOT void ml_trace_late(ml_thread_t *t, const ml_recv_slot_t *r, const MPI_Sta
     if (st != NULL && src != fin->src) { flags |= ML_TF_SRC; *--w = (uint32_t)src; fin->src = src; }
     if (made->tag != call->rtag) { flags |= ML_TF_STAG; *--w = (uint32_t)made->tag; call->rtag = made->tag; }
     if (st != NULL && st->MPI_TAG != fin->rtag) { flags |= ML_TF_RTAG; *--w = (uint32_t)st->MPI_TAG; fin->rtag = st->MPI_TAG; }
-    if (recv != 0) {
-        if (recv == fin->recv) {
-            flags |= 3u << ML_TF_RECV;
-        } else {
-            fin->recv = recv;
-            *--w = (uint32_t)recv;
-            if ((uint64_t)recv <= UINT32_MAX) {
-                flags |= 1u << ML_TF_RECV;
-            } else {
-                flags |= 2u << ML_TF_RECV;
-                *--w = (uint32_t)((uint64_t)recv >> 32);
-            }
-        }
-    }
-    /* the operation number: with a completion, in the completions' order; alone, given */
-    if (st != NULL && seq == b->last_req[1] + 1) {
-        flags |= 3u << ML_TF_REQ;
-    } else {
-        *--w = (uint32_t)seq;
-        if ((seq & ~(uint64_t)UINT32_MAX) == t->trace.req_base) {
-            flags |= 1u << ML_TF_REQ;
-        } else {
-            flags |= 2u << ML_TF_REQ;
-            *--w = (uint32_t)(seq >> 32);
-        }
-    }
+    if (recv != 0) flags |= ml_tev_bytes(recv, &fin->recv, ML_TF_RECV, &w);
+    /* the operation number: with a completion, in the completions' order; alone, given (no
+     * number is one more than 2^64 - 1) */
+    flags |= ml_tev_req(seq, st != NULL ? b->last_req[1] : UINT64_MAX, t->trace.req_base, &w);
     if (st != NULL) b->last_req[1] = seq;
     if (made->site_id != call->site) {
         flags |= ML_TF_SITE;
@@ -316,12 +270,7 @@ ML_HOT void ml_trace_late(ml_thread_t *t, const ml_recv_slot_t *r, const MPI_Sta
         *--w = (uint32_t)since;
         if (ML_UNLIKELY(is_long)) *--w = (uint32_t)(since >> 32);
     }
-    f->fn = (uint16_t)(st != NULL ? r->fn : r->fn | ML_TFN_ALONE);
-    f->flags = (uint16_t)flags;
-    b->fix_at = f + 1;
-    b->word_at = w;
-    const uint64_t c = __atomic_load_n(&b->committed, __ATOMIC_RELAXED);
-    __atomic_store_n(&b->committed, c + ((uint64_t)((char *)w0 - (char *)w) << 30) + 1, __ATOMIC_RELEASE);
+    ml_tbuf_commit(b, f, w0, w, st != NULL ? r->fn : r->fn | ML_TFN_ALONE, flags);
 }
 
 /* The event of one MPI call as a wrapper describes it, made at call site number site. */
@@ -353,6 +302,29 @@ ML_HOT void ml_trace_call_at(ml_thread_t *t, const ml_call_t *c, uint32_t site)
     ml_trace_emit(t, &e);
 }
 ML_HOT void ml_trace_call_inline(ml_thread_t *t, const ml_call_t *c) { ml_trace_call_at(t, c, ml_trace_site(t, c->fn)); }
+
+/* A receive's call (c, its source's world rank src, at call site number site) kept beside its
+ * slot (t->trace.later, which ml_lean_post filled just before; t->rc) instead of written: its
+ * completion writes both as one late_call event (ml_trace_late), one fixed part fewer per
+ * received message. A call too long for the event's 32-bit duration is written now. */
+ML_HOT void ml_trace_defer(ml_thread_t *t, const ml_call_t *c, int32_t src, uint32_t site)
+{
+    ml_recv_slot_t *const r = t->trace.later;
+    const uint64_t dur = c->t1 - c->t0;
+    if (ML_UNLIKELY(dur > UINT32_MAX)) {
+        ml_call_t now = *c;
+        now.req &= ~ML_SEQ_LATER;
+        ml_trace_call_at(t, &now, site);
+        return;
+    }
+    ml_recv_call_t *const w = ml_recv_call_of(t, r);
+    w->t0 = c->t0;
+    w->dur = (uint32_t)dur;
+    w->src = src;
+    w->tag = c->rtag;
+    w->site_id = site;
+    r->seq |= ML_SEQ_LATER; /* last: a dying process reads the slot as it is (trace.c) */
+}
 
 /* ml_trace_call_at for the lean path's receives (MPI_Irecv, MPI_Imrecv), whose event may wait
  * for their completion (ml_lean_post said so: ML_SEQ_LATER); a test the other calls do without. */
