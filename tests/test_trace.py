@@ -422,7 +422,7 @@ def test_receive_calls_are_read_where_they_were_made(mpi, tmp_path, method):
             assert raw[reader.LATE] == reps, raw
 
 
-@pytest.mark.parametrize("end", ["finalize", "abort"])
+@pytest.mark.parametrize("end", ["cancelled", "abort"])
 def test_a_pending_receive_call_is_kept(mpi, tmp_path, end):
     """sleeper -r 77: each rank first posts an MPI_Irecv that nothing matches. Cancelled at the
     end (the general path writes its call alone; a cancelled receive has no completion), or
@@ -431,9 +431,9 @@ def test_a_pending_receive_call_is_kept(mpi, tmp_path, end):
     and no completion."""
     args = ["-n", "5", "-r", "77"] + (["-s", "10", "-a", "0:3"] if end == "abort" else [])
     job = mpilens_run(None, launcher(mpi, 2) + [str(example(mpi, "sleeper")), *args], tmp_path,
-                      settings={"MPILENS_MODE": "trace"}, check=end == "finalize")
+                      settings={"MPILENS_MODE": "trace"}, check=end == "cancelled")
     rt = reader.read_rank(job.rundir / "trace" / "rank-000000.bin")
-    assert rt.complete == (end == "finalize")
+    assert rt.complete == (end == "cancelled")
     if end == "abort":
         assert rt.trailer["late_calls"], rt.trailer
     ev = rt.events
@@ -445,7 +445,7 @@ def test_a_pending_receive_call_is_kept(mpi, tmp_path, end):
     assert (int(rcv["src"]), int(rcv["rtag"])) == (1, 77)
     assert not ((ev["kind"] == reader.DONE) & (ev["req"] == rcv["req"])).any()
     assert rcv["t1"] <= calls[first + 1]["t0"]
-    if end == "finalize":
+    if end == "cancelled":
         assert names.count("MPI_Cancel") == 1
 
 

@@ -134,15 +134,9 @@ def encode(ev: np.ndarray, thread: int, version: int = 3, sites: list[int] | Non
                 last[name] = values[name]
         w += fields[:-1] if flags & reader.SITE else fields  # the site's word comes last
         for name, shift in BYTES:
-            v = int(e[name]) & (2**64 - 1)
-            if version >= 3 and v != 0 and v == last[name]:
-                flags |= 3 << shift
-                continue
-            width = 0 if v == 0 else 1 if v < 2**32 else 2
-            flags |= width << shift
-            w += [v & 0xFFFFFFFF, v >> 32][:width]
-            if v:  # the function's last nonzero count
-                last[name] = v
+            f, more = byte_count(int(e[name]), shift, last, name, version >= 3)
+            flags |= f
+            w += more
         req = int(e["req"])
         if req:
             own = (req >> 32) == (thread + 1) << 8

@@ -431,10 +431,10 @@ static void put_late_calls(ml_sink_t *s)
     ml_sink_text(s, ", \"late_calls\": [");
     int first = 1;
     for (ml_thread_t *t = __atomic_load_n(&ml_g.threads, __ATOMIC_ACQUIRE); t; t = t->next) {
-        if (t->rr == NULL) continue;
+        if (t->rr == NULL || t->rc == NULL) continue; /* no table of waiting calls: none waits */
         for (uint32_t i = 0; i <= t->rr_mask; i++) {
             ml_recv_slot_t *r = &t->rr[i];
-            if (r->key == 0 || !(r->seq & ML_SEQ_LATER) || t->rc == NULL) continue;
+            if (r->key == 0 || !(r->seq & ML_SEQ_LATER)) continue;
             const ml_recv_call_t *c = &t->rc[i];
             const int64_t v[] = {t->trace.index, (int64_t)c->t0, c->dur, r->fn, c->src, c->tag,
                                  (int64_t)(r->seq & ~ML_SEQ_LATER), c->site_id};

@@ -240,7 +240,7 @@ def _whole_fillings(blocks: list[_Block], name: str, problems: list[str]) -> lis
 
 
 def _decode_compact(data: memoryview, blocks: list[_Block], out: np.ndarray, thread: np.ndarray,
-                    site: np.ndarray, nfunc: int, start: np.ndarray | None = None) -> None:
+                    site: np.ndarray, nfunc: int, start: np.ndarray) -> None:
     """Decode compact events into EVENT records (and their call sites into site), block by block
     for the fields, then every filling at once for what follows from the events before (time
     stamps, communicator, operation numbers, and the peers, tags, bytes and sites a function's
@@ -255,8 +255,6 @@ def _decode_compact(data: memoryview, blocks: list[_Block], out: np.ndarray, thr
     dt = np.empty(n, dtype=np.int64)
     starts = np.zeros(n, dtype=bool)  # first event of a filling
     v3 = np.zeros(n, dtype=bool)
-    if start is None:
-        start = np.zeros(n, dtype=np.uint64)
     i = 0
     for b in blocks:
         fix = np.frombuffer(data, dtype=FIXED, count=b.count, offset=b.fixed_at)
