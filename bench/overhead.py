@@ -47,9 +47,19 @@ BENCH = ROOT / "bench"
 PROGRAMS = ("pingpong", "msgrate")
 SIZES = (8, 1024, 65536)
 MPI_NAMES = {"openmpi": "Open MPI", "mpich": "MPICH"}
-# targets of the issues: profile mode: added latency at 8 B <= 5 %, message rate >= 95 %;
-# trace mode: added latency at 8 B <= 20 % (no message-rate target)
-TARGETS = {"profile": (1.05, 0.95), "trace": (1.20, None)}
+MODES = ("profile", "trace")
+
+
+def targets(mode: str, settings: dict[str, str]) -> tuple[float, float] | None:
+    """The current targets, (8 B hop, message rate) with / without, of a run's mode and timing; None
+    for a setting no target names. They are the per-message hot path's (bench/RESULTS.md): profile
+    mode timing every call hop <= 1.08 and rate >= 0.85, timing 1 call in 64 (MPILENS_TIME_SAMPLE=64)
+    <= 1.03 and >= 0.90; trace mode <= 1.15 and >= 0.60. They replace the first ones (profile <= 1.05
+    and >= 0.95, trace <= 1.20); 0.95 of the rate stays the stretch goal timing every call."""
+    if mode == "trace":
+        return 1.15, 0.60
+    sample = settings.get("MPILENS_TIME_SAMPLE", "1").strip()
+    return {"1": (1.08, 0.85), "64": (1.03, 0.90)}.get(sample)
 
 PP_RE = re.compile(r"^pingpong bytes=(\d+) median_us=([\d.]+)", re.M)
 MR_RE = re.compile(r"^msgrate bytes=(\d+) window=(\d+) median_msgs_per_s=([\d.]+)", re.M)
@@ -291,7 +301,7 @@ def fmt_ratio(r: float) -> str:
 
 
 def table(mpi: str, series: list[Series], header: str, mode: str = "profile",
-          trace_stats: list | None = None) -> tuple[str, dict]:
+          trace_stats: list | None = None, settings: dict[str, str] | None = None) -> tuple[str, dict]:
     lines = [header, "",
              "| metric | without | with mpilens | added | with/without (median of pairs) "
              "| 95 % bootstrap CI | range of pairs |",
@@ -312,15 +322,23 @@ def table(mpi: str, series: list[Series], header: str, mode: str = "profile",
                            "plain_runs": s.plain, "tool_runs": s.tool}
     lat8 = summary["latency 8 B"]["ratio_median"]
     rate = summary["msg rate 8 B"]["ratio_median"]
-    target_lat, target_rate = TARGETS[mode]
-    ok_lat, ok_rate = lat8 <= target_lat, (rate >= target_rate if target_rate else None)
-    lines += ["",
-              f"Target ({mode} mode): 8 B latency with/without <= {target_lat:.2f}: "
-              f"{lat8:.3f} -> **{'met' if ok_lat else 'MISSED'}**"
-              + (f"; message rate with/without >= {target_rate:.2f}: {rate:.3f} -> "
-                 f"**{'met' if ok_rate else 'MISSED'}**" if target_rate else
-                 f"; message rate with/without {rate:.3f}")]
-    summary["target"] = {"latency_8B_ok": ok_lat, "msgrate_ok": ok_rate}
+    settings = settings or {}
+    target = targets(mode, settings)
+    timing = "" if mode == "trace" else (
+        f", MPILENS_TIME_SAMPLE={settings['MPILENS_TIME_SAMPLE']}" if "MPILENS_TIME_SAMPLE" in settings else ", every call timed")
+    if target is None:
+        lines += ["", f"No target for {mode} mode{timing}: 8 B latency with/without {lat8:.3f}, "
+                      f"message rate with/without {rate:.3f}."]
+        summary["target"] = None
+    else:
+        target_lat, target_rate = target
+        ok_lat, ok_rate = lat8 <= target_lat, rate >= target_rate
+        lines += ["",
+                  f"Target ({mode} mode{timing}): 8 B latency with/without <= {target_lat:.2f}: "
+                  f"{lat8:.3f} -> **{'met' if ok_lat else 'MISSED'}**; message rate with/without "
+                  f">= {target_rate:.2f}: {rate:.3f} -> **{'met' if ok_rate else 'MISSED'}**"]
+        summary["target"] = {"latency_8B_max": target_lat, "msgrate_min": target_rate,
+                             "latency_8B_ok": ok_lat, "msgrate_ok": ok_rate}
     if trace_stats:
         per_event = statistics.median(b / e for b, e, _, _ in trace_stats if e)
         rate_w = statistics.median(e / w for _, e, w, _ in trace_stats if w > 0)
@@ -386,7 +404,7 @@ def bench_mpi(mpi: str, args: argparse.Namespace, tmp: Path) -> tuple[str, dict]
     header = (f"### {MPI_NAMES[mpi]}" + (f" ({version})" if version else "") +
               f": `{launch}`, {args.reps} interleaved pairs, {args.batches} batches per run, "
               f"MPILENS_MODE={args.mode}" + "".join(f", {k}={v}" for k, v in args.settings.items()))
-    text, summary = table(mpi, [*lat.values(), rate], header, args.mode, trace_stats)
+    text, summary = table(mpi, [*lat.values(), rate], header, args.mode, trace_stats, args.settings)
     summary["meta"] = {"launcher": launch, "mpi_version": version, "library": str(lib_src),
                        "library_sha256": sha256(lib), "reps": args.reps, "batches": args.batches,
                        "scale": args.scale, "seconds": time.monotonic() - t_start}
@@ -401,7 +419,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true",
                    help="smoke test: 5 pairs, 7 short batches per run (under a minute; numbers are rough)")
     p.add_argument("--mpi", default="openmpi,mpich", help="comma separated: openmpi, mpich")
-    p.add_argument("--mode", choices=sorted(TARGETS), default="profile", help="MPILENS_MODE of the runs with mpilens")
+    p.add_argument("--mode", choices=MODES, default="profile", help="MPILENS_MODE of the runs with mpilens")
     p.add_argument("--bind", choices=("core", "none"), default="core",
                    help="process binding of both launchers (default core: one rank per core)")
     p.add_argument("--timeout", type=float, default=300, help="seconds allowed for one mpirun")

@@ -186,6 +186,40 @@ def test_benchmarks_under_thread_multiple(mpi, tmp_path):
     assert bad.returncode == 2 and "unknown thread level 'serialized'" in bad.stderr, bad
 
 
+@pytest.mark.parametrize("mode, settings, verdict", [
+    ("profile", {}, ("every call timed", "<= 1.08", "MISSED", ">= 0.85", "met")),
+    ("profile", {"MPILENS_TIME_SAMPLE": "1"}, ("MPILENS_TIME_SAMPLE=1", "<= 1.08", "MISSED", ">= 0.85", "met")),
+    ("profile", {"MPILENS_TIME_SAMPLE": "64"}, ("MPILENS_TIME_SAMPLE=64", "<= 1.03", "MISSED", ">= 0.90", "MISSED")),
+    ("trace", {}, ("trace mode", "<= 1.15", "met", ">= 0.60", "met")),
+    ("profile", {"MPILENS_TIME_SAMPLE": "16"}, None),
+])
+def test_overhead_benchmark_judges_by_the_targets_of_its_setting(mode, settings, verdict):
+    """bench/overhead.py's verdict uses the targets of the hot path (bench/RESULTS.md) for the mode
+    and timing it ran: a hop of 1.10 and a rate of 0.86 of plain meet trace mode's targets (<= 1.15,
+    >= 0.60) and the rate target timing every call (>= 0.85), miss the hop target timing every call
+    (<= 1.08) and both timing 1 call in 64 (<= 1.03, >= 0.90); other timings have none."""
+    import sys
+    sys.path.insert(0, str(ROOT / "bench"))
+    import overhead
+
+    def series(name: str, unit: str, ratio: float) -> overhead.Series:
+        return overhead.Series(name, unit, unit != "us", plain=[1.0, 2.0, 4.0], tool=[ratio, 2 * ratio, 4 * ratio])
+
+    text, summary = overhead.table("openmpi", [series("latency 8 B", "us", 1.10),
+                                               series("msg rate 8 B", "msgs/s", 0.86)],
+                                   "### test", mode, None, settings)
+    line = text.splitlines()[-1]
+    if verdict is None:
+        assert line.startswith("No target for profile mode, MPILENS_TIME_SAMPLE=16") and summary["target"] is None
+        return
+    timing, lat, lat_ok, rate, rate_ok = verdict
+    assert timing in line, line
+    assert re.search(rf"latency with/without {lat}: 1\.100 -> \*\*{lat_ok}\*\*", line), line
+    assert re.search(rf"rate with/without {rate}: 0\.860 -> \*\*{rate_ok}\*\*", line), line
+    assert summary["target"]["latency_8B_ok"] == (lat_ok == "met")
+    assert summary["target"]["msgrate_ok"] == (rate_ok == "met")
+
+
 @pytest.mark.parametrize("kind", ["hop", "rate"])
 def test_paired_benchmark_counts_only_the_wrapped_batches(mpi, kind, tmp_path):
     """bench/paired.c, which bench/paired.py times, alternates batches of MPI_* calls and of PMPI_*
