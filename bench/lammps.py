@@ -4,15 +4,17 @@ of 30,000 steps), on two ranks bound to cores. Each step exchanges a few small m
 neighbour (MPI_Irecv, MPI_Send, MPI_Wait), so the run is bound by the per-message path the
 micro-benchmarks measure.
 
-Each round runs plain LAMMPS and LAMMPS under each --set of mpilens (profile mode) in a fresh
-random order; the time is LAMMPS' own "Loop time" (the sum of its two runs), not the tool's. The
-table gives, per setting, the median over rounds of (with / without) from the same round, and a
-bootstrap 95 % interval, and the time added per receive of the busier rank (each step's messages
-are a receive, a send and a wait on each rank). Every run with mpilens is checked: its profile
-counts the receives LAMMPS posted, each completed by one MPI_Wait.
+Each round runs plain LAMMPS and LAMMPS under each --set of mpilens (profile mode, or the mode a
+--set names: --set MPILENS_MODE=trace) in a fresh random order; the time is LAMMPS' own "Loop
+time" (the sum of its two runs), not the tool's. The table gives, per setting, the median over
+rounds of (with / without) from the same round, and a bootstrap 95 % interval, and the time added
+per receive of the busier rank (each step's messages are a receive, a send and a wait on each
+rank). Every run with mpilens is checked: its profile
+counts the receives LAMMPS posted, each completed by one MPI_Wait, and a traced run must have
+written a trace for each rank.
 
-Usage: .venv/bin/python bench/lammps.py [--rounds N] [--set - --set MPILENS_TIME_SAMPLE=64]
-       [--lib-dir DIR] [--json FILE]
+Usage: .venv/bin/python bench/lammps.py [--rounds N] [--set - --set MPILENS_TIME_SAMPLE=64
+       --set MPILENS_MODE=trace] [--lib-dir DIR] [--json FILE]
 """
 from __future__ import annotations
 
@@ -57,10 +59,13 @@ def lammps_mpi(exe: str) -> str:
 def run(mpi: str, exe: str, work: Path, lib: Path | None, settings: dict[str, str],
         outdir: Path) -> tuple[float, list[int] | None]:
     """One run of in.indent: LAMMPS' loop time of its two runs, in seconds, and with mpilens the
-    receives each rank posted."""
+    receives each rank posted. settings: MPILENS_* of a run with mpilens, its MPILENS_MODE among
+    them (default profile)."""
     cmd = launcher(mpi, "core")
+    settings = dict(settings)
+    mode = settings.pop("MPILENS_MODE", "profile")
     if lib is not None:
-        cmd += tool_env_args(mpi, lib, outdir, "profile", settings)
+        cmd += tool_env_args(mpi, lib, outdir, mode, settings)
     cmd += [exe, "-in", "in.indent", "-log", "none"]
     r = subprocess.run(cmd, capture_output=True, text=True, env=base_env(), cwd=work, timeout=300)
     loops = LOOP_RE.findall(r.stdout)
@@ -74,6 +79,10 @@ def run(mpi: str, exe: str, work: Path, lib: Path | None, settings: dict[str, st
         irecv, wait = funcs["MPI_Irecv"]["calls"], funcs["MPI_Wait"]["calls"]
         if not all(irecv) or irecv != wait:
             raise BenchError(f"{outdir}: MPI_Irecv {irecv} and MPI_Wait {wait}: LAMMPS completes each receive by a wait")
+        if "trace" in mode.split(","):
+            traces = [f for f in (outdir / "trace").glob("rank-*.bin") if f.stat().st_size > 0]
+            if len(traces) != len(irecv):
+                raise BenchError(f"{outdir}: {len(traces)} trace files written for {len(irecv)} ranks")
         shutil.rmtree(outdir)
         return sum(float(t) for t, _ in loops), irecv
     return sum(float(t) for t, _ in loops), None
@@ -88,6 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     sets = args.sets or ["-"]
     try:
+        settings = {s: parse_settings(s) for s in sets}  # a bad --set fails before any run
         exe = shutil.which("lmp")
         if exe is None or not (INDENT / "in.indent").is_file():
             raise BenchError("lmp or its indent example is missing: `make deps` installs lammps and lammps-examples")
@@ -106,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
                 for k, s in enumerate(order):
                     outdir = Path(tmp) / f"run-{r}-{k}"
                     t, recv = run(mpi, exe, work, None if s == "plain" else lib,
-                                  {} if s == "plain" else parse_settings(s), outdir)
+                                  {} if s == "plain" else settings[s], outdir)
                     times[s].append(t)
                     receives = recv or receives
                 log(f"  round {r + 1}/{args.rounds} done")

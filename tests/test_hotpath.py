@@ -9,6 +9,7 @@ parameters and source, never from the tool's output.
 
 from __future__ import annotations
 
+import json
 import re
 import struct
 import subprocess
@@ -17,7 +18,7 @@ import pytest
 from test_callsites import markers, report_json, site
 from test_traffic import check_functions, check_run, expected_hist, hist, matrix
 
-from conftest import ROOT, fn, job_env, launcher, mpirun, run_example, trace_kinds
+from conftest import ROOT, fn, job_env, launcher, mpirun, require, run_example, trace_kinds
 from mpilens.trace import timeline
 
 MAXSIZE = 1000
@@ -218,6 +219,27 @@ def test_overhead_benchmark_judges_by_the_targets_of_its_setting(mode, settings,
     assert re.search(rf"rate with/without {rate}: 0\.860 -> \*\*{rate_ok}\*\*", line), line
     assert summary["target"]["latency_8B_ok"] == (lat_ok == "met")
     assert summary["target"]["msgrate_ok"] == (rate_ok == "met")
+
+
+def test_lammps_benchmark_runs_a_setting_in_the_mode_it_names(tmp_path):
+    """bench/lammps.py times Debian's LAMMPS plain and under each --set; a --set naming
+    MPILENS_MODE=trace runs in trace mode, which the script checks by the rank files of the trace
+    it must have written (the profile alone writes none), and a profile whose receives LAMMPS did
+    not complete one by one fails the run. One round of in.indent as shipped."""
+    require("lmp", "lammps")
+    out = tmp_path / "lammps.json"
+    r = subprocess.run([str(ROOT / ".venv" / "bin" / "python"), str(ROOT / "bench" / "lammps.py"), "--rounds", "1",
+                        "--set", "-", "--set", "MPILENS_MODE=trace", "--json", str(out)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    data = json.loads(out.read_text())
+    assert [row["settings"] for row in data["rows"]] == ["-", "MPILENS_MODE=trace"]
+    assert {k: len(v) for k, v in data["times"].items()} == {"plain": 1, "-": 1, "MPILENS_MODE=trace": 1}
+    assert len(data["receives"]) == 2 and all(n > 0 for n in data["receives"]), data["receives"]
+    assert all(t > 0 for ts in data["times"].values() for t in ts)
+    bad = subprocess.run([str(ROOT / ".venv" / "bin" / "python"), str(ROOT / "bench" / "lammps.py"), "--rounds", "1",
+                          "--set", "MODE=trace"], capture_output=True, text=True, timeout=60)
+    assert bad.returncode != 0 and "--set wants MPILENS_K=V" in bad.stderr, bad
 
 
 @pytest.mark.parametrize("kind", ["hop", "rate"])
