@@ -1,5 +1,6 @@
-# mpilens: `make` builds everything, `make test` runs the test suite, `make demo` shows a real run.
-# Both install what is missing first (Debian packages, the Python venv).
+# mpilens: `make` builds everything, `make check` runs the fast tests (no MPI job), `make test` runs the
+# whole test suite, `make demo` shows a real run.
+# `make test` and `make demo` install what is missing first (Debian packages, the Python venv).
 
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -28,7 +29,7 @@ EXAMPLES_C := $(basename $(notdir $(wildcard examples/c/*.c)))
 EXAMPLES_F := $(basename $(notdir $(wildcard examples/fortran/*.f90)))
 EXAMPLES_CXX := $(basename $(notdir $(wildcard examples/cxx/*.cpp)))
 
-.PHONY: all deps runtime examples python test demo bench clean quo
+.PHONY: all deps runtime examples python check test demo bench clean quo
 .DELETE_ON_ERROR:
 # generated sources are kept: they are what the build log and the tests point at
 .SECONDARY:
@@ -135,6 +136,14 @@ endef
 $(foreach m,$(MPIS),$(eval $(call example_rules,$(m))))
 
 # ---------------------------------------------------------------- checks
+# the fast tier: lint and every test that starts no MPI job, no application and no browser
+# (pytest.ini lists the markers; tests/conftest.py fails a test of this tier that starts one anyway)
+FAST := not (mpi or apps or slurm or hosts or browser or matrix)
+check: all
+	$(VENV)/bin/ruff check python tests bench
+	MPILENS_TEST_TIER=check $(VENV)/bin/python -m pytest -q -m "$(FAST)" tests
+
+# everything
 test: deps all
 	$(VENV)/bin/ruff check python tests bench
 	$(VENV)/bin/python -m pytest -q tests

@@ -3,11 +3,19 @@
 Tests get the `mpi` fixture (parametrized over both MPIs) and call `mpirun(mpi, np, argv, tmp_path)`
 or `run_example(mpi, name, np, tmp_path)`, which run `mpilens run` as a user would and return
 the run directory as read by mpilens.rundir.load.
+
+Tiers (pytest.ini lists the markers): a test is marked by what it needs, `mpi` (an MPI job), `apps`
+(a real application), `slurm`, `hosts` (test hosts in network namespaces), `browser` (Chromium),
+`matrix` (the MPIs of the test matrix). A test that uses the `mpi` or `browser` fixture is marked
+so here; the others say it themselves. `make check` runs the unmarked ones with
+MPILENS_TEST_TIER=check, under which starting an MPI job, a real application or a browser fails the
+test: a test that needs one and is not marked cannot hide in the fast tier.
 """
 
 from __future__ import annotations
 
 import collections
+import functools
 import os
 import re
 import shutil
@@ -122,6 +130,58 @@ def plain_run(mpi: str, np: int, argv: list[str], timeout: int = TIMEOUT) -> sub
     return subprocess.run(launcher(mpi, np) + argv, env=job_env(), capture_output=True, text=True, timeout=timeout)
 
 
+# ------------------------------------------------------------------------------------------ tiers
+NEEDS = ("mpi", "apps", "slurm", "hosts", "browser", "matrix")
+FIXTURE_NEEDS = {"mpi": "mpi", "browser": "browser"}
+# what a program started by a test needs, by the name of its executable
+_LAUNCHERS = re.compile(r"^(mpirun|mpiexec|orterun|prterun|srun|sbatch|salloc|chromium|chrome)([.\w-]*)$")
+_APPS = re.compile(r"^(lmp|lmp_\w+|NP\w+|hpcc|IMB-\w+)$")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        for fixture, need in FIXTURE_NEEDS.items():
+            if fixture in getattr(item, "fixturenames", ()):
+                item.add_marker(need)
+
+
+def started_job(args) -> str | None:
+    """What a command started by a test is, when it is more than the fast tier allows: an MPI job
+    (a launcher, an example run alone, `mpilens run` or `repeat`), a real application or a browser."""
+    argv = args.split() if isinstance(args, str) else [str(a) for a in args]
+    names = [os.path.basename(a) for a in argv]
+    for i, name in enumerate(names):
+        if _LAUNCHERS.match(name) or _APPS.match(name):
+            return " ".join(argv[i:i + 3])
+        if name == "mpilens" and i + 1 < len(names) and names[i + 1] in ("run", "repeat"):
+            return " ".join(argv[i:i + 2])
+        if argv[i].startswith(str(BUILD)) and "/examples/" in argv[i]:
+            return argv[i]
+    return None
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _fast_tier_guard():
+    """Under MPILENS_TEST_TIER=check, a test that starts an MPI job, an application or a browser fails."""
+    if os.environ.get("MPILENS_TEST_TIER") != "check":
+        yield
+        return
+    original = subprocess.Popen.__init__
+
+    def guarded(self, args, *a, **kw):
+        what = started_job(args)
+        if what is not None:
+            raise AssertionError(f"this test starts `{what}`, which the fast tier (make check) does not: mark it "
+                                 f"with what it needs ({', '.join(NEEDS)})")
+        original(self, args, *a, **kw)
+
+    subprocess.Popen.__init__ = guarded
+    try:
+        yield
+    finally:
+        subprocess.Popen.__init__ = original
+
+
 @pytest.fixture(params=MPIS)
 def mpi(request: pytest.FixtureRequest) -> str:
     """Each MPI in turn."""
@@ -158,6 +218,28 @@ def fn(profile: dict, name: str, key: str) -> list:
     """Per-rank values of one function's metric (zeros when the function was never called)."""
     f = profile["functions"].get(name)
     return f[key] if f else [0] * profile["nranks"]
+
+
+# ------------------------------------------------------------------------------------- PAPI
+@functools.cache
+def papi_perf_event_off() -> str:
+    """'' when PAPI can count perf_event events on this machine, else the reason PAPI itself gives
+    (papi_component_avail: a virtual machine without a virtual PMU disables the whole perf_event
+    component, software events such as perf::PAGE-FAULTS included)."""
+    exe = require("papi_component_avail", "papi-tools")
+    out = subprocess.run([exe], capture_output=True, text=True, timeout=60).stdout.splitlines()
+    for i, line in enumerate(out):
+        if line.split()[:2] == ["Name:", "perf_event"]:
+            nxt = out[i + 1] if i + 1 < len(out) else ""
+            return nxt.split("Disabled:", 1)[1].strip() if "Disabled:" in nxt else ""
+    return "PAPI lists no perf_event component"
+
+
+def need_perf_events() -> None:
+    """Skip, with PAPI's reason, a test whose events need PAPI's perf_event component."""
+    off = papi_perf_event_off()
+    if off:
+        pytest.skip(f"PAPI's perf_event component is disabled on this machine: {off}")
 
 
 # ------------------------------------------------------------------------------------- applications

@@ -32,6 +32,8 @@ from conftest import (
 from mpilens import counters_spc
 from mpilens.trace import reader, timeline
 
+pytestmark = [pytest.mark.mpi, pytest.mark.apps]
+
 LAMMPS_STEPS = 3000
 HPCC_INPUT = Path("/usr/share/doc/hpcc/examples/_hpccinf.txt")
 

@@ -72,6 +72,7 @@ def test_non_mpi_program_under_launcher(mpi, tmp_path):
     assert not job.rundir.exists()
 
 
+@pytest.mark.mpi
 def test_non_mpi_program_alone(tmp_path):
     job = mpilens_run(None, ["/bin/true"], tmp_path, check=False)
     line = error_line(job)
@@ -88,6 +89,7 @@ def test_non_mpi_program_forced_mpi(mpi, tmp_path):
 
 
 # ------------------------------------------------------------------------------------- missing launcher / program
+@pytest.mark.mpi
 def test_missing_launcher(tmp_path):
     job = mpilens_run(None, ["no-such-mpirun", "-np", "2", "./x"], tmp_path, check=False)
     line = error_line(job)
@@ -95,6 +97,7 @@ def test_missing_launcher(tmp_path):
     assert not job.rundir.exists()
 
 
+@pytest.mark.mpi
 def test_missing_program_alone(tmp_path):
     job = mpilens_run(None, ["./no-such-program", "arg"], tmp_path, check=False)
     line = error_line(job)
@@ -214,6 +217,7 @@ def test_preloaded_by_hand_with_bad_setting(mpi, tmp_path, name, value):
     assert not (out / "profile.json").exists()
 
 
+@pytest.mark.mpi
 def test_run_without_command():
     line = error_line(cli("run", "--"))
     assert "no command" in line

@@ -163,6 +163,7 @@ def test_fortran_use_mpi_and_mpif_h(mpi, tmp_path):
     assert s["symbol"] == "(main program)" and s["calls"] == [10, 10]
 
 
+@pytest.mark.mpi
 def test_depth_zero_records_no_sites(tmp_path):
     job = mpirun("openmpi", 2, [str(example("openmpi", "callsites")), "3"], tmp_path,
                  settings={"MPILENS_CALLSITE_DEPTH": "0"})
@@ -171,6 +172,7 @@ def test_depth_zero_records_no_sites(tmp_path):
     assert not (job.rundir / "maps").exists()
 
 
+@pytest.mark.mpi
 def test_a_full_table_counts_other_sites_and_loses_no_call(tmp_path):
     """A table of 64 entries holds 48 sites: the sites beyond are counted under their function's
     "other sites", and every call is still counted."""
@@ -192,6 +194,7 @@ def test_a_full_table_counts_other_sites_and_loses_no_call(tmp_path):
 
 
 @pytest.mark.parametrize("mpi_name", ["openmpi"])
+@pytest.mark.mpi
 def test_frames_callsites(mpi_name, tmp_path):
     import mpilens
     job = run_example(mpi_name, "callsites", 2, tmp_path, ["3"])
@@ -213,6 +216,8 @@ def mpi4py_mpi() -> str:
     return "mpich" if "libmpich" in libs else "openmpi"
 
 
+@pytest.mark.mpi
+@pytest.mark.apps
 def test_mpi4py_calls_have_their_python_lines(tmp_path):
     """mpi4py: the call site is the Python line that called into mpi4py (read from the
     interpreter, resolved at run time), with depth 2 the Python caller too."""
@@ -245,6 +250,7 @@ def build_extension(mpi: str, out: Path) -> Path:
     return out
 
 
+@pytest.mark.apps
 def test_mixed_stack_python_c_extension_mpi(mpi, tmp_path):
     """Python calling a C extension that calls MPI: the site is the Python line that called the
     extension, whether the extension holds the GIL during the call (allreduce) or released it
@@ -295,6 +301,8 @@ def test_mixed_stack_python_c_extension_mpi(mpi, tmp_path):
         assert path(s) == [("main", "mixed_sites.py", py["mx-barrier"]), ("<module>", "mixed_sites.py", py["mx-main"])]
 
 
+@pytest.mark.mpi
+@pytest.mark.apps
 def test_h5py_collective_write_sites_are_the_scripts_lines(tmp_path):
     """A real mixed stack: h5py (Debian's python3-h5py-mpi) writing a dataset collectively, its
     MPI-IO calls made inside the HDF5 C library. The sites are the script's lines that called
@@ -321,6 +329,7 @@ def test_h5py_collective_write_sites_are_the_scripts_lines(tmp_path):
     assert not [s for s in sites if s["file"] and "/h5py/" in s["file"]]
 
 
+@pytest.mark.mpi
 def test_hatchet_call_path_tree(tmp_path):
     """`mpilens export hatchet --tree callpaths`: main -> frames from the outermost in -> MPI
     function; read back by Hatchet, the depth-3 path of the example is a chain of its functions."""
@@ -345,6 +354,7 @@ def test_hatchet_call_path_tree(tmp_path):
     assert list(root_calls) == [sum(f["calls"][r] for f in job.profile["functions"].values()) for r in range(2)]
 
 
+@pytest.mark.mpi
 def test_compare_per_call_site(tmp_path):
     """`mpilens compare --sites`: each MPI function of the whole run also per call site, the sites
     named by file:line and function; the call counts per site follow the programs' loops."""
@@ -380,6 +390,7 @@ def source_line(path: Path, text: str, after: str | None = None) -> int:
 
 
 @pytest.mark.parametrize("mpi_name", ["openmpi", "mpich"])
+@pytest.mark.mpi
 def test_trace_events_carry_their_call_site(mpi_name, tmp_path):
     """Trace mode: each call event carries its call site; the trace findings name the line of the
     waiting call, the Chrome/Perfetto slices show file:line in their args."""

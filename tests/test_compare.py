@@ -162,6 +162,7 @@ def job(mpi: str, np: int, *argv: str) -> str:
     return shlex.join(launcher(mpi, np) + list(argv))
 
 
+@pytest.mark.mpi
 def test_alltoall_vs_pairwise(tmp_path):
     """The acceptance: two variants of examples/c/exchange.c that differ only in the "exchange"
     region (one MPI_Alltoall against one MPI_Sendrecv per int), 16 interleaved runs each. The tree
@@ -223,6 +224,7 @@ def test_alltoall_vs_pairwise(tmp_path):
     assert "exchange" in page and "MPI_Sendrecv" in page and "http" not in page.split("<body>")[1]
 
 
+@pytest.mark.mpi
 def test_openmpi_vs_mpich_from_the_readme(tmp_path):
     """The README's recipe: the same program built for each MPI, 10 runs each, interleaved."""
     n = 10
@@ -244,6 +246,7 @@ def test_openmpi_vs_mpich_from_the_readme(tmp_path):
     assert html.stat().st_size > 1000
 
 
+@pytest.mark.mpi
 def test_repeat_single_command_and_errors(tmp_path):
     exe = str(example("mpich", "exchange"))
     out = tmp_path / "single"

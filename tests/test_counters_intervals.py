@@ -45,6 +45,7 @@ def test_intervals(mpi, tmp_path):
     assert fn(p, "MPI_Barrier", "calls") == [iters] * np
 
 
+@pytest.mark.mpi
 def test_no_intervals_by_default(tmp_path):
     job = run_example("openmpi", "counters", 2, tmp_path, ["2", "10"])
     assert "intervals" not in job.profile

@@ -154,6 +154,7 @@ def events(run: Path) -> collections.Counter:
     return event_multiset(timeline.load(run))
 
 
+@pytest.mark.mpi
 def test_torn_tails_are_ignored(ring_host, tmp_path):
     """A chunk without its index record (a rank killed mid-write) and an index record cut short
     are the tail of a killed run: ignored, the rest reads the same."""
@@ -168,6 +169,7 @@ def test_torn_tails_are_ignored(ring_host, tmp_path):
     assert events(run) == whole
 
 
+@pytest.mark.mpi
 def test_damaged_index_is_one_clear_error(ring_host, tmp_path):
     run = copy_run(ring_host, tmp_path / "bad")
     index = run / "trace" / "group-000000.mlx"
@@ -239,6 +241,7 @@ def test_snapshots_and_partial_payloads_in_containers(mpi, tmp_path):
     assert allreduce[1] == 4  # rank 1 aborts after 4 steps
 
 
+@pytest.mark.mpi
 def test_io_per_file_from_containers(tmp_path):
     """`mpilens io` on a run with per-host files: examples/c/iofile.c's known accesses (as
     tests/test_io.py checks them per rank), read from io/group-000000.mlc."""
@@ -258,6 +261,7 @@ def test_io_per_file_from_containers(tmp_path):
     assert files[rank0]["bytes_written"] == os.path.getsize(rank0) == 300
 
 
+@pytest.mark.apps
 def test_netpipe_from_per_host_files(mpi, tmp_path):
     """A real application: Debian's NetPIPE in trace, counters and memory modes with
     MPILENS_FILES=host. Its traffic, known from its own output file, comes back from the containers:

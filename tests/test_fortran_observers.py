@@ -11,7 +11,7 @@ page faults (papi) to MPI_Waitall / MPI_Wait.
 
 from __future__ import annotations
 
-from conftest import run_example
+from conftest import need_perf_events, run_example
 from mpilens import memory, papi
 
 MiB = 2**20
@@ -19,6 +19,7 @@ PAGES = 2 * 8192
 
 
 def test_papi_charges_fortran_compute_to_the_application(mpi, tmp_path):
+    need_perf_events()
     settings = {"MPILENS_MODE": "profile,papi", "MPILENS_PAPI_EVENTS": "perf::TASK-CLOCK,perf::PAGE-FAULTS"}
     job = run_example(mpi, "fcompute", 2, tmp_path, settings=settings)
     assert "fcompute: ok 2" in job.stdout, job.stdout + job.stderr

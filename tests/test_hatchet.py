@@ -56,6 +56,7 @@ def runs(tmp_path_factory):
     return out
 
 
+@pytest.mark.mpi
 def test_export_file_read_by_hatchet(runs, tmp_path):
     f = tmp_path / "run.json"
     p = subprocess.run([str(MPILENS), "export", "hatchet", str(runs[0]), "-o", str(f)], capture_output=True,
@@ -74,6 +75,7 @@ def test_export_file_read_by_hatchet(runs, tmp_path):
     assert "MPI_Sendrecv" in gf.tree(metric_column="time (inc)", rank=1)
 
 
+@pytest.mark.mpi
 def test_to_hatchet_and_literal(runs, tmp_path):
     gf = mpilens.to_hatchet(runs[1])
     profile = mpilens.load(runs[1]).profile
@@ -95,6 +97,7 @@ def test_to_hatchet_and_literal(runs, tmp_path):
     assert float(main["time (inc)"].iloc[0]) == pytest.approx(sum(r["wall_time_s"] for r in profile["ranks"]) / 3)
 
 
+@pytest.mark.mpi
 def test_to_thicket(runs):
     tk = mpilens.to_thicket(runs)
     assert len(tk.profile) == 3

@@ -24,8 +24,9 @@ HOSTS = ROOT / "scripts" / "testhosts.sh"
 RSH = ROOT / "scripts" / "testhost-rsh"
 N, SIZE, NP = 200, 1024, 4
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("ip") is None,
-                                reason="test hosts need root and iproute2 (network namespaces)")
+pytestmark = [pytest.mark.mpi, pytest.mark.hosts,
+              pytest.mark.skipif(os.geteuid() != 0 or shutil.which("ip") is None,
+                                 reason="test hosts need root and iproute2 (network namespaces)")]
 
 
 @pytest.fixture(scope="module")

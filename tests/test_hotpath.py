@@ -139,6 +139,7 @@ def test_completion_orders_are_exact(mpi, mode, tmp_path):
     ({"MPILENS_CALLSITE_DEPTH": "4"}, "off, call sites deeper than 1"),
     ({"MPILENS_TIMER": "clock"}, "off, no tick counter"),
 ])
+@pytest.mark.mpi
 def test_which_runs_take_the_lean_path(settings, lean, tmp_path):
     """The profile, alone or with the trace, timing every call or 1 in N, with call sites off or at
     depth 1 and the tick counter, takes the lean path; another mode that watches calls, deeper call
@@ -149,6 +150,7 @@ def test_which_runs_take_the_lean_path(settings, lean, tmp_path):
     assert said == {lean}, job.stderr
 
 
+@pytest.mark.mpi
 def test_thread_multiple_takes_the_general_path(tmp_path):
     """MPI_THREAD_MULTIPLE keeps the process-wide request table (several threads in MPI at once)."""
     job = run_example("mpich", "threads", 2, tmp_path, ["4", "50"], settings={"MPILENS_VERBOSE": "2"})
@@ -221,6 +223,8 @@ def test_overhead_benchmark_judges_by_the_targets_of_its_setting(mode, settings,
     assert summary["target"]["msgrate_ok"] == (rate_ok == "met")
 
 
+@pytest.mark.mpi
+@pytest.mark.apps
 def test_lammps_benchmark_runs_a_setting_in_the_mode_it_names(tmp_path):
     """bench/lammps.py times Debian's LAMMPS plain and under each --set; a --set naming
     MPILENS_MODE=trace runs in trace mode, which the script checks by the rank files of the trace

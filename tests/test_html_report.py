@@ -165,6 +165,7 @@ def test_4096_ranks(tmp_path, browser):
     page.close()
 
 
+@pytest.mark.mpi
 def test_png_figures(tmp_path):
     job = run_example("mpich", "ring", 3, tmp_path, ["4", "100"])
     p = subprocess.run([str(MPILENS), "report", str(job.rundir), "--png", str(tmp_path / "png"), "--quiet"],

@@ -140,6 +140,7 @@ def test_injected_imbalance(mpi, np, tmp_path):
     assert force["adjusted"]["imbalance"] == pytest.approx(load["imbalance"])
 
 
+@pytest.mark.mpi
 def test_efficiency_adjusted_real_run(tmp_path):
     """Rank 1 runs at efficiency 0.5 (takes twice as long for its work), rank 3 has twice the work:
     measured times 1, 2, 1, 2 per unit; adjusted times 1, 1, 1, 2 follow the atoms counter."""

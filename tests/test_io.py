@@ -160,6 +160,7 @@ def test_known_io_per_file(mpi, tmp_path, np_):
     assert prof["MPI_File_write"]["calls"] == [4] + [1] * (np_ - 1)
 
 
+@pytest.mark.mpi
 def test_text_and_frames(tmp_path):
     data = tmp_path / "data"
     data.mkdir()
@@ -180,6 +181,7 @@ def test_text_and_frames(tmp_path):
     assert row["writes"] == 7 and row["collective_writes"] == 1
 
 
+@pytest.mark.mpi
 def test_report_sections(tmp_path):
     """The I/O section in the text, JSON and HTML reports: one table row per file, one timeline bar
     per call the program made (iofile: 13 calls on shared.dat per rank, 6 on rank0.dat)."""
@@ -204,6 +206,7 @@ def test_report_sections(tmp_path):
     assert timeline.count("MPI_File_write_at (write independent) on ") == 2 * 4
 
 
+@pytest.mark.mpi
 def test_findings(tmp_path):
     """iosmall's bad I/O gives the three I/O findings it was written for, with its numbers;
     iofile (8 small writes, 12 independent ones, 14 KiB) gives none of them."""
@@ -301,6 +304,7 @@ def test_fortran_io(mpi, tmp_path):
 
 
 # ------------------------------------------------------------------------------------- no I/O
+@pytest.mark.mpi
 def test_no_io_no_files(tmp_path):
     """A run without MPI-IO leaves no io/ folder, and `mpilens io` says why."""
     job = run_example("openmpi", "ring", 2, tmp_path)
@@ -309,6 +313,7 @@ def test_no_io_no_files(tmp_path):
     assert p.returncode != 0 and "no I/O recorded" in p.stderr
 
 
+@pytest.mark.mpi
 def test_io_off(tmp_path):
     data = tmp_path / "data"
     data.mkdir()
@@ -318,6 +323,8 @@ def test_io_off(tmp_path):
     assert job.profile["functions"]["MPI_File_write_at"]["calls"] == [4, 4]  # the profile still counts
 
 
+@pytest.mark.mpi
+@pytest.mark.apps
 def test_killed_rank_keeps_its_io(tmp_path):
     """The file of a rank that ends without MPI_Finalize is written on its exit path."""
     data = tmp_path / "data"
@@ -435,6 +442,8 @@ def _hdf5_job(mpi: str, tmp_path: Path, np_: int, n: int) -> tuple[object, Path,
 
 
 @pytest.mark.parametrize("mpi_", ["openmpi", "mpich"])
+@pytest.mark.mpi
+@pytest.mark.apps
 def test_parallel_hdf5(mpi_, tmp_path):
     """Parallel HDF5 writing a (P, n) dataset of doubles collectively: the raw data arrives as one
     collective write per rank at the dataset's offset (HDF5's H5Dget_offset) + its row; every other
@@ -498,6 +507,7 @@ def test_io_kinds_of_every_file_function():
     assert L.IO_KIND_WRITE == 0x2  # the generated constants the reader uses
 
 
+@pytest.mark.mpi
 def test_damaged_io_file_is_named(tmp_path):
     """A truncated rank file is a problem naming it; the other ranks are still reported."""
     data = tmp_path / "data"

@@ -37,6 +37,7 @@ def test_bsp_harness_log_matches_intervals(mpi, tmp_path):
     assert job.profile["functions"]["MPI_Barrier"]["calls"] == [k + 1] * 2
 
 
+@pytest.mark.mpi
 def test_harness_workloads(tmp_path):
     exe = str(example("mpich", "bsp_harness"))
     for w in (["-w", "fwq", "--mean", "200", "--sd", "20"], ["-w", "dgemm", "-n", "48", "-r", "2"],
@@ -49,6 +50,7 @@ def test_harness_workloads(tmp_path):
     assert bad.returncode == 2 and "unknown workload" in bad.stderr
 
 
+@pytest.mark.mpi
 def test_variability_predictions_on_this_machine(tmp_path):
     """Calibrate on 4 runs at 2 ranks, predict 4 and 8 ranks, measure 3 runs at each (Open MPI,
     oversubscribed: 8 ranks on this machine's cores, FTQ sleeping Normal(10 ms, 1 ms) quanta), and
@@ -97,6 +99,7 @@ def _bench_rows(stdout: str) -> list[dict]:
 
 
 @pytest.mark.parametrize("threads", [2, 4])
+@pytest.mark.mpi
 def test_partitioned_benchmark_and_model(threads, tmp_path):
     """MPI-4 partitioned sends under MPICH 4.0 (2 ranks, OpenMP threads sleeping normally distributed
     times), the point-to-point (MPIPCL-style) variant and the single-send baseline, compared with
@@ -134,6 +137,7 @@ def test_partitioned_benchmark_and_model(threads, tmp_path):
     assert plot.read_bytes()[:4] == b"\x89PNG"
 
 
+@pytest.mark.mpi
 def test_partitioned_benchmark_under_mpilens(tmp_path):
     """The benchmark is an ordinary MPI program: under mpilens every MPI_Pready of every thread is
     counted (4 threads x (3 + 1 warm-up) repetitions x 2 sizes)."""
@@ -145,6 +149,7 @@ def test_partitioned_benchmark_under_mpilens(tmp_path):
     assert f["MPI_Psend_init"]["calls"] == [2, 0] and f["MPI_Precv_init"]["calls"] == [0, 2]
 
 
+@pytest.mark.mpi
 def test_partitioned_mode_needs_mpi4():
     p = plain_run("openmpi", 2, [str(example("openmpi", "partitioned_bench")), "--mode", "partitioned", "--reps", "1",
                                  "--warmup", "0", "--sizes", "1024"])
@@ -177,6 +182,7 @@ def test_bench_pingpong_table(tmp_path):
     assert len(load_table(table).size) == 13
 
 
+@pytest.mark.mpi
 def test_report_section_of_intervals(tmp_path):
     """`mpilens report` of a run recorded with MPILENS_INTERVALS shows the GEV fits of the interval
     maxima and EMMA projections; the PNG export draws them."""
@@ -196,6 +202,7 @@ def test_report_section_of_intervals(tmp_path):
     assert 'id="variability"' not in (tmp_path / "p.html").read_text()
 
 
+@pytest.mark.mpi
 def test_intervals_from_a_trace(tmp_path):
     """A run recorded in trace mode gives the model the same intervals as MPILENS_INTERVALS: the
     synchronizing collectives of all ranks in the trace fence them."""

@@ -98,6 +98,7 @@ BAD = [
 
 
 @pytest.mark.parametrize("mpi_, setting, value, expected", BAD, ids=[f"{b[0]}-{b[2]}" for b in BAD])
+@pytest.mark.mpi
 def test_bad_cvars_are_refused_before_the_job_starts(mpi_, setting, value, expected, tmp_path):
     p = mpilens_run(None, [*launcher(mpi_, 2), str(example(mpi_, "ring"))], tmp_path, settings={setting: value},
                     check=False)
@@ -123,6 +124,7 @@ def test_bad_cvar_with_the_runtime_preloaded_by_hand_runs_unprofiled(mpi, tmp_pa
 
 
 # ------------------------------------------------------------------------------------- pvars
+@pytest.mark.mpi
 def test_pvar_series_on_openmpi_per_communicator_and_at_regions(tmp_path):
     job = mpirun("openmpi", 4, [str(example("openmpi", "halo3d")), "65536", "20", "20"], tmp_path,
                  settings={"MPILENS_MODE": "mpit", "MPILENS_MPIT_PVARS": "^pml_ob1_", "MPILENS_MPIT_PERIOD_MS": "10"})
@@ -142,6 +144,7 @@ def test_pvar_series_on_openmpi_per_communicator_and_at_regions(tmp_path):
     assert any(r == "exchange" for s in m.series for r in s.region)
 
 
+@pytest.mark.mpi
 def test_pvars_absent_on_this_mpich_are_reported_absent(tmp_path):
     job = mpirun("mpich", 2, [str(example("mpich", "ring"))], tmp_path, settings={"MPILENS_MODE": "mpit"})
     assert "this MPI exposes no MPI_T performance variables; the mpit series are absent" in job.stderr
@@ -157,6 +160,7 @@ def test_pvars_absent_on_this_mpich_are_reported_absent(tmp_path):
     assert "absent, not zero" in rec["recommendations"][0]["evidence"][0]
 
 
+@pytest.mark.mpi
 def test_pvar_regex_matching_nothing_warns_and_the_run_completes(tmp_path):
     job = mpirun("openmpi", 2, [str(example("openmpi", "ring"))], tmp_path,
                  settings={"MPILENS_MODE": "mpit", "MPILENS_MPIT_PVARS": "no_such_pvar_zzz"})
@@ -174,6 +178,7 @@ def eager(rundir) -> dict:
 
 @pytest.mark.parametrize("mpi_, setting, value", [("openmpi", "btl_vader_eager_limit", "262144"),
                                                    ("mpich", "MPIR_CVAR_CH4_SHM_POSIX_IQUEUE_CELL_SIZE", "266240")])
+@pytest.mark.mpi
 def test_eager_rule_fires_above_the_limit_and_not_below(mpi_, setting, value, tmp_path):
     # 160 KiB faces: above both MPIs' defaults; the exchange dominates (little compute)
     big = mpirun(mpi_, 4, [str(example(mpi_, "halo3d")), "163840", "30", "10"], tmp_path, outdir=tmp_path / "big")
@@ -190,6 +195,7 @@ def test_eager_rule_fires_above_the_limit_and_not_below(mpi_, setting, value, tm
     assert "every message is sent eagerly already" in r["evidence"]
 
 
+@pytest.mark.mpi
 def test_tune_measures_the_recommended_setting(tmp_path):
     argv = [*launcher("openmpi", 4), str(example("openmpi", "halo3d")), "163840", "20", "10"]
     p = subprocess.run([str(MPILENS), "tune", "--rule", "eager", "--reps", "2", "--json", "--keep", str(tmp_path / "t"),
@@ -206,6 +212,7 @@ def test_tune_measures_the_recommended_setting(tmp_path):
     assert meta["cvars_set"][0]["new"] == "262144"  # the tuned runs really ran with it
 
 
+@pytest.mark.mpi
 def test_html_report_has_the_mpit_section(tmp_path):
     job = mpirun("openmpi", 2, [str(example("openmpi", "halo3d")), "65536", "10", "10"], tmp_path,
                  settings={"MPILENS_MODE": "mpit", "MPILENS_CVARS": "btl_vader_eager_limit=8192"})
@@ -235,6 +242,7 @@ def test_truncated_series_file_is_named_and_the_rest_is_read(tmp_path):
     assert p.returncode == 2 and p.stderr.startswith("mpilens: ") and "is not a directory" in p.stderr
 
 
+@pytest.mark.mpi
 def test_mpit_mode_with_thread_multiple_regions_in_every_thread(tmp_path):
     # four threads per rank open regions (pvar reads at each boundary) while the sampler thread reads
     job = mpirun("openmpi", 2, [str(example("openmpi", "threads")), "20", "70000"], tmp_path,

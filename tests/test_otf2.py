@@ -176,6 +176,7 @@ def test_comm_traffic(mpi, tmp_path):
     assert sorted(groups) == ["2, 0", "3, 1"]
 
 
+@pytest.mark.apps
 def test_netpipe_messages(mpi, tmp_path):
     """A real application: every message of NetPIPE's ping-pong is one MpiSend and one MpiRecv."""
     exe = shutil.which(NETPIPE[mpi])

@@ -1,9 +1,12 @@
 """The Python API users script against: mpilens.load and mpilens.frames."""
 
+import pytest
+
 import mpilens
 from conftest import run_example
 
 
+@pytest.mark.mpi
 def test_frames_match_profile(tmp_path):
     n, size, np = 3, 500, 3
     job = run_example("mpich", "ring", np, tmp_path, [str(n), str(size)])

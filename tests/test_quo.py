@@ -321,6 +321,8 @@ def test_quo_footprint_in_memory_mode(mpi, tmp_path):
     assert text.returncode == 0 and "Footprint: this run minus" in text.stdout, text.stderr
 
 
+@pytest.mark.mpi
+@pytest.mark.apps
 def test_coupled_example_same_result_in_every_mode(tmp_path):
     """Static under-subscription (1 rank x 2 threads), QUO reconfiguration and the MPI_Barrier
     variant (2 ranks, one worker with 2 threads in phase B) compute the same data."""

@@ -22,7 +22,8 @@ from mpilens import rundir
 SLURM = ROOT / "scripts" / "slurm.sh"
 N, SIZE, NP = 10, 1024, 4
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="a Slurm of its own needs root (slurmd)")
+pytestmark = [pytest.mark.mpi, pytest.mark.slurm,
+              pytest.mark.skipif(os.geteuid() != 0, reason="a Slurm of its own needs root (slurmd)")]
 
 
 def free_port_pair() -> int:

@@ -132,6 +132,7 @@ def test_unexpected_messages(mpi, tmp_path):
     assert "unexpected" not in d.layout.groups
 
 
+@pytest.mark.mpi
 def test_unexpected_follows_ob1_pvar(tmp_path):
     """Open MPI: while rank 0 sleeps with 20 unexpected messages queued, ob1's own
     pml_ob1_unexpected_msgq_length shows them (+1: rank 1's barrier message on the same
@@ -255,6 +256,7 @@ def test_mpit_client_sees_mpilens_pvars(mpi, tmp_path):
     assert "(mpilens_*: 0)" in plain.stdout and " pvar mpilens_" not in plain.stdout
 
 
+@pytest.mark.mpi
 def test_bad_bins_refused_before_start(tmp_path):
     """A malformed MPILENS_P2P_BINS is refused by `mpilens run` with one line, before the job starts."""
     p = mpilens_run(None, [*launcher("openmpi", 2), str(example("openmpi", "ring"))], tmp_path, check=False,

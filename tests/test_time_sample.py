@@ -131,6 +131,7 @@ def test_fortran_wrappers_sample_too(mpi, tmp_path):
     assert fn(p, "MPI_Barrier", "timed_calls") == [1] * np
 
 
+@pytest.mark.mpi
 def test_job_that_aborts_keeps_its_estimates(tmp_path):
     """A sampled job that never reaches MPI_Finalize: the per-rank files carry the estimates, and
     the profile assembled from them says how the calls were timed (N from meta.json)."""
@@ -150,6 +151,7 @@ def test_job_that_aborts_keeps_its_estimates(tmp_path):
     assert f"Timing    : 1 in {N} calls" in report.stdout, report.stdout
 
 
+@pytest.mark.mpi
 def test_large_sampling_error_is_a_finding(tmp_path):
     """A rank whose estimated MPI time exceeds its wall time (a drawn preempted call, made certain
     here by editing a real profile) is named in a finding; a quiet estimate gives none."""

@@ -92,6 +92,7 @@ def test_late_burst_is_one_finding(mpi, tmp_path):
             assert "waited for 7 more late messages" in f.message
 
 
+@pytest.mark.mpi
 def test_report_names_the_late_sender(tmp_path):
     """`mpilens report` of a traced run lists the timeline's findings, in text and in --json."""
     job = run_example("openmpi", "patterns", 2, tmp_path, ["late_sender", "30", "2"], settings=TRACE)
@@ -291,6 +292,8 @@ def test_completion_after_the_communicator_was_freed(mpi, tmp_path):
     assert fn(job.profile, "MPI_Irecv", "bytes_recv") == [reps * (size + (r ^ 1)) for r in range(np_)]
 
 
+@pytest.mark.mpi
+@pytest.mark.apps
 def test_lammps_trace(tmp_path):
     """LAMMPS indent on 4 ranks (Open MPI): the Chrome export is valid and its arrows are the
     profile's point-to-point messages."""
@@ -309,6 +312,7 @@ def test_lammps_trace(tmp_path):
     assert summary["collective_instances"] > 0
 
 
+@pytest.mark.mpi
 def test_exports(tmp_path):
     job = run_example("mpich", "patterns", 2, tmp_path, ["halo", "1", "4"], settings=TRACE)
     tl = timeline.load(job.rundir)
@@ -449,6 +453,7 @@ def test_a_pending_receive_call_is_kept(mpi, tmp_path, end):
         assert names.count("MPI_Cancel") == 1
 
 
+@pytest.mark.mpi
 def test_torn_block_is_skipped(tmp_path):
     job = run_example("openmpi", "ring", 2, tmp_path, ["50", "100"], settings=TRACE)
     f = job.rundir / "trace" / "rank-000000.bin"

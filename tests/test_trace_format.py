@@ -472,6 +472,8 @@ def reencode_fillings(path: Path) -> tuple[int, int]:
     return checked, len(fillings)
 
 
+@pytest.mark.mpi
+@pytest.mark.apps
 def test_lammps_trace_is_the_reference_encoding(tmp_path):
     """Debian's LAMMPS (indent, 2 ranks) traced with small buffers, so that many buffer
     fillings start over and periodic flushes split them into blocks: every filling of every rank
