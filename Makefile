@@ -29,7 +29,7 @@ EXAMPLES_C := $(basename $(notdir $(wildcard examples/c/*.c)))
 EXAMPLES_F := $(basename $(notdir $(wildcard examples/fortran/*.f90)))
 EXAMPLES_CXX := $(basename $(notdir $(wildcard examples/cxx/*.cpp)))
 
-.PHONY: all deps runtime examples python check test demo bench clean quo
+.PHONY: all deps runtime examples python check test-runs test demo bench clean quo
 .DELETE_ON_ERROR:
 # generated sources are kept: they are what the build log and the tests point at
 .SECONDARY:
@@ -142,6 +142,11 @@ FAST := not (mpi or apps or slurm or hosts or browser or matrix)
 check: all
 	$(VENV)/bin/ruff check python tests bench
 	MPILENS_TEST_TIER=check $(VENV)/bin/python -m pytest -q -m "$(FAST)" tests
+
+# the committed run directories the fast tier reads, made again from real runs (after a change of
+# the run directory's format: tests/test_committed_runs.py says when)
+test-runs: all
+	$(VENV)/bin/python scripts/make-test-runs.py
 
 # everything
 test: deps all

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import collections
 import functools
+import json
 import os
 import re
 import shutil
@@ -34,7 +35,7 @@ MPIS = ["openmpi", "mpich"]
 TIMEOUT = 300
 
 sys.path.insert(0, str(ROOT / "python"))
-from mpilens import rundir  # noqa: E402
+from mpilens import _layout, rundir  # noqa: E402
 
 
 def job_env(**extra: str) -> dict[str, str]:
@@ -134,7 +135,8 @@ def plain_run(mpi: str, np: int, argv: list[str], timeout: int = TIMEOUT) -> sub
 NEEDS = ("mpi", "apps", "slurm", "hosts", "browser", "matrix")
 FIXTURE_NEEDS = {"mpi": "mpi", "browser": "browser"}
 # what a program started by a test needs, by the name of its executable
-_LAUNCHERS = re.compile(r"^(mpirun|mpiexec|orterun|prterun|srun|sbatch|salloc|chromium|chrome)([.\w-]*)$")
+_LAUNCHERS = re.compile(r"^(mpirun|mpiexec|orterun|prterun|srun|sbatch|salloc)([.\w-]*)$")
+_BROWSERS = re.compile(r"^(chromium|chrome|headless_shell)$")
 _APPS = re.compile(r"^(lmp|lmp_\w+|NP\w+|hpcc|IMB-\w+)$")
 
 
@@ -155,8 +157,10 @@ def started_job(args) -> str | None:
             return " ".join(argv[i:i + 3])
         if name == "mpilens" and i + 1 < len(names) and names[i + 1] in ("run", "repeat"):
             return " ".join(argv[i:i + 2])
-        if argv[i].startswith(str(BUILD)) and "/examples/" in argv[i]:
-            return argv[i]
+        if i == 0 and _BROWSERS.match(name):
+            return argv[0]
+        if i == 0 and argv[0].startswith(str(BUILD)) and "/examples/" in argv[0]:
+            return argv[0]  # an example run alone (a singleton MPI process)
     return None
 
 
@@ -218,6 +222,90 @@ def fn(profile: dict, name: str, key: str) -> list:
     """Per-rank values of one function's metric (zeros when the function was never called)."""
     f = profile["functions"].get(name)
     return f[key] if f else [0] * profile["nranks"]
+
+
+# ------------------------------------------------------------------------------ committed runs
+RUNS = ROOT / "tests" / "data" / "runs"
+
+
+def run_directory_format() -> dict[str, str]:
+    """The run directory's format as the spec states it today: every file's magic and schema tag."""
+    return {k: v.decode("latin-1") if isinstance(v, bytes) else v for k, v in sorted(vars(_layout).items())
+            if k.startswith(("MAGIC_", "SCHEMA_"))}
+
+
+@dataclass
+class CommittedRun:
+    """A run directory made by scripts/make-test-runs.py from a real run (tests/data/runs), copied
+    for one test: what the program was asked to do and what it printed are the oracle."""
+
+    name: str
+    rundir: Path
+    mpi: str
+    example: str
+    np: int
+    args: list[str]
+    settings: dict[str, str]
+    stdout: str
+
+    def load(self) -> rundir.Run:
+        return rundir.load(self.rundir)
+
+    @property
+    def profile(self) -> dict:
+        run = self.load()
+        assert run.source == "profile.json", run.problems
+        return run.profile
+
+
+@functools.cache
+def _runs_index() -> dict:
+    return json.loads((RUNS / "runs.json").read_text())
+
+
+def _row(name: str) -> dict:
+    row = _runs_index()["runs"].get(name)
+    if row is None:
+        pytest.fail(f"tests/data/runs has no run {name}: add it to scripts/make-test-runs.py and `make test-runs`")
+    return row
+
+
+def committed_run(name: str, tmp_path: Path) -> CommittedRun:
+    """A copy of the committed run NAME in tmp_path (tests never change tests/data)."""
+    row = _row(name)
+    dest = tmp_path / name
+    shutil.copytree(RUNS / name, dest, symlinks=True)
+    return CommittedRun(name, dest, row["mpi"], row["example"], row["np"], row["args"], row["settings"],
+                        (RUNS / f"{name}.out").read_text())
+
+
+def live_run(name: str, tmp_path: Path) -> CommittedRun:
+    """The job of the committed run NAME run now, under the mpilens of this checkout."""
+    row = _row(name)
+    job = run_example(row["mpi"], row["example"], row["np"], tmp_path, row["args"], settings=row["settings"])
+    return CommittedRun(name, job.rundir, row["mpi"], row["example"], row["np"], row["args"], row["settings"],
+                        job.stdout)
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a test's run comes from: the committed run of an MPI (fast tier), or its job run now."""
+
+    mpi: str
+    live: bool
+
+    def run(self, name: str, tmp_path: Path) -> CommittedRun:
+        """The run NAME-<mpi> (tests/data/runs/runs.json says what it runs)."""
+        full = f"{name}-{self.mpi}"
+        return live_run(full, tmp_path) if self.live else committed_run(full, tmp_path)
+
+
+def sources(*mpis: str) -> list:
+    """Parameters of a test that checks the committed runs of each MPI and, in the MPI tier, the
+    same jobs run now: ids `committed-openmpi`, `openmpi`, ..."""
+    mpis = mpis or tuple(MPIS)
+    return ([pytest.param(Source(m, False), id=f"committed-{m}") for m in mpis]
+            + [pytest.param(Source(m, True), id=m, marks=pytest.mark.mpi) for m in mpis])
 
 
 # ------------------------------------------------------------------------------------- PAPI

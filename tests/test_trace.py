@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import MPILENS, example, fn, lammps_indent, launcher, mpilens_run, run_example, trace_kinds
+from conftest import MPILENS, example, fn, lammps_indent, launcher, mpilens_run, run_example, sources, trace_kinds
 from mpilens.trace import findings, reader, timeline
 
 TRACE = {"MPILENS_MODE": "profile,trace"}
@@ -63,19 +63,27 @@ def check_late_pairs(found: dict[int, object], expected: dict[int, float]) -> No
             assert found[k].duration_s <= max(w, 0.0) + 1e-3, (w, found[k].message)
 
 
-def test_late_sender(mpi, tmp_path):
-    job = run_example(mpi, "patterns", 2, tmp_path, ["late_sender", "30", "3"], settings=TRACE)
+def reps(job) -> int:
+    """Repetitions of a patterns.c run (PATTERN DELAY_MS REPS)."""
+    assert job.example == "patterns", job.example
+    return int(job.args[2])
+
+
+@pytest.mark.parametrize("src", sources())
+def test_late_sender(src, tmp_path):
+    job = src.run("late_sender", tmp_path)
     tl = timeline.load(job.rundir)
     late = by_kind(findings.find(tl), "late_sender")
     for f in late:
         assert (f.evidence["receiver"], f.evidence["sender"], f.bytes) == (0, 1, 4096)
-    check_late_pairs({f.evidence["tag"]: f for f in late}, expected_waits(job, 0, 1, 3))
+    check_late_pairs({f.evidence["tag"]: f for f in late}, expected_waits(job, 0, 1, reps(job)))
 
 
-def test_late_burst_is_one_finding(mpi, tmp_path):
+@pytest.mark.parametrize("src", sources())
+def test_late_burst_is_one_finding(src, tmp_path):
     """Eight receives completed by one MPI_Waitall, all sent late: one wait, so one finding (the
     longest), which says how many late messages the call waited for."""
-    job = run_example(mpi, "patterns", 2, tmp_path, ["late_burst", "30", "3"], settings=TRACE)
+    job = src.run("late_burst", tmp_path)
     tl = timeline.load(job.rundir)
     late = [f for f in by_kind(findings.find(tl), "late_sender") if f.evidence["tag"] != WARMUP_TAG]
     assert all((f.evidence["receiver"], f.evidence["sender"], f.bytes) == (0, 1, 512) for f in late)
@@ -83,7 +91,7 @@ def test_late_burst_is_one_finding(mpi, tmp_path):
     for f in late:
         by_rep.setdefault(f.evidence["tag"] // 8, []).append(f)
     assert all(len(v) == 1 for v in by_rep.values()), [f.message for f in late]
-    expected = expected_waits(job, 0, 1, 3)
+    expected = expected_waits(job, 0, 1, reps(job))
     check_late_pairs({k: v[0] for k, v in by_rep.items()}, expected)
     for k, w in expected.items():
         if w > 2e-3:
@@ -92,11 +100,11 @@ def test_late_burst_is_one_finding(mpi, tmp_path):
             assert "waited for 7 more late messages" in f.message
 
 
-@pytest.mark.mpi
-def test_report_names_the_late_sender(tmp_path):
+@pytest.mark.parametrize("src", sources("openmpi"))
+def test_report_names_the_late_sender(src, tmp_path):
     """`mpilens report` of a traced run lists the timeline's findings, in text and in --json."""
-    job = run_example("openmpi", "patterns", 2, tmp_path, ["late_sender", "30", "2"], settings=TRACE)
-    expected = expected_waits(job, 0, 1, 2)
+    job = src.run("late_sender", tmp_path)
+    expected = expected_waits(job, 0, 1, reps(job))
     text = subprocess.run([str(MPILENS), "report", str(job.rundir), "--quiet"], capture_output=True, text=True,
                           timeout=120)
     assert text.returncode == 0, text.stderr
@@ -109,29 +117,32 @@ def test_report_names_the_late_sender(tmp_path):
     for k, w in expected.items():
         if w > 2e-3:
             assert late[k]["duration_s"] == pytest.approx(w, rel=0.10, abs=5e-4), (w, late[k])
-    plain = run_example("openmpi", "ring", 2, tmp_path / "plain", ["3", "100"])
+    plain = src.run("ring", tmp_path / "plain")
     doc = json.loads(subprocess.run([str(MPILENS), "report", str(plain.rundir), "--json", "--quiet"],
                                     capture_output=True, text=True, timeout=120, check=True).stdout)
     assert doc["timeline_findings"] is None  # no trace: not measured, not "nothing found"
 
 
-def test_late_receiver(mpi, tmp_path):
-    job = run_example(mpi, "patterns", 2, tmp_path, ["late_receiver", "30", "3"], settings=TRACE)
+@pytest.mark.parametrize("src", sources())
+def test_late_receiver(src, tmp_path):
+    job = src.run("late_receiver", tmp_path)
     tl = timeline.load(job.rundir)
     late = by_kind(findings.find(tl), "late_receiver")
     for f in late:
         assert (f.evidence["sender"], f.evidence["receiver"], f.bytes) == (0, 1, 4096)
-    check_late_pairs({f.evidence["tag"]: f for f in late}, expected_waits(job, 0, 1, 3))
+    check_late_pairs({f.evidence["tag"]: f for f in late}, expected_waits(job, 0, 1, reps(job)))
 
 
-def test_late_barrier(mpi, tmp_path):
-    # two ranks on the two cores: a third would share a core with the late one and slow its work
-    delay_ms, np_ = 40, 2
-    job = run_example(mpi, "patterns", np_, tmp_path, ["late_barrier", str(delay_ms), "3"], settings=TRACE)
+@pytest.mark.parametrize("src", sources())
+def test_late_barrier(src, tmp_path):
+    # two ranks on the two cores (scripts/make-test-runs.py): a third would share a core with the
+    # late one and slow its work
+    job = src.run("late_barrier", tmp_path)
+    np_ = job.np
     tl = timeline.load(job.rundir)
     waits = [f for f in by_kind(findings.find(tl), "collective_wait")
              if f.evidence["function"] == "MPI_Barrier" and f.rank == 0 and f.evidence["late_rank"] == np_ - 1]
-    expected = expected_waits(job, 0, np_ - 1, 3)
+    expected = expected_waits(job, 0, np_ - 1, reps(job))
     assert sum(w > 2e-3 for w in expected.values()) >= 1, expected
     for k, w in expected.items():
         if w > 2e-3:  # one of rank 0's barrier waits is this one
@@ -139,25 +150,27 @@ def test_late_barrier(mpi, tmp_path):
                 (k, w, [f.message for f in waits])
 
 
-def test_balanced_halo_has_no_late_partner(mpi, tmp_path):
+@pytest.mark.parametrize("src", sources())
+def test_balanced_halo_has_no_late_partner(src, tmp_path):
     """Same work everywhere: a late partner is reported only as late as the ranks really were. How
     late that is comes from the program: from a rank's entry into the exchange to the moment both
     of its partner's sends had started (a rank preempted between the two, as on a loaded 2-core
     machine where each rank's trace writer competes for the cores, really is a late sender)."""
-    job = run_example(mpi, "patterns", 2, tmp_path, ["halo", "20", "5"], settings=TRACE)
+    job = src.run("halo", tmp_path)
+    n = reps(job)
     tl = timeline.load(job.rundir)
     e = entries(job)
     sent = {(int(r), int(k)): float(t)
             for r, k, t in re.findall(r"^patterns: rank (\d+) rep (\d+) sent ([\d.]+)$", job.stdout, re.M)}
-    assert len(sent) == 2 * 5, job.stdout
+    assert len(sent) == 2 * n, job.stdout
     # per rank, the longest it could have waited for its partner (the other rank): its sends and,
     # posted before them, its receives
-    lag = {r: max(0.0, *(sent[(1 - r, k)] - e[(r, k)] for k in range(5))) for r in (0, 1)}
+    lag = {r: max(0.0, *(sent[(1 - r, k)] - e[(r, k)] for k in range(n))) for r in (0, 1)}
     found = findings.find(tl)
     late = [f for f in found if f.kind in ("late_sender", "late_receiver") and f.evidence.get("tag") != WARMUP_TAG]
     assert all(f.duration_s <= lag[f.rank] + 1e-3 for f in late), (lag, [f.message for f in late])
     # two sends per rank and repetition, and the warm-up exchange, all matched
-    assert len(tl.messages.send_ev) == 2 * 2 * 5 + 2
+    assert len(tl.messages.send_ev) == 2 * 2 * n + 2
 
 
 def check_chrome(path: Path) -> dict:
@@ -190,9 +203,10 @@ def check_chrome(path: Path) -> dict:
     return phases
 
 
-def test_every_send_has_one_arrow(mpi, tmp_path):
-    n, size, np_ = 6, 2000, 4
-    job = run_example(mpi, "ring", np_, tmp_path, [str(n), str(size)], settings=TRACE)
+@pytest.mark.parametrize("src", sources())
+def test_every_send_has_one_arrow(src, tmp_path):
+    job = src.run("ring-trace", tmp_path)
+    (n, size), np_ = map(int, job.args), job.np
     tl = timeline.load(job.rundir)
     m = tl.messages
     assert len(m.send_ev) == n * np_ and m.unmatched_sends == 0 and m.unmatched_recvs == 0
@@ -242,13 +256,14 @@ def test_small_buffers_lose_nothing(mpi, tmp_path):
     assert all(int((tl.ev["rank"] == r).sum()) > 3 * 2048 for r in range(np_))  # both buffers refilled
 
 
-def test_ranks_of_one_host_share_one_clock(mpi, tmp_path):
+@pytest.mark.parametrize("src", sources())
+def test_ranks_of_one_host_share_one_clock(src, tmp_path):
     """Ranks on one host read the same time-stamp counter: a tick is the same time on all of them
     (converted with rank 0's clock points; each rank's own differ by tens of ns of read jitter,
     enough to turn a fast message's arrow backwards)."""
-    job = run_example(mpi, "ring", 3, tmp_path, ["3", "100"], settings=TRACE)
+    job = src.run("ring-trace", tmp_path)
     ranks = list(reader.read_all(job.rundir))
-    assert [rt.rank for rt in ranks] == [0, 1, 2] and all(rt.same_host_as_rank0 for rt in ranks)
+    assert [rt.rank for rt in ranks] == list(range(job.np)) and all(rt.same_host_as_rank0 for rt in ranks)
     ticks = np.array([ranks[0].clock_points[0][0], ranks[0].clock_points[-1][0]], dtype=np.uint64)
     for rt in ranks[1:]:
         assert rt.host_clock_points == ranks[0].clock_points
@@ -312,9 +327,10 @@ def test_lammps_trace(tmp_path):
     assert summary["collective_instances"] > 0
 
 
-@pytest.mark.mpi
-def test_exports(tmp_path):
-    job = run_example("mpich", "patterns", 2, tmp_path, ["halo", "1", "4"], settings=TRACE)
+@pytest.mark.parametrize("src", sources("mpich"))
+def test_exports(src, tmp_path):
+    job = src.run("halo", tmp_path)
+    n = reps(job)
     tl = timeline.load(job.rundir)
     # what the trace took: the files' size and the writer threads' CPU time, in the command's summary
     # and the HTML report
@@ -335,7 +351,7 @@ def test_exports(tmp_path):
     t = pq.read_table(out)
     assert t.num_rows == len(tl.ev)
     assert set(t.column("name").to_pylist()) >= {"MPI_Isend", "MPI_Irecv", "MPI_Waitall", "MPI_Barrier"}
-    assert pq.read_table(tmp_path / "t.messages.parquet").num_rows == 2 * 2 * 4 + 2  # with the warm-up
+    assert pq.read_table(tmp_path / "t.messages.parquet").num_rows == 2 * 2 * n + 2  # with the warm-up
     archive = tmp_path / "otf2"
     q = subprocess.run([str(MPILENS), "trace", str(job.rundir), "--format", "otf2", "-o", str(archive), "--quiet"],
                        capture_output=True, text=True)
@@ -349,7 +365,7 @@ def test_exports(tmp_path):
             sends += isinstance(event, (otf2.events.MpiSend, otf2.events.MpiIsend))
             recvs += isinstance(event, (otf2.events.MpiRecv, otf2.events.MpiIrecv))
             enters += isinstance(event, otf2.events.Enter)
-    assert sends == recvs == 2 * 2 * 4 + 2
+    assert sends == recvs == 2 * 2 * n + 2
     calls = sum(sum(f["calls"]) for f in job.profile["functions"].values())
     assert enters == calls
 

@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""Make the run directories the fast tests read (tests/data/runs/), from real runs of our examples
+under Debian's Open MPI and MPICH: `make test-runs`.
+
+Each run is one row of RUNS below: the example, its ranks and arguments, and the mpilens settings.
+The tests derive what they expect from those (and from what the program printed, kept beside the
+run as NAME.out), never from another run of the tool. runs.json records the rows and the run
+directory's format (every file's magic and schema tag, from runtime/spec/rundir.yaml);
+tests/test_committed_runs.py fails when the format has changed since, and this script is run again.
+
+Usage: scripts/make-test-runs.py [NAME ...]   (no name: every run)
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+import conftest  # noqa: E402  (the suite's own way of running a job under mpilens)
+
+OUT = ROOT / "tests" / "data" / "runs"
+TRACE = {"MPILENS_MODE": "profile,trace"}
+
+# name: (mpi, example, ranks, arguments, settings)
+RUNS: dict[str, tuple[str, str, int, list[str], dict[str, str]]] = {}
+for _mpi in conftest.MPIS:
+    RUNS |= {
+        # profile of a ring: 5 rounds of 2048 bytes around 4 ranks
+        f"ring-{_mpi}": (_mpi, "ring", 4, ["5", "2048"], {}),
+        # the same traced, on 3 ranks
+        f"ring-trace-{_mpi}": (_mpi, "ring", 3, ["4", "1000"], TRACE),
+        # timelines with known findings (examples/c/patterns.c): delays of 30 ms, 3 repetitions
+        f"late_sender-{_mpi}": (_mpi, "patterns", 2, ["late_sender", "30", "3"], TRACE),
+        f"late_receiver-{_mpi}": (_mpi, "patterns", 2, ["late_receiver", "30", "3"], TRACE),
+        f"late_burst-{_mpi}": (_mpi, "patterns", 2, ["late_burst", "30", "3"], TRACE),
+        f"late_barrier-{_mpi}": (_mpi, "patterns", 2, ["late_barrier", "40", "3"], TRACE),
+        f"halo-{_mpi}": (_mpi, "patterns", 2, ["halo", "20", "5"], TRACE),
+    }
+RUNS |= {
+    # an injected imbalance (examples/c/imbalance.c): the last rank does twice the work
+    "imbalance-openmpi": ("openmpi", "imbalance", 4, ["8", "10000", "3"], {}),
+    "imbalance-mpich": ("mpich", "imbalance", 2, ["8", "10000", "1"], {}),
+    # rank 1 at efficiency 0.5, rank 3 with twice the work
+    "imbalance-efficiency": ("openmpi", "imbalance", 4, ["8", "10000", "3", "1", "0.5"], {}),
+    # three runs of a small imbalance: an ensemble for Thicket
+    **{f"ensemble-{i}": ("openmpi", "imbalance", 3, ["3", "1000"], {}) for i in (1, 2, 3)},
+}
+
+
+def make(name: str) -> dict:
+    mpi, exe, np, args, settings = RUNS[name]
+    with tempfile.TemporaryDirectory() as tmp:
+        job = conftest.run_example(mpi, exe, np, Path(tmp), args, settings=settings)
+        dest = OUT / name
+        shutil.rmtree(dest, ignore_errors=True)
+        shutil.copytree(job.rundir, dest, symlinks=True)
+    for d in sorted(dest.rglob("*"), reverse=True):  # git keeps no empty folder: neither do the tests
+        if d.is_dir() and not any(d.iterdir()):
+            d.rmdir()
+    (OUT / f"{name}.out").write_text(job.stdout)
+    return {"mpi": mpi, "example": exe, "np": np, "args": args, "settings": settings}
+
+
+def main(argv: list[str]) -> int:
+    names = argv or list(RUNS)
+    unknown = [n for n in names if n not in RUNS]
+    if unknown:
+        print(f"make-test-runs: no such run: {', '.join(unknown)} (known: {', '.join(RUNS)})", file=sys.stderr)
+        return 2
+    OUT.mkdir(parents=True, exist_ok=True)
+    index = OUT / "runs.json"
+    doc = json.loads(index.read_text()) if index.exists() and argv else {"runs": {}}
+    for name in names:
+        print(f"make-test-runs: {name}", flush=True)
+        doc["runs"][name] = make(name)
+    doc["runs"] = {n: doc["runs"][n] for n in RUNS if n in doc["runs"]}
+    doc["format"] = conftest.run_directory_format()
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    doc["made_at_commit"] = commit.stdout.strip() or None
+    index.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    print(f"make-test-runs: {len(names)} run(s) in {OUT.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
