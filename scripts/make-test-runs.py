@@ -48,9 +48,9 @@ RUNS |= {
     "imbalance-openmpi": ("openmpi", "imbalance", 4, ["8", "10000", "3"], {}),
     "imbalance-mpich": ("mpich", "imbalance", 2, ["8", "10000", "1"], {}),
     # rank 1 at efficiency 0.5, rank 3 with twice the work
-    "imbalance-efficiency": ("openmpi", "imbalance", 4, ["8", "10000", "3", "1", "0.5"], {}),
+    "imbalance_efficiency-openmpi": ("openmpi", "imbalance", 4, ["8", "10000", "3", "1", "0.5"], {}),
     # three runs of a small imbalance: an ensemble for Thicket
-    **{f"ensemble-{i}": ("openmpi", "imbalance", 3, ["3", "1000"], {}) for i in (1, 2, 3)},
+    **{f"ensemble{i}-openmpi": ("openmpi", "imbalance", 3, ["3", "1000"], {}) for i in (1, 2, 3)},
 }
 
 

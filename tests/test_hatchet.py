@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import mpilens
-from conftest import MPILENS, job_env, run_example
+from conftest import MPILENS, job_env, sources
 from mpilens import export_hatchet as eh
 from mpilens.rundir import SCHEMA, Run
 
@@ -46,17 +46,18 @@ def totals_match(gf, profile: dict) -> None:
         [sum(f["calls"][r] for f in profile["functions"].values()) for r in range(n)])
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    """Three runs of the imbalance example (regions, MPI calls in and outside regions, counters)."""
+@pytest.fixture(scope="module", params=sources("openmpi"))
+def runs(request, tmp_path_factory):
+    """Three runs of the imbalance example on 3 ranks (regions, MPI calls in and outside regions,
+    counters; scripts/make-test-runs.py)."""
     out = []
-    for i in range(3):
-        tmp = tmp_path_factory.mktemp(f"hatchet{i}")
-        out.append(run_example("openmpi", "imbalance", 3, tmp, ["3", "1000"]).rundir)
+    for i in (1, 2, 3):
+        job = request.param.run(f"ensemble{i}", tmp_path_factory.mktemp(f"hatchet{i}"))
+        assert (job.example, job.np, job.args) == ("imbalance", 3, ["3", "1000"])
+        out.append(job.rundir)
     return out
 
 
-@pytest.mark.mpi
 def test_export_file_read_by_hatchet(runs, tmp_path):
     f = tmp_path / "run.json"
     p = subprocess.run([str(MPILENS), "export", "hatchet", str(runs[0]), "-o", str(f)], capture_output=True,
@@ -75,7 +76,6 @@ def test_export_file_read_by_hatchet(runs, tmp_path):
     assert "MPI_Sendrecv" in gf.tree(metric_column="time (inc)", rank=1)
 
 
-@pytest.mark.mpi
 def test_to_hatchet_and_literal(runs, tmp_path):
     gf = mpilens.to_hatchet(runs[1])
     profile = mpilens.load(runs[1]).profile
@@ -97,7 +97,6 @@ def test_to_hatchet_and_literal(runs, tmp_path):
     assert float(main["time (inc)"].iloc[0]) == pytest.approx(sum(r["wall_time_s"] for r in profile["ranks"]) / 3)
 
 
-@pytest.mark.mpi
 def test_to_thicket(runs):
     tk = mpilens.to_thicket(runs)
     assert len(tk.profile) == 3

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import MPILENS, job_env, run_example
+from conftest import MPILENS, job_env, sources
 from mpilens import imbalance as im
 from mpilens.rundir import SCHEMA, Run
 
@@ -113,11 +113,12 @@ def imbalance_json(rundir: Path, *extra: str) -> dict:
 
 # Open MPI yields the CPU while it waits when there are more ranks than cores, so 4 ranks on this
 # machine's 2 cores measure the work; MPICH spins, and delays the sleeping ranks: it gets 2 ranks
-@pytest.mark.parametrize("mpi,np", [("openmpi", 4), ("mpich", 2)])
-def test_injected_imbalance(mpi, np, tmp_path):
-    steps, unit_us = 8, 10000
-    heavy = np - 1
-    job = run_example(mpi, "imbalance", np, tmp_path, [str(steps), str(unit_us), str(heavy)])
+# (scripts/make-test-runs.py)
+@pytest.mark.parametrize("src", sources())
+def test_injected_imbalance(src, tmp_path):
+    job = src.run("imbalance", tmp_path)
+    np = job.np
+    steps, unit_us, heavy = map(int, job.args)
     assert f"imbalance: {np} ranks, heavy rank {heavy}" in job.stdout
     doc = imbalance_json(job.rundir, "--work", "atoms")
     scopes = {(s["kind"], s["name"]): s for s in doc["scopes"]}
@@ -140,12 +141,12 @@ def test_injected_imbalance(mpi, np, tmp_path):
     assert force["adjusted"]["imbalance"] == pytest.approx(load["imbalance"])
 
 
-@pytest.mark.mpi
-def test_efficiency_adjusted_real_run(tmp_path):
+@pytest.mark.parametrize("src", sources("openmpi"))
+def test_efficiency_adjusted_real_run(src, tmp_path):
     """Rank 1 runs at efficiency 0.5 (takes twice as long for its work), rank 3 has twice the work:
     measured times 1, 2, 1, 2 per unit; adjusted times 1, 1, 1, 2 follow the atoms counter."""
-    steps, unit_us, np = 8, 10000, 4
-    job = run_example("openmpi", "imbalance", np, tmp_path, [str(steps), str(unit_us), "3", "1", "0.5"])
+    job = src.run("imbalance_efficiency", tmp_path)
+    assert (job.np, job.args[2:]) == (4, ["3", "1", "0.5"])
     doc = imbalance_json(job.rundir)
     assert doc["efficiency_counter"] == "efficiency" and doc["work_counters"] == ["atoms"]
     force = next(s for s in doc["scopes"] if s["name"] == "force")

@@ -3,13 +3,13 @@
 import pytest
 
 import mpilens
-from conftest import run_example
+from conftest import sources
 
 
-@pytest.mark.mpi
-def test_frames_match_profile(tmp_path):
-    n, size, np = 3, 500, 3
-    job = run_example("mpich", "ring", np, tmp_path, [str(n), str(size)])
+@pytest.mark.parametrize("src", sources())
+def test_frames_match_profile(src, tmp_path):
+    job = src.run("ring", tmp_path)
+    (n, size), np = map(int, job.args), job.np
     run = mpilens.load(job.rundir)
     df = mpilens.frames.functions(run)
     send = df[df.function == "MPI_Send"]
