@@ -11,7 +11,8 @@
  * not a sleep, so the rank stays on its core as a real computation would.
  * At the end each rank prints, per repetition, when (CLOCK_MONOTONIC, the same clock for all ranks
  * of a host) it entered the pattern's MPI call: "patterns: rank R rep K enter T"; in halo also when
- * both its sends had started: "patterns: rank R rep K sent T". On a loaded machine a rank can start
+ * both its sends had started, in late_burst when its last send had returned: "patterns: rank R rep K
+ * sent T". On a loaded machine a rank can start
  * late or be preempted, so the tests compare the tool's findings with these times rather than with
  * DELAY_MS. */
 #include <mpi.h>
@@ -91,6 +92,7 @@ int main(int argc, char **argv)
                 enter[r] = now();
                 for (int k = 0; k < BURST; k++)
                     MPI_Send(buf + k * PIECE, PIECE, MPI_BYTE, 0, BURST * r + k, MPI_COMM_WORLD);
+                sent[r] = now(); /* every message sent by now, even if this rank was preempted among them */
             }
         } else if (strcmp(mode, "late_barrier") == 0) {
             if (rank == size - 1) compute(delay);
