@@ -29,7 +29,7 @@ EXAMPLES_C := $(basename $(notdir $(wildcard examples/c/*.c)))
 EXAMPLES_F := $(basename $(notdir $(wildcard examples/fortran/*.f90)))
 EXAMPLES_CXX := $(basename $(notdir $(wildcard examples/cxx/*.cpp)))
 
-.PHONY: all deps runtime examples python check test-runs test demo bench clean quo
+.PHONY: all deps runtime examples python units check test-runs test demo bench clean quo
 .DELETE_ON_ERROR:
 # generated sources are kept: they are what the build log and the tests point at
 .SECONDARY:
@@ -135,11 +135,30 @@ $(BUILD)/$(1)/examples/callsites: $(BUILD)/$(1)/examples/libsites.so
 endef
 $(foreach m,$(MPIS),$(eval $(call example_rules,$(m))))
 
+# ---------------------------------------------------------------- C unit tests (tests/c)
+# the merge (no MPI), and the request tables built from the runtime's sources (not its generated
+# wrappers, which they do not call) with each MPI's compiler (the handles' shape is the MPI's);
+# with AddressSanitizer and UBSan, at -O1 (-O2 takes minutes with them); tests/test_c_units.py runs them
+UNIT_CFLAGS = $(filter-out -O2,$(CFLAGS)) -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -Itests/c
+UNITS := $(BUILD)/tests/test_merge $(foreach m,$(MPIS),$(BUILD)/$(m)/tests/test_tables)
+units: $(UNITS)
+
+$(BUILD)/tests/test_merge: tests/c/test_merge.c tests/c/unit.h runtime/src/merge.c runtime/src/merge.h runtime/src/json.c \
+                           runtime/src/json.h $(RUNDIR_H)
+	@mkdir -p $(dir $@)
+	$(CC) $(UNIT_CFLAGS) -Iruntime/src -I$(BUILD)/gen -o $@ $< runtime/src/merge.c runtime/src/json.c -lm
+
+$(BUILD)/%/tests/test_tables: tests/c/test_tables.c tests/c/unit.h $(BUILD)/%/gen/wrappers_c.c $(LIB_SRC) $(RUNTIME_HDR) \
+                              $(RUNDIR_H)
+	@mkdir -p $(dir $@)
+	mpicc.$* $(UNIT_CFLAGS) -Iruntime/src -Iruntime/include -I$(BUILD)/$*/gen -I$(BUILD)/gen -o $@ $< \
+	  $(LIB_SRC) $(BUILD)/$*/gen/ml_functions.c $(BUILD)/$*/gen/ml_config_table.c -ldl -lpthread -lm
+
 # ---------------------------------------------------------------- checks
 # the fast tier: lint and every test that starts no MPI job, no application and no browser
 # (pytest.ini lists the markers; tests/conftest.py fails a test of this tier that starts one anyway)
 FAST := not (mpi or apps or slurm or hosts or browser or matrix)
-check: all
+check: all units
 	$(VENV)/bin/ruff check python tests bench
 	MPILENS_TEST_TIER=check $(VENV)/bin/python -m pytest -q -m "$(FAST)" tests
 
@@ -149,7 +168,7 @@ test-runs: all
 	$(VENV)/bin/python scripts/make-test-runs.py
 
 # everything
-test: deps all
+test: deps all units
 	$(VENV)/bin/ruff check python tests bench
 	$(VENV)/bin/python -m pytest -q tests
 

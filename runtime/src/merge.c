@@ -73,6 +73,10 @@ typedef struct rankrec {
 static int parse_payload(cursor_t *c, rankrec_t *r, char *why, size_t whylen)
 {
     const size_t avail = (size_t)(c->end - c->p);
+    if (avail < 4 && memcmp(c->p, ML_MAGIC_PAYLOAD, avail) == 0) { /* cut within its magic */
+        snprintf(why, whylen, "truncated: %zu bytes, less than the head of a payload", avail);
+        return -1;
+    }
     if (avail < 4 || memcmp(c->p, ML_MAGIC_PAYLOAD, 4) != 0) { /* "MLPA": a payload of some version */
         snprintf(why, whylen, "not an mpilens payload (bad magic)");
         return -1;
