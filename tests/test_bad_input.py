@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BUILD, MPILENS, example, fn, job_env, launcher, mpilens_run, run_example
+from conftest import BUILD, MPILENS, MPIS, committed_run, example, fn, job_env, launcher, mpilens_run, sources
 from mpilens import rundir
 
 
@@ -224,19 +224,16 @@ def test_run_without_command():
 
 
 # ------------------------------------------------------------------------------------- damaged run directories
-_COMPLETE: dict[str, Path] = {}
 _ABORTED: dict[str, object] = {}
 
 
-@pytest.fixture
-def complete_run(mpi, tmp_path_factory) -> Path:
-    """A finished ring run (read only: tests copy it before damaging it)."""
-    if mpi not in _COMPLETE:
-        base = tmp_path_factory.mktemp(f"ring-{mpi}")
-        job = run_example(mpi, "ring", 2, base, ["3", "100"])
-        assert job.profile["complete"] is True
-        _COMPLETE[mpi] = job.rundir
-    return _COMPLETE[mpi]
+@pytest.fixture(params=MPIS)
+def complete_run(request, tmp_path) -> Path:
+    """A finished ring run of each MPI (the committed one: what is checked here is the reader's, and
+    the MPI tier checks that jobs write such directories); tests copy it before damaging it."""
+    job = committed_run(f"ring-{request.param}", tmp_path / "committed")
+    assert job.profile["complete"] is True
+    return job.rundir
 
 
 DAMAGED_PROFILES = {
@@ -247,7 +244,7 @@ DAMAGED_PROFILES = {
 
 
 @pytest.mark.parametrize("case", sorted(DAMAGED_PROFILES))
-def test_report_damaged_profile(mpi, complete_run, tmp_path, case):
+def test_report_damaged_profile(complete_run, tmp_path, case):
     run = copy_run(complete_run, tmp_path / "run")
     damage, words = DAMAGED_PROFILES[case]
     damage(run / "profile.json")
@@ -258,7 +255,7 @@ def test_report_damaged_profile(mpi, complete_run, tmp_path, case):
         assert p.stdout == ""
 
 
-def test_report_profile_cut_inside_a_string(mpi, complete_run, tmp_path):
+def test_report_profile_cut_inside_a_string(complete_run, tmp_path):
     """A profile.json cut short in the middle of a name is a truncated file, and the message says so."""
     run = copy_run(complete_run, tmp_path / "run")
     text = (run / "profile.json").read_text()
@@ -269,7 +266,7 @@ def test_report_profile_cut_inside_a_string(mpi, complete_run, tmp_path):
     assert "truncated" in line, f"a truncated profile.json is not called truncated: {line!r}"
 
 
-def test_report_damaged_meta_still_reports_profile(mpi, complete_run, tmp_path):
+def test_report_damaged_meta_still_reports_profile(complete_run, tmp_path):
     run = copy_run(complete_run, tmp_path / "run")
     cut_in_half(run / "meta.json")
     p = cli("report", str(run))
@@ -407,9 +404,8 @@ def test_killed_job_keeps_partial_data(mpi, tmp_path):
 
 
 # ------------------------------------------------------------------------------------- MPI_Abort
-@pytest.fixture
-def aborted(mpi, tmp_path_factory):
-    """3 ranks; rank 1 calls MPI_Abort(MPI_COMM_WORLD, 3) after 3 steps (read only)."""
+def aborted_job(mpi: str, tmp_path_factory) -> object:
+    """3 ranks; rank 1 calls MPI_Abort(MPI_COMM_WORLD, 3) after 3 steps, run now (read only)."""
     if mpi not in _ABORTED:
         base = tmp_path_factory.mktemp(f"abort-{mpi}")
         argv = launcher(mpi, 3) + sleeper(mpi, base / "started", "-n", "1000", "-s", "10", "-a", "1:3")
@@ -417,16 +413,32 @@ def aborted(mpi, tmp_path_factory):
     return _ABORTED[mpi]
 
 
-def test_abort_keeps_partial_data(mpi, aborted):
-    job = aborted
+@pytest.fixture(params=sources())
+def aborted(request, tmp_path_factory):
+    """The same job as aborted_job: committed (scripts/make-test-runs.py) or run now; (its MPI, its run
+    directory)."""
+    src = request.param
+    if src.live:
+        return src.mpi, aborted_job(src.mpi, tmp_path_factory).rundir
+    job = committed_run(f"aborted-{src.mpi}", tmp_path_factory.mktemp(f"abort-{src.mpi}"))
+    assert job.args[-2:] == ["-a", "1:3"] and job.np == 3
+    return src.mpi, job.rundir
+
+
+def test_abort_passes_the_status_on_and_says_what_is_kept(mpi, tmp_path_factory):
+    job = aborted_job(mpi, tmp_path_factory)
     assert job.returncode == 3, job.stderr  # the job's status is passed on
     if mpi == "openmpi":  # MPICH's launcher may drop the aborting rank's last output line when
         # MPI_Abort tears the job down before it forwarded it (seen in CI); the data below is ours
         assert "sleeper: rank 1 aborts at step 3" in job.stdout
     line = error_line(job, status=3, only=False)
     assert "before MPI_Finalize" in line and "partial data" in line
-    assert (job.rundir / "ranks" / "rank-000001.partial").stat().st_size > 0
-    run = job.load()
+
+
+def test_abort_keeps_partial_data(aborted):
+    mpi, rundir_ = aborted
+    assert (rundir_ / "ranks" / "rank-000001.partial").stat().st_size > 0
+    run = rundir.load(rundir_)
     p = run.profile
     assert not run.complete and p["nranks"] == 3
     assert p["ranks"][1]["ended_by"] == "MPI_Abort"
@@ -436,21 +448,21 @@ def test_abort_keeps_partial_data(mpi, aborted):
         assert [r["ended_by"] for r in p["ranks"]] == ["signal 15", "MPI_Abort", "signal 15"]
         assert fn(p, "MPI_Allreduce", "calls") == [3, 3, 3]
     check_partial_profile(run, [3, 3, 3])
-    check_incomplete_report(job.rundir, 3)
+    check_incomplete_report(rundir_, 3)
 
 
-def test_abort_is_named_in_report(mpi, aborted):
+def test_abort_is_named_in_report(aborted):
     """The one fact a user needs first about an aborted job: which rank called MPI_Abort."""
-    p = cli("report", str(aborted.rundir))
+    p = cli("report", str(aborted[1]))
     assert p.returncode == 0
     assert "MPI_Abort" in p.stdout, "the report does not say that rank 1 called MPI_Abort"
 
 
 # ------------------------------------------------------------------------------------- damaged per-rank files
-def test_report_truncated_partials(mpi, aborted, tmp_path):
+def test_report_truncated_partials(aborted, tmp_path):
     """All per-rank files cut in half: one line naming a damaged file; one of several cut: the
     others are still reported, with a note naming the damaged one."""
-    src = aborted.rundir
+    src = aborted[1]
     partials = sorted(f.name for f in (src / "ranks").glob("rank-*.partial") if f.stat().st_size > 0)
     assert partials
 
