@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""Write the configuration table of README.md from runtime/spec/config.yaml.
+"""Write the settings table of docs/configuration.md from runtime/spec/config.yaml.
 
-The settings are declared once, in config.yaml; the README's table between the markers
-<!-- settings:begin --> and <!-- settings:end --> is generated from it (tests/test_docs.py checks
-that it is current). Run after changing config.yaml:  .venv/bin/python scripts/readme_config.py
+The settings are declared once, in config.yaml; the table of docs/configuration.md between the
+markers <!-- settings:begin --> and <!-- settings:end --> is generated from it (tests/test_docs.py
+checks that it is current). Run after changing config.yaml:  .venv/bin/python scripts/readme_config.py
+(The script keeps its name from when the table lived in README.md.)
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 BEGIN, END = "<!-- settings:begin -->", "<!-- settings:end -->"
+PAGE = ROOT / "docs" / "configuration.md"
 
 
 def table() -> str:
@@ -42,19 +44,18 @@ def table() -> str:
 
 def render(readme: str) -> str:
     if BEGIN not in readme or END not in readme:
-        raise SystemExit(f"README.md lacks the markers {BEGIN} ... {END}")
+        raise SystemExit(f"{PAGE.relative_to(ROOT)} lacks the markers {BEGIN} ... {END}")
     head, rest = readme.split(BEGIN, 1)
     _, tail = rest.split(END, 1)
     return f"{head}{BEGIN}\n{table()}\n{END}{tail}"
 
 
 def main() -> int:
-    path = ROOT / "README.md"
-    old = path.read_text()
+    old = PAGE.read_text()
     new = render(old)
     if new != old:
-        path.write_text(new)
-        print("README.md: settings table updated", file=sys.stderr)
+        PAGE.write_text(new)
+        print(f"{PAGE.relative_to(ROOT)}: settings table updated", file=sys.stderr)
     return 0
 
 
