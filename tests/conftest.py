@@ -235,9 +235,10 @@ def run_directory_format() -> dict[str, str]:
 
 
 @dataclass
-class CommittedRun:
-    """A run directory made by scripts/make-test-runs.py from a real run (tests/data/runs), copied
-    for one test: what the program was asked to do and what it printed are the oracle."""
+class ExampleRun:
+    """A run of an example as a row of scripts/make-test-runs.py states it (program, ranks,
+    arguments, settings): its run directory, committed (tests/data/runs) or made now, and what the
+    program printed. What the program was asked to do and what it printed are the oracle."""
 
     name: str
     rundir: Path
@@ -270,20 +271,20 @@ def _row(name: str) -> dict:
     return row
 
 
-def committed_run(name: str, tmp_path: Path) -> CommittedRun:
+def committed_run(name: str, tmp_path: Path) -> ExampleRun:
     """A copy of the committed run NAME in tmp_path (tests never change tests/data)."""
     row = _row(name)
     dest = tmp_path / name
     shutil.copytree(RUNS / name, dest, symlinks=True)
-    return CommittedRun(name, dest, row["mpi"], row["example"], row["np"], row["args"], row["settings"],
+    return ExampleRun(name, dest, row["mpi"], row["example"], row["np"], row["args"], row["settings"],
                         (RUNS / f"{name}.out").read_text())
 
 
-def live_run(name: str, tmp_path: Path) -> CommittedRun:
+def live_run(name: str, tmp_path: Path) -> ExampleRun:
     """The job of the committed run NAME run now, under the mpilens of this checkout."""
     row = _row(name)
     job = run_example(row["mpi"], row["example"], row["np"], tmp_path, row["args"], settings=row["settings"])
-    return CommittedRun(name, job.rundir, row["mpi"], row["example"], row["np"], row["args"], row["settings"],
+    return ExampleRun(name, job.rundir, row["mpi"], row["example"], row["np"], row["args"], row["settings"],
                         job.stdout)
 
 
@@ -294,7 +295,7 @@ class Source:
     mpi: str
     live: bool
 
-    def run(self, name: str, tmp_path: Path) -> CommittedRun:
+    def run(self, name: str, tmp_path: Path) -> ExampleRun:
         """The run NAME-<mpi> (tests/data/runs/runs.json says what it runs)."""
         full = f"{name}-{self.mpi}"
         return live_run(full, tmp_path) if self.live else committed_run(full, tmp_path)
