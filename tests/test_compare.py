@@ -168,17 +168,21 @@ def test_alltoall_vs_pairwise(tmp_path):
     region (one MPI_Alltoall against one MPI_Sendrecv per int), 12 interleaved runs each. The tree
     must point at that region and those functions.
 
-    The difference is made far larger than what a busy machine does to a run: 8192 messages a step
-    cost B about 10 ms more per step (0.2 s a run), where two MPICH ranks that poll on this 2-core
-    machine lose tens of milliseconds when another process takes a core. That the unchanged regions
-    do not differ is a statement about noise, true 95 or 99 times in 100 by construction: it is
-    checked on data with a known effect (test_tree_on_hand_made_profiles), not here."""
-    n, steps, compute_us, ints = 12, 20, 1000, 8192
-    exe = str(example("mpich", "exchange"))
+    The difference is made far larger than what a busy machine does to a run: the pairwise variant
+    also sleeps 20 ms in the region each step (0.4 s a run), where a run loses tens of milliseconds
+    whenever another process takes a core (the 1024 messages a step alone cost a few ms, less than
+    that noise). Open MPI, not MPICH: MPICH's ranks poll, and with another job polling on the same
+    2 cores each of their messages can wait for a time slice (a pairwise run of 8192 ints then took
+    minutes). That the unchanged regions do not differ is a statement about noise, true 95 or 99
+    times in 100 by construction: it is checked on data with a known effect
+    (test_tree_on_hand_made_profiles), not here."""
+    n, steps, compute_us, ints, extra_us = 12, 20, 1000, 1024, 20000
+    exe = str(example("openmpi", "exchange"))
     out = tmp_path / "ab"
+    variant = [str(steps), str(compute_us), str(ints), str(extra_us)]
     rep = mpilens("repeat", "-n", str(n), "-o", str(out),
-                  "--a", job("mpich", 2, exe, "alltoall", str(steps), str(compute_us), str(ints)),
-                  "--b", job("mpich", 2, exe, "pairwise", str(steps), str(compute_us), str(ints)))
+                  "--a", job("openmpi", 2, exe, "alltoall", *variant),
+                  "--b", job("openmpi", 2, exe, "pairwise", *variant))
     assert f"mpilens compare {out}/a-* --vs {out}/b-*" in rep.stdout
     manifest = json.loads((out / "repeat.json").read_text())
     assert [e["name"] for e in manifest["order"][:4]] == ["a-001", "b-001", "a-002", "b-002"]  # interleaved

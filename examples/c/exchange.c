@@ -1,6 +1,6 @@
 /* exchange: two variants of one program that differ in one known place, for `mpilens compare`.
  *
- * Usage: exchange MODE [STEPS [COMPUTE_US [INTS]]]   (defaults: 20 steps, 1000 us, 64 ints)
+ * Usage: exchange MODE [STEPS [COMPUTE_US [INTS [EXTRA_US]]]]   (defaults: 20 steps, 1000 us, 64 ints, 0)
  *
  * Each of STEPS steps has three regions:
  *   "compute"  sleeps COMPUTE_US microseconds (no MPI), the same in both variants;
@@ -9,6 +9,8 @@
  *              MODE pairwise: the same data one int per message, with MPI_Sendrecv: for each
  *              distance k = 1 .. P-1 and each of the INTS ints, one MPI_Sendrecv to (r+k) % P from
  *              (r-k) % P, that is (P-1) * INTS messages per rank and step instead of one call;
+ *              and then sleeps EXTRA_US more (a cost injected into the changed region, for tests
+ *              that need the difference far above what a busy machine does to a run);
  *              then, in both variants, one MPI_Barrier, so that the ranks leave the region together
  *              whatever the variant (the skew one variant leaves would otherwise show up as waiting
  *              time in the next collective);
@@ -39,7 +41,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     if (argc < 2 || (strcmp(argv[1], "alltoall") != 0 && strcmp(argv[1], "pairwise") != 0)) {
-        if (rank == 0) fprintf(stderr, "usage: exchange alltoall|pairwise [STEPS [COMPUTE_US [INTS]]]\n");
+        if (rank == 0) fprintf(stderr, "usage: exchange alltoall|pairwise [STEPS [COMPUTE_US [INTS [EXTRA_US]]]]\n");
         MPI_Finalize();
         return 2;
     }
@@ -47,6 +49,7 @@ int main(int argc, char **argv)
     const int steps = argc > 2 ? atoi(argv[2]) : 20;
     const long compute_us = argc > 3 ? atol(argv[3]) : 1000;
     const int ints = argc > 4 ? atoi(argv[4]) : 64;
+    const long extra_us = argc > 5 ? atol(argv[5]) : 0;
 
     int *out = malloc((size_t)size * ints * sizeof *out), *in = malloc((size_t)size * ints * sizeof *in);
     long wrong = 0, total = 0;
@@ -67,6 +70,7 @@ int main(int argc, char **argv)
                     MPI_Sendrecv(&out[dst * ints + i], 1, MPI_INT, dst, i, &in[src * ints + i], 1, MPI_INT, src, i,
                                  MPI_COMM_WORLD, MPI_STATUS_IGNORE);
             }
+            sleep_us(extra_us);
         } else {
             MPI_Alltoall(out, ints, MPI_INT, in, ints, MPI_INT, MPI_COMM_WORLD);
         }
