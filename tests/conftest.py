@@ -15,6 +15,8 @@ test: a test that needs one and is not marked cannot hide in the fast tier.
 from __future__ import annotations
 
 import collections
+import contextlib
+import fcntl
 import functools
 import json
 import os
@@ -23,6 +25,7 @@ import shutil
 import struct
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,13 +67,9 @@ def example(mpi: str, name: str) -> Path:
     return exe
 
 
-@dataclass
-class Job:
-    """A finished `mpilens run`."""
+class RunReader:
+    """What a test reads of a job's run directory (self.rundir)."""
 
-    returncode: int
-    stdout: str
-    stderr: str
     rundir: Path
 
     def load(self) -> rundir.Run:
@@ -81,6 +80,16 @@ class Job:
         run = self.load()
         assert run.source == "profile.json", run.problems
         return run.profile
+
+
+@dataclass
+class Job(RunReader):
+    """A finished `mpilens run`."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+    rundir: Path
 
 
 def mpilens_run(mpi: str | None, argv: list[str], tmp_path: Path, *, settings: dict[str, str] | None = None,
@@ -224,6 +233,19 @@ def fn(profile: dict, name: str, key: str) -> list:
     return f[key] if f else [0] * profile["nranks"]
 
 
+@contextlib.contextmanager
+def machine_lock(name: str):
+    """Hold a lock of this machine's while a test uses a resource the machine has once (the test
+    hosts' network namespaces and addresses, Slurm's daemons): a second test suite running beside
+    this one (another `make test`) waits for it instead of taking the same resource."""
+    with open(Path(tempfile.gettempdir()) / f"mpilens-tests-{name}.lock", "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
 # ------------------------------------------------------------------------------ committed runs
 RUNS = ROOT / "tests" / "data" / "runs"
 
@@ -235,7 +257,7 @@ def run_directory_format() -> dict[str, str]:
 
 
 @dataclass
-class ExampleRun:
+class ExampleRun(RunReader):
     """A run of an example as a row of scripts/make-test-runs.py states it (program, ranks,
     arguments, settings): its run directory, committed (tests/data/runs) or made now, and what the
     program printed. What the program was asked to do and what it printed are the oracle."""
@@ -248,15 +270,6 @@ class ExampleRun:
     args: list[str]
     settings: dict[str, str]
     stdout: str
-
-    def load(self) -> rundir.Run:
-        return rundir.load(self.rundir)
-
-    @property
-    def profile(self) -> dict:
-        run = self.load()
-        assert run.source == "profile.json", run.problems
-        return run.profile
 
 
 @functools.cache

@@ -17,7 +17,7 @@ import subprocess
 
 import pytest
 
-from conftest import MPILENS, NETPIPE, ROOT, check_netpipe_profile, example, fn, mpilens_run, netpipe_sizes
+from conftest import MPILENS, NETPIPE, ROOT, check_netpipe_profile, example, fn, machine_lock, mpilens_run, netpipe_sizes
 from mpilens import rundir
 
 HOSTS = ROOT / "scripts" / "testhosts.sh"
@@ -31,12 +31,13 @@ pytestmark = [pytest.mark.mpi, pytest.mark.hosts,
 
 @pytest.fixture(scope="module")
 def hosts():
-    up = subprocess.run([str(HOSTS), "up", "2"], capture_output=True, text=True, timeout=60)
-    assert up.returncode == 0, up.stderr
-    try:
-        yield ["mlh1", "mlh2"]
-    finally:
-        subprocess.run([str(HOSTS), "down"], capture_output=True, timeout=60)
+    with machine_lock("hosts"):  # the namespaces mlh1, mlh2 and their addresses: one suite at a time
+        up = subprocess.run([str(HOSTS), "up", "2"], capture_output=True, text=True, timeout=60)
+        assert up.returncode == 0, up.stderr
+        try:
+            yield ["mlh1", "mlh2"]
+        finally:
+            subprocess.run([str(HOSTS), "down"], capture_output=True, timeout=60)
 
 
 def launch(mpi: str, per_host: int = 2) -> list[str]:

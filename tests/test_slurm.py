@@ -16,7 +16,7 @@ import subprocess
 
 import pytest
 
-from conftest import MPILENS, NETPIPE, ROOT, check_netpipe_profile, example, fn, job_env, mpilens_run, netpipe_sizes
+from conftest import MPILENS, NETPIPE, ROOT, check_netpipe_profile, example, fn, job_env, machine_lock, mpilens_run, netpipe_sizes
 from mpilens import rundir
 
 SLURM = ROOT / "scripts" / "slurm.sh"
@@ -51,15 +51,16 @@ def slurm(tmp_path_factory):
     """The cluster's environment: SLURM_CONF and the job environment of the tests."""
     d = tmp_path_factory.mktemp("slurm") / "cluster"
     env = dict(os.environ, MPILENS_SLURM_DIR=str(d), MPILENS_SLURM_NODES="2", MPILENS_SLURM_PORT=str(free_port_pair()))
-    up = subprocess.run([str(SLURM), "up"], env=env, capture_output=True, text=True, timeout=300)
-    assert up.returncode == 0, up.stderr + up.stdout
-    line = up.stdout.strip().splitlines()[-1]
-    assert line == f"export SLURM_CONF={d}/slurm.conf", up.stdout
-    try:
-        yield job_env(SLURM_CONF=f"{d}/slurm.conf")
-    finally:
-        subprocess.run([str(SLURM), "down"], env=env, capture_output=True, timeout=120)
-        assert not d.exists()
+    with machine_lock("slurm"):  # munge and Slurm's daemons: one suite at a time
+        up = subprocess.run([str(SLURM), "up"], env=env, capture_output=True, text=True, timeout=300)
+        assert up.returncode == 0, up.stderr + up.stdout
+        line = up.stdout.strip().splitlines()[-1]
+        assert line == f"export SLURM_CONF={d}/slurm.conf", up.stdout
+        try:
+            yield job_env(SLURM_CONF=f"{d}/slurm.conf")
+        finally:
+            subprocess.run([str(SLURM), "down"], env=env, capture_output=True, timeout=120)
+            assert not d.exists()
 
 
 def check_ring(run: rundir.Run, command: list[str]) -> None:

@@ -41,6 +41,9 @@ static uintptr_t handle(unsigned i)
 #endif
 }
 
+/* A key of its own for each i (no two the same), for filling a table. */
+static uintptr_t distinct(unsigned i) { return handle(i % POOL) + (uintptr_t)(i / POOL) * 0x1000u; }
+
 /* The handle whose key is k (the lookups take handles). */
 static MPI_Request request_of(uintptr_t k) { return (MPI_Request)k; }
 
@@ -134,7 +137,7 @@ static void test_own_table(void)
      * insert changed nothing */
     t = calloc(1, sizeof *t);
     unsigned taken = 0;
-    while (taken < 1000 && ml_req_insert(t, handle(taken % POOL) + (uintptr_t)(taken / POOL) * 0x1000u) != NULL)
+    while (taken < 1000 && ml_req_insert(t, distinct(taken)) != NULL)
         taken++;
     CHECK(taken == 192, "%u entries taken at a limit of 256 (192 expected)", taken);
     CHECK(t->rq_live == 192, "a refused insert counted (%u live)", t->rq_live);
@@ -193,8 +196,7 @@ static void test_recv_table(void)
 
     t = calloc(1, sizeof *t);
     unsigned taken = 0;
-    while (taken < 1000 && ml_recv_insert(t, handle(taken % POOL) + (uintptr_t)(taken / POOL) * 0x1000u, NULL, 0, 0,
-                                          taken) != NULL)
+    while (taken < 1000 && ml_recv_insert(t, distinct(taken), NULL, 0, 0, taken) != NULL)
         taken++;
     CHECK(taken == 192, "%u receives taken at a limit of 256 (192 expected)", taken);
     free(t->rr);
