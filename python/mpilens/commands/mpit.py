@@ -122,7 +122,7 @@ def _recommend_text(results: list[Any]) -> None:
 @command("mpit", "MPI_T: list the MPI's variables, show what a run set and recorded, recommend settings", _setup)
 def cmd_mpit(a: argparse.Namespace) -> int:
     """`mpilens mpit`: list the MPI's MPI_T variables, show what a run set and recorded, or recommend settings."""
-    from .. import mpit
+    from .. import mpit, recommend
 
     if a.what == "list":
         return _list(a)
@@ -134,11 +134,11 @@ def cmd_mpit(a: argparse.Namespace) -> int:
         rundir = Path(a.what)
     if not rundir.is_dir():
         raise MpilensError(f"{rundir} is not a directory (expected list, show RUNDIR, recommend RUNDIR or RUNDIR)")
-    unknown = [r for r in a.rule if r not in mpit.RULES]
+    unknown = [r for r in a.rule if r not in recommend.RULES]
     if unknown:
-        raise MpilensError(f"--rule {unknown[0]}: not one of {', '.join(mpit.RULES)}")
+        raise MpilensError(f"--rule {unknown[0]}: not one of {', '.join(recommend.RULES)}")
     m = mpit.load(rundir)
-    results = mpit.recommend(rundir, a.rule or None) if a.what != "show" else None
+    results = recommend.recommend(rundir, a.rule or None) if a.what != "show" else None
     if a.json:
         doc: dict[str, Any] = {"run": str(rundir), "mpi": m.mpi, "cvars_set": m.cvars_set,
                                "pvars": {"recorded": m.recorded, "exposed": m.pvars_total,
@@ -198,14 +198,14 @@ def speedup_ci(base: list[float], tuned: list[float]) -> tuple[float, float, flo
 @command("tune", "run a job with the current and the recommended setting of a rule and measure the speedup", _setup_tune)
 def cmd_tune(a: argparse.Namespace) -> int:
     """`mpilens tune`: run a job with the current and the recommended setting of a rule and report the speedup."""
-    from .. import mpit
+    from .. import recommend
     from ..progress import Steps
 
     cmd = a.command[1:] if a.command[:1] == ["--"] else a.command
     if not cmd:
         raise MpilensError("no command given: mpilens tune --rule eager -- mpirun -np 8 ./app")
-    if a.rule not in mpit.RULES:
-        raise MpilensError(f"--rule {a.rule}: not one of {', '.join(mpit.RULES)}")
+    if a.rule not in recommend.RULES:
+        raise MpilensError(f"--rule {a.rule}: not one of {', '.join(recommend.RULES)}")
     if a.reps < 2:
         raise MpilensError("--reps must be at least 2 (a confidence interval needs repetitions)")
     work = Path(tempfile.mkdtemp(prefix="mpilens-tune-")) if a.keep is None else a.keep
@@ -216,7 +216,7 @@ def cmd_tune(a: argparse.Namespace) -> int:
             step("probe run with the current settings")
             probe = work / "probe"
             _one_run(cmd, a.mpi, probe, {})
-            results = mpit.recommend(probe, [a.rule])
+            results = recommend.recommend(probe, [a.rule])
             recs = [r for res in results for r in res.recommendations if r.setting and (r.value or a.value)]
             if not recs:
                 doc = {"rule": a.rule, "fired": False, "evidence": results[0].evidence if results else [],

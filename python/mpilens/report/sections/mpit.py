@@ -7,6 +7,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
+from ... import recommend
 from . import Context, Figure, Section, section
 
 MAX_RANK_LINES = 16
@@ -17,13 +18,11 @@ def mpit_of(ctx: Context) -> tuple[Any, list[Any], str | None] | None:
     """(MpitRun, rule results, why the rules could not be applied or None) of the run, computed
     once; None when the run has nothing of MPI_T."""
     def compute() -> tuple[Any, list[Any], str | None] | None:
-        from ... import mpit
-
         m = ctx.run.mpit if ctx.run.meta is not None else None
         if m is None or (not m.cvars_set and not m.recorded):
             return None  # a run that did not use MPI_T: `mpilens mpit recommend RUNDIR` still applies the rules
         try:
-            return m, mpit.recommend(ctx.run), None
+            return m, recommend.recommend(ctx.run), None
         except Exception as err:  # noqa: BLE001 - a rule must not break the report
             # shown in this section: the Summary section has printed the run's problems already
             return m, [], f"MPI_T recommendations could not be computed: {err}"
