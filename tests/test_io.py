@@ -76,12 +76,12 @@ def by_name(doc: dict) -> dict[str, dict]:
 
 def accesses(rundir: Path, name: str, rank: int) -> list[tuple[str, str, int, int]]:
     """(function, kind label, offset, bytes) of one rank's listed calls on one file, in order."""
-    from mpilens import io
     from mpilens import rundir as rd
+    from mpilens.report import io_text
 
     data = rd.load(rundir).io
     idx = data.names.index(name)
-    return [(data.functions[rank][int(a["fn"])], io.kind_label(int(a["kind"])), int(a["offset"]), int(a["bytes"]))
+    return [(data.functions[rank][int(a["fn"])], io_text.kind_label(int(a["kind"])), int(a["offset"]), int(a["bytes"]))
             for a in data.accesses if a["rank"] == rank and a["file"] == idx]
 
 

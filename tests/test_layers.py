@@ -1,5 +1,5 @@
-"""The Python package's layers: imports go downwards only, and no module imports itself back
-through others.
+"""The Python package's layers: imports go downwards only, no module imports itself back through
+others, and the readers neither draw nor format.
 
 Layers, top down: the command line (mpilens.cli, mpilens.commands.*), then the reports
 (mpilens.report.*) and the exports (mpilens.exports.*, mpilens.trace.export, mpilens.export_hatchet),
@@ -17,6 +17,9 @@ from conftest import ROOT
 PACKAGE = ROOT / "python" / "mpilens"
 TOP = ("mpilens.cli", "mpilens.__main__", "mpilens.commands")
 MIDDLE = ("mpilens.report", "mpilens.exports", "mpilens.trace.export", "mpilens.export_hatchet")
+# the readers: run directory -> objects; they neither draw nor word what they read
+READERS = ("mpilens.rundir", "mpilens.payload", "mpilens.layout", "mpilens.trace.reader", "mpilens.memory",
+           "mpilens.counters_spc", "mpilens.mpit", "mpilens.papi", "mpilens.intervals", "mpilens.io")
 
 
 def _name(f: Path) -> str:
@@ -93,9 +96,26 @@ def test_no_import_cycle():
     assert not cycles, f"modules that import each other: {cycles}"
 
 
+def test_readers_neither_draw_nor_format():
+    """A reader imports no plotting or terminal library and has no function that draws or words
+    (draw_*, plot_*, render_*, fmt_*, format_*): that is the reports' and the commands' work."""
+    wrong = []
+    for m in READERS:
+        tree = ast.parse(MODULES[m].read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+                wrong += [f"{m} imports {n}" for n in names if n.split(".")[0] in ("matplotlib", "rich")]
+            elif isinstance(node, ast.FunctionDef) and node.name.startswith(("draw_", "plot_", "render_", "fmt_",
+                                                                              "format_")):
+                wrong.append(f"{m}.{node.name}")
+    assert not wrong, wrong
+
+
 def test_the_checks_see_the_package():
     """The graph is the package's: the reader of runs, its analyses and the command line are in it,
     and a known import is found (a check that saw no edges would pass vacuously)."""
     assert {"mpilens.rundir", "mpilens.recommend", "mpilens.cli", "mpilens.report.sections.mpit"} <= set(GRAPH)
+    assert set(READERS) <= set(GRAPH)
     assert "mpilens.recommend" in GRAPH["mpilens.report.sections.mpit"]
     assert "mpilens.rundir" in GRAPH["mpilens.recommend"]

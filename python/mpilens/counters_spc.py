@@ -79,20 +79,6 @@ class Layout:
         return True
 
 
-def format_value(name: str, v: Any, missing: str = "n/a") -> str:
-    """A counter's value for people: sizes for *BYTES*, durations for *_TIME, counts otherwise;
-    `missing` when the counter was not measured (never shown as zero)."""
-    from . import units
-
-    if v is None:
-        return missing
-    if "BYTES" in name:
-        return units.size(v)
-    if name.endswith("_TIME"):
-        return units.seconds(v)
-    return f"{int(v):,}"
-
-
 def load_layout(rundir: Path) -> Layout:
     """Read counters/layout.json of a run directory; RunDirectoryError when it is missing or damaged."""
     path = paths.counters_layout_file(rundir)
@@ -322,40 +308,3 @@ def rank_totals(m: np.ndarray) -> np.ndarray:
     """Sum over snapshots per rank; NaN (not zero) for a rank with no measured snapshot."""
     with np.errstate(invalid="ignore"):
         return np.where(np.isnan(m).all(axis=1), np.nan, np.nansum(m, axis=1))
-
-
-def _cmap_with_gaps() -> Any:
-    """Reds, with unmeasured cells grey rather than the colour of zero."""
-    import matplotlib
-
-    cmap = matplotlib.colormaps["Reds"].copy()
-    cmap.set_bad("lightgrey")
-    return cmap
-
-
-def draw_heatmap(fig: Any, m: np.ndarray, times: np.ndarray, name: str, grid: tuple[int, int] | None = None) -> None:
-    """Seed Fig. 3.12/3.14: rank x time heatmap (Reds, nearest); with a grid also Fig. 3.15's remap
-    of the per-rank totals onto the process grid."""
-    axes = fig.subplots(1, 2, gridspec_kw={"width_ratios": [3, 2]}) if grid else [fig.add_subplot()]
-    ax = axes[0]
-    im = ax.imshow(np.ma.masked_invalid(m), cmap=_cmap_with_gaps(), interpolation="nearest", aspect="auto")
-    ax.set_ylabel("MPI rank")
-    ax.set_xlabel("snapshot (mean end time, s)")
-    if len(times):
-        ticks = np.unique(np.linspace(0, len(times) - 1, min(8, len(times))).astype(int))
-        ax.set_xticks(ticks, [f"{times[i]:.1f}" for i in ticks])
-    if m.shape[0] <= 32:
-        ax.set_yticks(range(m.shape[0]))
-    ax.set_title(f"{name} snapshot difference")
-    fig.colorbar(im, ax=ax, label="counter value")
-    if grid:
-        img = grid_remap(rank_totals(m), grid)
-        im2 = axes[1].imshow(np.ma.masked_invalid(img), cmap=_cmap_with_gaps(), interpolation="nearest")
-        axes[1].set_title(f"total per rank, {grid[0]}x{grid[1]} grid")
-        axes[1].set_xticks(range(grid[0]))
-        axes[1].set_yticks(range(grid[1]))
-        for r in range(min(len(m), grid[0] * grid[1])):
-            axes[1].text(r % grid[0], r // grid[0], str(r), ha="center", va="center", fontsize=8)
-        axes[1].set_xlabel("grid x (rank = y * W + x)")
-        axes[1].set_ylabel("grid y")
-        fig.colorbar(im2, ax=axes[1], label="total")

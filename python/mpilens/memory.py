@@ -417,13 +417,3 @@ def footprint(run: MemoryRun, base: MemoryRun) -> dict[str, Any]:
         rows.append({"metric": row["metric"], "series": row["series"], "run": row["mean"], "baseline": other["mean"],
                      "difference": diff, "std_error": se})
     return {"run": str(run.path), "baseline": str(base.path), "notes": notes, "rows": rows}
-
-
-def fmt_mib(b: float | None, digits: int = 1) -> str:
-    """Bytes as MiB with `digits` decimals ("-" when missing)."""
-    return "-" if b is None or (isinstance(b, float) and math.isnan(b)) else f"{b / 2**20:.{digits}f}"
-
-
-def fmt_pm(row: dict[str, Any]) -> str:
-    """A peaks() row as "mean ± std" in MiB ("-" when nothing was measured)."""
-    return "-" if row["mean"] is None else f"{fmt_mib(row['mean'])} ± {fmt_mib(row['std'])}"

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+from typing import Any
+
 
 def seconds(s: float | None) -> str:
     """Format a duration: 1.23 s, 45.6 ms, 7.8 us, 90 ns."""
@@ -39,3 +42,25 @@ def count(n: float | None) -> str:
 def percent(x: float | None) -> str:
     """Format a fraction as a percentage."""
     return "n/a" if x is None else f"{100 * x:.1f}%"
+
+
+def counter(name: str, v: Any, missing: str = "n/a") -> str:
+    """A counter's value for people: sizes for *BYTES*, durations for *_TIME, counts otherwise;
+    `missing` when the counter was not measured (never shown as zero)."""
+    if v is None:
+        return missing
+    if "BYTES" in name:
+        return size(v)
+    if name.endswith("_TIME"):
+        return seconds(v)
+    return f"{int(v):,}"
+
+
+def mib(b: float | None, digits: int = 1) -> str:
+    """Bytes as MiB with `digits` decimals ("-" when missing)."""
+    return "-" if b is None or (isinstance(b, float) and math.isnan(b)) else f"{b / 2**20:.{digits}f}"
+
+
+def mib_mean_std(row: dict[str, Any]) -> str:
+    """A row with "mean" and "std" in bytes as "mean ± std" in MiB ("-" when nothing was measured)."""
+    return "-" if row["mean"] is None else f"{mib(row['mean'])} ± {mib(row['std'])}"

@@ -75,7 +75,8 @@ def counters_doc(c: Any) -> dict[str, Any]:
 @command("counters", "low-level counters of a counters-mode run (per rank, bins, eager, pvars)", _setup_counters)
 def cmd_counters(a: argparse.Namespace) -> int:
     """`mpilens counters`: print the counters of a counters-mode run (per rank, bins, eager, pvars)."""
-    from ..counters_spc import format_value, load
+    from ..counters_spc import load
+    from ..units import counter as format_value
 
     c = load(a.rundir)
     if a.list:
@@ -164,7 +165,7 @@ def top_doc(rundir: Path, names: list[str]) -> dict[str, Any]:
 def _top_table(doc: dict[str, Any]) -> Any:
     from rich.table import Table
 
-    from ..counters_spc import format_value
+    from ..units import counter as format_value
 
     t = Table(title=f"mpilens top: {doc['run']} ({len(doc['ranks'])}/{doc['nranks']} ranks publishing)")
     for c in ["rank", "state", "t (s)"] + doc["columns"]:
@@ -175,7 +176,7 @@ def _top_table(doc: dict[str, Any]) -> Any:
 
 
 def _plain_table(doc: dict[str, Any]) -> str:
-    from ..counters_spc import format_value
+    from ..units import counter as format_value
 
     cols = ["rank", "state", "t (s)"] + doc["columns"]
     rows = [[str(r["rank"]), r["state"], f"{r['t_s']:.1f}", *[format_value(c, r[c]) for c in doc["columns"]]]
@@ -227,7 +228,8 @@ def cmd_heatmap(a: argparse.Namespace) -> int:
     """`mpilens heatmap`: draw a rank x time heatmap of a counter from the snapshots."""
     import numpy as np
 
-    from ..counters_spc import draw_heatmap, grid_remap, load, parse_grid, rank_totals
+    from ..counters_spc import grid_remap, load, parse_grid, rank_totals
+    from ..report.heatmap import draw_heatmap
 
     c = load(a.rundir)
     x = c.layout.counter(a.counter)

@@ -20,7 +20,8 @@ def _setup(p: argparse.ArgumentParser) -> None:
 @command("io", "MPI-IO per file: bytes, calls, access sizes and offsets, times, slowest rank, file system", _setup)
 def cmd_io(a: argparse.Namespace) -> int:
     """`mpilens io`: print the I/O of a run per file (text or JSON)."""
-    from .. import io, rundir
+    from .. import rundir
+    from ..report import io_text
 
     run = rundir.load(a.rundir)
     data = run.io
@@ -28,5 +29,5 @@ def cmd_io(a: argparse.Namespace) -> int:
         json.dump(data.to_json(), sys.stdout, indent=2)
         print()
     else:
-        sys.stdout.write(io.render_text(data))
+        sys.stdout.write(io_text.render_text(data))
     return 0

@@ -23,7 +23,8 @@ def _setup(p: argparse.ArgumentParser) -> None:
 def cmd_memory(a: argparse.Namespace) -> int:
     """Print the peak table, MPI memory by function, regions and per-rank summary of a memory run."""
     from .. import memory
-    from ..memory import fmt_mib, fmt_pm
+    from ..units import mib as fmt_mib
+    from ..units import mib_mean_std as fmt_pm
 
     run = memory.load(a.rundir)
     foot = memory.footprint(run, memory.load(a.minus)) if a.minus is not None else None
@@ -84,7 +85,7 @@ def cmd_memory(a: argparse.Namespace) -> int:
 
 def _print_footprint(foot: dict) -> None:
     """The peaks of this run minus the baseline's, in MiB with enough digits for sub-MiB libraries."""
-    from ..memory import fmt_mib
+    from ..units import mib as fmt_mib
 
     def mib(b: float | None) -> str:
         return fmt_mib(b, digits=3)

@@ -48,7 +48,8 @@ class CountersSection(Section):
             return None
         import matplotlib
 
-        from ...counters_spc import draw_heatmap, format_value
+        from ...units import counter as format_value
+        from ..heatmap import draw_heatmap
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
@@ -92,7 +93,7 @@ class CountersSection(Section):
         c = counters_of(ctx)
         if c is None:
             return []
-        from ...counters_spc import draw_heatmap
+        from ..heatmap import draw_heatmap
 
         figs = []
         for name in _shown(c):

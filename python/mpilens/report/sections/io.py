@@ -46,7 +46,7 @@ def _color(kind: int) -> str:
 
 def _timeline(data: Any) -> str:
     """Each rank's listed MPI-IO calls as bars on a time axis (inline SVG, hover for details)."""
-    from ... import io
+    from .. import io_text
 
     acc = data.accesses
     if len(acc) == 0:
@@ -85,7 +85,7 @@ def _timeline(data: Any) -> str:
         where = f", offset {int(a['offset'])}" if a["offset"] >= 0 else ""
         what = f", {units.size(int(a['bytes']))}" if a["bytes"] > 0 else ""
         out.append(f'<rect x="{xa:.1f}" y="{y}" width="{wa:.1f}" height="{row - 4}" fill="{_color(int(a["kind"]))}">'
-                   f"<title>rank {r}: {escape(fn)} ({escape(io.kind_label(int(a['kind'])))}) on {escape(name)}"
+                   f"<title>rank {r}: {escape(fn)} ({escape(io_text.kind_label(int(a['kind'])))}) on {escape(name)}"
                    f"{where}{what}, at {units.seconds(float(a['t0_s']))} for {units.seconds(float(a['dur_s']))}"
                    "</title></rect>")
     y = h - 6
@@ -146,12 +146,12 @@ class IOSection(Section):
         files = _files(ctx)
         if not files:
             return None
-        from ... import io
+        from .. import io_text
 
         data = _data(ctx)
         out = [f"@ {self.title}"]
         for f in files:
-            out += io.file_lines(f, detail=False)
+            out += io_text.file_lines(f, detail=False)
         out += [f"not read: {p}" for p in data.problems]
         if data.incomplete:
             out.append(f"ranks that ended before MPI_Finalize: {', '.join(map(str, data.incomplete))}")

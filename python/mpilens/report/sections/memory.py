@@ -61,9 +61,9 @@ def _svg_lines(series: list[tuple[str, str, np.ndarray, np.ndarray]], title: str
 
 
 def _pm(row: dict[str, Any]) -> str:
-    from ...memory import fmt_mib
+    from ...units import mib_mean_std
 
-    return "-" if row["mean"] is None else f"{fmt_mib(row['mean'])} ± {fmt_mib(row['std'])}"
+    return mib_mean_std(row)
 
 
 @section
@@ -73,7 +73,7 @@ class MemorySection(Section):
     id, title, order = "memory", "Memory: MPI and application", 40
 
     def html(self, ctx: Context) -> str | None:
-        from ...memory import fmt_mib
+        from ...units import mib as fmt_mib
 
         run = memory_of(ctx)
         if run is None:
