@@ -236,7 +236,10 @@ def test_every_send_has_one_arrow(src, tmp_path):
     assert phases["X"] == calls + 2 * np_  # every MPI call, and the two regions of each rank
     # each call's arguments: its bytes and world peer, only those it has, and where in ring.c it was made
     mpi_events = [e for e in json.loads(out.read_text())["traceEvents"] if e.get("cat") == "mpi"]
-    assert all(e["args"].pop("site").startswith("ring.c:") for e in mpi_events)
+    sites = [e["args"].pop("site", None) for e in mpi_events]
+    if src.live:  # symbolised from the program's binary at analysis time: a committed run's binary was
+        # built in the checkout that made it, which another machine does not have
+        assert all(s is not None and s.startswith("ring.c:") for s in sites), set(sites)
     args = collections.Counter((e["name"], e["pid"], json.dumps(e["args"], sort_keys=True)) for e in mpi_events)
     for r in range(np_):
         assert args[("MPI_Send", r, json.dumps({"bytes_sent": size, "dst": (r + 1) % np_}))] == n
