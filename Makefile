@@ -29,7 +29,7 @@ EXAMPLES_C := $(basename $(notdir $(wildcard examples/c/*.c)))
 EXAMPLES_F := $(basename $(notdir $(wildcard examples/fortran/*.f90)))
 EXAMPLES_CXX := $(basename $(notdir $(wildcard examples/cxx/*.cpp)))
 
-.PHONY: all deps runtime examples python units check test-runs test demo bench clean quo
+.PHONY: all deps mpis runtime examples python units check test-runs test demo bench clean quo
 .DELETE_ON_ERROR:
 # generated sources are kept: they are what the build log and the tests point at
 .SECONDARY:
@@ -43,6 +43,13 @@ quo: $(QUO_TARGETS)
 
 deps:
 	@scripts/install-deps.sh
+
+# the MPI matrix of the tests beyond Debian's two MPIs: Open MPI 5, MPICH 5 and Intel MPI from their
+# PyPI wheels, under build/mpis/ (no root; scripts/mpis.toml pins them)
+mpis: $(BUILD)/mpis/.ready
+$(BUILD)/mpis/.ready: scripts/mpis.toml scripts/install-mpis.py
+	$(PYTHON) scripts/install-mpis.py --dest $(BUILD)/mpis
+	@touch $@
 
 # ---------------------------------------------------------------- Python venv
 $(VENV)/.ready: python/pyproject.toml python/constraints.txt
@@ -75,11 +82,15 @@ $(BUILD)/%/gen/wrappers_c.c: $(GEN_INPUT) $(VENV)/.ready $(RUNDIR_H)
 	@mkdir -p $(dir $@)
 	$(VENV)/bin/python runtime/gen/generate.py --mpi $* --cc mpicc.$* --spec runtime/spec --out $(dir $@)
 
+# The runtime links no MPI library (runtime/gen/binding.py): every PMPI function and mpi.h variable
+# is reached through ml_pmpi.h's pointers, bound to the MPI the process loaded. --as-needed drops
+# the library mpicc adds; tests/test_binding.py checks none is left.
+BIND = -include $(BUILD)/$*/gen/ml_pmpi.h
 $(BUILD)/lib/libmpilens-%.so: $(BUILD)/%/gen/wrappers_c.c $(LIB_SRC) $(RUNTIME_HDR) $(RUNDIR_H)
 	@mkdir -p $(dir $@)
-	mpicc.$* $(CFLAGS) $(LIB_CFLAGS) -Iruntime/src -Iruntime/include -I$(BUILD)/$*/gen -I$(BUILD)/gen -shared -o $@ \
-	  $(LIB_SRC) $(BUILD)/$*/gen/wrappers_c.c $(BUILD)/$*/gen/wrappers_f.c \
-	  $(BUILD)/$*/gen/ml_functions.c $(BUILD)/$*/gen/ml_config_table.c -ldl -lpthread -lm
+	mpicc.$* $(CFLAGS) $(LIB_CFLAGS) $(BIND) -Iruntime/src -Iruntime/include -I$(BUILD)/$*/gen -I$(BUILD)/gen -shared \
+	  -Wl,--as-needed -o $@ $(LIB_SRC) $(BUILD)/$*/gen/wrappers_c.c $(BUILD)/$*/gen/wrappers_f.c \
+	  $(BUILD)/$*/gen/ml_functions.c $(BUILD)/$*/gen/ml_config_table.c $(BUILD)/$*/gen/ml_pmpi.c -ldl -lpthread -lm
 
 $(BUILD)/%/bin/mpilens-check: runtime/src/check.c runtime/src/config.c runtime/src/mpit_common.c runtime/src/mpit_common.h $(BUILD)/%/gen/wrappers_c.c $(RUNDIR_H)
 	@mkdir -p $(dir $@)
@@ -151,8 +162,9 @@ $(BUILD)/tests/test_merge: tests/c/test_merge.c tests/c/unit.h runtime/src/merge
 $(BUILD)/%/tests/test_tables: tests/c/test_tables.c tests/c/unit.h $(BUILD)/%/gen/wrappers_c.c $(LIB_SRC) $(RUNTIME_HDR) \
                               $(RUNDIR_H)
 	@mkdir -p $(dir $@)
-	mpicc.$* $(UNIT_CFLAGS) -Iruntime/src -Iruntime/include -I$(BUILD)/$*/gen -I$(BUILD)/gen -o $@ $< \
-	  $(LIB_SRC) $(BUILD)/$*/gen/ml_functions.c $(BUILD)/$*/gen/ml_config_table.c -ldl -lpthread -lm
+	mpicc.$* $(UNIT_CFLAGS) $(BIND) -Iruntime/src -Iruntime/include -I$(BUILD)/$*/gen -I$(BUILD)/gen -o $@ $< \
+	  $(LIB_SRC) $(BUILD)/$*/gen/ml_functions.c $(BUILD)/$*/gen/ml_config_table.c $(BUILD)/$*/gen/ml_pmpi.c \
+	  -ldl -lpthread -lm
 
 # ---------------------------------------------------------------- checks
 # the fast tier: lint and every test that starts no MPI job, no application and no browser
@@ -168,7 +180,7 @@ test-runs: all
 	$(VENV)/bin/python scripts/make-test-runs.py
 
 # everything
-test: deps all units
+test: deps all units mpis
 	$(VENV)/bin/ruff check python tests bench
 	$(VENV)/bin/python -m pytest -q tests
 

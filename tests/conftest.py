@@ -26,6 +26,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,6 +37,8 @@ BUILD = ROOT / "build"
 MPILENS = ROOT / ".venv" / "bin" / "mpilens"
 MPIS = ["openmpi", "mpich"]
 TIMEOUT = 300
+# the matrix beyond Debian's two MPIs (scripts/mpis.toml, installed under build/mpis by `make mpis`)
+MATRIX = {k: v for k, v in tomllib.loads((ROOT / "scripts" / "mpis.toml").read_text()).items() if k != "common"}
 
 sys.path.insert(0, str(ROOT / "python"))
 from mpilens import _layout, rundir  # noqa: E402
@@ -52,18 +55,58 @@ def job_env(**extra: str) -> dict[str, str]:
     return env
 
 
+def matrix_prefix(mpi: str) -> Path:
+    """Where an MPI of the matrix is installed; fails the test when `make mpis` did not run."""
+    prefix = BUILD / "mpis" / mpi
+    if not (prefix / ".installed").exists():
+        pytest.fail(f"{mpi} ({MATRIX[mpi]['title']}) is not installed under {prefix}: run `make mpis`")
+    return prefix
+
+
+def matrix_env(mpi: str, **extra: str) -> dict[str, str]:
+    """job_env for an MPI of the matrix: its bin/ first on PATH, as a user's module would set it."""
+    prefix = matrix_prefix(mpi)
+    env = job_env(**{k: v.replace("{prefix}", str(prefix)) for k, v in MATRIX[mpi].get("env", {}).items()})
+    env["PATH"] = f"{prefix / 'bin'}:{env.get('PATH', '')}"
+    env.update(extra)
+    return env
+
+
 def launcher(mpi: str, np: int) -> list[str]:
     """The launcher command of an MPI, for np ranks on this machine."""
+    if mpi in MATRIX:
+        argv = [a.replace("{np}", str(np)) for a in MATRIX[mpi]["launcher"]]
+        return [str(matrix_prefix(mpi) / "bin" / argv[0]), *argv[1:]]
     if mpi == "openmpi":
         return ["mpirun.openmpi", "--oversubscribe", "--bind-to", "none", "-np", str(np)]
     return ["mpirun.mpich", "-np", str(np)]
 
 
 def example(mpi: str, name: str) -> Path:
-    """Path of an example program built for an MPI (examples/c or examples/fortran)."""
+    """Path of an example program built for an MPI (examples/c or examples/fortran); for an MPI of
+    the matrix, built here with its own mpicc the first time."""
     exe = BUILD / mpi / "examples" / name
+    if mpi in MATRIX:
+        return matrix_example(mpi, name, exe)
     if not exe.exists():
         pytest.fail(f"{exe} is not built; run `make`")
+    return exe
+
+
+def matrix_example(mpi: str, name: str, exe: Path) -> Path:
+    """Build examples/c/<name>.c with the matrix MPI's mpicc, as the Makefile builds the others."""
+    src = ROOT / "examples" / "c" / f"{name}.c"
+    annotate = BUILD / "lib" / "libmpilens-annotate.so"
+    with machine_lock(f"build-{mpi}"):
+        if exe.exists() and exe.stat().st_mtime >= max(src.stat().st_mtime, annotate.stat().st_mtime):
+            return exe
+        exe.parent.mkdir(parents=True, exist_ok=True)
+        cmd = [str(matrix_prefix(mpi) / "bin" / "mpicc"), "-std=c11", "-O2", "-g", "-Wall", "-Wno-stringop-overflow",
+               "-fopenmp", f"-I{ROOT / 'runtime' / 'include'}", "-o", str(exe), str(src), f"-L{annotate.parent}",
+               f"-Wl,-rpath,{annotate.parent}", "-lmpilens-annotate", "-lpthread", "-lm"]
+        p = subprocess.run(cmd, env=matrix_env(mpi), capture_output=True, text=True)
+        if p.returncode != 0:
+            pytest.fail(f"building {name} with {mpi}'s mpicc failed:\n{' '.join(cmd)}\n{p.stderr}")
     return exe
 
 
@@ -98,7 +141,9 @@ def mpilens_run(mpi: str | None, argv: list[str], tmp_path: Path, *, settings: d
     """Run `mpilens run -o DIR [--mpi mpi] -- argv` and return the result."""
     out = outdir or tmp_path / "run"
     cmd = [str(MPILENS), "run", "-o", str(out)]
-    if mpi:
+    if mpi in MATRIX:
+        env = env or matrix_env(mpi)  # and mpilens finds the runtime from the program, as for a user
+    elif mpi:
         cmd += ["--mpi", mpi]
     for k, v in (settings or {}).items():
         cmd += ["--set", f"{k}={v}"]
@@ -193,6 +238,11 @@ def _fast_tier_guard():
         yield
     finally:
         subprocess.Popen.__init__ = original
+
+
+def matrix_params() -> list:
+    """Debian's two MPIs, then the matrix's (marked `matrix`): for the tests that run on every MPI."""
+    return [*MPIS, *(pytest.param(m, marks=pytest.mark.matrix) for m in MATRIX)]
 
 
 @pytest.fixture(params=MPIS)

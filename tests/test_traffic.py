@@ -20,10 +20,17 @@ from collections.abc import Callable
 
 import pytest
 
-from conftest import fn, run_example
+from conftest import fn, matrix_params, run_example
 
 INT, DOUBLE = 4, 8
 BYTE_KEYS = ("bytes_sent", "bytes_recv")
+
+
+@pytest.fixture(params=matrix_params())
+def mpi(request: pytest.FixtureRequest) -> str:
+    """The exact-traffic core runs on every MPI: Debian's Open MPI 4.1 and MPICH 4.0, and the
+    matrix's Open MPI 5, MPICH 5 and Intel MPI (their programs built with their own mpicc)."""
+    return request.param
 
 
 # ------------------------------------------------------------------------------------ helpers

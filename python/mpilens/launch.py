@@ -43,7 +43,8 @@ def _which(name: str) -> str | None:
 
 
 def launcher_kind(exe: str) -> str:
-    """Return which launcher family an executable is: openmpi, mpich (hydra) or srun."""
+    """Return which launcher family an executable is: openmpi (ORTE, PRRTE), mpich (MPICH's Hydra,
+    and every launcher built on it: Intel MPI's mpirun and mpiexec, MVAPICH's) or srun."""
     base = os.path.basename(exe)
     real = os.path.basename(os.path.realpath(exe))
     if base == "srun" or real == "srun":
@@ -54,15 +55,16 @@ def launcher_kind(exe: str) -> str:
         if "hydra" in name or "mpich" in name:
             return "mpich"
     try:
-        out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=20)
+        out = subprocess.run([exe, "--version"], capture_output=True, text=True, errors="replace", timeout=20)
         text = out.stdout + out.stderr
     except (OSError, subprocess.TimeoutExpired) as err:
         raise LaunchError(f"cannot run {exe} --version to identify the launcher: {err}") from err
     if "Open MPI" in text or "OpenRTE" in text or "Open RTE" in text:
         return "openmpi"
-    if "HYDRA" in text or "MPICH" in text:
+    if "HYDRA" in text or "MPICH" in text or "Intel(R) MPI" in text or "MVAPICH" in text:
         return "mpich"
-    raise LaunchError(f"{exe} is neither an Open MPI nor an MPICH launcher (its --version says: {text.strip()[:80]!r})")
+    raise LaunchError(f"{exe} is neither an Open MPI launcher nor a Hydra one (MPICH, Intel MPI, MVAPICH); "
+                      f"its --version says: {text.strip()[:80]!r}")
 
 
 def _is_elf(path: str) -> bool:

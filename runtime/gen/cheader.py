@@ -106,10 +106,14 @@ def _parse_param(text: str) -> CParam:
     return CParam(before=core + " ", after=after, name="")
 
 
+def strip_attributes(preprocessed: str) -> str:
+    """Return header text without GNU attributes and asm labels."""
+    return _strip_balanced(_strip_balanced(preprocessed, "__attribute__"), "__asm__")
+
+
 def parse_prototypes(preprocessed: str) -> dict[str, CPrototype]:
     """Return the PMPI prototypes found in preprocessed header text, keyed by MPI name."""
-    text = _strip_balanced(preprocessed, "__attribute__")
-    text = _strip_balanced(text, "__asm__")
+    text = strip_attributes(preprocessed)
     text = re.sub(r"\b(__extension__|extern|__inline__|__inline)\b", " ", text)
     protos: dict[str, CPrototype] = {}
     for m in re.finditer(r"\b(PMPI_\w+)\s*\(", text):
@@ -148,9 +152,10 @@ def function_macros(macro_dump: str) -> set[str]:
     return set(re.findall(r"^#define\s+(P?MPI_\w+)\(", macro_dump, flags=re.M))
 
 
-def read_header(cc: str) -> tuple[dict[str, CPrototype], set[str]]:
-    """Preprocess `#include <mpi.h>` with the MPI compiler wrapper and parse it."""
+def read_header(cc: str) -> tuple[dict[str, CPrototype], set[str], str]:
+    """Preprocess `#include <mpi.h>` with the MPI compiler wrapper and parse it: (prototypes,
+    function-like macros, the preprocessed text)."""
     src = "#include <mpi.h>\n"
     pre = subprocess.run([cc, "-E", "-P", "-x", "c", "-"], input=src, capture_output=True, text=True, check=True)
     mac = subprocess.run([cc, "-E", "-dM", "-x", "c", "-"], input=src, capture_output=True, text=True, check=True)
-    return parse_prototypes(pre.stdout), function_macros(mac.stdout)
+    return parse_prototypes(pre.stdout), function_macros(mac.stdout), pre.stdout

@@ -10,6 +10,8 @@ Outputs, all in --out (the build tree; nothing generated is committed):
   wrappers_c.c                      C wrappers (MPI_Xxx calling PMPI_Xxx)
   wrappers_f.c                      Fortran wrappers (mpi_xxx_ and the other manglings)
   ml_config.h / ml_config_table.c   the settings table and the struct it fills
+  ml_pmpi.h / ml_pmpi.c             the PMPI functions and mpi.h variables, bound at run time
+                                    to the MPI the process loaded (binding.py)
   wrapped.txt                       what was wrapped, skipped and why
 """
 
@@ -26,6 +28,7 @@ from pathlib import Path
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import binding  # noqa: E402
 import cheader  # noqa: E402
 import rundir  # noqa: E402
 import standard  # noqa: E402
@@ -782,7 +785,7 @@ def main() -> int:
 
     functions = standard.load()
     entries, classes, excludes = load_semantics(args.spec / "semantics.yaml", functions)
-    protos, macros = cheader.read_header(args.cc)
+    protos, macros, preprocessed = cheader.read_header(args.cc)
     fsyms = fortran_symbols(args.cc, args.mpi)
     f08syms = f08_symbols(args.cc, args.mpi)
 
@@ -861,6 +864,9 @@ def main() -> int:
     (args.out / "ml_functions.c").write_text("\n".join(tab))
     (args.out / "wrappers_c.c").write_text("\n".join(c_out))
     (args.out / "wrappers_f.c").write_text("\n".join(f_out))
+    ph, pc = binding.generate(protos, macros, preprocessed, args.mpi, STAMP)
+    (args.out / "ml_pmpi.h").write_text(ph)
+    (args.out / "ml_pmpi.c").write_text(pc)
     ch, cc = config_code(args.spec / "config.yaml")
     (args.out / "ml_config.h").write_text(ch)
     (args.out / "ml_config_table.c").write_text(cc)

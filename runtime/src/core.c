@@ -174,6 +174,9 @@ uint64_t ml_ticks_to_ns(uint64_t ticks)
 /* ------------------------------------------------------------------------------- startup */
 __attribute__((constructor)) static void ml_constructor(void)
 {
+    /* a program linked with its MPI has it loaded already; one that opens it later (mpi4py) is
+     * bound at its first MPI call (binding.c) */
+    (void)ml_bind_mpi();
     ml_g.rank = -1;
     ml_g.config_ok = ml_config_load(&ml_g.config, ml_g.config_error, sizeof ml_g.config_error) == 0;
     if (ml_g.config_ok) {

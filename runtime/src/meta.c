@@ -84,6 +84,10 @@ static int write_meta(int finished)
     fprintf(f, "  \"mpi\": {\"flavor\": \"%s\", \"standard\": \"%d.%d\", \"thread_level\": \"%s\", \"library\": ",
             ML_MPI_FLAVOR, major, minor, thread_level_name(ml_g.thread_level));
     ml_json_str(f, lib);
+    /* the file the runtime bound to: which MPI the job really ran on (binding.c) */
+    fputs(", \"path\": ", f);
+    if (ml_bind_library() != NULL) ml_json_str(f, ml_bind_library());
+    else fputs("null", f);
     fprintf(f, "},\n  \"wrappers\": {\"c\": %d, \"fortran\": %d},\n", ML_N_C_WRAPPERS, ML_N_F_WRAPPERS);
     fprintf(f, "  \"nranks\": %d,\n  \"hosts\": [", ml_g.size);
     /* distinct hosts, then each rank's index into them */

@@ -662,9 +662,8 @@ uint64_t ml_req_start(ml_thread_t *t, ml_req_t *e);
  * written into the thread's own table at the start, looked up before the completion call and
  * settled in place after it (requests.c has the other cases and the table's upkeep). */
 extern unsigned ml_spc_on; /* ml_spc.h: counters mode's groups */
-#if defined(OPEN_MPI)
-extern char ompi_request_empty[]; /* libmpi's one request for operations complete at once */
-#endif
+/* Open MPI: ompi_request_empty, libmpi's one request for operations complete at once, is
+ * declared and bound with the header's variables (ml_pmpi.h) */
 
 /* A handle shared by operations that completed inside the call that started them: Open MPI's
  * "empty" request, MPICH's built-in handles. Such an operation is accounted at once. */

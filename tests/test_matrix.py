@@ -1,0 +1,107 @@
+"""Every MPI of the matrix: the runtime links no MPI, binds to the one the job really loads, and
+says which it was.
+
+Oracles: the ELF headers of the runtime libraries (readelf, nm), the library the dynamic loader
+resolves for the program (ldd, with the MPI's own environment), the MPI's own version string as
+the program prints it, the venv's files on disk for mpi4py, and the byte counts the programs send.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+
+import pytest
+
+from conftest import BUILD, MATRIX, example, launcher, matrix_env, matrix_params, matrix_prefix, mpilens_run
+
+FAMILIES = ["openmpi", "mpich"]
+
+
+# ------------------------------------------------------------------------------ the runtime itself
+@pytest.mark.parametrize("family", FAMILIES)
+def test_runtime_links_no_mpi(family):
+    """No DT_NEEDED on an MPI library and no undefined MPI symbol: everything of the MPI is bound at
+    run time (runtime/src/binding.c), so one build serves every version of its family."""
+    lib = BUILD / "lib" / f"libmpilens-{family}.so"
+    dyn = subprocess.run(["readelf", "-d", str(lib)], capture_output=True, text=True, check=True).stdout
+    needed = re.findall(r"\(NEEDED\)\s+Shared library: \[(.+?)\]", dyn)
+    assert needed, dyn
+    assert not [n for n in needed if re.match(r"lib(mpi|mpich|pmpi|open-)", n)], needed
+    undef = subprocess.run(["nm", "-D", "--undefined-only", str(lib)], capture_output=True, text=True,
+                           check=True).stdout.split("\n")
+    mpi_symbols = [line.split()[-1] for line in undef
+                   if line.strip() and re.match(r"(P?MPI_|ompi_|MPIR_|pmpi_)", line.split()[-1])]
+    assert mpi_symbols == [], mpi_symbols
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_runtime_does_not_answer_the_mpi_probe(family):
+    """mpi4py looks MPI_Get_version up in the global scope to tell whether an MPI is loaded; the
+    preloaded runtime must not answer in the MPI's stead (mpi4py would then pick the wrong ABI)."""
+    lib = BUILD / "lib" / f"libmpilens-{family}.so"
+    defined = subprocess.run(["nm", "-D", "--defined-only", str(lib)], capture_output=True, text=True,
+                             check=True).stdout.split()
+    assert "MPI_Send" in defined and "MPI_Init" in defined
+    assert "MPI_Get_version" not in defined
+
+
+# ------------------------------------------------------------------------------ jobs on every MPI
+def env_of(mpi: str) -> dict[str, str] | None:
+    return matrix_env(mpi) if mpi in MATRIX else None
+
+
+def loaded_library(program: str, env: dict[str, str] | None) -> str:
+    """The MPI library the dynamic loader gives the program, by ldd with the job's environment."""
+    out = subprocess.run(["ldd", program], capture_output=True, text=True, env=env, check=True).stdout
+    m = re.search(r"^\s*(?:libmpi|libmpich)\.so\.\d+\s+=>\s+(\S+)", out, re.M)
+    assert m, out
+    return os.path.realpath(m.group(1))
+
+
+@pytest.mark.parametrize("mpi", matrix_params())
+def test_meta_names_the_mpi_the_job_ran_on(mpi, tmp_path):
+    exe = str(example(mpi, "ring"))
+    job = mpilens_run(mpi, [*launcher(mpi, 2), exe], tmp_path)
+    assert "ring: 10 messages of 1024 bytes" in job.stdout
+    run = job.load()
+    assert os.path.realpath(run.meta["mpi"]["path"]) == loaded_library(exe, env_of(mpi))
+    p = job.profile
+    assert p["functions"]["MPI_Send"]["bytes_sent"] == [10 * 1024, 10 * 1024]
+    if mpi in MATRIX:
+        version = re.search(r"==(\S+)", MATRIX[mpi]["packages"][0]).group(1)
+        assert version in run.meta["mpi"]["library"], (version, run.meta["mpi"]["library"])
+
+
+MPI4PY_PROGRAM = """
+from mpi4py import MPI
+N, SIZE = 6, 3000
+comm = MPI.COMM_WORLD
+buf = bytearray(SIZE)
+for i in range(N):
+    if comm.rank == 0:
+        comm.Send([buf, MPI.BYTE], dest=1, tag=i)
+    elif comm.rank == 1:
+        comm.Recv([buf, MPI.BYTE], source=0, tag=i)
+print("mpi4py done", MPI.Get_library_version().splitlines()[0])
+"""
+
+
+@pytest.mark.matrix
+@pytest.mark.parametrize("mpi", list(MATRIX))
+def test_mpi4py_binds_to_the_venvs_mpi(mpi, tmp_path):
+    """mpi4py's wheels open the MPI of their venv themselves (dlopen, RTLD_LOCAL): the runtime binds
+    to that library, not to one of Debian's, and measures the traffic exactly."""
+    prefix = matrix_prefix(mpi)
+    script = tmp_path / "p2p.py"
+    script.write_text(MPI4PY_PROGRAM)
+    job = mpilens_run(mpi, [*launcher(mpi, 2), str(prefix / "bin" / "python"), str(script)], tmp_path)
+    assert job.stdout.count("mpi4py done") == 2, job.stdout
+    path = os.path.realpath(job.load().meta["mpi"]["path"])
+    assert path.startswith(os.path.realpath(prefix) + "/"), path
+    p = job.profile
+    send = p["functions"].get("MPI_Send") or p["functions"]["MPI_Send_c"]
+    recv = p["functions"].get("MPI_Recv") or p["functions"]["MPI_Recv_c"]
+    assert send["bytes_sent"] == [6 * 3000, 0]
+    assert recv["bytes_recv"] == [0, 6 * 3000]
