@@ -105,3 +105,23 @@ def test_mpi4py_binds_to_the_venvs_mpi(mpi, tmp_path):
     recv = p["functions"].get("MPI_Recv") or p["functions"]["MPI_Recv_c"]
     assert send["bytes_sent"] == [6 * 3000, 0]
     assert recv["bytes_recv"] == [0, 6 * 3000]
+
+
+@pytest.mark.matrix
+@pytest.mark.parametrize("mpi,cvar,old,new", [
+    ("openmpi5", "coll_tuned_priority", "30", "31"),
+    ("mpich5", "MPIR_CVAR_POLLS_BEFORE_YIELD", "1000", "1001"),
+])
+def test_mpit_mode_and_cvars_on_todays_mpis(mpi, cvar, old, new, tmp_path):
+    """mpit mode with a cvar set: Open MPI 5 crashed in MPI_Init when MPI_T was opened and closed
+    before it; the runtime now checks the cvars in a child process and opens MPI_T after MPI_Init.
+    The old value is the MPI's documented default, the new one what the job ran with."""
+    exe = str(example(mpi, "ring"))
+    job = mpilens_run(mpi, [*launcher(mpi, 2), exe], tmp_path,
+                      settings={"MPILENS_MODE": "mpit", "MPILENS_CVARS": f"{cvar}={new}"})
+    assert "ring: 10 messages of 1024 bytes" in job.stdout
+    meta = job.load().meta
+    (c,) = [c for c in meta["cvars_set"] if c["name"] == cvar]
+    assert (c["old"], c["new"]) == (old, new)
+    assert job.profile["functions"]["MPI_Send"]["bytes_sent"] == [10 * 1024, 10 * 1024]
+    assert any((job.rundir / "mpit").iterdir())

@@ -13,7 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "json.h"
 #include "ml.h"
@@ -71,12 +73,120 @@ int ml_mpit_wanted(void)
     return (cv && cv[0]) || (cc && cc[0]) || (ml_g.config.mode & ML_MODE_MPIT);
 }
 
+#if defined(OPEN_MPI)
+static int checked; /* the requests were parsed before MPI_Init (check_in_child) */
+
+/* MPILENS_CVARS and MPILENS_COMM_CVARS checked through MPI_T in a child process: 0 when valid,
+ * else -1 with ml_g.config_error set. A child that cannot be made leaves the check to `mpilens
+ * run` (which made it before the job) and to ml_mpit_after_init. */
+static int check_in_child(const char *cv, const char *cc)
+{
+    if ((cv == NULL || cv[0] == 0) && (cc == NULL || cc[0] == 0)) return 0;
+    int fds[2];
+    if (pipe(fds) != 0) return 0;
+    const pid_t pid = fork();
+    if (pid < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        return 0;
+    }
+    /* the child's answer: an error (empty when valid), then the requests it parsed, with the
+     * values they had before (what meta.json reports as "old") */
+    struct answer {
+        char err[sizeof ml_g.config_error];
+        int n;
+        mlt_req_t reqs[MAX_REQS];
+    };
+    if (pid == 0) {
+        close(fds[0]);
+        static struct answer a;
+        if (mlt_init() != 0) snprintf(a.err, sizeof a.err, "MPI_T_init_thread failed: cannot use MPI_T");
+        else if (mlt_parse_requests(cv, cc, a.reqs, MAX_REQS, &a.n, a.err, sizeof a.err) != 0 && a.err[0] == 0)
+            snprintf(a.err, sizeof a.err, "MPILENS_CVARS: not valid");
+        for (size_t done = 0; done < sizeof a;) {
+            const ssize_t w = write(fds[1], (const char *)&a + done, sizeof a - done);
+            if (w < 0 && errno == EINTR) continue;
+            if (w <= 0) break;
+            done += (size_t)w;
+        }
+        _exit(0);
+    }
+    close(fds[1]);
+    static struct answer a;
+    size_t got = 0;
+    while (got < sizeof a) {
+        const ssize_t r = read(fds[0], (char *)&a + got, sizeof a - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        got += (size_t)r;
+    }
+    close(fds[0]);
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {}
+    if (got < sizeof a) return 0; /* no answer: left to ml_mpit_after_init */
+    if (a.err[0] != 0) {
+        snprintf(ml_g.config_error, sizeof ml_g.config_error, "%s", a.err);
+        return -1;
+    }
+    nreqs = a.n < 0 || a.n > MAX_REQS ? 0 : a.n;
+    memcpy(reqs, a.reqs, (size_t)nreqs * sizeof reqs[0]);
+    checked = 1;
+    return 0;
+}
+
+/* One global cvar into Open MPI's environment, where MPI_Init reads its parameters. */
+static int set_env_item(const char *name, const char *value, void *arg)
+{
+    (void)arg;
+    char env[300];
+    snprintf(env, sizeof env, "OMPI_MCA_%s", name);
+    setenv(env, value, 1);
+    return 0;
+}
+#endif
+
+/* The pattern of the pvars to record (MPILENS_MPIT_PVARS); 0 when it compiles. */
+static int compile_pattern(void)
+{
+    if (!(ml_g.config.mpit_pvars && ml_g.config.mpit_pvars[0])) return 0;
+    const int rc = regcomp(&pattern, ml_g.config.mpit_pvars, REG_EXTENDED | REG_NOSUB);
+    if (rc != 0) {
+        char why[128];
+        regerror(rc, &pattern, why, sizeof why);
+        snprintf(ml_g.config_error, sizeof ml_g.config_error, "MPILENS_MPIT_PVARS=%s: not a regular expression (%s)",
+                 ml_g.config.mpit_pvars, why);
+        return -1;
+    }
+    have_pattern = 1;
+    return 0;
+}
+
 void ml_mpit_before_init(void)
 {
     if (!ml_g.config_ok) return;
     const char *cv = ml_g.config.cvars, *cc = ml_g.config.comm_cvars;
     wanted = ml_mpit_wanted();
     if (!wanted) return;
+    if (compile_pattern() != 0) {
+        ml_g.config_ok = 0;
+        return;
+    }
+#if defined(OPEN_MPI)
+    /* Open MPI registers its parameters in MPI_Init and takes their values from the environment
+     * then, so the global cvars go there. MPI_T is not opened in this process before MPI_Init:
+     * Open MPI 5 crashes in MPI_Init after an MPI_T_init_thread and MPI_T_finalize (its pml
+     * selection), and an MPI_T left open keeps the parameters registered before the environment
+     * is read. The names and values are checked by a child process (MPI_T in it, then _exit),
+     * so that a bad one still leaves the application unprofiled and its MPI untouched. */
+    if (check_in_child(cv, cc) != 0) {
+        ml_g.config_ok = 0;
+        return;
+    }
+    char why[256] = "";
+    if (mlt_split(cv, set_env_item, NULL, why, sizeof why) != 0) {
+        snprintf(ml_g.config_error, sizeof ml_g.config_error, "MPILENS_CVARS=%s: %s", cv, why);
+        ml_g.config_ok = 0;
+    }
+#else
     if (mlt_init() != 0) {
         snprintf(ml_g.config_error, sizeof ml_g.config_error, "MPI_T_init_thread failed: cannot use MPI_T");
         ml_g.config_ok = 0;
@@ -86,29 +196,6 @@ void ml_mpit_before_init(void)
         ml_g.config_ok = 0; /* nothing was written: the application runs as it would without mpilens */
         return;
     }
-    if (ml_g.config.mpit_pvars && ml_g.config.mpit_pvars[0]) {
-        const int rc = regcomp(&pattern, ml_g.config.mpit_pvars, REG_EXTENDED | REG_NOSUB);
-        if (rc != 0) {
-            char why[128];
-            regerror(rc, &pattern, why, sizeof why);
-            snprintf(ml_g.config_error, sizeof ml_g.config_error, "MPILENS_MPIT_PVARS=%s: not a regular expression (%s)",
-                     ml_g.config.mpit_pvars, why);
-            ml_g.config_ok = 0;
-            return;
-        }
-        have_pattern = 1;
-    }
-#if defined(OPEN_MPI)
-    /* Open MPI registers its parameters again in MPI_Init and takes their values from the
-     * environment then; MPI_T must be closed for that registration to happen afresh. */
-    for (int i = 0; i < nreqs; i++)
-        if (reqs[i].comm[0] == 0) {
-            char env[300];
-            snprintf(env, sizeof env, "OMPI_MCA_%s", reqs[i].name);
-            setenv(env, reqs[i].value, 1);
-        }
-    mlt_finalize();
-#else
     for (int i = 0; i < nreqs; i++) {
         if (reqs[i].comm[0] != 0) continue;
         char why[256];
@@ -307,7 +394,19 @@ static void start_session(void)
 void ml_mpit_after_init(void)
 {
     if (!wanted) return;
-    if (mlt_init() != 0) return;
+    if (mlt_init() != 0) {
+        wanted = 0;
+        if (ml_g.rank == 0) ml_log(0, "MPI_T_init_thread failed after MPI_Init: no MPI_T variables in this run");
+        return;
+    }
+#if defined(OPEN_MPI)
+    char err[sizeof ml_g.config_error];
+    if (!checked && mlt_parse_requests(ml_g.config.cvars, ml_g.config.comm_cvars, reqs, MAX_REQS, &nreqs, err, sizeof err) != 0) {
+        /* checked before MPI_Init; a child that could not run leaves it to here */
+        if (ml_g.rank == 0) ml_log(0, "%s; cvars are not read back nor set per communicator in this run", err);
+        nreqs = 0;
+    }
+#endif
     read_back();
 }
 
