@@ -9,6 +9,8 @@ BUILD := build
 MPIS := openmpi mpich
 VERSION := $(shell cat VERSION)
 NPROC := $(shell nproc)
+# every build in parallel (the runtime's generated wrappers are most of it)
+MAKEFLAGS += -j$(NPROC)
 
 CFLAGS := -std=c11 -D_GNU_SOURCE -O2 -g -fPIC -fvisibility=hidden -Wall -Wextra -Wno-unused-parameter \
           -DML_VERSION='"$(VERSION)"'
@@ -86,11 +88,23 @@ $(BUILD)/%/gen/wrappers_c.c: $(GEN_INPUT) $(VENV)/.ready $(RUNDIR_H)
 # is reached through ml_pmpi.h's pointers, bound to the MPI the process loaded. --as-needed drops
 # the library mpicc adds; tests/test_binding.py checks none is left.
 BIND = -include $(BUILD)/$*/gen/ml_pmpi.h
-$(BUILD)/lib/libmpilens-%.so: $(BUILD)/%/gen/wrappers_c.c $(LIB_SRC) $(RUNTIME_HDR) $(RUNDIR_H)
-	@mkdir -p $(dir $@)
-	mpicc.$* $(CFLAGS) $(LIB_CFLAGS) $(BIND) -Iruntime/src -Iruntime/include -I$(BUILD)/$*/gen -I$(BUILD)/gen -shared \
-	  -Wl,--as-needed -o $@ $(LIB_SRC) $(BUILD)/$*/gen/wrappers_c.c $(BUILD)/$*/gen/wrappers_f.c \
-	  $(BUILD)/$*/gen/ml_functions.c $(BUILD)/$*/gen/ml_config_table.c $(BUILD)/$*/gen/ml_pmpi.c -ldl -lpthread -lm
+# one object per source (the generated wrappers take most of the build: compiled side by side)
+GEN_SRC := wrappers_c wrappers_f ml_functions ml_config_table ml_pmpi
+lib_objects = $(patsubst runtime/src/%.c,$(BUILD)/$(1)/obj/%.o,$(LIB_SRC)) $(foreach g,$(GEN_SRC),$(BUILD)/$(1)/obj/gen-$(g).o)
+define runtime_rules
+$(BUILD)/$(1)/obj/%.o: runtime/src/%.c $(RUNTIME_HDR) $(RUNDIR_H) $(BUILD)/$(1)/gen/wrappers_c.c
+	@mkdir -p $$(dir $$@)
+	mpicc.$(1) $(CFLAGS) $(LIB_CFLAGS) -include $(BUILD)/$(1)/gen/ml_pmpi.h -Iruntime/src -Iruntime/include \
+	  -I$(BUILD)/$(1)/gen -I$(BUILD)/gen -c -o $$@ $$<
+$(BUILD)/$(1)/obj/gen-%.o: $(BUILD)/$(1)/gen/wrappers_c.c $(RUNTIME_HDR) $(RUNDIR_H)
+	@mkdir -p $$(dir $$@)
+	mpicc.$(1) $(CFLAGS) $(LIB_CFLAGS) -include $(BUILD)/$(1)/gen/ml_pmpi.h -Iruntime/src -Iruntime/include \
+	  -I$(BUILD)/$(1)/gen -I$(BUILD)/gen -c -o $$@ $(BUILD)/$(1)/gen/$$*.c
+$(BUILD)/lib/libmpilens-$(1).so: $(call lib_objects,$(1))
+	@mkdir -p $$(dir $$@)
+	mpicc.$(1) -shared -Wl,--as-needed -o $$@ $$^ -ldl -lpthread -lm
+endef
+$(foreach m,$(MPIS),$(eval $(call runtime_rules,$(m))))
 
 $(BUILD)/%/bin/mpilens-check: runtime/src/check.c runtime/src/config.c runtime/src/mpit_common.c runtime/src/mpit_common.h $(BUILD)/%/gen/wrappers_c.c $(RUNDIR_H)
 	@mkdir -p $(dir $@)
@@ -180,11 +194,14 @@ test-runs: all
 	$(VENV)/bin/python scripts/make-test-runs.py
 
 # everything
-test: deps all units mpis
+# (deps first, then the build: in parallel they would race)
+test: deps
+	$(MAKE) all units mpis
 	$(VENV)/bin/ruff check python tests bench
 	$(VENV)/bin/python -m pytest -q tests
 
-demo: deps all
+demo: deps
+	$(MAKE) all
 	@scripts/demo.sh
 
 bench: all

@@ -14,7 +14,7 @@ import subprocess
 
 import pytest
 
-from conftest import BUILD, MATRIX, example, launcher, matrix_env, matrix_params, matrix_prefix, mpilens_run
+from conftest import BUILD, MATRIX, example, job_env, launcher, matrix_env, matrix_params, matrix_prefix, mpilens_run
 
 FAMILIES = ["openmpi", "mpich"]
 
@@ -72,6 +72,45 @@ def test_meta_names_the_mpi_the_job_ran_on(mpi, tmp_path):
     if mpi in MATRIX:
         version = re.search(r"==(\S+)", MATRIX[mpi]["packages"][0]).group(1)
         assert version in run.meta["mpi"]["library"], (version, run.meta["mpi"]["library"])
+
+
+def library_defines(lib: str, symbol: str) -> bool:
+    out = subprocess.run(["nm", "-D", "--defined-only", lib], capture_output=True, text=True, check=True).stdout
+    return re.search(rf"\s{symbol}$", out, re.M) is not None
+
+
+PROBED = ["MPI_Isendrecv", "MPI_Send_c", "MPI_Status_get_source"]
+
+
+@pytest.mark.parametrize("mpi", matrix_params())
+def test_weak_probes_see_what_the_mpi_has(mpi, tmp_path):
+    """A program probing for functions with weak references (mpi4py's wheels do, for everything
+    newer than MPI-3.1) sees under mpilens exactly what its MPI library defines, also for functions
+    newer than the header the runtime was built with; those its MPI has are measured."""
+    exe = str(example(mpi, "weak_probe"))
+    lib = loaded_library(exe, env_of(mpi))
+    has = {f: library_defines(lib, "P" + f) for f in PROBED}
+    plain = subprocess.run([*launcher(mpi, 2), exe], capture_output=True, text=True, timeout=120,
+                           env=matrix_env(mpi) if mpi in MATRIX else job_env())
+    assert plain.returncode == 0, plain.stderr
+    job = mpilens_run(mpi, [*launcher(mpi, 2), exe], tmp_path)
+    for out in (plain.stdout, job.stdout):
+        for rank in (0, 1):
+            line = re.search(rf"weak_probe: rank {rank} (.*)", out)
+            assert line, out
+            assert dict(kv.split("=") for kv in line.group(1).split()) == {f: str(int(h)) for f, h in has.items()}
+        assert "weak_probe: source 0" in out
+    p = job.profile
+    if has["MPI_Isendrecv"]:
+        assert p["functions"]["MPI_Isendrecv"]["calls"] == [1, 1]
+        assert p["functions"]["MPI_Isendrecv"]["bytes_sent"] == [100, 200]
+    send = "MPI_Send_c" if has["MPI_Send_c"] else "MPI_Send"
+    assert p["functions"][send]["bytes_sent"] == [24, 0]
+    if has["MPI_Status_get_source"]:
+        assert p["functions"]["MPI_Status_get_source"]["calls"] == [0, 1]
+    for f, h in has.items():
+        if not h:
+            assert f not in p["functions"], f
 
 
 MPI4PY_PROGRAM = """

@@ -50,7 +50,8 @@ def generate(protos: dict[str, cheader.CPrototype], macros: set[str], preprocess
     """Return (ml_pmpi.h, ml_pmpi.c) for the header's PMPI functions and extern variables."""
     fns = [p for name, p in sorted(protos.items()) if "P" + name not in macros]
     variables = extern_variables(preprocessed) + EXTRA_VARIABLES.get(mpi, [])
-    h = [stamp, "#ifndef ML_PMPI_H", "#define ML_PMPI_H", "#include <mpi.h>", "",
+    h = [stamp, "#ifndef ML_PMPI_H", "#define ML_PMPI_H", "#include <mpi.h>",
+         '#include "ml_standard.h" /* what this mpi.h lacks, from the standard (declare.py) */', "",
          "/* the pointers are the library's own: declared hidden, a call or a read is one instruction",
          " * relative to the program counter, not two through the GOT (bench/hotpath.py) */",
          '#define ML_BIND_HIDDEN __attribute__((visibility("hidden")))', "",
@@ -77,6 +78,9 @@ def generate(protos: dict[str, cheader.CPrototype], macros: set[str], preprocess
           f"#define ML_BIND_NVARS {len(variables)}",
           "extern const ml_bind_slot_t ml_bind_funcs[ML_BIND_NFUNCS];",
           "extern const ml_bind_slot_t ml_bind_vars[ML_BIND_NVARS > 0 ? ML_BIND_NVARS : 1];",
+          "/* 1 when an MPI library is loaded and it does not define `name` (\"PMPI_Send\"); for the",
+          " * wrappers' ifunc resolvers, which may run before any constructor */",
+          "int ml_bind_mpi_lacks(const char *name);",
           "/* a function the running MPI lacks: one line on stderr, an error code to the caller */",
           "int ml_bind_missing(const char *name);",
           "", "#endif", ""]

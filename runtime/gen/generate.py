@@ -30,6 +30,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import binding  # noqa: E402
 import cheader  # noqa: E402
+import declare  # noqa: E402
 import rundir  # noqa: E402
 import standard  # noqa: E402
 
@@ -96,6 +97,7 @@ class Build:
     f08_handwritten: list[str] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
     absent: list[str] = field(default_factory=list)
+    declared: list[str] = field(default_factory=list)  # wrapped from the standard's prototype
 
 
 # ------------------------------------------------------------------------------------- spec
@@ -531,13 +533,26 @@ def lean_block(f: standard.StdFunction, sem: Semantics, call: str) -> list[str]:
             "    }"]
 
 
-def c_wrapper(f: standard.StdFunction, proto: cheader.CPrototype, sem: Semantics) -> str:
+def c_wrapper(f: standard.StdFunction, proto: cheader.CPrototype, sem: Semantics, declared: set[str]) -> str:
     names = [p.name for p in f.params]
     decls = ", ".join(cp.declare(n) for cp, n in zip(proto.params, names)) or "void"
     args = ", ".join(names)
     ret = proto.ret
     call = f"{sem.inner + '_' if sem.inner else 'PMPI_'}{f.name[4:]}({args})"
-    body = [f"ML_EXPORT {ret} MPI_{f.name[4:]}({decls})", "{"]
+    if proto.name in declared:
+        # a function this mpi.h lacks (declare.py): the exported MPI_ name is an ifunc whose
+        # resolver gives the wrapper only where the running MPI has the function, so that a
+        # program probing for it (a weak reference, dlsym) sees what its MPI has
+        # (binding.c: ml_bind_mpi_lacks). Not for the others: an MPI library bound at load time
+        # (BIND_NOW, as Intel MPI's are) that calls them would meet an ifunc of a library not yet
+        # relocated, which glibc reports on every run.
+        body = [f"static {ret} ml_wrap_{f.name[4:]}({decls});",
+                f"static __typeof__(&ml_wrap_{f.name[4:]}) ml_resolve_{f.name[4:]}(void)", "{",
+                f'    return ml_bind_mpi_lacks("P{f.name}") ? NULL : ml_wrap_{f.name[4:]};', "}",
+                f'ML_EXPORT {ret} MPI_{f.name[4:]}({decls}) __attribute__((ifunc("ml_resolve_{f.name[4:]}")));',
+                f"static {ret} ml_wrap_{f.name[4:]}({decls})", "{"]
+    else:
+        body = [f"ML_EXPORT {ret} MPI_{f.name[4:]}({decls})", "{"]
     if needs_status(sem):
         body.append("    MPI_Status ml_status;")
     if lean_eligible(sem) and ret == "int":
@@ -786,6 +801,11 @@ def main() -> int:
     functions = standard.load()
     entries, classes, excludes = load_semantics(args.spec / "semantics.yaml", functions)
     protos, macros, preprocessed = cheader.read_header(args.cc)
+    # what this header lacks is declared from the standard (an older mpi.h than the MPI a job runs)
+    newer = [f for f in functions if f.name not in protos and f.name not in macros and "P" + f.name not in macros
+             and not excluded(f.name, excludes)]
+    declared = declare.from_standard(args.cc, args.mpi, newer)
+    protos = {**protos, **declared.protos}
     fsyms = fortran_symbols(args.cc, args.mpi)
     f08syms = f08_symbols(args.cc, args.mpi)
 
@@ -800,6 +820,7 @@ def main() -> int:
                 '#include "ml_semantics.h"', '#include "ml_spc.h"']
     c_out = [STAMP, *includes, quiet, ""]
     f_out = [STAMP, *includes, '#include "ml_fortran.h"', quiet, ""]
+    b.skipped += declared.skipped
     for f in functions:
         sem = semantics_of(f, entries, classes)
         why = excluded(f.name, excludes)
@@ -808,13 +829,16 @@ def main() -> int:
             continue
         proto = protos.get(f.name)
         if proto is None or f.name in macros or "P" + f.name in macros:
-            b.absent.append(f.name)
+            if not any(n == f.name for n, _ in declared.skipped):
+                b.absent.append(f.name)
             continue
         nstd = sum(1 for p in f.params if p.kind != "VARARGS")
         if len(proto.params) != nstd:
             b.skipped.append((f.name, f"mpi.h declares {len(proto.params)} parameters, the standard {nstd}"))
             continue
         b.ids.append(f.name)
+        if f.name in declared.protos:
+            b.declared.append(f.name)
         b.classes[f.name] = sem.cls
         if sem.moves_data:
             b.data.add(f.name)
@@ -826,7 +850,7 @@ def main() -> int:
             if f08:
                 b.f08_handwritten.append(f.name)  # runtime/src/fortran.c
             continue
-        c_out.append(c_wrapper(f, proto, sem))
+        c_out.append(c_wrapper(f, proto, sem, set(declared.protos)))
         b.c_generated.append(f.name)
         if f.fortran is not None and not f.fortran_is_function and "p" + f.name.lower() in fsyms:
             f_out.append(f_wrapper(f, proto, sem))
@@ -865,6 +889,7 @@ def main() -> int:
     (args.out / "wrappers_c.c").write_text("\n".join(c_out))
     (args.out / "wrappers_f.c").write_text("\n".join(f_out))
     ph, pc = binding.generate(protos, macros, preprocessed, args.mpi, STAMP)
+    (args.out / "ml_standard.h").write_text(STAMP + declared.header)
     (args.out / "ml_pmpi.h").write_text(ph)
     (args.out / "ml_pmpi.c").write_text(pc)
     ch, cc = config_code(args.spec / "config.yaml")
@@ -874,16 +899,20 @@ def main() -> int:
               f"C wrappers: {len(b.c_generated)} generated + {len(b.c_handwritten)} hand-written",
               f"Fortran wrappers: {len(b.f_generated)} generated (4 name manglings each)",
               f"mpi_f08 wrappers: {len(b.f08_generated)} generated + {len(b.f08_handwritten)} hand-written",
+              f"Declared from the standard (this mpi.h lacks them; wrapped where the running MPI has them): "
+              f"{len(b.declared)}, with stand-ins for {', '.join(declared.stand_ins) or 'no type'}",
               f"Standard functions absent from this MPI: {len(b.absent)}",
               f"Skipped: {len(b.skipped)}", ""]
     report += [f"wrapped {n}" for n in b.ids]
     report += [f"f08 {n} {f08syms[n.lower()][0]}" for n in b.f08_generated + b.f08_handwritten]
+    report += [f"declared {n}" for n in b.declared]
     report += [f"absent {n}" for n in b.absent]
     report += [f"skipped {n}: {why}" for n, why in b.skipped]
     (args.out / "wrapped.txt").write_text("\n".join(report) + "\n")
     print(f"mpilens[{args.mpi}]: {len(b.c_generated) + len(b.c_handwritten)} C wrappers "
           f"({len(b.c_handwritten)} hand-written), {len(b.f_generated)} Fortran wrappers x 4 manglings, "
-          f"{len(b.f08_generated) + len(b.f08_handwritten)} mpi_f08 wrappers; "
+          f"{len(b.f08_generated) + len(b.f08_handwritten)} mpi_f08 wrappers "
+          f"({len(b.declared)} C wrappers declared from the standard); "
           f"{len(b.absent)} standard functions absent from this MPI, "
           f"{sum(1 for _, w in b.skipped if w.startswith('excluded'))} excluded (see {args.out / 'wrapped.txt'})")
     return 0

@@ -29,6 +29,9 @@ class StdFunction:
     fortran_is_function: bool  # the mpif.h binding returns a value (MPI_WTIME, ...)
     # mpi_f08 parameters, IERROR included (OPTIONAL there); large-count variants have them too
     f08: tuple[StdParam, ...] | None = None
+    # the standard's C prototype ("int MPI_Send(const void* buf, ...)"): the declaration used where
+    # the build's mpi.h is older than the standard
+    c_decl: str = ""
 
 
 def _c_params(expression) -> tuple[StdParam, ...]:
@@ -46,6 +49,24 @@ def _f_params(expression) -> tuple[StdParam, ...] | None:
     )
 
 
+def _c_text(expression) -> str:
+    # the Forum's data writes varargs as LaTeX
+    return str(expression).replace("\\ldots", "...")
+
+
+def callbacks() -> dict[str, str]:
+    """Return the C typedef of every callback type of the standard (large-count variants included),
+    keyed by type name: "typedef void MPI_User_function(void* invec, ...)"."""
+    std.use_api_version(1)
+    out = {}
+    for cb in std.CALLBACKS.values():
+        exprs = [cb.express.iso_c] + ([cb.express.embiggen.iso_c] if cb.has_embiggenment() else [])
+        for e in exprs:
+            if e is not None:
+                out[e.name] = _c_text(e)
+    return out
+
+
 def load() -> list[StdFunction]:
     """Return every C function of the standard (large-count variants included), sorted by name."""
     std.use_api_version(1)
@@ -59,11 +80,12 @@ def load() -> list[StdFunction]:
         is_fn = f90 is not None and f90.return_type is not None
         f08 = proc.express.f08
         f08params = _f_params(f08) if f08 is not None and f08.return_type is None else None
-        out.append(StdFunction(c.name, c.name, False, _c_params(c), fparams, is_fn, f08params))
+        out.append(StdFunction(c.name, c.name, False, _c_params(c), fparams, is_fn, f08params, _c_text(c)))
         if proc.has_embiggenment():
             big = proc.express.embiggen
             big08 = big.f08
             out.append(StdFunction(big.iso_c.name, c.name, True, _c_params(big.iso_c), None, False,
-                                   _f_params(big08) if big08 is not None and big08.return_type is None else None))
+                                   _f_params(big08) if big08 is not None and big08.return_type is None else None,
+                                   _c_text(big.iso_c)))
     out.sort(key=lambda f: f.name)
     return out
