@@ -8,13 +8,14 @@ the program prints it, the venv's files on disk for mpi4py, and the byte counts 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
 
 import pytest
 
-from conftest import BUILD, MATRIX, example, job_env, launcher, matrix_env, matrix_params, matrix_prefix, mpilens_run
+from conftest import BUILD, MATRIX, MPILENS, example, job_env, launcher, matrix_env, matrix_params, matrix_prefix, mpilens_run
 
 FAMILIES = ["openmpi", "mpich"]
 
@@ -111,6 +112,39 @@ def test_weak_probes_see_what_the_mpi_has(mpi, tmp_path):
     for f, h in has.items():
         if not h:
             assert f not in p["functions"], f
+
+
+@pytest.mark.parametrize("mpi", matrix_params())
+def test_calls_past_the_runtime_are_named(mpi, tmp_path):
+    """Nothing silently missing: a program calling an extension of its MPI (MPIX_Query_cuda_support)
+    and the profiling interface directly (PMPI_Barrier) is told so by `mpilens run`, and the report
+    (text, JSON, HTML) names both; the MPI_Barrier it calls is measured, the PMPI_Barrier is not.
+    Oracles: what the program says it called, and the runtime's dynamic symbols (nm)."""
+    exe = str(example(mpi, "unwrapped"))
+    job = mpilens_run(mpi, [*launcher(mpi, 2), exe], tmp_path)
+    called = re.search(r"unwrapped: called (\S+) (\S+) (\S+)", job.stdout)
+    assert called, job.stdout
+    past = sorted(called.group(1, 2))
+    runtime = BUILD / "lib" / f"libmpilens-{MATRIX[mpi]['family'] if mpi in MATRIX else mpi}.so"
+    exports = subprocess.run(["nm", "-D", "--defined-only", str(runtime)], capture_output=True, text=True,
+                             check=True).stdout.split()
+    assert called.group(3) in exports and not set(past) & set(exports)
+    assert f"not measured (2 MPI functions the program or its libraries call past mpilens): {', '.join(past)}" \
+        in job.stderr
+    doc = json.loads((job.rundir / "imports.json").read_text())
+    mine = [o for o in doc["objects"] if o["path"] == exe]
+    assert len(mine) == 1 and sorted(u["name"] for u in mine[0]["unmeasured"]) == past
+    assert job.profile["functions"]["MPI_Barrier"]["calls"] == [1, 1]
+    assert "PMPI_Barrier" not in job.profile["functions"]
+    text = subprocess.run([str(MPILENS), "report", str(job.rundir), "--quiet"], capture_output=True, text=True)
+    assert f"Not measured: {', '.join(past)} (called by unwrapped)" in text.stdout, text.stdout
+    js = json.loads(subprocess.run([str(MPILENS), "report", str(job.rundir), "--json", "--quiet"],
+                                   capture_output=True, text=True).stdout)
+    assert sorted(u["name"] for u in js["unmeasured_functions"]) == past
+    html = tmp_path / "r.html"
+    subprocess.run([str(MPILENS), "report", str(job.rundir), "--html", str(html), "--quiet"], check=True,
+                   capture_output=True)
+    assert f"Not measured: {', '.join(past)} (called by unwrapped)" in html.read_text()
 
 
 MPI4PY_PROGRAM = """

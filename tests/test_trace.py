@@ -327,7 +327,7 @@ def test_completion_after_the_communicator_was_freed(mpi, tmp_path):
 def test_lammps_trace(tmp_path):
     """LAMMPS indent on 4 ranks (Open MPI): the Chrome export is valid and its arrows are the
     profile's point-to-point messages."""
-    mpi, args = lammps_indent(tmp_path / "indent", 3000)
+    mpi, args = lammps_indent(tmp_path / "indent", 1000)
     run = mpilens_run(None, launcher(mpi, 4) + [*args, "-log", "none"], tmp_path, settings=TRACE).rundir
     out = tmp_path / "lammps.json"
     q = subprocess.run([str(MPILENS), "trace", str(run), "--format", "chrome", "-o", str(out), "--json", "--quiet"],

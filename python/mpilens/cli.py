@@ -43,7 +43,7 @@ def _setup_run(p: argparse.ArgumentParser) -> None:
 def cmd_run(a: argparse.Namespace) -> int:
     """`mpilens run`: run the job under mpilens; the launcher's exit status (1 when nothing was measured or the job
     ended before MPI_Finalize)."""
-    from . import launch, layout
+    from . import imports, launch, layout
 
     cmd = a.command[1:] if a.command[:1] == ["--"] else a.command
     settings: dict[str, str] = {}
@@ -57,6 +57,8 @@ def cmd_run(a: argparse.Namespace) -> int:
     plan = launch.plan_run(cmd, a.mpi, a.output, settings)
     for note in plan.notes:
         _err(note)
+    if plan.imports is not None:
+        imports.write(plan.imports, layout.imports_file(plan.outdir))
     status = launch.execute(plan)
     out = plan.outdir
     partial = layout.partial_files(out)
@@ -69,6 +71,7 @@ def cmd_run(a: argparse.Namespace) -> int:
         _err(f"the job ended before MPI_Finalize (exit status {status}); {what}")
         return status or 1  # an incomplete run is not a success, whatever the launcher says
     if plan.created_outdir:
+        layout.imports_file(out).unlink(missing_ok=True)
         for d in (layout.partial_dir(out), out):
             try:
                 d.rmdir()

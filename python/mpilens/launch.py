@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import build_info, imports
 from .build_info import MPI_FLAVORS, check_program, preload_libraries
 from .errors import ConfigError, LaunchError
 
@@ -34,6 +35,7 @@ class Plan:
     created_outdir: bool  # mpilens made it (and may remove it if the job leaves nothing)
     program: Path | None
     notes: list[str] = field(default_factory=list)
+    imports: dict | None = None  # imports.json: the MPI functions the program calls past the runtime
 
 
 def _which(name: str) -> str | None:
@@ -238,8 +240,16 @@ def plan_run(command: list[str], mpi: str | None, outdir: Path | None, settings:
         argv = [argv[0], "--export=ALL," + ",".join(f"{k}={v}" for k, v in forwarded.items()), *argv[1:]]
     else:
         env["LD_PRELOAD"] = preload
+    imported = None
+    if program and _is_elf(program):
+        imported = imports.find(program, str(build_info.runtime_library(mpi)), mpi, build_info.build_dir())
+        missed = imports.unmeasured_names(imported)
+        if missed:
+            names = ", ".join(sorted({n for n, _ in missed}))
+            notes.append(f"not measured ({len(missed)} MPI function{'s' if len(missed) != 1 else ''} the program "
+                         f"or its libraries call past mpilens): {names}")
     return Plan(argv=argv, env=env, mpi=mpi, launcher=kind, outdir=out, created_outdir=created,
-                program=Path(program) if program else None, notes=notes)
+                program=Path(program) if program else None, notes=notes, imports=imported)
 
 
 def execute(plan: Plan) -> int:

@@ -341,6 +341,11 @@ def meta_file(run_dir: str | Path) -> Path:
     return path(run_dir, "meta")
 
 
+def imports_file(run_dir: str | Path) -> Path:
+    """imports.json of a run directory (the MPI functions called past the runtime)."""
+    return path(run_dir, "imports")
+
+
 def profile_file(run_dir: str | Path) -> Path:
     """profile.json of a run directory."""
     return path(run_dir, "profile")

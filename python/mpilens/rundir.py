@@ -66,6 +66,21 @@ class Run:
         return layout.snapshot_numbers(self.path)
 
     @functools.cached_property
+    def unmeasured(self) -> list[dict[str, str]]:
+        """The MPI functions the program or its libraries call that mpilens did not measure, from
+        imports.json (written by `mpilens run`): [{"name", "object", "why"}]; empty without it. A
+        damaged file is one of the run's problems."""
+        doc = _load_json(layout.imports_file(self.path), self.problems)
+        if doc is None:
+            return []
+        try:
+            return [{"name": str(u["name"]), "object": str(o["path"]), "why": str(u["why"])}
+                    for o in doc["objects"] for u in o["unmeasured"]]
+        except (KeyError, TypeError):
+            self.problems.append(f"{layout.imports_file(self.path).name} is not an mpilens.imports/1 document")
+            return []
+
+    @functools.cached_property
     def trace(self) -> Any:
         """The trace of every rank as one mpilens.trace.timeline.Timeline (RunDirectoryError without one)."""
         from .trace import timeline
@@ -128,6 +143,9 @@ def _load_json(path: Path, problems: list[str]) -> Any:
         return None
     except OSError as err:
         problems.append(f"{path.name}: cannot read ({err.strerror})")
+        return None
+    except UnicodeDecodeError as err:
+        problems.append(f"{path.name} is damaged: not UTF-8 text (byte {err.start})")
         return None
     try:
         return json.loads(text)

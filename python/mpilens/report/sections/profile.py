@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from html import escape
+from pathlib import Path
 from typing import Any
 
 from ... import units
@@ -43,6 +44,15 @@ def compute_times(ctx: Context) -> list[float | None]:
     return [None if r.wall is None or r.mpi is None else max(r.wall - r.mpi, 0.0) for r in ctx.summary.ranks]
 
 
+def _unmeasured(missed: list[dict[str, str]]) -> str:
+    """"MPIX_Foo, PMPI_Bar (called by app past mpilens: ...)", grouped by object."""
+    by_object: dict[str, list[str]] = {}
+    for u in missed:
+        by_object.setdefault(u["object"], []).append(u["name"])
+    return "; ".join(f"{', '.join(names)} (called by {Path(obj).name})" for obj, names in by_object.items()) \
+        + " - these calls are in no statistic"
+
+
 @section
 class SummarySection(Section):
     """The run at a glance: headline figures (HTML), the report's head (text), the run's figures (JSON)."""
@@ -74,6 +84,9 @@ class SummarySection(Section):
                    "time summed over ranks.</p>")
         if s.sampling:
             out.append(f'<p class="note">Timing: {escape(s.sampling.sentence())}.</p>')
+        missed = ctx.run.unmeasured
+        if missed:
+            out.append(f'<p class="note">Not measured: {escape(_unmeasured(missed))}.</p>')
         if ctx.run.problems:
             out.append('<ul class="problems">' + "".join(f"<li>{escape(p)}</li>" for p in ctx.run.problems) + "</ul>")
         return "\n".join(out)
@@ -97,17 +110,23 @@ class SummarySection(Section):
             where = f" when communicator {c['communicator']!r} was named" if c.get("communicator") else ""
             new = c.get("new") if c.get("new") is not None else "not applied"
             out.append(f"MPI_T cvar: {c.get('name')} {c.get('old')} -> {new}{where}")
+        missed = run.unmeasured
+        if missed:
+            out.append(f"Not measured: {_unmeasured(missed)}")
         for p in run.problems:
             out.append(f"Note      : {p}")
         return out
 
     def json(self, ctx: Context) -> dict[str, Any]:
         run, s = ctx.run, ctx.summary
+        missed = run.unmeasured  # first: a damaged imports.json is one of the problems
         return {
             "run": str(run.path),
             "complete": run.complete,
             "snapshot": run.snapshot,  # N for `--snapshot N`: the statistics as of MPI_Pcontrol(3|4) number N
             "problems": run.problems,
+            # MPI functions the program or its libraries call past mpilens (imports.json)
+            "unmeasured_functions": missed,
             "nranks": s.nranks,
             "measured_ranks": s.measured_ranks,
             "wall_time_s": spread(s.wall),

@@ -1,0 +1,145 @@
+"""The MPI functions a program calls that the runtime does not measure.
+
+`mpilens run` reads, before the job starts, the dynamic symbols the program and the libraries it
+loads import (an MPI call is an undefined symbol there) and the symbols the runtime exports (its
+wrappers). An imported MPI function the runtime does not export is called past mpilens: the run
+directory's imports.json lists it with the object that imports it, and the report names it. The
+functions the runtime leaves out on purpose (no communication: MPI_Wtime, handle conversions;
+runtime/spec/semantics.yaml says why) are listed apart, and a direct PMPI_ call (another tool, or a
+library calling the profiling interface itself) is listed as unmeasured too.
+
+The libraries of the MPI itself (any object that defines an MPI function) are not read: their
+calls into each other are the MPI's own business.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import mmap
+import re
+import struct
+import subprocess
+from pathlib import Path
+from typing import Any
+
+SCHEMA = "mpilens.imports/1"
+# C, Fortran (any mangling) and profiling-interface names of MPI functions and extensions
+MPI_NAME = re.compile(r"^(P?MPIX?_[A-Za-z]\w*|p?mpix?_[a-z0-9_]+)$")
+
+
+STT_OBJECT = 1
+SHT_DYNSYM = 11
+
+
+def _dyn_symbols(path: str) -> list[tuple[str, bool, bool]] | None:
+    """(name, is an object, is defined) of every dynamic symbol of a 64-bit little-endian ELF file
+    (the section table's .dynsym, read directly: a few milliseconds where readelf takes tens);
+    None when it is not one or cannot be read."""
+    try:
+        with open(path, "rb") as f:
+            data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):  # ValueError: an empty file
+        return None
+    with data:
+        return _read_dynsym(data)
+
+
+def _read_dynsym(data: mmap.mmap) -> list[tuple[str, bool, bool]] | None:
+    if len(data) < 64 or data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
+        return None
+    try:
+        shoff, = struct.unpack_from("<Q", data, 0x28)
+        shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
+        sections = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)]
+        for _name, typ, _flags, _addr, off, size, link, _info, _align, entsize in sections:
+            if typ != SHT_DYNSYM or entsize != 24:
+                continue
+            str_off, str_size = sections[link][4], sections[link][5]
+            strtab = data[str_off:str_off + str_size]
+            out = []
+            for st_name, st_info, _other, shndx, _value, _size in struct.iter_unpack("<IBBHQQ", data[off:off + size]):
+                end = strtab.find(b"\0", st_name)
+                name = strtab[st_name:end].decode("utf-8", "replace")
+                out.append((name, (st_info & 0xF) == STT_OBJECT, shndx != 0))
+            return out
+        return []
+    except (struct.error, IndexError, OverflowError, ValueError):  # a damaged file
+        return None
+
+
+def _dependencies(program: str) -> list[str]:
+    """The shared libraries the program loads, by ldd (paths that exist)."""
+    try:
+        out = subprocess.run(["ldd", program], capture_output=True, text=True, timeout=60, errors="replace").stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    paths = re.findall(r"=>\s+(/\S+)\s+\(0x", out)
+    return [p for p in paths if Path(p).is_file()]
+
+
+@functools.lru_cache(maxsize=8)
+def exported(runtime: str) -> frozenset[str]:
+    """The MPI names the runtime library defines (its wrappers)."""
+    syms = _dyn_symbols(runtime) or []
+    return frozenset(n for n, _, defined in syms if defined and MPI_NAME.match(n))
+
+
+def _excluded(build_dir: Path | None, mpi: str) -> dict[str, str]:
+    """{lowercase C name: why} of the functions the runtime leaves out on purpose (wrapped.txt)."""
+    out: dict[str, str] = {}
+    if build_dir is None:
+        return out
+    try:
+        text = (build_dir / mpi / "gen" / "wrapped.txt").read_text(errors="replace")
+    except OSError:
+        return out
+    for m in re.finditer(r"^skipped (MPI_\w+): excluded: (.*)$", text, re.M):
+        out[m.group(1).lower()] = m.group(2)
+    return out
+
+
+def _c_name(symbol: str) -> str:
+    """The lowercase C name of an MPI symbol in any mangling: pmpi_send__ -> mpi_send."""
+    s = symbol.lower()
+    if s.startswith("pmpi"):
+        s = s[1:]
+    s = re.sub(r"(_f08ts|_f08|_f)?_*$", "", s)
+    return s
+
+
+def find(program: str, runtime: str, mpi: str, build_dir: Path | None) -> dict[str, Any]:
+    """The imports.json document for a program run with the runtime library `runtime`."""
+    ours = exported(runtime)
+    excluded = _excluded(build_dir, mpi)
+    objects = []
+    for path in [program, *_dependencies(program)]:
+        syms = _dyn_symbols(path)
+        if syms is None:
+            continue
+        if path != program and any(defined and MPI_NAME.match(n) for n, _, defined in syms):
+            continue  # a library of the MPI itself
+        calls = sorted({n for n, obj, defined in syms if not defined and not obj and MPI_NAME.match(n)})
+        if not calls:
+            continue
+        unmeasured, by_design = [], []
+        for n in calls:
+            if n in ours and not n.lower().startswith("pmpi"):
+                continue
+            why = excluded.get(_c_name(n))
+            if why and not n.lower().startswith("pmpi"):
+                by_design.append({"name": n, "why": why})
+            else:
+                unmeasured.append({"name": n, "why": "called through the profiling interface, which no tool sees"
+                                   if n.lower().startswith("pmpi") else "the runtime has no wrapper for it"})
+        objects.append({"path": path, "imports": len(calls), "unmeasured": unmeasured, "left_out": by_design})
+    return {"schema": SCHEMA, "runtime": runtime, "objects": objects}
+
+
+def write(doc: dict[str, Any], path: Path) -> None:
+    path.write_text(json.dumps(doc, indent=1) + "\n")
+
+
+def unmeasured_names(doc: dict[str, Any]) -> list[tuple[str, str]]:
+    """(function, object) of every unmeasured import, in order."""
+    return [(u["name"], o["path"]) for o in doc.get("objects", []) for u in o.get("unmeasured", [])]
