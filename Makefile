@@ -7,6 +7,14 @@ PYTHON ?= python3
 VENV := .venv
 BUILD := build
 MPIS := openmpi mpich
+# the MPI-5 standard ABI: a third runtime (C only), built with an ABI compiler wrapper when there is
+# one (MPICC_ABI=..., else mpicc_abi on PATH, else the test matrix's MPICH 5 once `make mpis` ran)
+MPICC_ABI ?= $(firstword $(shell command -v mpicc_abi 2>/dev/null) $(wildcard $(abspath $(BUILD))/mpis/mpich5/bin/mpicc_abi))
+RUNTIMES := $(MPIS) $(if $(MPICC_ABI),abi)
+# each runtime's compiler wrapper
+CC_openmpi := mpicc.openmpi
+CC_mpich := mpicc.mpich
+CC_abi := $(MPICC_ABI)
 VERSION := $(shell cat VERSION)
 NPROC := $(shell nproc)
 # every build in parallel (the runtime's generated wrappers are most of it)
@@ -77,12 +85,12 @@ python/mpilens/_build.py: VERSION Makefile
 	  'BUILD_DIR = "$(abspath $(BUILD))"' 'VERSION = "$(VERSION)"' > $@
 
 # ---------------------------------------------------------------- runtime, one per MPI
-runtime: $(foreach m,$(MPIS),$(BUILD)/lib/libmpilens-$(m).so $(BUILD)/$(m)/bin/mpilens-check $(BUILD)/$(m)/bin/mpilens-mpit) \
+runtime: $(foreach m,$(RUNTIMES),$(BUILD)/lib/libmpilens-$(m).so $(BUILD)/$(m)/bin/mpilens-check $(BUILD)/$(m)/bin/mpilens-mpit) \
          $(BUILD)/lib/libmpilens-annotate.so $(BUILD)/lib/libmpilens-memory.so $(BUILD)/bin/mpilens-merge
 
 $(BUILD)/%/gen/wrappers_c.c: $(GEN_INPUT) $(VENV)/.ready $(RUNDIR_H)
 	@mkdir -p $(dir $@)
-	$(VENV)/bin/python runtime/gen/generate.py --mpi $* --cc mpicc.$* --spec runtime/spec --out $(dir $@)
+	$(VENV)/bin/python runtime/gen/generate.py --mpi $* --cc $(CC_$*) --spec runtime/spec --out $(dir $@)
 
 # The runtime links no MPI library (runtime/gen/binding.py): every PMPI function and mpi.h variable
 # is reached through ml_pmpi.h's pointers, bound to the MPI the process loaded. --as-needed drops
@@ -94,27 +102,27 @@ lib_objects = $(patsubst runtime/src/%.c,$(BUILD)/$(1)/obj/%.o,$(LIB_SRC)) $(for
 define runtime_rules
 $(BUILD)/$(1)/obj/%.o: runtime/src/%.c $(RUNTIME_HDR) $(RUNDIR_H) $(BUILD)/$(1)/gen/wrappers_c.c
 	@mkdir -p $$(dir $$@)
-	mpicc.$(1) $(CFLAGS) $(LIB_CFLAGS) -include $(BUILD)/$(1)/gen/ml_pmpi.h -Iruntime/src -Iruntime/include \
+	$(CC_$(1)) $(CFLAGS) $(LIB_CFLAGS) -include $(BUILD)/$(1)/gen/ml_pmpi.h -Iruntime/src -Iruntime/include \
 	  -I$(BUILD)/$(1)/gen -I$(BUILD)/gen -c -o $$@ $$<
 $(BUILD)/$(1)/obj/gen-%.o: $(BUILD)/$(1)/gen/wrappers_c.c $(RUNTIME_HDR) $(RUNDIR_H)
 	@mkdir -p $$(dir $$@)
-	mpicc.$(1) $(CFLAGS) $(LIB_CFLAGS) -include $(BUILD)/$(1)/gen/ml_pmpi.h -Iruntime/src -Iruntime/include \
+	$(CC_$(1)) $(CFLAGS) $(LIB_CFLAGS) -include $(BUILD)/$(1)/gen/ml_pmpi.h -Iruntime/src -Iruntime/include \
 	  -I$(BUILD)/$(1)/gen -I$(BUILD)/gen -c -o $$@ $(BUILD)/$(1)/gen/$$*.c
 $(BUILD)/lib/libmpilens-$(1).so: $(call lib_objects,$(1))
 	@mkdir -p $$(dir $$@)
-	mpicc.$(1) -shared -Wl,--as-needed -o $$@ $$^ -ldl -lpthread -lm
+	$(CC_$(1)) -shared -Wl,--as-needed -o $$@ $$^ -ldl -lpthread -lm
 endef
-$(foreach m,$(MPIS),$(eval $(call runtime_rules,$(m))))
+$(foreach m,$(RUNTIMES),$(eval $(call runtime_rules,$(m))))
 
 $(BUILD)/%/bin/mpilens-check: runtime/src/check.c runtime/src/config.c runtime/src/mpit_common.c runtime/src/mpit_common.h $(BUILD)/%/gen/wrappers_c.c $(RUNDIR_H)
 	@mkdir -p $(dir $@)
-	mpicc.$* $(CFLAGS) -Iruntime/src -I$(BUILD)/$*/gen -I$(BUILD)/gen -o $@ runtime/src/check.c runtime/src/config.c runtime/src/mpit_common.c \
+	$(CC_$*) $(CFLAGS) -Iruntime/src -I$(BUILD)/$*/gen -I$(BUILD)/gen -o $@ runtime/src/check.c runtime/src/config.c runtime/src/mpit_common.c \
 	  $(BUILD)/$*/gen/ml_config_table.c
 
 # mpilens-mpit: lists the MPI_T variables of one MPI as JSON (`mpilens mpit list`)
 $(BUILD)/%/bin/mpilens-mpit: runtime/src/mpit_list.c runtime/src/mpit_common.c runtime/src/mpit_common.h
 	@mkdir -p $(dir $@)
-	mpicc.$* $(CFLAGS) -Iruntime/src -o $@ runtime/src/mpit_list.c runtime/src/mpit_common.c
+	$(CC_$*) $(CFLAGS) -Iruntime/src -o $@ runtime/src/mpit_list.c runtime/src/mpit_common.c
 
 # mpilens-merge: the profile of a partial run or a snapshot, by the merge rank 0 runs at MPI_Finalize
 # (no MPI in it: one program for both MPIs)
@@ -196,7 +204,8 @@ test-runs: all
 # everything
 # (deps first, then the build: in parallel they would race)
 test: deps
-	$(MAKE) all units mpis
+	$(MAKE) mpis
+	$(MAKE) all units
 	$(VENV)/bin/ruff check python tests bench
 	$(VENV)/bin/python -m pytest -q tests
 

@@ -29,6 +29,8 @@ def main() -> int:
         if name not in table:
             raise SystemExit(f"install-mpis: {name} is not in scripts/mpis.toml ({', '.join(table)})")
         spec = table[name]
+        if "installation" in spec:
+            continue  # another entry's MPI, run another way
         prefix = args.dest / name
         want = "\n".join([*spec["packages"], *common, f"no_deps={bool(spec.get('no_deps'))}"]) + "\n"
         stamp = prefix / ".installed"

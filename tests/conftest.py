@@ -39,6 +39,9 @@ MPIS = ["openmpi", "mpich"]
 TIMEOUT = 300
 # the matrix beyond Debian's two MPIs (scripts/mpis.toml, installed under build/mpis by `make mpis`)
 MATRIX = {k: v for k, v in tomllib.loads((ROOT / "scripts" / "mpis.toml").read_text()).items() if k != "common"}
+for _spec in MATRIX.values():  # an entry running another's installation has its packages
+    if "installation" in _spec:
+        _spec["packages"] = MATRIX[_spec["installation"]]["packages"]
 
 sys.path.insert(0, str(ROOT / "python"))
 from mpilens import _layout, rundir  # noqa: E402
@@ -57,7 +60,7 @@ def job_env(**extra: str) -> dict[str, str]:
 
 def matrix_prefix(mpi: str) -> Path:
     """Where an MPI of the matrix is installed; fails the test when `make mpis` did not run."""
-    prefix = BUILD / "mpis" / mpi
+    prefix = BUILD / "mpis" / MATRIX[mpi].get("installation", mpi)
     if not (prefix / ".installed").exists():
         pytest.fail(f"{mpi} ({MATRIX[mpi]['title']}) is not installed under {prefix}: run `make mpis`")
     return prefix
@@ -101,7 +104,8 @@ def matrix_example(mpi: str, name: str, exe: Path) -> Path:
         if exe.exists() and exe.stat().st_mtime >= max(src.stat().st_mtime, annotate.stat().st_mtime):
             return exe
         exe.parent.mkdir(parents=True, exist_ok=True)
-        cmd = [str(matrix_prefix(mpi) / "bin" / "mpicc"), "-std=c11", "-O2", "-g", "-Wall", "-Wno-stringop-overflow",
+        cc = MATRIX[mpi].get("cc", str(matrix_prefix(mpi) / "bin" / "mpicc")).replace("{mpis}", str(BUILD / "mpis"))
+        cmd = [cc, "-std=c11", "-O2", "-g", "-Wall", "-Wno-stringop-overflow",
                "-fopenmp", f"-I{ROOT / 'runtime' / 'include'}", "-o", str(exe), str(src), f"-L{annotate.parent}",
                f"-Wl,-rpath,{annotate.parent}", "-lmpilens-annotate", "-lpthread", "-lm"]
         p = subprocess.run(cmd, env=matrix_env(mpi), capture_output=True, text=True)

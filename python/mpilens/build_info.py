@@ -6,7 +6,9 @@ from pathlib import Path
 
 from .errors import LaunchError
 
-MPI_FLAVORS = ("openmpi", "mpich")
+# the runtimes: one per ABI family (Open MPI's, MPICH's, which Intel MPI, MVAPICH and Cray MPICH
+# share) and the MPI-5 standard ABI (a program linking libmpi_abi, on any MPI that provides it)
+MPI_FLAVORS = ("openmpi", "mpich", "abi")
 
 
 def build_dir() -> Path:

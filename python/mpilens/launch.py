@@ -95,7 +95,10 @@ def find_program(args: list[str]) -> str | None:
 
 
 def library_flavor(lib: str) -> str | None:
-    """Return openmpi or mpich for an MPI shared library, from the symbols it defines."""
+    """Return openmpi, mpich or abi (the MPI-5 standard ABI) for an MPI shared library, from its
+    name (the standard names it libmpi_abi) or the symbols it defines."""
+    if os.path.basename(lib).startswith("libmpi_abi.so"):
+        return "abi"
     nm = shutil.which("nm")
     if nm is None:
         return None
@@ -210,7 +213,7 @@ def plan_run(command: list[str], mpi: str | None, outdir: Path | None, settings:
         raise ConfigError(f"--mpi {mpi}: not one of {', '.join(MPI_FLAVORS)}")
     if flavor is not None and flavor != mpi:
         notes.append(f"{program} links {flavor} but --mpi {mpi} was given")
-    if kind in MPI_FLAVORS and kind != mpi:
+    if kind in MPI_FLAVORS and kind != mpi and mpi != "abi":  # any launcher may start a standard-ABI program
         notes.append(f"the launcher is {kind}'s but the program uses {mpi}: the job may not start")
 
     for name in ("MPILENS_OUTPUT", "MPILENS_COMMAND"):

@@ -164,7 +164,10 @@ def excluded(name: str, excludes: list) -> str | None:
 
 # ------------------------------------------------------------------------------------- MPI
 def fortran_symbols(cc: str, mpi: str) -> set[str]:
-    """Return the lowercase names of the Fortran PMPI entry points the MPI's Fortran library has."""
+    """Return the lowercase names of the Fortran PMPI entry points the MPI's Fortran library has
+    (none for the standard ABI: its Fortran bindings are not part of it)."""
+    if mpi == "abi":
+        return set()
     flag = "-showme" if mpi == "openmpi" else "-show"
     out = subprocess.run([cc, flag], capture_output=True, text=True, check=True).stdout
     dirs = re.findall(r"-L(\S+)", out)
@@ -191,6 +194,8 @@ def f08_symbols(cc: str, mpi: str) -> dict[str, tuple[str, str]]:
     mpi_xxx_f08_large_ call PMPI_* directly: wrapped (the real one: the next definition of the same
     name); the procedures with choice buffers, mpi_xxx_f08ts_[large_], call the C MPI_xxx[_c]
     functions, which the C wrappers measure: not wrapped (a second count would be a nested call)."""
+    if mpi == "abi":
+        return {}
     flag = "-showme" if mpi == "openmpi" else "-show"
     out = subprocess.run([cc, flag], capture_output=True, text=True, check=True).stdout
     dirs = re.findall(r"-L(\S+)", out) + ["/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib"]
@@ -792,7 +797,7 @@ def config_code(path: Path) -> tuple[str, str]:
 # ------------------------------------------------------------------------------------- main
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--mpi", required=True, choices=["openmpi", "mpich"])
+    ap.add_argument("--mpi", required=True, choices=["openmpi", "mpich", "abi"])
     ap.add_argument("--cc", required=True, help="the MPI's C compiler wrapper (mpicc.openmpi, ...)")
     ap.add_argument("--spec", required=True, type=Path, help="runtime/spec")
     ap.add_argument("--out", required=True, type=Path)

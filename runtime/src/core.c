@@ -282,12 +282,16 @@ void ml_scratch_grow(ml_thread_t *t, size_t n)
     free(t->scratch_req);
     free(t->scratch_claim);
     free(t->scratch_status);
+#if ML_FORTRAN
     free(t->scratch_fstatus);
+#endif
     free(t->scratch_types);
     t->scratch_req = malloc(cap * sizeof *t->scratch_req);
     t->scratch_claim = malloc(cap * sizeof *t->scratch_claim);
     t->scratch_status = malloc(cap * sizeof *t->scratch_status);
+#if ML_FORTRAN
     t->scratch_fstatus = malloc(cap * 32 * sizeof *t->scratch_fstatus);
+#endif
     t->scratch_types = malloc(cap * sizeof *t->scratch_types);
     t->scratch_cap = cap;
 }

@@ -11,6 +11,8 @@
 #include "ml_memory.h"
 #include "ml_trace.h"
 
+#if ML_FORTRAN /* not with the standard ABI (ml.h) */
+
 void *ml_fortran_resolve(const char *name)
 {
     char sym[128];
@@ -583,3 +585,5 @@ static void cancel(const binding_t *b, void **cache, MPI_Fint *request, MPI_Fint
     ml_finish(t, ML_FN_MPI_Cancel, t0, t1, 1);
 }
 BOTH(cancel, mpi_cancel, MPI_CANCEL, (MPI_Fint *request, MPI_Fint *ierr), request, ierr)
+
+#endif /* ML_FORTRAN */

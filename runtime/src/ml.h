@@ -29,6 +29,17 @@
 #include "ml_config.h"
 #include "ml_functions.h"
 #include "ml_rundir.h" /* the run directory's layouts, generated from runtime/spec/rundir.yaml */
+
+/* The MPI-5 standard ABI's C header has no Fortran interoperability (no MPI_Fint, no f2c
+ * functions: Fortran bindings sit on the ABI, not in it), so a runtime built with it wraps the C
+ * functions only. */
+#if defined(MPI_ABI_VERSION) && MPI_ABI_VERSION >= 1
+#define ML_STANDARD_ABI 1
+#define ML_FORTRAN 0
+#else
+#define ML_STANDARD_ABI 0
+#define ML_FORTRAN 1
+#endif
 #include "ml_trace.h"
 
 #define ML_LIKELY(x) __builtin_expect(!!(x), 1)
@@ -189,7 +200,9 @@ typedef struct ml_thread {
     MPI_Request *scratch_req;
     struct ml_claim *scratch_claim;
     MPI_Status *scratch_status;
+#if ML_FORTRAN
     MPI_Fint *scratch_fstatus;
+#endif
     MPI_Datatype *scratch_types;
     /* who is shown each MPI call besides the profile: ML_OBS_* bits (runtime/src/observe.c) */
     uint32_t observe;

@@ -6,6 +6,7 @@
 
 #include "ml.h"
 
+#if ML_FORTRAN /* not with the standard ABI (ml.h) */
 _Static_assert(sizeof(MPI_Fint) == sizeof(int), "mpilens assumes a Fortran INTEGER is a C int");
 
 #ifdef MPI_F_STATUS_SIZE
@@ -48,5 +49,7 @@ void ml_f08_status_f2c(const void *f, MPI_Status *c);
     __typeof__(impl) lower##__ __attribute__((alias(#impl), visibility("default")));         \
     __typeof__(impl) lower __attribute__((alias(#impl), visibility("default")));             \
     __typeof__(impl) upper __attribute__((alias(#impl), visibility("default")));
+
+#endif /* ML_FORTRAN */
 
 #endif

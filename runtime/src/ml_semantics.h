@@ -103,6 +103,7 @@ static inline int64_t ml_sumw_c(const MPI_Count *counts, const MPI_Datatype *typ
     return s;
 }
 
+#if ML_FORTRAN
 /* Fortran: datatypes are Fortran handles. */
 static inline int64_t ml_sumw_f(const int *counts, const MPI_Fint *types, int n)
 {
@@ -111,6 +112,7 @@ static inline int64_t ml_sumw_f(const int *counts, const MPI_Fint *types, int n)
         if (counts[i] != 0) s += (int64_t)counts[i] * ml_type_size(PMPI_Type_f2c(types[i]));
     return s;
 }
+#endif
 
 static inline const ml_comm_t *ml_c(MPI_Comm comm)
 {
@@ -155,11 +157,13 @@ static inline int64_t ml_nsumw_c(const MPI_Count *counts, const MPI_Datatype *ty
 {
     ML_NSUM_BODY(ml_type_size(types[i]))
 }
+#if ML_FORTRAN
 /* Fortran: datatypes are Fortran handles. */
 static inline int64_t ml_nsumw_f(const int *counts, const MPI_Fint *types, MPI_Comm comm, int out)
 {
     ML_NSUM_BODY(ml_type_size(PMPI_Type_f2c(types[i])))
 }
+#endif
 
 #define TSIZE(dt) ml_type_size(dt)
 #define NPEERS(comm) (ml_c(comm)->is_inter ? ml_c(comm)->remote_size : ml_c(comm)->size)

@@ -475,7 +475,7 @@ static void eager_limits(void)
         if (read_cvar_int("btl_tcp_eager_limit", &S.eager_net) == 0)
             snprintf(S.eager_src_net, sizeof S.eager_src_net, "btl_tcp_eager_limit");
     }
-#elif defined(MPICH)
+#elif defined(MPICH) || ML_STANDARD_ABI /* the standard ABI's libraries today: MPICH's and Intel MPI's */
     snprintf(S.pml, sizeof S.pml, "%s", "ch4");
     int64_t v;
     if (read_cvar_int("MPIR_CVAR_CH4_SHM_POSIX_IQUEUE_CELL_SIZE", &v) == 0 && v > 0) {
@@ -516,7 +516,7 @@ static const struct wanted {
     {"runtime_spc_OMPI_SPC_BYTES_RECEIVED_USER", MPI_T_PVAR_CLASS_SIZE, 0},
     {"runtime_spc_OMPI_SPC_BYTES_SENT_MPI", MPI_T_PVAR_CLASS_SIZE, 0},
     {"runtime_spc_OMPI_SPC_BYTES_RECEIVED_MPI", MPI_T_PVAR_CLASS_SIZE, 0},
-#elif defined(MPICH)
+#elif defined(MPICH) || ML_STANDARD_ABI
     {"unexpected_recvq_length", MPI_T_PVAR_CLASS_LEVEL, 0},
     {"posted_recvq_length", MPI_T_PVAR_CLASS_LEVEL, 0},
     {"unexpected_recvq_match_attempts", MPI_T_PVAR_CLASS_COUNTER, 0},
