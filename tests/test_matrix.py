@@ -180,6 +180,45 @@ def test_mpi4py_binds_to_the_venvs_mpi(mpi, tmp_path):
     assert recv["bytes_recv"] == [0, 6 * 3000]
 
 
+# mpi4py's tests of communication: point-to-point, collectives (blocking, nonblocking, persistent,
+# neighbourhood), RMA, requests, statuses, partitioned, datatypes, pickled messages
+MPI4PY_SUITE = r"test_(p2p|cco|rma|request|status|msgspec|comm|datatype|pack|persist|part|util_pkl5)"
+
+
+def unittest_result(out: str) -> tuple[str, str]:
+    """("Ran N tests", "OK (skipped=K)" or "FAILED (...)") of unittest's summary, the same on each rank."""
+    ran = set(re.findall(r"^(Ran \d+ tests?) in", out, re.M))
+    verdict = set(re.findall(r"^((?:OK|FAILED)\b.*)$", out, re.M))
+    assert len(ran) == 1 and len(verdict) == 1, out[-3000:]
+    return ran.pop(), verdict.pop()
+
+
+@pytest.mark.apps
+@pytest.mark.matrix
+@pytest.mark.parametrize("mpi", ["openmpi5", "mpich5"])
+def test_mpi4py_own_tests_pass_under_mpilens(mpi, tmp_path):
+    """mpi4py's own test suite of communication (1300 tests on 2 ranks, from its source distribution)
+    gives under mpilens what it gives without: as many tests run, as many skipped (mpi4py skips what
+    its MPI lacks, found with weak symbols: the runtime's wrappers of functions newer than its
+    header must not make it think otherwise), none failing; and the run is measured."""
+    suite = BUILD / "mpis" / "mpi4py-tests"
+    if not (suite / "runtests.py").exists():
+        pytest.fail(f"{suite} is missing: run `make mpis`")
+    argv = [*launcher(mpi, 2), str(matrix_prefix(mpi) / "bin" / "python"), str(suite / "runtests.py"), "-q",
+            "-i", MPI4PY_SUITE]
+    plain = subprocess.run(argv, env=matrix_env(mpi), capture_output=True, text=True, timeout=600)
+    assert plain.returncode == 0, plain.stderr[-3000:]
+    ran, verdict = unittest_result(plain.stderr + plain.stdout)
+    assert verdict.startswith("OK"), verdict
+    job = mpilens_run(mpi, argv, tmp_path, timeout=600)
+    assert unittest_result(job.stderr + job.stdout) == (ran, verdict)
+    p = job.profile
+    assert p["nranks"] == 2
+    assert sum(f["calls"][0] for f in p["functions"].values()) > 10000
+    for fn in ("MPI_Win_create", "MPI_Ibcast", "MPI_Sendrecv"):  # or their large-count forms
+        assert sum(f["calls"][0] for name, f in p["functions"].items() if name in (fn, fn + "_c")) > 0, fn
+
+
 @pytest.mark.matrix
 @pytest.mark.parametrize("mpi,cvar,old,new", [
     ("openmpi5", "coll_tuned_priority", "30", "31"),
