@@ -33,7 +33,7 @@ def _err(msg: str) -> None:
 def _setup_run(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", type=Path, help="run directory to create (default: mpilens-<program>-<date>)")
     p.add_argument("--mode", help="what to measure, comma separated (default: profile)")
-    p.add_argument("--mpi", choices=["openmpi", "mpich"], help="MPI of the program (default: detected with ldd)")
+    p.add_argument("--mpi", choices=["openmpi", "mpich", "abi"], help="MPI of the program (default: detected with ldd)")
     p.add_argument("--set", action="append", default=[], metavar="MPILENS_NAME=VALUE",
                    help="a runtime setting (see `mpilens config`); repeatable")
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- LAUNCHER ARGS... (or the program itself)")
