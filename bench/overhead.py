@@ -38,6 +38,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,7 +47,21 @@ ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench"
 PROGRAMS = ("pingpong", "msgrate")
 SIZES = (8, 1024, 65536)
-MPI_NAMES = {"openmpi": "Open MPI", "mpich": "MPICH"}
+# Debian's two MPIs, and the test matrix's (scripts/mpis.toml: `make mpis` installs them)
+MATRIX = {k: v for k, v in tomllib.loads((ROOT / "scripts" / "mpis.toml").read_text()).items() if k != "common"}
+MPI_NAMES = {"openmpi": "Open MPI", "mpich": "MPICH", **{k: v["title"] for k, v in MATRIX.items()}}
+
+
+def family(mpi: str) -> str:
+    """The runtime that serves an MPI: openmpi, mpich or abi."""
+    return MATRIX[mpi]["family"] if mpi in MATRIX else mpi
+
+
+def matrix_prefix(mpi: str) -> Path:
+    prefix = ROOT / "build" / "mpis" / MATRIX[mpi].get("installation", mpi)
+    if not (prefix / ".installed").exists():
+        raise BenchError(f"{mpi} is not installed under {prefix}: run `make mpis`")
+    return prefix
 MODES = ("profile", "trace")
 
 
@@ -99,7 +114,7 @@ def copy_runtimes(mpi: str, libs: dict[str, Path], tmp: Path) -> dict[str, Path]
     benchmark cannot change what it measures."""
     copies = {}
     for name, d in libs.items():
-        src = d / f"libmpilens-{mpi}.so"
+        src = d / f"libmpilens-{family(mpi)}.so"
         if not src.is_file():
             raise BenchError(f"{src} is missing")
         (tmp / name).mkdir()
@@ -158,28 +173,43 @@ def log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-def base_env() -> dict[str, str]:
+def base_env(mpi: str | None = None) -> dict[str, str]:
+    """The environment of a run; for an MPI of the matrix, with its bin/ first on PATH and its own
+    settings (scripts/mpis.toml)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("MPILENS_") and k != "LD_PRELOAD"}
     env["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
     env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
     env["LC_ALL"] = "C"
+    if mpi in MATRIX:
+        prefix = matrix_prefix(mpi)
+        env.update({k: v.replace("{prefix}", str(prefix)) for k, v in MATRIX[mpi].get("env", {}).items()})
+        env["PATH"] = f"{prefix / 'bin'}:{env.get('PATH', '')}"
     return env
+
+
+def mpi_cc(mpi: str) -> str:
+    """The MPI's C compiler wrapper."""
+    if mpi in MATRIX:
+        return MATRIX[mpi].get("cc", str(matrix_prefix(mpi) / "bin" / "mpicc")).replace(
+            "{mpis}", str(ROOT / "build" / "mpis"))
+    cc = shutil.which(f"mpicc.{mpi}")
+    if cc is None:
+        raise BenchError(f"mpicc.{mpi} not found: `make deps` installs the MPI packages")
+    return cc
 
 
 def compile_program(mpi: str, prog: str, flags: tuple[str, ...] = (), name: str | None = None) -> Path:
     """Compile bench/<prog>.c with the MPI's compiler wrapper into build/bench/<mpi>/<name or prog>,
     with extra flags (a preloadable shim: -shared -fPIC)."""
-    cc = shutil.which(f"mpicc.{mpi}")
-    if cc is None:
-        raise BenchError(f"mpicc.{mpi} not found: `make deps` installs the MPI packages")
+    cc = mpi_cc(mpi)
     out = ROOT / "build" / "bench" / mpi
     out.mkdir(parents=True, exist_ok=True)
     src, exe = BENCH / f"{prog}.c", out / (name or prog)
     # -Wno-stringop-overflow: GCC's false positive on MPICH's MPI_STATUSES_IGNORE
     cmd = [cc, "-O2", "-g", "-std=c11", "-Wall", "-Wno-stringop-overflow", *flags, "-o", str(exe), str(src)]
-    r = subprocess.run(cmd, capture_output=True, text=True, env=base_env())
+    r = subprocess.run(cmd, capture_output=True, text=True, env=base_env(mpi))
     if r.returncode != 0:
-        raise BenchError(f"compiling {src.name} with mpicc.{mpi} failed:\n{r.stderr}")
+        raise BenchError(f"compiling {src.name} with {cc} failed:\n{r.stderr}")
     return exe
 
 
@@ -190,6 +220,14 @@ def compile_programs(mpi: str) -> Path:
 
 
 def launcher(mpi: str, bind: str) -> list[str]:
+    if mpi in MATRIX:
+        argv = [a.replace("{np}", "2") for a in MATRIX[mpi]["launcher"]]
+        argv[0] = str(matrix_prefix(mpi) / "bin" / argv[0])
+        if family(mpi) == "openmpi" and (os.cpu_count() or 1) >= 2:
+            argv = [a for a in argv if a not in ("--oversubscribe",)]
+            i = argv.index("--bind-to")
+            argv[i + 1] = bind
+        return argv
     if mpi == "openmpi":
         cmd = ["mpirun.openmpi", "-np", "2", "--bind-to", bind]
         if (os.cpu_count() or 1) < 2:
@@ -205,7 +243,7 @@ def tool_env_args(mpi: str, lib: Path, outdir: Path, mode: str, settings: dict[s
     pairs = [("LD_PRELOAD", preload), ("MPILENS_OUTPUT", str(outdir)), ("MPILENS_MODE", mode), *settings.items()]
     args: list[str] = []
     for k, v in pairs:
-        args += ["-x", f"{k}={v}"] if mpi == "openmpi" else ["-genv", k, v]
+        args += ["-x", f"{k}={v}"] if family(mpi) == "openmpi" else ["-genv", k, v]
     return args
 
 
@@ -223,7 +261,7 @@ def run_once(mpi: str, prog: str, exe_dir: Path, prog_args: list[str], bind: str
         cmd += tool_env_args(mpi, lib, outdir, mode, settings or {})
     cmd += [str(exe_dir / prog), *prog_args]
     try:
-        r = subprocess.run(cmd, capture_output=True, text=True, env=base_env(), timeout=timeout, cwd=tmp)
+        r = subprocess.run(cmd, capture_output=True, text=True, env=base_env(mpi), timeout=timeout, cwd=tmp)
     except subprocess.TimeoutExpired:
         raise BenchError(f"timed out after {timeout:.0f} s: {' '.join(cmd)}") from None
     if r.returncode != 0:

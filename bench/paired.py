@@ -277,7 +277,7 @@ def run(mpi: str, exe: Path, lib: Path, kind: str, pairs: int, seed: int, mode: 
     cmd += [str(exe), kind, str(pairs), "1", str(seed)]
     what = " ".join(cmd)
     try:
-        r = subprocess.run(cmd, capture_output=True, text=True, env=base_env(), timeout=600, cwd=outdir.parent)
+        r = subprocess.run(cmd, capture_output=True, text=True, env=base_env(mpi), timeout=600, cwd=outdir.parent)
     except subprocess.TimeoutExpired:
         raise BenchError(f"timed out: {what}") from None
     if r.returncode != 0:
