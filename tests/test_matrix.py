@@ -87,10 +87,13 @@ PROBED = ["MPI_Isendrecv", "MPI_Send_c", "MPI_Status_get_source"]
 def test_weak_probes_see_what_the_mpi_has(mpi, tmp_path):
     """A program probing for functions with weak references (mpi4py's wheels do, for everything
     newer than MPI-3.1) sees under mpilens exactly what its MPI library defines, also for functions
-    newer than the header the runtime was built with; those its MPI has are measured."""
+    newer than the header the runtime was built with; those its MPI has are measured where the
+    runtime wraps them, and named as calls past mpilens where it does not."""
     exe = str(example(mpi, "weak_probe"))
     lib = loaded_library(exe, env_of(mpi))
     has = {f: library_defines(lib, "P" + f) for f in PROBED}
+    runtime = str(BUILD / "lib" / f"libmpilens-{MATRIX[mpi]['family'] if mpi in MATRIX else mpi}.so")
+    wraps = {f: library_defines(runtime, f) for f in PROBED}
     plain = subprocess.run([*launcher(mpi, 2), exe], capture_output=True, text=True, timeout=120,
                            env=matrix_env(mpi) if mpi in MATRIX else job_env())
     assert plain.returncode == 0, plain.stderr
@@ -102,16 +105,18 @@ def test_weak_probes_see_what_the_mpi_has(mpi, tmp_path):
             assert dict(kv.split("=") for kv in line.group(1).split()) == {f: str(int(h)) for f, h in has.items()}
         assert "weak_probe: source 0" in out
     p = job.profile
+    past = {u["name"] for u in job.load().unmeasured}
+    for f in PROBED:
+        if not has[f] or not wraps[f]:
+            assert f not in p["functions"], f
+        assert (f in past) == (has[f] and not wraps[f]), (f, past)
     if has["MPI_Isendrecv"]:
         assert p["functions"]["MPI_Isendrecv"]["calls"] == [1, 1]
         assert p["functions"]["MPI_Isendrecv"]["bytes_sent"] == [100, 200]
     send = "MPI_Send_c" if has["MPI_Send_c"] else "MPI_Send"
     assert p["functions"][send]["bytes_sent"] == [24, 0]
-    if has["MPI_Status_get_source"]:
+    if has["MPI_Status_get_source"] and wraps["MPI_Status_get_source"]:
         assert p["functions"]["MPI_Status_get_source"]["calls"] == [0, 1]
-    for f, h in has.items():
-        if not h:
-            assert f not in p["functions"], f
 
 
 @pytest.mark.parametrize("mpi", matrix_params())
@@ -178,6 +183,42 @@ def test_mpi4py_binds_to_the_venvs_mpi(mpi, tmp_path):
     recv = p["functions"].get("MPI_Recv") or p["functions"]["MPI_Recv_c"]
     assert send["bytes_sent"] == [6 * 3000, 0]
     assert recv["bytes_recv"] == [0, 6 * 3000]
+
+
+FORTRAN_RING = """
+program fring
+  implicit none
+  include 'mpif.h'
+  integer :: ierr, rank, total
+  call MPI_Init(ierr)
+  call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
+  call MPI_Allreduce(rank, total, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, ierr)
+  if (rank == 0) print '(a,i0)', 'fring sum ', total
+  call MPI_Finalize(ierr)
+end program
+"""
+
+
+@pytest.mark.matrix
+def test_intel_fortran_runs_quietly_and_measured(tmp_path):
+    """Intel MPI's Fortran library is bound at load time (BIND_NOW) and calls the MPI_ C functions:
+    a Fortran program built with its mpif90 (mpif.h) runs under mpilens without a word from the
+    dynamic linker (an ifunc among the runtime's exports would make glibc print a "Relink" line per
+    function), and its calls are measured."""
+    src = tmp_path / "fring.f90"
+    src.write_text(FORTRAN_RING)
+    exe = tmp_path / "fring"
+    env = matrix_env("impi")
+    fortran = subprocess.run([str(matrix_prefix("impi") / "bin" / "mpif90"), "-o", str(exe), str(src)], env=env,
+                             capture_output=True, text=True)
+    assert fortran.returncode == 0, fortran.stderr
+    dyn = subprocess.run(["readelf", "-d", str(loaded_library(str(exe), env).replace("libmpi.so", "libmpifort.so"))],
+                         capture_output=True, text=True).stdout
+    assert "NOW" in dyn, "Intel MPI's Fortran library is no longer bound at load time: this test tests nothing"
+    job = mpilens_run("impi", [*launcher("impi", 2), str(exe)], tmp_path)
+    assert "fring sum 1" in job.stdout
+    assert "Relink" not in job.stderr and "IFUNC" not in job.stderr, job.stderr
+    assert job.profile["functions"]["MPI_Allreduce"]["calls"] == [1, 1]
 
 
 # mpi4py's tests of communication: point-to-point, collectives (blocking, nonblocking, persistent,

@@ -112,14 +112,21 @@ def find(program: str, runtime: str, mpi: str, build_dir: Path | None) -> dict[s
     """The imports.json document for a program run with the runtime library `runtime`."""
     ours = exported(runtime)
     excluded = _excluded(build_dir, mpi)
-    objects = []
+    users, mpi_defines = [], set()
     for path in [program, *_dependencies(program)]:
         syms = _dyn_symbols(path)
         if syms is None:
             continue
-        if path != program and any(defined and MPI_NAME.match(n) for n, _, defined in syms):
-            continue  # a library of the MPI itself
-        calls = sorted({n for n, obj, defined in syms if not defined and not obj and MPI_NAME.match(n)})
+        defines = {n for n, _, defined in syms if defined and MPI_NAME.match(n)}
+        if path != program and defines:
+            mpi_defines |= defines  # a library of the MPI itself
+        else:
+            users.append((path, syms))
+    objects = []
+    for path, syms in users:
+        # a weak reference to a function the MPI lacks (a probe: mpi4py's, weak_probe.c) is no call
+        calls = sorted({n for n, obj, defined in syms if not defined and not obj and MPI_NAME.match(n)
+                        and (not mpi_defines or n in mpi_defines or n in ours)})
         if not calls:
             continue
         unmeasured, by_design = [], []

@@ -8,6 +8,15 @@ and wrapped like the others; its wrapper is exported only where the running MPI 
 handle is a pointer to an incomplete struct in Open MPI and an int in MPICH, an enumeration an int,
 a callback type the standard's typedef. The compiler says which types the header lacks and which
 declarations still do not compile (those functions are not wrapped, and wrapped.txt says why).
+
+Only for the Open MPI family (FAMILIES). A declared wrapper must be an ifunc, absent where the
+running MPI lacks the function (a program probing for it with a weak reference must see the truth),
+and an ifunc may only be bound by objects relocated after the runtime: glibc prints "Relink ... for
+IFUNC symbol" on every run otherwise. Open MPI's own libraries call PMPI_ functions, never MPI_
+ones; the MPICH family's Fortran library calls the MPI_ C functions and Intel MPI binds it at load
+time (BIND_NOW), so every Fortran program of Intel MPI would print one such line per declared
+function. There the functions newer than the header stay unwrapped, and `mpilens run` names any
+the program calls (python/mpilens/imports.py).
 """
 
 from __future__ import annotations
@@ -20,6 +29,8 @@ from dataclasses import dataclass, field
 import cheader
 import standard
 
+# the runtimes whose header's missing functions are declared (see above)
+FAMILIES = {"openmpi"}
 # handle types of MPI-4.0 and later that an older header may lack
 HANDLE_TYPES = {"MPI_Session", "MPI_T_event_registration", "MPI_T_event_instance"}
 ENUM_TYPES = {"MPI_T_cb_safety", "MPI_T_source_order"}

@@ -806,9 +806,10 @@ def main() -> int:
     functions = standard.load()
     entries, classes, excludes = load_semantics(args.spec / "semantics.yaml", functions)
     protos, macros, preprocessed = cheader.read_header(args.cc)
-    # what this header lacks is declared from the standard (an older mpi.h than the MPI a job runs)
+    # what this header lacks is declared from the standard (an older mpi.h than the MPI a job runs),
+    # for the families whose declared wrappers can be ifuncs (declare.py)
     newer = [f for f in functions if f.name not in protos and f.name not in macros and "P" + f.name not in macros
-             and not excluded(f.name, excludes)]
+             and not excluded(f.name, excludes)] if args.mpi in declare.FAMILIES else []
     declared = declare.from_standard(args.cc, args.mpi, newer)
     protos = {**protos, **declared.protos}
     fsyms = fortran_symbols(args.cc, args.mpi)
