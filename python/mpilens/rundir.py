@@ -77,7 +77,7 @@ class Run:
             return [{"name": str(u["name"]), "object": str(o["path"]), "why": str(u["why"])}
                     for o in doc["objects"] for u in o["unmeasured"]]
         except (KeyError, TypeError):
-            self.problems.append(f"{layout.imports_file(self.path).name} is not an mpilens.imports/1 document")
+            self.problems.append(f"{layout.imports_file(self.path).name} is not an {_layout.SCHEMA_IMPORTS} document")
             return []
 
     @functools.cached_property
