@@ -244,9 +244,12 @@ def _fast_tier_guard():
         subprocess.Popen.__init__ = original
 
 
-def matrix_params() -> list:
-    """Debian's two MPIs, then the matrix's (marked `matrix`): for the tests that run on every MPI."""
-    return [*MPIS, *(pytest.param(m, marks=pytest.mark.matrix) for m in MATRIX)]
+def matrix_params(every: bool = False) -> list:
+    """Debian's two MPIs, then the matrix's (marked `matrix`): for the tests that run on every MPI.
+    An entry marked `portability` (the same binaries as another, on another library) only when
+    `every` (tests/test_matrix.py), not in the longer suites."""
+    return [*MPIS, *(pytest.param(m, marks=pytest.mark.matrix) for m in MATRIX
+                     if every or not MATRIX[m].get("portability"))]
 
 
 @pytest.fixture(params=MPIS)

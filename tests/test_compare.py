@@ -165,7 +165,7 @@ def job(mpi: str, np: int, *argv: str) -> str:
 @pytest.mark.mpi
 def test_alltoall_vs_pairwise(tmp_path):
     """The acceptance: two variants of examples/c/exchange.c that differ only in the "exchange"
-    region (one MPI_Alltoall against one MPI_Sendrecv per int), 12 interleaved runs each. The tree
+    region (one MPI_Alltoall against one MPI_Sendrecv per int), 8 interleaved runs each. The tree
     must point at that region and those functions.
 
     The difference is made far larger than what a busy machine does to a run: the pairwise variant
@@ -176,7 +176,7 @@ def test_alltoall_vs_pairwise(tmp_path):
     minutes). That the unchanged regions do not differ is a statement about noise, true 95 or 99
     times in 100 by construction: it is checked on data with a known effect
     (test_tree_on_hand_made_profiles), not here."""
-    n, steps, compute_us, ints, extra_us = 12, 20, 1000, 1024, 20000
+    n, steps, compute_us, ints, extra_us = 8, 20, 1000, 1024, 20000
     exe = str(example("openmpi", "exchange"))
     out = tmp_path / "ab"
     variant = [str(steps), str(compute_us), str(ints), str(extra_us)]
