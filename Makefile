@@ -17,8 +17,11 @@ CC_mpich := mpicc.mpich
 CC_abi := $(MPICC_ABI)
 VERSION := $(shell cat VERSION)
 NPROC := $(shell nproc)
-# every build in parallel (the runtime's generated wrappers are most of it)
+# every build in parallel (the runtime's generated wrappers are most of it), unless the command line
+# or a parent make chose
+ifeq ($(filter -j%,$(MAKEFLAGS))$(findstring jobserver,$(MAKEFLAGS)),)
 MAKEFLAGS += -j$(NPROC)
+endif
 
 CFLAGS := -std=c11 -D_GNU_SOURCE -O2 -g -fPIC -fvisibility=hidden -Wall -Wextra -Wno-unused-parameter \
           -DML_VERSION='"$(VERSION)"'
