@@ -17,9 +17,9 @@ CC_mpich := mpicc.mpich
 CC_abi := $(MPICC_ABI)
 VERSION := $(shell cat VERSION)
 NPROC := $(shell nproc)
-# every build in parallel (the runtime's generated wrappers are most of it), unless the command line
-# or a parent make chose
-ifeq ($(filter -j%,$(MAKEFLAGS))$(findstring jobserver,$(MAKEFLAGS)),)
+# every build in parallel (the runtime's generated wrappers are most of it); a sub-make shares the
+# top one's jobs
+ifeq ($(MAKELEVEL),0)
 MAKEFLAGS += -j$(NPROC)
 endif
 
