@@ -79,9 +79,10 @@ int ml_bind_mpi(void)
 
 /* ---- the running MPI's exports, read by the wrappers' ifunc resolvers
  *
- * An exported wrapper is an ifunc (runtime/gen/generate.py): the dynamic linker asks its resolver
- * for its address when a program or library refers to it, and the resolver answers "none" when
- * the MPI in the process lacks the function. A program that probes for a function with a weak
+ * The wrapper of a function the build's header lacks is exported as an ifunc (runtime/gen/declare.py
+ * says for which runtimes): the dynamic linker asks its resolver for its address when a program or
+ * library refers to it, and the resolver answers "none" when the MPI in the process lacks the
+ * function. A program that probes for a function with a weak
  * reference or dlsym (mpi4py does, for everything newer than MPI-3.1) then sees what its MPI has,
  * and a wrapper is never called for a function the MPI cannot do.
  * Resolvers run while the dynamic linker relocates objects: this code calls no function (not even
