@@ -278,3 +278,31 @@ def test_mpit_mode_and_cvars_on_todays_mpis(mpi, cvar, old, new, tmp_path):
     assert (c["old"], c["new"]) == (old, new)
     assert job.profile["functions"]["MPI_Send"]["bytes_sent"] == [10 * 1024, 10 * 1024]
     assert any((job.rundir / "mpit").iterdir())
+
+
+@pytest.mark.matrix
+def test_repeat_and_compare_across_two_mpis(tmp_path):
+    """seeds/002's use case: one program on two MPIs (Debian's Open MPI 4.1 and Open MPI 5.0, each
+    its own build of ring.c), interleaved by `mpilens repeat`; `mpilens compare` names each side by
+    its MPI and version in the text and the HTML report (the versions the MPIs' own mpirun print)."""
+    versions = {}
+    for mpi in ("openmpi", "openmpi5"):
+        out = subprocess.run([launcher(mpi, 1)[0], "--version"], capture_output=True, text=True,
+                             env=env_of(mpi) or job_env()).stdout
+        versions[mpi] = re.search(r"\((?:Open MPI|OpenRTE)\) (\S+)", out).group(1)
+    sides = {side: " ".join([*launcher(mpi, 2), str(example(mpi, "ring"))])
+             for side, mpi in (("a", "openmpi"), ("b", "openmpi5"))}
+    env = job_env()
+    rep = subprocess.run([str(MPILENS), "repeat", "-n", "3", "-o", str(tmp_path / "ab"), "--a", sides["a"],
+                          "--b", sides["b"]], capture_output=True, text=True, env=env, timeout=600)
+    assert rep.returncode == 0, rep.stderr
+    a, b = sorted(map(str, (tmp_path / "ab").glob("a-*"))), sorted(map(str, (tmp_path / "ab").glob("b-*")))
+    assert len(a) == len(b) == 3
+    html = tmp_path / "c.html"
+    cmp = subprocess.run([str(MPILENS), "compare", *a, "--vs", *b, "--html", str(html)], capture_output=True,
+                         text=True, env=env, timeout=300)
+    assert cmp.returncode == 0, cmp.stderr
+    assert re.search(rf"^  A: .*; Open MPI v{re.escape(versions['openmpi'])}$", cmp.stdout, re.M), cmp.stdout
+    assert re.search(rf"^  B: .*; Open MPI v{re.escape(versions['openmpi5'])}$", cmp.stdout, re.M), cmp.stdout
+    page = html.read_text()
+    assert f"Open MPI v{versions['openmpi']}" in page and f"Open MPI v{versions['openmpi5']}" in page
