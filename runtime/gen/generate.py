@@ -538,13 +538,13 @@ def lean_block(f: standard.StdFunction, sem: Semantics, call: str) -> list[str]:
             "    }"]
 
 
-def c_wrapper(f: standard.StdFunction, proto: cheader.CPrototype, sem: Semantics, declared: set[str]) -> str:
+def c_wrapper(f: standard.StdFunction, proto: cheader.CPrototype, sem: Semantics, ifunc: bool) -> str:
     names = [p.name for p in f.params]
     decls = ", ".join(cp.declare(n) for cp, n in zip(proto.params, names)) or "void"
     args = ", ".join(names)
     ret = proto.ret
     call = f"{sem.inner + '_' if sem.inner else 'PMPI_'}{f.name[4:]}({args})"
-    if proto.name in declared:
+    if ifunc:
         # a function this mpi.h lacks (declare.py): the exported MPI_ name is an ifunc whose
         # resolver gives the wrapper only where the running MPI has the function, so that a
         # program probing for it (a weak reference, dlsym) sees what its MPI has
@@ -827,6 +827,7 @@ def main() -> int:
     c_out = [STAMP, *includes, quiet, ""]
     f_out = [STAMP, *includes, '#include "ml_fortran.h"', quiet, ""]
     b.skipped += declared.skipped
+    not_declarable = {n for n, _ in declared.skipped}
     for f in functions:
         sem = semantics_of(f, entries, classes)
         why = excluded(f.name, excludes)
@@ -835,7 +836,7 @@ def main() -> int:
             continue
         proto = protos.get(f.name)
         if proto is None or f.name in macros or "P" + f.name in macros:
-            if not any(n == f.name for n, _ in declared.skipped):
+            if f.name not in not_declarable:
                 b.absent.append(f.name)
             continue
         nstd = sum(1 for p in f.params if p.kind != "VARARGS")
@@ -856,7 +857,7 @@ def main() -> int:
             if f08:
                 b.f08_handwritten.append(f.name)  # runtime/src/fortran.c
             continue
-        c_out.append(c_wrapper(f, proto, sem, set(declared.protos)))
+        c_out.append(c_wrapper(f, proto, sem, ifunc=f.name in declared.protos))
         b.c_generated.append(f.name)
         if f.fortran is not None and not f.fortran_is_function and "p" + f.name.lower() in fsyms:
             f_out.append(f_wrapper(f, proto, sem))
