@@ -306,3 +306,18 @@ def test_repeat_and_compare_across_two_mpis(tmp_path):
     assert re.search(rf"^  B: .*; Open MPI v{re.escape(versions['openmpi5'])}$", cmp.stdout, re.M), cmp.stdout
     page = html.read_text()
     assert f"Open MPI v{versions['openmpi']}" in page and f"Open MPI v{versions['openmpi5']}" in page
+
+
+@pytest.mark.matrix
+def test_a_program_whose_mpi_ldd_cannot_find_is_known_by_its_soname(monkeypatch):
+    """Intel MPI's own IMB-MPI1 has no rpath: outside the MPI's environment ldd finds no libmpi for
+    it, yet it links libmpi.so.12 (readelf), the MPICH ABI's soname, and mpilens says so instead
+    of "does not use MPI"."""
+    from mpilens import launch
+
+    exe = str(matrix_prefix("impi") / "bin" / "IMB-MPI1")
+    dyn = subprocess.run(["readelf", "-d", exe], capture_output=True, text=True, check=True).stdout
+    assert "[libmpi.so.12]" in dyn and "RPATH" not in dyn and "RUNPATH" not in dyn
+    monkeypatch.delenv("LD_LIBRARY_PATH", raising=False)
+    assert "libmpi.so.12 => not found" in subprocess.run(["ldd", exe], capture_output=True, text=True).stdout
+    assert launch.program_mpi(exe) == ("mpich", "links libmpi.so.12 (not found by ldd here)")

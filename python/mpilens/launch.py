@@ -110,6 +110,12 @@ def library_flavor(lib: str) -> str | None:
     return None
 
 
+# the sonames of each ABI's MPI library: Open MPI's since 3.0, the MPICH ABI's (MPICH, Intel MPI,
+# MVAPICH, Cray MPICH), the MPI-5 standard ABI's
+SONAME_FLAVORS = {"libmpi.so.40": "openmpi", "libmpi.so.12": "mpich", "libmpich.so.12": "mpich",
+                  "libmpi_abi.so.1": "abi"}
+
+
 def program_mpi(program: str) -> tuple[str | None, str]:
     """Return (flavor or None, how it was decided) for the MPI library a program links."""
     if not _is_elf(program):
@@ -127,6 +133,11 @@ def program_mpi(program: str) -> tuple[str | None, str]:
             flavor = library_flavor(m.group(2))
             if flavor:
                 return flavor, f"links {m.group(1)}"
+        # linked but not found here: the launcher gives the ranks its library path (Intel MPI's
+        # mpirun does, for programs without an rpath such as its own IMB); the soname says the ABI
+        m = re.match(r"\s*(\S+)\s+=>\s+not found", line)
+        if m and m.group(1) in SONAME_FLAVORS:
+            return SONAME_FLAVORS[m.group(1)], f"links {m.group(1)} (not found by ldd here)"
     return None, "no MPI library"
 
 
