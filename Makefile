@@ -179,13 +179,21 @@ $(foreach m,$(MPIS),$(eval $(call example_rules,$(m))))
 # wrappers, which they do not call) with each MPI's compiler (the handles' shape is the MPI's);
 # with AddressSanitizer and UBSan, at -O1 (-O2 takes minutes with them); tests/test_c_units.py runs them
 UNIT_CFLAGS = $(filter-out -O2,$(CFLAGS)) -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -Itests/c
-UNITS := $(BUILD)/tests/test_merge $(foreach m,$(MPIS),$(BUILD)/$(m)/tests/test_tables)
+UNITS := $(BUILD)/tests/test_merge $(foreach m,$(MPIS),$(BUILD)/$(m)/tests/test_tables) $(BUILD)/openmpi/tests/test_files
 units: $(UNITS)
 
 $(BUILD)/tests/test_merge: tests/c/test_merge.c tests/c/unit.h runtime/src/merge.c runtime/src/merge.h runtime/src/json.c \
                            runtime/src/json.h $(RUNDIR_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(UNIT_CFLAGS) -Iruntime/src -I$(BUILD)/gen -o $@ $< runtime/src/merge.c runtime/src/json.c -lm
+
+# the safe files (files.c): one MPI's build suffices, no handle is involved
+$(BUILD)/%/tests/test_files: tests/c/test_files.c tests/c/unit.h $(BUILD)/%/gen/wrappers_c.c $(LIB_SRC) $(RUNTIME_HDR) \
+                             $(RUNDIR_H)
+	@mkdir -p $(dir $@)
+	mpicc.$* $(UNIT_CFLAGS) $(BIND) -Iruntime/src -Iruntime/include -I$(BUILD)/$*/gen -I$(BUILD)/gen -o $@ $< \
+	  $(LIB_SRC) $(BUILD)/$*/gen/ml_functions.c $(BUILD)/$*/gen/ml_config_table.c $(BUILD)/$*/gen/ml_pmpi.c \
+	  -ldl -lpthread -lm
 
 $(BUILD)/%/tests/test_tables: tests/c/test_tables.c tests/c/unit.h $(BUILD)/%/gen/wrappers_c.c $(LIB_SRC) $(RUNTIME_HDR) \
                               $(RUNDIR_H)

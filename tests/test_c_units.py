@@ -1,5 +1,6 @@
 """The C unit tests of tests/c (built by `make units`, which `make check` and `make test` run first):
-the merge of payloads on a real run's payload files, and the request tables under each MPI."""
+the merge of payloads on a real run's payload files, the request tables under each MPI, and the safe
+files of a run directory with links planted in it."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import pytest
 from conftest import BUILD, MPIS, RUNS
 
 UNITS = {"merge": [BUILD / "tests" / "test_merge", *sorted((RUNS / "aborted-openmpi" / "ranks").glob("rank-*.partial"))],
-         **{f"tables-{m}": [BUILD / m / "tests" / "test_tables"] for m in MPIS}}
+         **{f"tables-{m}": [BUILD / m / "tests" / "test_tables"] for m in MPIS},
+         "files": [BUILD / "openmpi" / "tests" / "test_files"]}
 
 
 @pytest.mark.parametrize("name", sorted(UNITS))

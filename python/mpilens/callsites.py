@@ -34,7 +34,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from . import _layout, layout
+from . import _layout, layout, safefile
 
 SCHEMA = _layout.SCHEMA_CALLSITES
 OTHER = "(other sites)"
@@ -132,9 +132,8 @@ def symbolise(frames: set[tuple[str, int]], cache_file: Path | None = None) -> d
             result[(module, a)] = r
     if changed and cache_file is not None:
         try:
-            tmp = cache_file.with_suffix(".tmp")
-            tmp.write_text(json.dumps({"schema": SCHEMA, "symboliser": "binutils addr2line", "modules": cache}))
-            tmp.replace(cache_file)
+            safefile.write_text(cache_file, json.dumps({"schema": SCHEMA, "symboliser": "binutils addr2line",
+                                                        "modules": cache}))
         except OSError:
             pass  # a read-only run directory: symbolised again next time
     return result

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from . import __version__
+from . import __version__, safefile
 from .errors import MpilensError
 
 COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], Callable[[argparse.ArgumentParser], None], str]] = {}
@@ -70,6 +70,7 @@ def cmd_run(a: argparse.Namespace) -> int:
                f"{out}` shows what was measured)" if partial else f"no measurements; see {layout.meta_file(out)}"
         _err(f"the job ended before MPI_Finalize (exit status {status}); {what}")
         return status or 1  # an incomplete run is not a success, whatever the launcher says
+    layout.claim_file(out).unlink(missing_ok=True)  # nothing measured: the directory is free again
     if plan.created_outdir:
         layout.imports_file(out).unlink(missing_ok=True)
         for d in (layout.partial_dir(out), out):
@@ -125,7 +126,7 @@ def cmd_report(a: argparse.Namespace) -> int:
 
             page = html.render(run, s, found, step, cache=ctx.cache)
             try:
-                a.html.write_text(page)
+                safefile.write_text(a.html, page)
             except OSError as err:
                 raise MpilensError(f"cannot write {a.html}: {err.strerror}") from err
         if a.png:

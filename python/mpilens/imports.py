@@ -21,7 +21,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from . import _layout
+from . import _layout, safefile
 from .elf import dynamic_symbols as _dyn_symbols
 
 SCHEMA = _layout.SCHEMA_IMPORTS
@@ -106,7 +106,7 @@ def find(program: str, runtime: str, mpi: str, build_dir: Path | None) -> dict[s
 
 def write(doc: dict[str, Any], path: Path) -> None:
     """Write the imports.json document to path."""
-    path.write_text(json.dumps(doc, indent=1) + "\n")
+    safefile.write_text(path, json.dumps(doc, indent=1) + "\n")
 
 
 def unmeasured_names(doc: dict[str, Any]) -> list[tuple[str, str]]:

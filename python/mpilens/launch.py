@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import build_info, imports
+from . import build_info, imports, layout, safefile
 from .build_info import MPI_FLAVORS, check_program, preload_libraries
 from .errors import ConfigError, LaunchError
 
@@ -164,19 +164,33 @@ def check_outdir(path: Path) -> Path:
     return path
 
 
-def create_outdir(path: Path) -> bool:
-    """Create the run directory; return whether it had to be created."""
-    if path.is_dir():
-        created = False
-    else:
-        try:
-            path.mkdir(parents=True)
-        except OSError as err:
-            raise LaunchError(f"cannot create the run directory {path}: {err.strerror}") from err
+def create_outdir(path: Path) -> tuple[bool, str]:
+    """Create the run directory and claim it for this run; return whether it had to be created and
+    the claim's token (the job's rank 0 checks it: the directory it writes into is the one claimed)."""
+    try:
+        path.mkdir(parents=True)
         created = True
+    except FileExistsError:
+        created = False
+    except OSError as err:
+        raise LaunchError(f"cannot create the run directory {path}: {err.strerror}") from err
+    if not path.is_dir():
+        raise LaunchError(f"{path} exists and is not a directory")
     if not os.access(path, os.W_OK):
         raise LaunchError(f"the run directory {path} is not writable")
-    return created
+    try:
+        token = safefile.claim(layout.claim_file(path))
+    except FileExistsError:
+        raise LaunchError(f"{path} belongs to another run (it has a {layout.claim_file(path).name}); "
+                          "choose another -o (nothing was overwritten)") from None
+    except OSError as err:
+        raise LaunchError(f"cannot claim the run directory {path}: {err.strerror}") from err
+    others = sorted(p.name for p in path.iterdir() if p.name != layout.claim_file(path).name)
+    if others:  # written between the check and the claim: not ours to write into
+        layout.claim_file(path).unlink(missing_ok=True)
+        raise LaunchError(f"{path} is no longer empty (it now holds {others[0]}); choose another -o "
+                          "(nothing was overwritten)")
+    return created, token
 
 
 def check_settings(mpi: str, env: dict[str, str]) -> None:
@@ -227,7 +241,7 @@ def plan_run(command: list[str], mpi: str | None, outdir: Path | None, settings:
     if kind in MPI_FLAVORS and kind != mpi and mpi != "abi":  # any launcher may start a standard-ABI program
         notes.append(f"the launcher is {kind}'s but the program uses {mpi}: the job may not start")
 
-    for name in ("MPILENS_OUTPUT", "MPILENS_COMMAND"):
+    for name in ("MPILENS_OUTPUT", "MPILENS_COMMAND", "MPILENS_RUN_TOKEN"):
         if name in settings:
             raise ConfigError(f"{name} is set by mpilens run itself" + (" (use -o DIR)" if name == "MPILENS_OUTPUT" else ""))
     env = dict(os.environ)
@@ -240,7 +254,9 @@ def plan_run(command: list[str], mpi: str | None, outdir: Path | None, settings:
     preload = ":".join([*map(str, libs), *([env["LD_PRELOAD"]] if env.get("LD_PRELOAD") else [])])
     env.update(tool_env)
     check_settings(mpi, env)  # before anything is created: a refused run leaves no trace
-    created = create_outdir(out)
+    created, token = create_outdir(out)
+    tool_env["MPILENS_RUN_TOKEN"] = token
+    env["MPILENS_RUN_TOKEN"] = token
 
     forwarded = dict(tool_env, LD_PRELOAD=preload)
     argv = list(command)

@@ -17,10 +17,12 @@ reader never knows which layout it reads.
 
 from __future__ import annotations
 
+import errno
 import functools
 import io
 import os
 import re
+import stat
 import string
 from pathlib import Path
 
@@ -339,6 +341,46 @@ def modes(run_dir: str | Path) -> frozenset[str]:
 def meta_file(run_dir: str | Path) -> Path:
     """meta.json of a run directory."""
     return path(run_dir, "meta")
+
+
+def open_regular(file: str | Path) -> int:
+    """A read-only descriptor of a run directory's file, opened without following a link and only
+    when it is a regular file (a FIFO would hang the reader, a device such as /dev/zero never
+    ends); RunDirectoryError naming the file otherwise, FileNotFoundError when it is missing."""
+    name = Path(file).name
+    try:
+        fd = os.open(file, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise RunDirectoryError(f"{name} is a symbolic link (mpilens does not follow links in a run "
+                                    "directory)") from None
+        raise RunDirectoryError(f"{name}: cannot read ({err.strerror})") from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise RunDirectoryError(f"{name} is not a regular file (a FIFO, device or socket is never read)")
+    return fd
+
+
+def read_regular(file: str | Path, limit: int | None = None) -> bytes:
+    """The bytes of a run directory's file (open_regular); RunDirectoryError when it holds more
+    than limit bytes."""
+    fd = open_regular(file)
+    try:
+        size = os.fstat(fd).st_size
+        if limit is not None and size > limit:
+            raise RunDirectoryError(f"{Path(file).name} is {size} bytes, more than such a file ever holds ({limit})")
+        with os.fdopen(os.dup(fd), "rb") as f:
+            return f.read() if limit is None else f.read(limit + 1)
+    finally:
+        os.close(fd)
+
+
+def claim_file(run_dir: str | Path) -> Path:
+    """claim.json of a run directory (which run owns it)."""
+    return path(run_dir, "claim")
 
 
 def imports_file(run_dir: str | Path) -> Path:

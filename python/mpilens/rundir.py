@@ -138,8 +138,11 @@ def _switched_on(config: dict[str, Any], name: str) -> bool:
 
 def _load_json(path: Path, problems: list[str]) -> Any:
     try:
-        text = path.read_text()
+        text = layout.read_regular(path).decode()
     except FileNotFoundError:
+        return None
+    except RunDirectoryError as err:
+        problems.append(str(err))
         return None
     except OSError as err:
         problems.append(f"{path.name}: cannot read ({err.strerror})")

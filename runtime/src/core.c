@@ -3,6 +3,7 @@
  * MPI_Finalize. The modes join at each of these points through the table of modes (modes.c):
  * core.c calls their hooks in the table's order and knows none of them by name. */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -11,11 +12,13 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #endif
 
+#include "json.h"
 #include "ml.h"
 #include "ml_files.h"
 #include "ml_callsite.h"
@@ -360,20 +363,6 @@ void ml_mpi_init_leave(int fn)
     FOR_MODES(modes_wanted, m) if (m->init_leave) m->init_leave(fn);
 }
 
-int ml_make_dirs(const char *path)
-{
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s", path);
-    for (char *p = tmp + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = 0;
-        if (mkdir(tmp, 0777) != 0 && errno != EEXIST) return -1;
-        *p = '/';
-    }
-    if (mkdir(tmp, 0777) != 0 && errno != EEXIST) return -1;
-    return access(tmp, W_OK) == 0 ? 0 : -1;
-}
-
 void ml_clock_point(uint64_t *tick, uint64_t *ns)
 {
     uint64_t best = UINT64_MAX;
@@ -395,24 +384,94 @@ int ml_rundir_path(char *path, size_t n, const char *format, ...)
     const int m = k < 0 || (size_t)k >= n ? -1 : vsnprintf(path + k, n - (size_t)k, format, ap);
     va_end(ap);
     if (m < 0 || (size_t)(k + m) >= n) return -1;
-    char *slash = strrchr(path, '/');
-    *slash = 0;
-    const int rc = ml_make_dirs(path);
-    *slash = '/';
-    return rc;
+    return ml_file_folder(path);
 }
 
-static void choose_outdir(char *out, size_t n)
+/* Write claim.json into the run directory (the runtime claims it: preloaded by hand). */
+static int write_claim(const char *dir)
 {
-    if (ml_g.config.output[0] != 0) {
-        snprintf(out, n, "%s", ml_g.config.output);
-        return;
+    char path[4200], host[256] = "";
+    snprintf(path, sizeof path, "%s/" ML_PATH_CLAIM, dir);
+    gethostname(host, sizeof host - 1);
+    FILE *f = ml_file_fopen(path);
+    if (f == NULL) return -1;
+    fputs("{\"schema\": \"" ML_SCHEMA_CLAIM "\", \"token\": \"\", \"by\": \"runtime\", \"pid\": ", f);
+    fprintf(f, "%ld, \"host\": ", (long)getpid());
+    ml_json_str(f, host);
+    fprintf(f, ", \"created\": %lld}\n", (long long)time(NULL));
+    const int bad = ferror(f);
+    return fclose(f) != 0 || bad ? -1 : 0;
+}
+
+/* Whether claim.json holds the token mpilens run handed to the job. */
+static int claim_is_ours(const char *dir, const char *token)
+{
+    char path[4200], text[1024] = "", want[300];
+    snprintf(path, sizeof path, "%s/" ML_PATH_CLAIM, dir);
+    const int fd = ml_file_shared(path, O_RDONLY, 0);
+    if (fd < 0) return 0;
+    const ssize_t n = read(fd, text, sizeof text - 1);
+    close(fd);
+    if (n <= 0) return 0;
+    text[n] = 0;
+    snprintf(want, sizeof want, "\"token\": \"%s\"", token);
+    return strstr(text, want) != NULL;
+}
+
+/* Rank 0: make and claim the run directory, so that one run and only one writes into it. Its
+ * absolute path in out; 0, or -1 with the reason in why. mpilens run made and claimed it already
+ * (MPILENS_RUN_TOKEN: its claim must be the one found); preloaded by hand, the runtime creates it
+ * (its parent must exist) and claims it with claim.json created exclusively, so that a second run
+ * naming the same directory is refused; the default name gets a suffix instead. */
+static int claim_outdir(char *out, size_t n, char *why, size_t wn)
+{
+    char name[4096];
+    const int given = ml_g.config.output[0] != 0;
+    if (given) {
+        snprintf(name, sizeof name, "%s", ml_g.config.output);
+    } else {
+        time_t now = time(NULL);
+        struct tm tm;
+        localtime_r(&now, &tm);
+        snprintf(name, sizeof name, "mpilens-%s-%dp-%04d%02d%02d-%02d%02d%02d", program_invocation_short_name,
+                 ml_g.size, tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
     }
-    time_t now = time(NULL);
-    struct tm tm;
-    localtime_r(&now, &tm);
-    snprintf(out, n, "mpilens-%s-%dp-%04d%02d%02d-%02d%02d%02d", program_invocation_short_name, ml_g.size,
-             tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+    const size_t stem = strlen(name);
+    for (int attempt = 1; attempt <= 100; attempt++) {
+        if (attempt > 1) {
+            if (given) break;
+            snprintf(name + stem, sizeof name - stem, "-%d", attempt);
+        }
+        const int made = mkdir(name, 0777) == 0;
+        if (!made && errno != EEXIST) {
+            snprintf(why, wn, "cannot create the run directory %s (%s)", name, strerror(errno));
+            return -1;
+        }
+        if (!made && !given) continue;
+        char abs[PATH_MAX]; /* not realpath's malloc: in memory mode it would count as MPI_Init's */
+        if (realpath(name, abs) == NULL || ml_base_open(ML_BASE_RUN, abs) != 0) {
+            snprintf(why, wn, "cannot open the run directory %s (%s)", name, strerror(errno));
+            return -1;
+        }
+        snprintf(out, n, "%s", abs);
+        if (ml_g.config.run_token[0] != 0) {
+            if (claim_is_ours(abs, ml_g.config.run_token)) return 0;
+            snprintf(why, wn, "the run directory %s is not the one mpilens run claimed for this job (its " ML_PATH_CLAIM
+                     " is missing or another run's)", abs);
+            return -1;
+        }
+        if (write_claim(abs) == 0) return 0;
+        if (errno != EEXIST || given) {
+            snprintf(why, wn,
+                     errno == EEXIST ? "the run directory %s belongs to another run (it has a " ML_PATH_CLAIM
+                                       "); choose another MPILENS_OUTPUT"
+                                     : "cannot claim the run directory %s (%s)",
+                     abs, strerror(errno));
+            return -1;
+        }
+    }
+    snprintf(why, wn, "cannot find a free run directory name like %s", name);
+    return -1;
 }
 
 void ml_init_after_mpi_init(int thread_level, uint64_t t_begin)
@@ -430,27 +489,37 @@ void ml_init_after_mpi_init(int thread_level, uint64_t t_begin)
     PMPI_Comm_dup(MPI_COMM_WORLD, &ml_g.comm);
     PMPI_Comm_set_name(ml_g.comm, "mpilens");
 
-    /* rank 0 creates the run directory; everyone learns its name and whether it worked */
+    /* rank 0 creates and claims the run directory; everyone learns its name and whether it worked */
     struct { int ok; char path[4096]; } dir = {0, {0}};
     if (ml_g.rank == 0) {
-        choose_outdir(dir.path, sizeof dir.path);
-        char ranks[4200];
-        snprintf(ranks, sizeof ranks, "%s/ranks", dir.path);
-        dir.ok = ml_make_dirs(dir.path) == 0 && ml_make_dirs(ranks) == 0;
-        if (!dir.ok)
-            ml_log(0, "cannot create the run directory %s (%s); running the application without mpilens", dir.path,
-                   strerror(errno));
+        char why[4400];
+        dir.ok = claim_outdir(dir.path, sizeof dir.path, why, sizeof why) == 0;
+        if (dir.ok) {
+            char ranks[4200];
+            snprintf(ranks, sizeof ranks, "%s/ranks/-", dir.path);
+            if (ml_file_folder(ranks) != 0) {
+                dir.ok = 0;
+                snprintf(why, sizeof why, "cannot create %s/ranks (%s)", dir.path, strerror(errno));
+            }
+        }
+        if (!dir.ok) ml_log(0, "%s; running the application without mpilens", why);
     }
     PMPI_Bcast(&dir, (int)sizeof dir, MPI_BYTE, 0, ml_g.comm);
-    if (!dir.ok) {
+    /* every file is written from the directory's descriptor (files.c): an absolute path, as the
+     * handlers that write partial data may run after a chdir() */
+    if (dir.ok && ml_g.rank != 0 && ml_base_open(ML_BASE_RUN, dir.path) != 0) {
+        ml_log(0, "cannot open the run directory %s (%s); this rank is not measured", dir.path, strerror(errno));
+        dir.ok = 0;
+    }
+    int all_ok = dir.ok;
+    PMPI_Allreduce(MPI_IN_PLACE, &all_ok, 1, MPI_INT, MPI_MIN, ml_g.comm);
+    if (!all_ok) {
         PMPI_Comm_free(&ml_g.comm);
         return;
     }
-    /* an absolute path: the handlers that write partial data may run after a chdir() */
-    char abs[PATH_MAX]; /* not realpath's malloc: in memory mode it would count as MPI_Init's */
-    snprintf(ml_g.outdir, sizeof ml_g.outdir, "%s", realpath(dir.path, abs) ? abs : dir.path);
+    snprintf(ml_g.outdir, sizeof ml_g.outdir, "%s", dir.path);
     snprintf(ml_g.partial_path, sizeof ml_g.partial_path, "%s/" ML_PATH_PARTIAL, ml_g.outdir, ml_g.rank);
-    snprintf(ml_g.partial_tmp_path, sizeof ml_g.partial_tmp_path, "%s.tmp", ml_g.partial_path);
+    ml_file_temp_name(ml_g.partial_tmp_path, sizeof ml_g.partial_tmp_path, ml_g.partial_path);
     ml_files_init(); /* per-rank files or per-host containers (MPILENS_FILES), before any mode writes */
     if (ml_files_grouped()) /* where a rank that ends early says its data is (the temporary file stays) */
         ml_files_container_path(ml_g.partial_path, sizeof ml_g.partial_path, ML_STREAM_PARTIAL, 0,
@@ -667,13 +736,13 @@ static void reset_all(void)
 static void snapshot(void)
 {
     static int taken;
-    char path[4300], tmp[4310];
+    char path[4300], tmp[4330];
     const int number = __atomic_add_fetch(&taken, 1, __ATOMIC_RELAXED);
     if (ml_rundir_path(path, sizeof path, ML_PATH_SNAPSHOT, number, ml_g.rank) != 0) {
         ml_log(0, "MPI_Pcontrol: cannot create the folder of %s (%s): no snapshot", path, strerror(errno));
         return;
     }
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    ml_file_temp_name(tmp, sizeof tmp, path);
     if (ml_payload_to_file(tmp, path, ML_STREAM_SNAPSHOT, (unsigned)number, ML_END_SNAPSHOT, 0) != 0)
         ml_log(0, "MPI_Pcontrol: cannot write %s (%s): no snapshot", path, strerror(errno));
 }

@@ -24,6 +24,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ml.h"
@@ -107,16 +110,16 @@ int ml_stream_open(ml_stream_t *s, int kind, unsigned item)
     }
     if (!grouped) {
         if (rank_path(s->data_path, sizeof s->data_path, kind, item) != 0) return -1;
-        s->fd = open(s->data_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0666);
+        s->fd = ml_file_create(s->data_path, O_WRONLY | O_APPEND, 0666);
         return s->fd < 0 ? -1 : 0;
     }
     if (ml_files_container_path(s->data_path, sizeof s->data_path, kind, item, ML_CONTAINER_DATA_PATH) != 0 ||
         ml_files_container_path(s->index_path, sizeof s->index_path, kind, item, ML_CONTAINER_INDEX_PATH) != 0)
         return -1;
     /* never truncated: the group's other ranks write into it too */
-    s->fd = open(s->data_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666);
+    s->fd = ml_file_shared(s->data_path, O_WRONLY | O_CREAT | O_APPEND, 0666);
     if (s->fd < 0) return -1;
-    s->index_fd = open(s->index_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666);
+    s->index_fd = ml_file_shared(s->index_path, O_WRONLY | O_CREAT | O_APPEND, 0666);
     if (s->index_fd < 0) {
         const int e = errno;
         close(s->fd);
@@ -187,8 +190,8 @@ int ml_stream_writev(ml_stream_t *s, const struct iovec *v, int n, uint32_t thre
         int taken = 0;
         for (int i = 0; i < 2000 && !(taken = pthread_mutex_trylock(&s->lock) == 0); i++) usleep(100);
         if (!taken) {
-            const int fd = open(s->data_path, O_WRONLY | O_APPEND | O_CLOEXEC);
-            const int ifd = open(s->index_path, O_WRONLY | O_APPEND | O_CLOEXEC);
+            const int fd = ml_file_shared(s->data_path, O_WRONLY | O_APPEND, 0);
+            const int ifd = ml_file_shared(s->index_path, O_WRONLY | O_APPEND, 0);
             const int rc = fd >= 0 && ifd >= 0 ? put_chunk(s, fd, ifd, v, n, total, thread) : -1;
             if (fd >= 0) close(fd);
             if (ifd >= 0) close(ifd);
@@ -231,7 +234,7 @@ FILE *ml_stream_fopen(int kind, unsigned item)
     if (!grouped) {
         char path[4352];
         if (kind < 1 || kind > ML_STREAM_COUNT || rank_path(path, sizeof path, kind, item) != 0) return NULL;
-        return fopen(path, "w");
+        return ml_file_fopen(path);
     }
     ml_stream_t *s = malloc(sizeof *s);
     if (s == NULL) return NULL;
@@ -246,9 +249,9 @@ FILE *ml_stream_fopen(int kind, unsigned item)
 
 int ml_stream_commit(int kind, unsigned item, const char *tmp, const char *path)
 {
-    if (!grouped) return rename(tmp, path);
+    if (!grouped) return ml_file_rename(tmp, path);
     int rc = -1;
-    const int fd = open(tmp, O_RDONLY | O_CLOEXEC);
+    const int fd = ml_file_shared(tmp, O_RDONLY, 0);
     const off_t n = fd >= 0 ? lseek(fd, 0, SEEK_END) : -1;
     void *m = n > 0 ? mmap(NULL, (size_t)n, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
     if (m != MAP_FAILED) {
@@ -260,7 +263,7 @@ int ml_stream_commit(int kind, unsigned item, const char *tmp, const char *path)
         munmap(m, (size_t)n);
     }
     if (fd >= 0) close(fd);
-    unlink(tmp);
+    ml_file_unlink(tmp);
     return rc;
 }
 
@@ -283,8 +286,8 @@ FILE *ml_whole_open(ml_whole_t *w, int kind, unsigned item)
         return w->f;
     }
     if (rank_path(w->path, sizeof w->path, kind, item) != 0) return NULL;
-    snprintf(w->tmp, sizeof w->tmp, "%s.tmp", w->path);
-    w->f = fopen(w->tmp, "w");
+    if (ml_file_temp_name(w->tmp, sizeof w->tmp, w->path) != 0) return NULL;
+    w->f = ml_file_fopen(w->tmp);
     return w->f;
 }
 
@@ -298,10 +301,10 @@ int ml_whole_close(ml_whole_t *w)
     w->f = NULL;
     if (!grouped) {
         if (closed != 0 || bad) {
-            unlink(w->tmp);
+            ml_file_unlink(w->tmp);
             return -1;
         }
-        return rename(w->tmp, w->path);
+        return ml_file_rename(w->tmp, w->path);
     }
     int rc = -1;
     if (closed == 0 && !bad) {
@@ -314,4 +317,239 @@ int ml_whole_close(ml_whole_t *w)
     free(w->buf); /* open_memstream's buffer, allocated by the C library: ml_sys_free, as the tool's */
     w->buf = NULL;
     return rc;
+}
+
+/* ------------------------------------------------------------------------------- safe files
+ * Every file the runtime writes lies under a folder the user named: the run directory or
+ * MPILENS_LIVE_DIR (a base). Each base is opened once, at MPI_Init, and its files are reached from
+ * that descriptor one component at a time with O_NOFOLLOW, so a symbolic link planted in a run
+ * directory others can write into never redirects a write: the write fails, and the writer says
+ * which file it could not write. New files are created exclusively (O_EXCL) under temporary names
+ * nobody can guess, then renamed into place (a rename replaces a link; it never follows one). The
+ * few files opened by several ranks (a host's containers and live slots) are opened without O_EXCL
+ * and kept only when they are regular files of ours with a single link. Async-signal-safe: no
+ * allocation, no stdio (the exit paths of killed ranks use it). */
+
+typedef struct {
+    int fd;
+    dev_t dev;
+    ino_t ino;
+    size_t len; /* of path */
+    char path[4096];
+} base_t;
+
+static base_t bases[ML_BASE_COUNT] = {{.fd = -1}, {.fd = -1}};
+
+/* fd moved out of the way of applications that reuse the low descriptors they closed */
+static int high_fd(int fd)
+{
+    if (fd < 0) return fd;
+    const int high = fcntl(fd, F_DUPFD_CLOEXEC, 512);
+    if (high < 0) return fd;
+    close(fd);
+    return high;
+}
+
+int ml_base_open(int which, const char *path)
+{
+    base_t *b = &bases[which];
+    if (b->fd >= 0) close(b->fd);
+    b->fd = -1;
+    const size_t len = strlen(path);
+    if (len == 0 || len >= sizeof b->path) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    /* the user named this folder: its own path is resolved as the user meant it */
+    const int fd = high_fd(open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    struct stat st;
+    if (fd < 0) return -1;
+    if (fstat(fd, &st) != 0) {
+        close(fd);
+        return -1;
+    }
+    b->fd = fd;
+    b->dev = st.st_dev;
+    b->ino = st.st_ino;
+    memcpy(b->path, path, len + 1);
+    size_t n = len;
+    while (n > 1 && b->path[n - 1] == '/') b->path[--n] = 0;
+    b->len = n;
+    return 0;
+}
+
+/* The base's descriptor, still the folder opened at MPI_Init (an application may have closed or
+ * reused it: then the folder is opened again, and refused if it is no longer the same one). */
+static int base_fd(base_t *b)
+{
+    struct stat st;
+    if (b->fd >= 0 && fstat(b->fd, &st) == 0 && S_ISDIR(st.st_mode) && st.st_dev == b->dev && st.st_ino == b->ino)
+        return b->fd;
+    const int fd = high_fd(open(b->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (fd < 0) return -1;
+    if (fstat(fd, &st) != 0 || st.st_dev != b->dev || st.st_ino != b->ino) {
+        close(fd);
+        errno = ESTALE;
+        return -1;
+    }
+    b->fd = fd;
+    return fd;
+}
+
+/* The base path lies under, and path's part after it. */
+static base_t *base_of(const char *path, const char **rel)
+{
+    for (int i = 0; i < ML_BASE_COUNT; i++) {
+        base_t *b = &bases[i];
+        if (b->fd < 0 || strncmp(path, b->path, b->len) != 0) continue;
+        if (path[b->len] == '/' && path[b->len + 1] != 0) {
+            *rel = path + b->len + 1;
+            return b;
+        }
+    }
+    errno = EXDEV;
+    return NULL;
+}
+
+/* A descriptor of the folder path is in (its folders created when create), and path's last
+ * component in name (at most 255 bytes). -1 with errno: ELOOP for a link on the way. */
+static int folder_of(const char *path, int create, char name[256])
+{
+    const char *rel;
+    base_t *b = base_of(path, &rel);
+    if (b == NULL) return -1;
+    const int top = base_fd(b);
+    if (top < 0) return -1;
+    int dir = openat(top, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    while (dir >= 0) {
+        const char *slash = strchr(rel, '/');
+        const size_t n = slash ? (size_t)(slash - rel) : strlen(rel);
+        if (n == 0 || n > 255 || (n == 1 && rel[0] == '.') || (n == 2 && rel[0] == '.' && rel[1] == '.')) {
+            close(dir);
+            errno = EINVAL;
+            return -1;
+        }
+        memcpy(name, rel, n);
+        name[n] = 0;
+        if (slash == NULL) return dir;
+        int next = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (next < 0 && errno == ENOENT && create) {
+            if (mkdirat(dir, name, 0777) != 0 && errno != EEXIST) next = -1;
+            else next = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        }
+        const int e = errno;
+        close(dir);
+        errno = e;
+        dir = next;
+        rel = slash + 1;
+    }
+    return -1;
+}
+
+int ml_file_folder(const char *path)
+{
+    char name[256];
+    const int dir = folder_of(path, 1, name);
+    if (dir < 0) return -1;
+    close(dir);
+    return 0;
+}
+
+int ml_file_create(const char *path, int flags, mode_t mode)
+{
+    char name[256];
+    const int dir = folder_of(path, 1, name);
+    if (dir < 0) return -1;
+    const int fd = openat(dir, name, flags | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+    const int e = errno;
+    close(dir);
+    errno = e;
+    return fd;
+}
+
+int ml_file_shared(const char *path, int flags, mode_t mode)
+{
+    char name[256];
+    const int dir = folder_of(path, 1, name);
+    if (dir < 0) return -1;
+    const int fd = openat(dir, name, flags | O_NOFOLLOW | O_CLOEXEC, mode);
+    const int e = errno;
+    close(dir);
+    errno = e;
+    if (fd < 0) return -1;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1 || st.st_uid != geteuid()) {
+        close(fd);
+        errno = EPERM; /* not a file this job made: someone else's file, or a hard link to one */
+        return -1;
+    }
+    return fd;
+}
+
+int ml_file_rename(const char *from, const char *to)
+{
+    char a[256], b[256];
+    const int dir = folder_of(to, 0, b);
+    if (dir < 0) return -1;
+    const char *slash_from = strrchr(from, '/'), *slash_to = strrchr(to, '/');
+    int rc = -1;
+    /* both in one folder (a temporary file sits beside its file) */
+    if (slash_from != NULL && slash_to != NULL && slash_from - from == slash_to - to &&
+        strncmp(from, to, (size_t)(slash_to - to)) == 0 && strlen(slash_from + 1) < sizeof a) {
+        memcpy(a, slash_from + 1, strlen(slash_from + 1) + 1);
+        rc = renameat(dir, a, dir, b);
+    } else {
+        errno = EXDEV;
+    }
+    const int e = errno;
+    close(dir);
+    errno = e;
+    return rc;
+}
+
+int ml_file_unlink(const char *path)
+{
+    char name[256];
+    const int dir = folder_of(path, 0, name);
+    if (dir < 0) return -1;
+    const int rc = unlinkat(dir, name, 0);
+    const int e = errno;
+    close(dir);
+    errno = e;
+    return rc;
+}
+
+int ml_file_temp_name(char *out, size_t n, const char *path)
+{
+    unsigned char r[8];
+    if (getrandom(r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r) {
+        /* no entropy yet (early boot): the time and the process, still unknown to others beforehand */
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        uint64_t x = (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15u ^ (uint64_t)getpid() << 32 ^ (uint64_t)(uintptr_t)&x;
+        memcpy(r, &x, sizeof r);
+    }
+    static const char hex[] = "0123456789abcdef";
+    const size_t len = strlen(path);
+    if (len + 5 + 16 + 1 > n) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    memcpy(out, path, len);
+    memcpy(out + len, ".tmp-", 5);
+    for (int i = 0; i < 8; i++) {
+        out[len + 5 + 2 * i] = hex[r[i] >> 4];
+        out[len + 5 + 2 * i + 1] = hex[r[i] & 15];
+    }
+    out[len + 5 + 16] = 0;
+    return 0;
+}
+
+FILE *ml_file_fopen(const char *path)
+{
+    const int fd = ml_file_create(path, O_WRONLY, 0666);
+    if (fd < 0) return NULL;
+    FILE *f = fdopen(fd, "w");
+    if (f == NULL) close(fd);
+    return f;
 }

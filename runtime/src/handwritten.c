@@ -68,6 +68,12 @@ ML_EXPORT int MPI_Pcontrol(const int level, ...)
 }
 
 /* ------------------------------------------------------------------------------- completion */
+/* Erroneous arguments the wrappers would dereference (a NULL request pointer, a NULL array of
+ * requests for a positive count, a negative count) go straight to the MPI unmeasured: it answers
+ * with an error code (or its error handler), which the application gets as it would without the
+ * tool. One predictable branch per call. */
+#define ML_BAD_ARRAY(count, reqs) ML_UNLIKELY((count) < 0 || ((count) > 0 && (reqs) == NULL))
+
 /* MPI_Wait, MPI_Test and MPI_Waitall take the lean path (lean.h) when every request is null,
  * shared (accounted when it started) or an entry of the lean path in this thread's own table, and
  * the process has cancelled nothing; otherwise their general path. */
@@ -135,6 +141,7 @@ ML_HOT int lean_try_wait(MPI_Request *request, int *flag, MPI_Status *status, ui
 
 ML_EXPORT int MPI_Wait(MPI_Request *request, MPI_Status *status)
 {
+    if (ML_UNLIKELY(request == NULL)) return PMPI_Wait(request, status);
     int lean_rc;
     if (ML_LIKELY(lean_try_wait(request, NULL, status, ML_LEAN_RA(), &lean_rc))) return lean_rc;
     int measuring;
@@ -158,6 +165,7 @@ ML_EXPORT int MPI_Wait(MPI_Request *request, MPI_Status *status)
 
 ML_EXPORT int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
 {
+    if (ML_UNLIKELY(request == NULL || flag == NULL)) return PMPI_Test(request, flag, status);
     int lean_rc;
     if (ML_LIKELY(lean_try_wait(request, flag, status, ML_LEAN_RA(), &lean_rc))) return lean_rc;
     int measuring;
@@ -281,6 +289,7 @@ ML_HOT int lean_waitall(ml_thread_t *l, int count, MPI_Request reqs[], MPI_Statu
 
 ML_EXPORT int MPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status array_of_statuses[])
 {
+    if (ML_BAD_ARRAY(count, array_of_requests)) return PMPI_Waitall(count, array_of_requests, array_of_statuses);
     uint32_t v;
     ml_thread_t *const l = ml_lean_enter(&v);
     if (ML_LIKELY(l != NULL)) {
@@ -293,6 +302,8 @@ ML_EXPORT int MPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status
 
 ML_EXPORT int MPI_Testall(int count, MPI_Request array_of_requests[], int *flag, MPI_Status array_of_statuses[])
 {
+    if (ML_BAD_ARRAY(count, array_of_requests) || flag == NULL)
+        return PMPI_Testall(count, array_of_requests, flag, array_of_statuses);
     return all(NULL, PMPI_Testall, ML_FN_MPI_Testall, count, array_of_requests, flag, array_of_statuses);
 }
 
@@ -323,11 +334,15 @@ ML_HOT int any(int (*wait)(int, MPI_Request *, int *, MPI_Status *),
 
 ML_EXPORT int MPI_Waitany(int count, MPI_Request array_of_requests[], int *index, MPI_Status *status)
 {
+    if (ML_BAD_ARRAY(count, array_of_requests) || index == NULL)
+        return PMPI_Waitany(count, array_of_requests, index, status);
     return any(PMPI_Waitany, NULL, ML_FN_MPI_Waitany, count, array_of_requests, index, NULL, status);
 }
 
 ML_EXPORT int MPI_Testany(int count, MPI_Request array_of_requests[], int *index, int *flag, MPI_Status *status)
 {
+    if (ML_BAD_ARRAY(count, array_of_requests) || index == NULL || flag == NULL)
+        return PMPI_Testany(count, array_of_requests, index, flag, status);
     return any(NULL, PMPI_Testany, ML_FN_MPI_Testany, count, array_of_requests, index, flag, status);
 }
 
@@ -358,6 +373,8 @@ ML_HOT int some(int (*call)(int, MPI_Request *, int *, int *, MPI_Status *), int
 ML_EXPORT int MPI_Waitsome(int incount, MPI_Request array_of_requests[], int *outcount, int array_of_indices[],
                            MPI_Status array_of_statuses[])
 {
+    if (ML_BAD_ARRAY(incount, array_of_requests) || outcount == NULL || (incount > 0 && array_of_indices == NULL))
+        return PMPI_Waitsome(incount, array_of_requests, outcount, array_of_indices, array_of_statuses);
     return some(PMPI_Waitsome, ML_FN_MPI_Waitsome, incount, array_of_requests, outcount, array_of_indices,
                 array_of_statuses);
 }
@@ -365,13 +382,15 @@ ML_EXPORT int MPI_Waitsome(int incount, MPI_Request array_of_requests[], int *ou
 ML_EXPORT int MPI_Testsome(int incount, MPI_Request array_of_requests[], int *outcount, int array_of_indices[],
                            MPI_Status array_of_statuses[])
 {
+    if (ML_BAD_ARRAY(incount, array_of_requests) || outcount == NULL || (incount > 0 && array_of_indices == NULL))
+        return PMPI_Testsome(incount, array_of_requests, outcount, array_of_indices, array_of_statuses);
     return some(PMPI_Testsome, ML_FN_MPI_Testsome, incount, array_of_requests, outcount, array_of_indices,
                 array_of_statuses);
 }
 
 ML_EXPORT int MPI_Start(MPI_Request *request)
 {
-    ml_thread_t *const t = ml_enter();
+    ml_thread_t *const t = request != NULL ? ml_enter() : NULL;
     if (ML_UNLIKELY(t == NULL)) return PMPI_Start(request);
     ML_CALLSITE(t);
     const uint64_t t0 = ml_completion_start(t, ML_FN_MPI_Start, 1);
@@ -384,7 +403,7 @@ ML_EXPORT int MPI_Start(MPI_Request *request)
 
 ML_EXPORT int MPI_Startall(int count, MPI_Request array_of_requests[])
 {
-    ml_thread_t *const t = ml_enter();
+    ml_thread_t *const t = !ML_BAD_ARRAY(count, array_of_requests) ? ml_enter() : NULL;
     if (ML_UNLIKELY(t == NULL)) return PMPI_Startall(count, array_of_requests);
     ML_CALLSITE(t);
     const uint64_t t0 = ml_completion_start(t, ML_FN_MPI_Startall, 1);
@@ -398,6 +417,7 @@ ML_EXPORT int MPI_Startall(int count, MPI_Request array_of_requests[])
 
 ML_EXPORT int MPI_Request_free(MPI_Request *request)
 {
+    if (ML_UNLIKELY(request == NULL)) return PMPI_Request_free(request);
     int measuring;
     ml_thread_t *const t = ml_enter_completion(&measuring);
     if (ML_UNLIKELY(t == NULL)) return PMPI_Request_free(request);

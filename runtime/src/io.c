@@ -361,12 +361,10 @@ static int64_t when_ns(int64_t ticks)
 static int write_file(int reason)
 {
     if (out_dir_made != 1) return -1;
-    char tmp[4320];
-    size_t n = strlen(out_path);
-    memcpy(tmp, out_path, n);
-    memcpy(tmp + n, ".tmp", 5);
+    char tmp[4340];
+    if (ml_file_temp_name(tmp, sizeof tmp, out_path) != 0) return -1;
     static char buffer[8192]; /* not on the stack of a signal handler */
-    ml_sink_t o = {buffer, 0, sizeof buffer, open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644), 0, NULL};
+    ml_sink_t o = {buffer, 0, sizeof buffer, ml_file_create(tmp, O_WRONLY, 0644), 0, NULL};
     if (o.fd < 0) return -1;
     const uint32_t files = __atomic_load_n(&nrecs, __ATOMIC_ACQUIRE);
     const uint64_t total = __atomic_load_n(&naccesses, __ATOMIC_RELAXED);
@@ -419,7 +417,7 @@ static int write_file(int reason)
     ml_sink_text(&o, "}}\n");
     ml_sink_flush(&o);
     if (close(o.fd) != 0 || o.failed) {
-        unlink(tmp);
+        ml_file_unlink(tmp);
         return -1;
     }
     return ml_stream_commit(ML_STREAM_IO, 0, tmp, out_path);

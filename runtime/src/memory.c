@@ -742,7 +742,7 @@ static int open_file(void)
     }
     if (ml_g.rank == 0) { /* function numbers of this build, for the analysis */
         snprintf(path, sizeof path, "%s/" ML_PATH_MEMORY_FUNCTIONS, ml_g.outdir);
-        FILE *f = fopen(path, "w");
+        FILE *f = ml_file_fopen(path);
         if (f != NULL) {
             for (int i = 0; i < ML_NFUNC; i++) fprintf(f, "%s\n", ml_fn_name[i]);
             fclose(f);

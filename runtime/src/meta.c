@@ -9,6 +9,7 @@
 
 #include "json.h"
 #include "ml.h"
+#include "ml_files.h"
 #include "ml_mpit.h"
 #include "ml_output.h"
 
@@ -68,8 +69,8 @@ static int write_meta(int finished)
 {
     char path[4200], tmp[4300];
     snprintf(path, sizeof path, "%s/" ML_PATH_META, ml_g.outdir);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
+    if (ml_file_temp_name(tmp, sizeof tmp, path) != 0) return -1;
+    FILE *f = ml_file_fopen(tmp);
     if (f == NULL) return -1;
     char lib[MPI_MAX_LIBRARY_VERSION_STRING] = {0};
     int len = 0, major = 0, minor = 0;
@@ -135,8 +136,11 @@ static int write_meta(int finished)
         fputs("  \"finished\": null,\n  \"finalized\": false\n}\n", f);
     }
     const int bad = ferror(f);
-    if (fclose(f) != 0 || bad) return -1;
-    return rename(tmp, path);
+    if (fclose(f) != 0 || bad) {
+        ml_file_unlink(tmp);
+        return -1;
+    }
+    return ml_file_rename(tmp, path);
 }
 
 int ml_meta_write(const char *hosts, int hostlen)

@@ -287,7 +287,7 @@ typedef struct ml_global {
     ml_config_t config;
     char config_error[512];
     char outdir[4096];
-    char partial_path[4200 + 32], partial_tmp_path[4200 + 40];
+    char partial_path[4200 + 32], partial_tmp_path[4200 + 64];
     uint64_t t_init_begin, t_init_end, ns_init_end, tick_init_end;
     uint64_t dropped_regions;
     uint32_t observers; /* ML_OBS_* bits of the modes on in this run, copied into each thread */
@@ -1086,10 +1086,9 @@ void ml_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)
 void ml_log_safe(int level, const char *first, ...) __attribute__((sentinel));
 const char *ml_utoa(char *buf, long long v);
 
-/* mkdir -p; 0 when the directory exists and is writable */
-int ml_make_dirs(const char *path);
 /* The path of a run-directory file: an ML_PATH_* format (runtime/spec/rundir.yaml) and its numbers,
- * under the run directory; its folder is created. 0 when the folder exists and is writable. */
+ * under the run directory; its folder is created (from the run directory's descriptor, no link
+ * followed: ml_files.h). 0 when the folder exists. */
 int ml_rundir_path(char *path, size_t n, const char *format, ...) __attribute__((format(printf, 3, 4)));
 
 /* Make t's scratch arrays hold at least n entries. */

@@ -65,7 +65,7 @@ typedef struct ml_whole {
     unsigned item;
     char *buf;
     size_t len;
-    char path[4352], tmp[4368];
+    char path[4352], tmp[4400];
 } ml_whole_t;
 
 FILE *ml_whole_open(ml_whole_t *w, int kind, unsigned item);
@@ -73,5 +73,27 @@ FILE *ml_whole_open(ml_whole_t *w, int kind, unsigned item);
 int ml_whole_close(ml_whole_t *w);
 /* the path of the rank's file of a stream (per rank), or of its group's container */
 const char *ml_whole_where(const ml_whole_t *w);
+
+/* Safe files (files.c): every file is written under a base folder the user named, reached from
+ * the base's descriptor without following any symbolic link. Paths given here are absolute paths
+ * under a base (ml_g.outdir/...); one under no base is refused (EXDEV). */
+enum { ML_BASE_RUN, ML_BASE_LIVE, ML_BASE_COUNT };
+/* Open a base folder (it exists); 0, or -1 with errno. */
+int ml_base_open(int which, const char *path);
+/* Create the folders of path (not path itself); 0, or -1 with errno (ELOOP: a link on the way). */
+int ml_file_folder(const char *path);
+/* A new file (O_EXCL: it must not exist, not even as a link), its folders created; a descriptor
+ * or -1 with errno. flags: O_WRONLY or O_RDWR, maybe O_APPEND. */
+int ml_file_create(const char *path, int flags, mode_t mode);
+/* A file several ranks open (O_CREAT without O_EXCL): kept only when it is a regular file of
+ * this user with one link; -1 with errno (EPERM otherwise). */
+int ml_file_shared(const char *path, int flags, mode_t mode);
+/* Rename a temporary file to its file in the same folder (replacing whatever has that name). */
+int ml_file_rename(const char *from, const char *to);
+int ml_file_unlink(const char *path);
+/* path + ".tmp-" + 16 random hex digits: a temporary name nobody can plant a link at beforehand. */
+int ml_file_temp_name(char *out, size_t n, const char *path);
+/* A new file (ml_file_create) as a stdio stream for writing; NULL with errno. */
+FILE *ml_file_fopen(const char *path);
 
 #endif

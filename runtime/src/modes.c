@@ -4,9 +4,10 @@
  *
  * core.c calls each hook for the modes in the order of this table, so the order is part of the
  * behaviour (it is the order the runtime has always called them in):
- * - Hooks that communicate on ml_g.comm (trace's init and finish: a barrier and the exchange that
- *   measures clock offsets to rank 0; the counters' init: a barrier) are reached by every rank in
- *   the same order, the table's.
+ * - Hooks that communicate on ml_g.comm (trace's init and finish: the exchange that measures
+ *   clock offsets to rank 0; the counters' init: MPILENS_LIVE_DIR's check) are reached by every
+ *   rank in the same order, the table's, whatever happened to the rank's files: a mode whose file
+ *   a rank cannot write stays on in that rank, writing nothing, so that its finish still comes.
  * - MPI_Init: counters before papi (papi publishes the counters as software-defined events, so
  *   they must exist). memory's init_enter is the only hook before MPI_Init's time starts, so that
  *   its residency sample is not charged to MPI_Init; mpit's before_mpi_init sets the cvars just

@@ -420,12 +420,12 @@ void ml_payload_write(ml_sink_t *s, int complete, int reason, int signo)
 int ml_payload_to_file(const char *tmp, const char *path, int kind, unsigned item, int reason, int signo)
 {
     char buffer[1 << 14];
-    ml_sink_t s = {buffer, 0, sizeof buffer, open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666), 0, NULL};
+    ml_sink_t s = {buffer, 0, sizeof buffer, ml_file_create(tmp, O_WRONLY, 0666), 0, NULL};
     if (s.fd < 0) return -1;
     ml_payload_write(&s, 0, reason, signo);
     close(s.fd);
     if (s.failed) {
-        unlink(tmp);
+        ml_file_unlink(tmp);
         return -1;
     }
     return ml_stream_commit(kind, item, tmp, path) != 0 ? -1 : 0;

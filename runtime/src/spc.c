@@ -20,9 +20,11 @@
  *
  * The layout of the vector is decided at MPI_Init (it depends on the MPI's function ids and on
  * the pvars it has) and is the same on every rank. */
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -747,8 +749,8 @@ static size_t live_slot_bytes(void)
 static int write_layout(const char *path)
 {
     char tmp[4300];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
+    if (ml_file_temp_name(tmp, sizeof tmp, path) != 0) return -1;
+    FILE *f = ml_file_fopen(tmp);
     if (f == NULL) return -1;
     fprintf(f, "{\n  \"schema\": \"" ML_SCHEMA_COUNTERS_LAYOUT "\",\n  \"nv\": %zu,\n  \"nv_thread\": %zu,\n", S.nv, S.nv_thread);
     fprintf(f, "  \"nranks\": %d,\n  \"snapshot_ms\": %ld,\n  \"mpi\": \"%s\",\n  \"transport\": ", ml_g.size,
@@ -838,8 +840,49 @@ static int write_layout(const char *path)
     }
     fprintf(f, "\n  ]\n}\n");
     const int bad = ferror(f);
-    if (fclose(f) != 0 || bad) return -1;
-    return rename(tmp, path);
+    if (fclose(f) != 0 || bad) {
+        ml_file_unlink(tmp);
+        return -1;
+    }
+    return ml_file_rename(tmp, path);
+}
+
+/* MPILENS_LIVE_DIR: a folder the user named, created when missing (its parent must exist) and
+ * empty when the job starts (checked by rank 0; its verdict is everyone's), so that the live files
+ * of two jobs never mix and nothing planted in it is written through. Collective; 0 when the live
+ * files go there (S.livedir), -1 when they stay in the run directory (said once). */
+static int live_dir_open(void)
+{
+    const char *dir = ml_g.config.live_dir;
+    char why[4400] = "";
+    int ok = 1;
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+        ok = 0;
+        snprintf(why, sizeof why, "cannot create MPILENS_LIVE_DIR %s (%s)", dir, strerror(errno));
+    }
+    char abs[PATH_MAX];
+    if (ok && (realpath(dir, abs) == NULL || ml_base_open(ML_BASE_LIVE, abs) != 0)) {
+        ok = 0;
+        snprintf(why, sizeof why, "cannot open MPILENS_LIVE_DIR %s (%s)", dir, strerror(errno));
+    }
+    PMPI_Barrier(ml_g.comm); /* every rank made and opened it before rank 0 looks inside */
+    if (ok && ml_g.rank == 0) {
+        DIR *d = opendir(abs);
+        struct dirent *e;
+        while (d != NULL && (e = readdir(d)) != NULL)
+            if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) {
+                ok = 0;
+                snprintf(why, sizeof why, "MPILENS_LIVE_DIR %s is not empty (a live folder serves one job)", dir);
+                break;
+            }
+        if (d != NULL) closedir(d);
+    }
+    int all = ok;
+    PMPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_MIN, ml_g.comm);
+    if (!ok) ml_log(0, "%s; the live counters are in the run directory", why);
+    if (!all) return -1;
+    snprintf(S.livedir, sizeof S.livedir, "%.4000s", abs);
+    return 0;
 }
 
 int ml_parse_bins(const char *s, long long *rules, int max); /* config.c */
@@ -888,16 +931,12 @@ static int start_counters(void)
     if (S.cur == NULL || S.prev == NULL) return -1;
 
     /* files: the live view and the time series */
-    if (ml_g.config.live_dir[0]) snprintf(S.livedir, sizeof S.livedir, "%.4000s", ml_g.config.live_dir);
     char path[4400];
     int ok = ml_rundir_path(path, sizeof path, ML_PATH_COUNTERS_SERIES, ml_g.rank) == 0;
-    if (!ml_g.config.live_dir[0]) { /* the folder of the live files in the run directory */
-        ok &= ml_rundir_path(path, sizeof path, ML_PATH_COUNTERS_LIVE, ml_g.rank) == 0;
-        snprintf(S.livedir, sizeof S.livedir, "%.4000s", path);
-        *strrchr(S.livedir, '/') = 0;
-    }
-    ok &= ml_make_dirs(S.livedir) == 0;
-    PMPI_Barrier(ml_g.comm); /* rank 0 may have created them; everyone sees them now */
+    ok &= ml_rundir_path(path, sizeof path, ML_PATH_COUNTERS_LIVE, ml_g.rank) == 0;
+    snprintf(S.livedir, sizeof S.livedir, "%.4000s", path);
+    *strrchr(S.livedir, '/') = 0;
+    if (ml_g.config.live_dir[0]) live_dir_open(); /* else, or when refused: in the run directory */
     if (ok) {
         char name[64];
         S.live_len = LIVE_HDR + S.nv * sizeof(int64_t);
@@ -908,7 +947,7 @@ static int start_counters(void)
             snprintf(name, sizeof name, strrchr(ML_PATH_COUNTERS_LIVE_SLOTS, '/') + 1, ml_files_group());
             snprintf(path, sizeof path, "%s/%s", S.livedir, name);
             const off_t at = (off_t)live_slot_bytes() * ml_files_slot();
-            S.live_fd = open(path, O_RDWR | O_CREAT, 0644);
+            S.live_fd = ml_file_shared(path, O_RDWR | O_CREAT, 0644);
             if (S.live_fd >= 0 && posix_fallocate(S.live_fd, at, (off_t)live_slot_bytes()) == 0) {
                 void *m = mmap(NULL, S.live_len, PROT_READ | PROT_WRITE, MAP_SHARED, S.live_fd, at);
                 if (m != MAP_FAILED) S.live = m;
@@ -916,7 +955,7 @@ static int start_counters(void)
         } else {
             snprintf(name, sizeof name, strrchr(ML_PATH_COUNTERS_LIVE, '/') + 1, ml_g.rank);
             snprintf(path, sizeof path, "%s/%s", S.livedir, name);
-            S.live_fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+            S.live_fd = ml_file_create(path, O_RDWR, 0644);
             if (S.live_fd >= 0 && ftruncate(S.live_fd, (off_t)S.live_len) == 0) {
                 void *m = mmap(NULL, S.live_len, PROT_READ | PROT_WRITE, MAP_SHARED, S.live_fd, 0);
                 if (m != MAP_FAILED) S.live = m;

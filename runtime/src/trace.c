@@ -546,8 +546,6 @@ static int open_trace(void)
     const ml_comm_t *w = ml_comm_get(MPI_COMM_WORLD);
     ml_trace_world_uid = w ? (uint32_t)w->uid : 0;
     if (ml_stream_open(&out, ML_STREAM_TRACE, 0) != 0) return -1;
-    offset_init_ns = measure_offset(&rtt_init_ns);
-    offset_init_at = ml_clock_ns();
     write_json_block(ML_MAGIC_TRACE_HEAD, 0);
     if (pthread_create(&writer, NULL, writer_main, NULL) != 0) return -1;
     writer_running = 1;
@@ -557,9 +555,14 @@ static int open_trace(void)
 /* MPI_Init: the rank's file and the writer thread; the observers show calls to the trace. */
 int ml_trace_init(void)
 {
+    /* collective, so every rank takes part whether its file opens or not; a rank whose file does
+     * not open stays in the mode (its finish takes part in the second exchange) writing nothing */
+    offset_init_ns = measure_offset(&rtt_init_ns);
+    offset_init_at = ml_clock_ns();
     if (open_trace() != 0) {
         ml_log(0, "cannot write this rank's trace into %s/trace (%s); tracing is off", ml_g.outdir, strerror(errno));
-        return -1;
+        ml_stream_close(&out);
+        return 0;
     }
     ml_g.observers |= ML_OBS_TRACE;
     return 0;
@@ -601,9 +604,9 @@ static void flush_all_direct(void)
 
 void ml_trace_finish(void)
 {
-    if (out.fd < 0) return;
-    offset_end_ns = measure_offset(&rtt_end_ns);
+    offset_end_ns = measure_offset(&rtt_end_ns); /* collective: also where this rank writes nothing */
     offset_end_at = ml_clock_ns();
+    if (out.fd < 0) return;
     for (ml_thread_t *t = __atomic_load_n(&ml_g.threads, __ATOMIC_ACQUIRE); t; t = t->next)
         if (t->trace.cur && (uint32_t)t->trace.cur->committed) {
             enqueue(t->trace.cur);

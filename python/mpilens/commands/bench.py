@@ -15,6 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from .. import safefile
 from ..cli import command
 from ..errors import LaunchError, MpilensError
 
@@ -101,7 +102,7 @@ def cmd_bench(a: argparse.Namespace) -> int:
             f"{r['size_bytes']},{r['latency_us']:.6g},{r['bandwidth_MBps']:.6g}\n" for r in table)
     if a.output:
         try:
-            a.output.write_text(text)
+            safefile.write_text(a.output, text)
         except OSError as err:
             raise MpilensError(f"cannot write {a.output}: {err.strerror}") from err
     if a.json:

@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from .. import layout
+from .. import layout, safefile
 from ..cli import command
 from ..errors import LaunchError, MpilensError
 
@@ -53,7 +53,7 @@ def cmd_compare(a: argparse.Namespace) -> int:
 
             step("HTML page")
             try:
-                a.html.write_text(compare_html.render(c))
+                safefile.write_text(a.html, compare_html.render(c))
             except OSError as err:
                 raise MpilensError(f"cannot write {a.html}: {err.strerror}") from err
     if a.json:
@@ -157,7 +157,7 @@ def cmd_repeat(a: argparse.Namespace) -> int:
             failed += 1
             if not a.keep_going:
                 break
-    (out / "repeat.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    safefile.write_text(out / "repeat.json", json.dumps(manifest, indent=2) + "\n")
     done = {s: [e["dir"] for e in manifest["order"] if e["side"] == s and e["ok"] and not e["name"].startswith("warmup")]
             for s in commands}
     suggestion = None

@@ -10,6 +10,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .. import safefile
 from ..trace import reader
 from ..trace.timeline import Timeline
 from . import Exporter, Progress, exporter
@@ -148,7 +149,7 @@ def chrome(tl: Timeline, out: Path, progress: Progress = None) -> dict[str, int]
     for r, t in zip((keys >> 32).tolist(), (keys & 0xFFFFFFFF).tolist()):
         threads.setdefault(r, []).append(t)
     written = 0
-    with out.open("wb") as f:
+    with safefile.replacing(out, binary=True) as f:
         f.write(b'{"displayTimeUnit":"ns","otherData":{"tool":"mpilens"},"traceEvents":[\n')
         for r in range(tl.nranks):
             if progress and (r == 0 or tl.nranks <= 64 or r % (tl.nranks // 64) == 0):

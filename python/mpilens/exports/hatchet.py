@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import safefile
 from ..errors import MpilensError
 from ..rundir import Run
 from ..rundir import load as load_run
@@ -399,7 +400,7 @@ def write(run: Run | str | Path, output: Path, fmt: str = "json", tree: str = "r
         rows = nodes
     else:
         raise MpilensError(f"unknown Hatchet format {fmt!r} (json, literal)")
-    output.write_text(json.dumps(doc, allow_nan=False))
+    safefile.write_text(output, json.dumps(doc, allow_nan=False))
     return {"nodes": nodes, "rows": rows}
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from .. import safefile
 from ..trace import reader
 from ..trace.timeline import Timeline
 from . import Exporter, Progress, exporter
@@ -39,11 +40,13 @@ def parquet(tl: Timeline, out: Path, progress: Progress = None) -> dict[str, int
         "request": ev["req"]})
     if progress:
         progress("Parquet: events")
-    pq.write_table(table, out)
+    with safefile.replacing(out, binary=True) as f:
+        pq.write_table(table, f)
     m = tl.messages
-    pq.write_table(pa.table({"src": m.src, "dst": m.dst, "tag": m.tag, "bytes": m.bytes, "send_s": m.send_t,
-                             "recv_posted_s": m.recv_post_t, "recv_done_s": m.recv_t, "send_event": m.send_ev,
-                             "recv_event": m.recv_ev}), out.with_name(out.stem + ".messages.parquet"))
+    with safefile.replacing(out.with_name(out.stem + ".messages.parquet"), binary=True) as f:
+        pq.write_table(pa.table({"src": m.src, "dst": m.dst, "tag": m.tag, "bytes": m.bytes, "send_s": m.send_t,
+                                 "recv_posted_s": m.recv_post_t, "recv_done_s": m.recv_t, "send_event": m.send_ev,
+                                 "recv_event": m.recv_ev}), f)
     return {"events": len(ev), "messages": len(m.send_ev)}
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import mmap
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -137,11 +138,14 @@ def read_rank(path: layout.RankFile) -> RankTrace:
         if size < 16:
             raise RunDirectoryError(f"{path.name} is empty or truncated ({size} bytes)")
     else:
-        with path.open("rb") as f:
-            size = f.seek(0, 2)
+        fd = layout.open_regular(path)
+        try:
+            size = os.fstat(fd).st_size
             if size < 16:
                 raise RunDirectoryError(f"{path.name} is empty or truncated ({size} bytes)")
-            mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            mm = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+        finally:
+            os.close(fd)
         data = memoryview(mm)
     if bytes(data[:8]) != L.MAGIC_TRACE_HEAD:
         raise RunDirectoryError(f"{path.name} is not an mpilens trace file")
@@ -594,8 +598,10 @@ def host_alignment(files: list[layout.RankFile], host_of: list[int]) -> dict[int
     return out
 
 
-def read_all(rundir: str | Path) -> Iterator[RankTrace]:
-    """Read the ranks of a run one after the other. The ranks of one host share its clocks
+def read_all(rundir: str | Path, problems: list[str] | None = None) -> Iterator[RankTrace]:
+    """Read the ranks of a run one after the other; a rank whose file cannot be read is left out
+    and named in problems (RunDirectoryError when none can be read, or problems is None). The
+    ranks of one host share its clocks
     (CLOCK_MONOTONIC and the time-stamp counter): their ticks are converted with the clock points
     of the host's first rank. Rank 0's host is the reference; every other host is aligned to it by
     the offsets measured at MPI_Init and MPI_Finalize, the best of its ranks' (host_alignment)."""
@@ -607,8 +613,16 @@ def read_all(rundir: str | Path) -> Iterator[RankTrace]:
     files = trace_files(rundir)
     aligned = host_alignment(files, host_of) if host_of else {}
     host_clock: dict[int, list[tuple[int, int]]] = {}  # each host's first rank's clock points
+    read = 0
     for f in files:
-        rt = read_rank(f)
+        try:
+            rt = read_rank(f)
+        except (RunDirectoryError, OSError) as err:
+            if problems is None or (read == 0 and f is files[-1]):
+                raise RunDirectoryError(str(err)) from None
+            problems.append(f"{err} (rank {layout.rank_of('trace', f)}'s trace is left out)")
+            continue
+        read += 1
         host = host_of[rt.rank] if host_of and rt.rank < len(host_of) else None
         rt.same_host_as_rank0 = host is not None and host == host_of[0]
         if host is not None:

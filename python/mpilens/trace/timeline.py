@@ -228,7 +228,8 @@ def load(rundir: str | Path, progress: Callable[[str], None] | None = None) -> T
     clock_error: dict[str, float | None] = {}  # host name -> error bound (s)
     comms: dict[int, tuple[tuple[int, ...], tuple[int, ...]]] = {}
     world_uid = realtime_at = None  # realtime_at: (rank 0's ns1, its calendar time)
-    for rt in reader.read_all(rundir):
+    left_out: list[str] = []  # ranks whose trace file cannot be read
+    for rt in reader.read_all(rundir, left_out):
         if progress:
             progress(f"reading the trace of rank {rt.rank}")
         functions, classes = rt.functions, rt.head.get("classes", ["other"] * len(rt.functions))
@@ -271,6 +272,8 @@ def load(rundir: str | Path, progress: Callable[[str], None] | None = None) -> T
                     (mods[m] if m is not None and m < len(mods) else None, int(a)) for m, a in frames])
         del rt
         parts.append(Events(cols))
+    problems += left_out
+    complete &= not left_out
     parts.sort(key=lambda t: int(t["rank"][0]) if len(t) else 0)
     ev = Events.concatenate(parts)
     del parts
