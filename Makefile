@@ -187,13 +187,13 @@ $(BUILD)/tests/test_merge: tests/c/test_merge.c tests/c/unit.h runtime/src/merge
 	@mkdir -p $(dir $@)
 	$(CC) $(UNIT_CFLAGS) -Iruntime/src -I$(BUILD)/gen -o $@ $< runtime/src/merge.c runtime/src/json.c -lm
 
-# the safe files (files.c): one MPI's build suffices, no handle is involved
-$(BUILD)/%/tests/test_files: tests/c/test_files.c tests/c/unit.h $(BUILD)/%/gen/wrappers_c.c $(LIB_SRC) $(RUNTIME_HDR) \
-                             $(RUNDIR_H)
+# the safe files: files.c (and the binding to the MPI it calls), with one MPI's headers
+$(BUILD)/%/tests/test_files: tests/c/test_files.c tests/c/unit.h runtime/src/files.c runtime/src/binding.c \
+                             $(BUILD)/%/gen/wrappers_c.c \
+                             $(RUNTIME_HDR) $(RUNDIR_H)
 	@mkdir -p $(dir $@)
 	mpicc.$* $(UNIT_CFLAGS) $(BIND) -Iruntime/src -Iruntime/include -I$(BUILD)/$*/gen -I$(BUILD)/gen -o $@ $< \
-	  $(LIB_SRC) $(BUILD)/$*/gen/ml_functions.c $(BUILD)/$*/gen/ml_config_table.c $(BUILD)/$*/gen/ml_pmpi.c \
-	  -ldl -lpthread -lm
+	  runtime/src/files.c runtime/src/binding.c $(BUILD)/$*/gen/ml_pmpi.c -ldl -lpthread
 
 $(BUILD)/%/tests/test_tables: tests/c/test_tables.c tests/c/unit.h $(BUILD)/%/gen/wrappers_c.c $(LIB_SRC) $(RUNTIME_HDR) \
                               $(RUNDIR_H)

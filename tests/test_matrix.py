@@ -15,7 +15,19 @@ import subprocess
 
 import pytest
 
-from conftest import BUILD, MATRIX, MPILENS, ROOT, example, job_env, launcher, matrix_env, matrix_params, matrix_prefix, mpilens_run
+from conftest import (
+    BUILD,
+    MATRIX,
+    MPILENS,
+    ROOT,
+    example,
+    job_env,
+    launcher,
+    matrix_env,
+    matrix_params,
+    matrix_prefix,
+    mpilens_run,
+)
 
 FAMILIES = ["openmpi", "mpich"]
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import threading
 from pathlib import Path
@@ -194,3 +195,31 @@ def test_report_writes_its_html_whole_or_not_at_all(tmp_path):
     assert p.returncode != 0 and page.read_text() == "the previous report\n"
     assert not [x for x in tmp_path.iterdir() if x.name.endswith(".tmp")]
     assert os.access(page, os.R_OK)
+
+
+@pytest.mark.mpi
+def test_a_malformed_command_is_not_copied_into_meta(mpi, tmp_path):
+    """MPILENS_COMMAND (set by mpilens run; here by hand) that is not a JSON array of strings: meta.json
+    stays valid JSON with the program's own command line, and one line says so."""
+    out = tmp_path / "run"
+    ring = [str(example(mpi, "ring"))]
+    job = preloaded(mpi, 2, ring, MPILENS_OUTPUT=str(out), MPILENS_COMMAND='["a"], "finalized": true, "x": ["')
+    assert job.returncode == 0, job.stderr
+    assert "MPILENS_COMMAND is not a JSON array of strings" in job.stderr
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["command"][0].endswith("/ring") and "x" not in meta
+
+
+@pytest.mark.mpi
+def test_a_copied_run_reads_its_own_live_files(mpi, tmp_path):
+    """The live folder of a run directory is read where the run directory is now (a copy's own), not
+    where the job wrote it."""
+    from mpilens import counters_spc
+
+    out = tmp_path / "run"
+    job = preloaded(mpi, 2, [str(example(mpi, "ring"))], MPILENS_OUTPUT=str(out), MPILENS_MODE="counters")
+    assert job.returncode == 0, job.stderr
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy)
+    assert Path(counters_spc.load_layout(out).doc["live_dir"]) == out / "live"
+    assert Path(counters_spc.load_layout(copy).doc["live_dir"]) == copy / "live"

@@ -53,6 +53,9 @@ def cmd_run(a: argparse.Namespace) -> int:
             raise MpilensError(f"--set {item}: expected MPILENS_NAME=VALUE")
         settings[name] = value
     if a.mode is not None:
+        if settings.get("MPILENS_MODE", a.mode) != a.mode:
+            raise MpilensError(f"--mode {a.mode} and --set MPILENS_MODE={settings['MPILENS_MODE']} disagree: "
+                               "give the modes once")
         settings["MPILENS_MODE"] = a.mode
     plan = launch.plan_run(cmd, a.mpi, a.output, settings)
     for note in plan.notes:

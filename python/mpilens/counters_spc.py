@@ -86,9 +86,16 @@ def load_layout(rundir: Path) -> Layout:
         raise RunDirectoryError(f"{rundir}: no {paths.relative('counters_layout')} (was the run made with --mode "
                                 "counters?)")
     try:
-        return Layout(json.loads(path.read_text()))
-    except (json.JSONDecodeError, KeyError) as err:
+        layout = Layout(json.loads(paths.read_regular(path).decode()))
+    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as err:
         raise RunDirectoryError(f"{path} is damaged: {err}") from err
+    # the live folder inside the run directory where it was written: this copy's own, wherever the
+    # run directory is now (an MPILENS_LIVE_DIR elsewhere stays where the job keeps it)
+    live = Path(str(layout.doc.get("live_dir", "")))
+    own = Path(rundir).absolute() / Path(paths.relative("counters_live", rank=0)).parent
+    if live.name == own.name and live.parent.resolve() != own.parent.resolve() and own.is_dir():
+        layout.doc["live_dir"] = str(own)
+    return layout
 
 
 @dataclass

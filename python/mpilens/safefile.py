@@ -24,7 +24,6 @@ from typing import IO, Any
 from . import _layout
 
 
-
 @contextlib.contextmanager
 def replacing(path: str | Path, binary: bool = False) -> Iterator[IO[Any]]:
     """Open a temporary file beside path for writing; on success it replaces path, on an error it

@@ -368,6 +368,16 @@ def gen_doc(spec: dict) -> str:
            "of an `MPI_Pcontrol` snapshot in 4 (with `MPILENS_FILES=host` the per-rank files are chunks of one "
            "container per host instead: see \"Files per host\" below). Binary files are little-endian; a magic is the first 8 bytes of a "
            "file or block, and a change of layout changes it (the last characters are the version).", "",
+           "**One run per directory, nothing written elsewhere.** A run directory belongs to the run that created "
+           "`claim.json` in it (exclusively: a second `mpilens run -o` of the same directory, or a second job "
+           "preloaded by hand with the same `MPILENS_OUTPUT`, is refused with one line; the default name gets a "
+           "suffix instead). The runtime opens the run directory (and `MPILENS_LIVE_DIR`) once at `MPI_Init` and "
+           "reaches every file from that descriptor one component at a time without following a symbolic link; "
+           "it creates each file exclusively under a random temporary name and renames it into place. A link "
+           "planted in the directory (by anyone who can write into it) therefore makes that one write fail: the "
+           "runtime names the file it could not write and the application goes on; the link's target is never "
+           "touched. The readers likewise read only regular files of the run directory, never through a link, a "
+           "FIFO or a device, and name such a file as a problem.", "",
            "| file | path | mode | format | written by | contents |", "|---|---|---|---|---|---|"]
     for fname, f in spec["files"].items():
         fmt = f["format"]

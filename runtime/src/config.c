@@ -145,8 +145,8 @@ int ml_config_load(ml_config_t *cfg, char *err, size_t errlen)
         if (v == NULL) v = s->default_value;
         if (parse_one(s, v, (char *)cfg + s->offset, err, errlen) != 0) return -1;
     }
-    if (ml_parse_bins(cfg->p2p_bins, NULL, 15) < 0) {
-        snprintf(err, errlen, "MPILENS_P2P_BINS=%s: not a list of at most 15 increasing byte sizes (e.g. 64,1024,65536)",
+    if (ml_parse_bins(cfg->p2p_bins, NULL, 15) <= 0) {
+        snprintf(err, errlen, "MPILENS_P2P_BINS=%s: not a list of 1 to 15 increasing byte sizes (e.g. 64,1024,65536)",
                  cfg->p2p_bins);
         return -1;
     }

@@ -33,12 +33,49 @@ static const char *thread_level_name(int level)
     }
 }
 
+/* Whether s is a JSON array of strings and nothing else: MPILENS_COMMAND is copied into meta.json
+ * as it is, so a malformed value would damage the file (or add keys to it). */
+static int json_string_array(const char *s)
+{
+    while (*s == ' ') s++;
+    if (*s++ != '[') return 0;
+    while (*s == ' ') s++;
+    if (*s == ']') return s[1 + strspn(s + 1, " ")] == 0;
+    for (;;) {
+        if (*s++ != '"') return 0;
+        for (; *s != '"'; s++) {
+            if ((unsigned char)*s < 0x20) return 0; /* the end, or a control character */
+            if (*s == '\\') {
+                s++;
+                if (*s == 'u') {
+                    for (int i = 1; i <= 4; i++)
+                        if (!strchr("0123456789abcdefABCDEF", s[i]) || s[i] == 0) return 0;
+                    s += 4;
+                } else if (*s == 0 || !strchr("\"\\/bfnrt", *s)) {
+                    return 0;
+                }
+            }
+        }
+        s++;
+        while (*s == ' ') s++;
+        if (*s == ']') return s[1 + strspn(s + 1, " ")] == 0;
+        if (*s++ != ',') return 0;
+        while (*s == ' ') s++;
+    }
+}
+
 static void write_command(FILE *f)
 {
     const char *cmd = getenv("MPILENS_COMMAND");
-    if (cmd != NULL && cmd[0] == '[') {
-        fputs(cmd, f); /* a JSON array written by `mpilens run` */
-        return;
+    if (cmd != NULL && cmd[0] != 0) {
+        if (json_string_array(cmd)) {
+            fputs(cmd, f); /* a JSON array written by `mpilens run` */
+            return;
+        }
+        static int said;
+        if (!said++)
+            ml_log(0, "MPILENS_COMMAND is not a JSON array of strings; meta.json records the program's own "
+                      "command line");
     }
     /* otherwise this program's own arguments */
     fputc('[', f);

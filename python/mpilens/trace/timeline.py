@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from .. import layout
+from .. import rundir as rundir_mod
 from . import reader
 
 COLUMNS = {"rank": np.uint32, "thread": np.uint32, "kind": np.uint16, "fn": np.uint16, "t0": np.float64,
@@ -229,6 +230,8 @@ def load(rundir: str | Path, progress: Callable[[str], None] | None = None) -> T
     comms: dict[int, tuple[tuple[int, ...], tuple[int, ...]]] = {}
     world_uid = realtime_at = None  # realtime_at: (rank 0's ns1, its calendar time)
     left_out: list[str] = []  # ranks whose trace file cannot be read
+    running = rundir_mod.still_running(rundir)
+    ended = "the job is still running" if running is not None else "the process was killed"
     for rt in reader.read_all(rundir, left_out):
         if progress:
             progress(f"reading the trace of rank {rt.rank}")
@@ -251,8 +254,8 @@ def load(rundir: str | Path, progress: Callable[[str], None] | None = None) -> T
             regions[rt.rank] = [(p, n) for p, n in rt.trailer.get("regions", [])]
             counters[rt.rank] = [(n, k) for n, k in rt.trailer.get("counters", [])]
         else:
-            problems.append(f"rank {rt.rank}: the trace has no trailer (the process was killed): region and counter "
-                            "names are unknown")
+            problems.append(f"rank {rt.rank}: the trace has no trailer ({ended}): region and counter names are "
+                            "unknown")
         t0, t1 = rt.to_seconds(rt.events["t0"]), rt.to_seconds(rt.events["t1"])
         # in time order per thread: records are written when a call ends, and a completion record
         # before the call that completed it; the data is nearly sorted, which a stable sort likes
@@ -285,7 +288,8 @@ def load(rundir: str | Path, progress: Callable[[str], None] | None = None) -> T
     # rank 0's times are its CLOCK_MONOTONIC: its head gives the calendar time of one of them
     realtime = None if realtime_at is None else int(realtime_at[1] + (origin * 1e9 - realtime_at[0]))
     if not complete:
-        problems.append("some ranks did not reach MPI_Finalize: the trace ends where they stopped")
+        problems.append("the job is still running: the trace ends where the ranks are now" if running is not None
+                        else "some ranks did not reach MPI_Finalize: the trace ends where they stopped")
     io_files: dict[int, list[str]] = {}
     if len(ev) and (ev["kind"] == reader.IO).any():  # names of the files the io events refer to
         from .. import io

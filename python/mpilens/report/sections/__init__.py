@@ -105,10 +105,25 @@ def all_sections(form: str = "html") -> list[Section]:
     return [cls() for cls in sorted(_REGISTRY, key=lambda c: (place(c), c.order, c.id))]
 
 
+CELL_MAX = 60  # characters of a text table's cell; longer names keep their start and end (full in JSON and HTML)
+_CONTROL = {c: f"\\x{c:02x}" for c in [*range(0x20), 0x7F]} | {0x0A: "\\n", 0x09: "\\t", 0x0D: "\\r"}
+
+
+def cell_text(value: Any, limit: int = CELL_MAX) -> str:
+    """A value as a text table shows it: on one line, control characters escaped (a name may hold
+    a newline or a terminal's escape sequence), at most limit characters (the middle elided)."""
+    text = str(value).translate(_CONTROL)
+    if len(text) > limit:
+        keep = (limit - 1) // 2
+        text = text[:keep] + "…" + text[len(text) - (limit - 1 - keep):]
+    return text
+
+
 def text_table(headers: list[str], rows: list[list[str]], right: set[int] | None = None) -> list[str]:
     """Lines of a text table: a header, a rule, the rows; columns in `right` (default: all but the
-    first) are right-aligned."""
+    first) are right-aligned. Cells are shown with cell_text."""
     right = right if right is not None else set(range(1, len(headers)))
+    rows = [[cell_text(c) for c in r] for r in rows]
     widths = [max(len(str(x)) for x in col) for col in zip(headers, *rows)] if rows else [len(h) for h in headers]
 
     def line(cells: list[str]) -> str:

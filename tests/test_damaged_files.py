@@ -1,0 +1,90 @@
+"""Files of a run directory that are not what they should be (fast tier: committed runs, no MPI job).
+
+A reader reads only regular files of a run directory: a FIFO would hang it, a device such as
+/dev/zero never ends, a symbolic link may point at anybody's file. Each gives one problem naming
+the file, and whatever else is readable is reported. The oracle is what was planted."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import time
+
+import pytest
+
+from conftest import MPILENS, committed_run, job_env
+
+
+def report(rundir, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(MPILENS), "report", str(rundir), *args], capture_output=True, text=True, timeout=60,
+                          env=job_env())
+
+
+PLANTS = {
+    "profile-fifo": ("profile.json", lambda p: os.mkfifo(p), "not a regular file"),
+    "profile-link": ("profile.json", lambda p: p.symlink_to(p.parent / "meta.json"), "symbolic link"),
+    "profile-dir": ("profile.json", lambda p: p.mkdir(), "not a regular file"),
+    "meta-dev-zero": ("meta.json", lambda p: p.symlink_to("/dev/zero"), "symbolic link"),
+    "meta-fifo": ("meta.json", lambda p: os.mkfifo(p), "not a regular file"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(PLANTS))
+def test_a_file_that_is_not_a_regular_file_is_named_never_read(case, tmp_path):
+    name, plant, why = PLANTS[case]
+    run = committed_run("ring-openmpi", tmp_path).rundir
+    (run / name).unlink()
+    plant(run / name)
+    p = report(run, "--json")
+    assert "Traceback" not in p.stderr
+    if name == "meta.json":  # the profile is still there: reported, with the problem named
+        assert p.returncode == 0, p.stderr
+        doc = json.loads(p.stdout)
+        assert any(name in x and why in x for x in doc["problems"]), doc["problems"]
+    else:  # no profile and no per-rank data: one line naming the file
+        lines = [x for x in p.stderr.splitlines() if x.startswith("mpilens: ")]
+        assert p.returncode == 2 and len(lines) == 1 and name in lines[0] and why in lines[0], p.stderr
+
+
+def test_a_running_job_is_called_running_not_killed(tmp_path):
+    """claim.json names a process of this host that started before the claim and still runs (here:
+    this test's own process): the report of the partial data says the job is still running."""
+    run = committed_run("aborted-openmpi", tmp_path).rundir
+    (run / "claim.json").write_text(json.dumps({"schema": "mpilens.claim/1", "token": "", "by": "runtime",
+                                                "pid": os.getpid(), "host": socket.gethostname(),
+                                                "created": int(time.time())}) + "\n")
+    p = report(run, "--json")
+    assert p.returncode == 0, p.stderr
+    problems = json.loads(p.stdout)["problems"]
+    assert any(f"still running (pid {os.getpid()}" in x for x in problems), problems
+    assert not any("did not reach MPI_Finalize" in x for x in problems), problems
+    # a claim by a process that is gone (or started after the claim: another process with its pid)
+    claim = json.loads((run / "claim.json").read_text())
+    claim["created"] = int(time.time()) - 10 ** 6
+    (run / "claim.json").write_text(json.dumps(claim))
+    problems = json.loads(report(run, "--json").stdout)["problems"]
+    assert any("did not reach MPI_Finalize" in x for x in problems), problems
+
+
+def test_mode_given_twice_differently_is_refused(tmp_path):
+    p = subprocess.run([str(MPILENS), "run", "-o", str(tmp_path / "r"), "--mode", "trace", "--set",
+                        "MPILENS_MODE=bogus", "--", "true"], capture_output=True, text=True, timeout=60, env=job_env())
+    lines = [x for x in p.stderr.splitlines() if x.startswith("mpilens: ")]
+    assert p.returncode == 2 and len(lines) == 1 and "--mode trace" in lines[0] and "MPILENS_MODE=bogus" in lines[0]
+    assert not (tmp_path / "r").exists()
+
+
+def test_hostile_names_in_text_tables_stay_on_one_line_and_short():
+    """A name with a newline, a terminal escape sequence or 100 KB of characters: one line per row,
+    escaped, shortened in the middle; the other rows keep their width."""
+    from mpilens.report.sections import CELL_MAX, text_table
+
+    names = ["plain", "two\nlines", "\x1b[2Jcleared", "x" * 100_000 + "END"]
+    lines = text_table(["Region", "Calls"], [[n, "1"] for n in names])
+    assert len(lines) == 2 + len(names)
+    assert all("\n" not in x and "\x1b" not in x for x in lines)
+    assert "two\\nlines" in lines[3] and "\\x1b[2Jcleared" in lines[4]
+    assert lines[5].rstrip().endswith("END  1") or lines[5].split()[-1] == "1"
+    assert max(len(x) for x in lines) <= CELL_MAX + 2 + len("Calls")
