@@ -68,6 +68,7 @@ def test_a_running_job_is_called_running_not_killed(tmp_path):
     assert any("did not reach MPI_Finalize" in x for x in problems), problems
 
 
+@pytest.mark.mpi  # it starts mpilens run (refused before any job)
 def test_mode_given_twice_differently_is_refused(tmp_path):
     p = subprocess.run([str(MPILENS), "run", "-o", str(tmp_path / "r"), "--mode", "trace", "--set",
                         "MPILENS_MODE=bogus", "--", "true"], capture_output=True, text=True, timeout=60, env=job_env())

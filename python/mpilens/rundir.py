@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import functools
 import json
-import os
-import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import _layout, layout
+from . import _layout, claim, layout
 from . import payload as pl
 from .errors import RunDirectoryError
 
@@ -215,7 +213,7 @@ def load(path: str | Path) -> Run:
         problems += errs
 
     nranks, profile, missing = _aggregate(path, layout.partial_files(path), meta, problems)
-    running = still_running(path)
+    running = claim.still_running(path)
     if profile is None:
         if running is not None:
             why = f"the job is still running (pid {running} on this host): no profile.json yet and no per-rank data"
@@ -251,27 +249,6 @@ def _aggregate(path: Path, files: list[Path], meta: dict[str, Any] | None,
         return 0, None, []
     nranks = int(profile["nranks"])
     return nranks, profile, [r["rank"] for r in profile["ranks"] if r["host"] is None]
-
-
-def still_running(path: str | Path) -> int | None:
-    """The pid of the process that claimed the run directory (mpilens run, or rank 0 of a job
-    preloaded by hand) when it runs on this host now and the run has not finished, else None: a
-    report of a running job says so rather than calling it killed."""
-    try:
-        claim = json.loads(layout.read_regular(layout.claim_file(path), limit=1 << 16))
-        pid, host, created = int(claim["pid"]), str(claim["host"]), float(claim["created"])
-    except (OSError, RunDirectoryError, ValueError, KeyError, TypeError):
-        return None
-    if host != socket.gethostname() or pid <= 0 or layout.profile_file(path).exists():
-        return None
-    try:  # the process's start: it is the claimant only when it started before the claim
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        boot = next(float(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines()
-                    if line.startswith("btime "))
-        started = boot + int(fields[19]) / os.sysconf("SC_CLK_TCK")
-    except (OSError, StopIteration, IndexError, ValueError):
-        return None
-    return pid if started <= created + 2 else None
 
 
 def snapshots(path: str | Path) -> list[int]:

@@ -11,8 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import layout
-from .. import rundir as rundir_mod
+from .. import claim, layout
 from . import reader
 
 COLUMNS = {"rank": np.uint32, "thread": np.uint32, "kind": np.uint16, "fn": np.uint16, "t0": np.float64,
@@ -230,7 +229,7 @@ def load(rundir: str | Path, progress: Callable[[str], None] | None = None) -> T
     comms: dict[int, tuple[tuple[int, ...], tuple[int, ...]]] = {}
     world_uid = realtime_at = None  # realtime_at: (rank 0's ns1, its calendar time)
     left_out: list[str] = []  # ranks whose trace file cannot be read
-    running = rundir_mod.still_running(rundir)
+    running = claim.still_running(rundir)
     ended = "the job is still running" if running is not None else "the process was killed"
     for rt in reader.read_all(rundir, left_out):
         if progress:
