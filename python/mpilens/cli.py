@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from . import __version__, safefile
+from . import __version__, safefile, units
 from .errors import MpilensError
 
 COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], Callable[[argparse.ArgumentParser], None], str]] = {}
@@ -185,6 +185,10 @@ def _load_command_modules() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; return the exit status."""
+    # names are the application's bytes: one that is not UTF-8 reaches the terminal escaped
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors=units.ENCODING_ERRORS)
     _load_command_modules()
     parser = argparse.ArgumentParser(prog="mpilens", description="Insight into the performance of MPI applications.")
     parser.add_argument("--version", action="version", version=f"mpilens {__version__}")

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from . import _layout
+from . import _layout, units
 
 
 @contextlib.contextmanager
@@ -31,7 +31,9 @@ def replacing(path: str | Path, binary: bool = False) -> Iterator[IO[Any]]:
     target = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name[:64]}.", suffix=".tmp", dir=target.parent)
     try:
-        with os.fdopen(fd, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8"})) as f:
+        # a name's bytes that were not UTF-8 (lone surrogates) are written escaped, never refused
+        text_mode = {"encoding": "utf-8", "errors": units.ENCODING_ERRORS}
+        with os.fdopen(fd, "wb" if binary else "w", **({} if binary else text_mode)) as f:
             yield f
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, target)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import math
 from typing import Any
 
@@ -64,3 +65,42 @@ def mib(b: float | None, digits: int = 1) -> str:
 def mib_mean_std(row: dict[str, Any]) -> str:
     """A row with "mean" and "std" in bytes as "mean ± std" in MiB ("-" when nothing was measured)."""
     return "-" if row["mean"] is None else f"{mib(row['mean'])} ± {mib(row['std'])}"
+
+
+# Names are bytes from the application; the run directory's JSON carries a byte that is not UTF-8
+# as the escape \udcXX (runtime/src/json.h), which Python reads as a lone surrogate (what its
+# "surrogateescape" makes of such a byte). Shown, it is \xXX; its bytes are name.encode("utf-8",
+# "surrogateescape").
+_SHOWN = {0xDC80 + b: f"\\x{b + 0x80:02x}" for b in range(0x80)}
+
+
+_CONTROLS = {c: f"\\x{c:02x}" for c in [*range(0x20), 0x7F]}
+
+
+def printable(name: str, controls: bool = False) -> str:
+    """A name as text any output takes (a terminal, HTML, Parquet, OTF2): each byte that was not
+    UTF-8 shown as \\xXX, and control characters too when controls; everything else as it is."""
+    if any(0xDC80 <= ord(c) <= 0xDCFF for c in name):
+        name = name.translate(_SHOWN)
+    return name.translate(_CONTROLS) if controls else name
+
+
+def name_bytes(name: str) -> bytes:
+    """The bytes of a name as the application gave them."""
+    return name.encode("utf-8", "surrogateescape")
+
+
+def _shown_bytes(err: UnicodeError) -> tuple[str, int]:
+    """Encoding error handler "mpilens.printable": a name's byte that was not UTF-8 written as \\xXX
+    (as printable shows it), anything else unencodable as a backslash escape."""
+    if not isinstance(err, UnicodeEncodeError):
+        raise err
+    bad = err.object[err.start:err.end]
+    return "".join(f"\\x{ord(c) - 0xDC00:02x}" if 0xDC80 <= ord(c) <= 0xDCFF else c.encode("ascii", "backslashreplace")
+                   .decode() for c in bad), err.end
+
+
+# what the command line's output streams and the files it writes use for the names' other bytes
+ENCODING_ERRORS = "mpilens.printable"
+codecs.register_error(ENCODING_ERRORS, _shown_bytes)
+

@@ -378,6 +378,12 @@ def gen_doc(spec: dict) -> str:
            "runtime names the file it could not write and the application goes on; the link's target is never "
            "touched. The readers likewise read only regular files of the run directory, never through a link, a "
            "FIFO or a device, and name such a file as a problem.", "",
+           "**Names are bytes.** Region, counter and file names and command-line arguments are the "
+           "application's bytes and need not be UTF-8. The JSON files are UTF-8 all the same and lose nothing: "
+           "a byte that is not part of a valid UTF-8 sequence is written as the escape `\\udcXX` (a lone low "
+           "surrogate, what Python's `surrogateescape` makes of that byte: `name.encode(\"utf-8\", "
+           "\"surrogateescape\")` gives the bytes back), control characters as `\\n`, `\\t`, `\\u00XX`. "
+           "Reports show such a byte as `\\xXX`; JSON outputs keep the escape.", "",
            "| file | path | mode | format | written by | contents |", "|---|---|---|---|---|---|"]
     for fname, f in spec["files"].items():
         fmt = f["format"]

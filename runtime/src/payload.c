@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "json.h"
 #include "ml.h"
 #include "ml_callsite.h"
 #include "ml_intervals.h"
@@ -100,16 +101,15 @@ void ml_sink_int(ml_sink_t *s, int64_t v)
 void ml_sink_json_string(ml_sink_t *s, const char *text)
 {
     ml_sink_put(s, "\"", 1);
-    for (; *text; text++) {
-        const unsigned char c = (unsigned char)*text;
-        if (c == '"' || c == '\\') {
-            const char e[2] = {'\\', (char)c};
-            ml_sink_put(s, e, 2);
-        } else if (c == '\t') {
-            ml_sink_put(s, "\\t", 2);
-        } else if (c >= 0x20) {
-            ml_sink_put(s, text, 1);
-        }
+    const unsigned char *p = (const unsigned char *)text;
+    size_t left = strlen(text);
+    while (left > 0) { /* as ml_json_strn: any bytes, valid UTF-8 out (json.h) */
+        char out[16];
+        size_t len;
+        const size_t used = ml_json_escape_next(p, left, out, &len);
+        ml_sink_put(s, out, len);
+        p += used;
+        left -= used;
     }
     ml_sink_put(s, "\"", 1);
 }

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json.h"
 #include "merge.h"
 #include "unit.h"
 
@@ -96,8 +97,35 @@ static void check_payload_bounds(const buf_t *b, const char *path)
     free(bad);
 }
 
+/* A JSON string of bytes (json.h): valid UTF-8 copied, every other byte \udcXX, controls escaped. */
+static void check_json_string(const char *in, const char *want)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    ml_json_str(f, in);
+    fclose(f);
+    CHECK(strcmp(buf, want) == 0, "%s gives %s, expected %s", in, buf, want);
+    free(buf);
+}
+
+static void json_strings(void)
+{
+    check_json_string("plain", "\"plain\"");
+    check_json_string("r\xc3\xa9gion", "\"r\xc3\xa9gion\"");                    /* UTF-8: copied */
+    check_json_string("r\xe9gion", "\"r\\udce9gion\"");                          /* Latin-1 */
+    check_json_string("a\nb\t\x1b[31m\"\\", "\"a\\nb\\t\\u001b[31m\\\"\\\\\"");  /* controls, quote, backslash */
+    check_json_string("\xc0\x80", "\"\\udcc0\\udc80\"");                         /* overlong */
+    check_json_string("\xed\xa0\x80", "\"\\udced\\udca0\\udc80\"");             /* a surrogate */
+    check_json_string("\xf0\x9f\x98\x80!", "\"\xf0\x9f\x98\x80!\"");          /* 4 bytes: copied */
+    check_json_string("\xe2\x82", "\"\\udce2\\udc82\"");                         /* cut short */
+    check_json_string("\xf4\x90\x80\x80", "\"\\udcf4\\udc90\\udc80\\udc80\"");  /* above U+10FFFF */
+    check_json_string("\x7f", "\"\\u007f\"");
+}
+
 int main(int argc, char **argv)
 {
+    json_strings();
     const int n = argc - 1;
     if (n < 2 || n > 16) {
         fprintf(stderr, "usage: test_merge RANK0.partial RANK1.partial ... (2 to 16 files)\n");

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import layout
+from .. import layout, units
 from ..trace import reader
 from ..trace.timeline import (
     RECV_BLOCKING,
@@ -142,8 +142,8 @@ def otf2(tl: Timeline, out: Path, progress: Progress = None) -> dict[str, int]:
 
         def region(name: str, mpi: bool, cls: str = "") -> object:
             if (name, mpi) not in regions:
-                regions[(name, mpi)] = defs.region(
-                    name, paradigm=o.Paradigm.MPI if mpi else o.Paradigm.USER,
+                regions[(name, mpi)] = defs.region(  # OTF2 takes text: a name's other bytes escaped
+                    units.printable(name, controls=True), paradigm=o.Paradigm.MPI if mpi else o.Paradigm.USER,
                     region_role=_role(o, name, cls) if mpi else o.RegionRole.CODE)
             return regions[(name, mpi)]
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from .. import safefile
+from .. import safefile, units
 from ..trace import reader
 from ..trace.timeline import Timeline
 from . import Exporter, Progress, exporter
@@ -32,7 +32,8 @@ def parquet(tl: Timeline, out: Path, progress: Progress = None) -> dict[str, int
         for i in special.tolist():
             index[i] = extra.setdefault(tl.name(i), len(labels) + len(extra))
         labels += list(extra)
-    names = pa.DictionaryArray.from_arrays(pa.array(index), pa.array(labels))
+    # Arrow strings are UTF-8: a name's bytes that are not are shown escaped (units.printable)
+    names = pa.DictionaryArray.from_arrays(pa.array(index), pa.array([units.printable(x) for x in labels]))
     table = pa.table({
         "rank": ev["rank"], "thread": ev["thread"], "kind": kinds, "name": names,
         "start_s": ev["t0"], "end_s": ev["t1"], "comm": ev["comm"], "dst": ev["dst"], "src": ev["src"],

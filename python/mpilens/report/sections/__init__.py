@@ -106,12 +106,14 @@ def all_sections(form: str = "html") -> list[Section]:
 
 
 CELL_MAX = 60  # characters of a text table's cell; longer names keep their start and end (full in JSON and HTML)
-_CONTROL = {c: f"\\x{c:02x}" for c in [*range(0x20), 0x7F]} | {0x0A: "\\n", 0x09: "\\t", 0x0D: "\\r"}
+_CONTROL = ({c: f"\\x{c:02x}" for c in [*range(0x20), 0x7F]} | {0x0A: "\\n", 0x09: "\\t", 0x0D: "\\r"}
+            | {0xDC80 + b: f"\\x{b + 0x80:02x}" for b in range(0x80)})  # and bytes that were not UTF-8 (units.printable)
 
 
 def cell_text(value: Any, limit: int = CELL_MAX) -> str:
-    """A value as a text table shows it: on one line, control characters escaped (a name may hold
-    a newline or a terminal's escape sequence), at most limit characters (the middle elided)."""
+    """A value as a text table shows it: on one line, control characters and bytes that were not
+    UTF-8 escaped (a name may hold a newline, a terminal's escape sequence, Latin-1), at most limit
+    characters (the middle elided)."""
     text = str(value).translate(_CONTROL)
     if len(text) > limit:
         keep = (limit - 1) // 2

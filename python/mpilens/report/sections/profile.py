@@ -6,6 +6,7 @@ spread across ranks, message sizes, top talkers, regions, findings."""
 from __future__ import annotations
 
 import math
+import shlex
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,8 @@ def _num(v: Any, text: str) -> str:
 
 def _command(ctx: Context) -> str:
     cmd = (ctx.run.meta or {}).get("command")
-    return " ".join(cmd) if isinstance(cmd, list) else "n/a"
+    # shell-quoted, its bytes that are not text escaped: one line a user can read and copy
+    return " ".join(shlex.quote(units.printable(str(a), controls=True)) for a in cmd) if isinstance(cmd, list) else "n/a"
 
 
 def _mpi(ctx: Context) -> str:
