@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from . import _layout, layout, safefile
+from .errors import RunDirectoryError
 
 SCHEMA = _layout.SCHEMA_CALLSITES
 OTHER = "(other sites)"
@@ -98,15 +99,26 @@ def demangle_fortran(symbol: str | None, file: str | None) -> str | None:
     return symbol
 
 
+def _well_formed(modules: Any) -> bool:
+    """Whether a cache's modules are what symbolise writes: {module: {key, addresses: {address:
+    {symbol, file, line}}}}."""
+    def entry(e: Any) -> bool:
+        return (isinstance(e, dict) and isinstance(e.get("addresses"), dict)
+                and all(isinstance(a, dict) and isinstance(a.get("symbol"), (str, type(None)))
+                        and isinstance(a.get("file"), (str, type(None)))
+                        and isinstance(a.get("line"), (int, type(None))) for a in e["addresses"].values()))
+    return isinstance(modules, dict) and all(entry(e) for e in modules.values())
+
+
 def symbolise(frames: set[tuple[str, int]], cache_file: Path | None = None) -> dict[tuple[str, int], dict[str, Any]]:
     """Function, file and line of each (module, address); cached in cache_file when given."""
     cache: dict[str, dict[str, Any]] = {}
     if cache_file is not None and cache_file.exists():
-        try:
-            doc = json.loads(cache_file.read_text())
-            if doc.get("schema") == SCHEMA:
-                cache = doc.get("modules", {})
-        except (OSError, ValueError):
+        try:  # mpilens' own cache: one that is not well formed is made again, never trusted
+            doc = json.loads(layout.read_regular(cache_file, limit=256 << 20))
+            if isinstance(doc, dict) and doc.get("schema") == SCHEMA and _well_formed(doc.get("modules")):
+                cache = doc["modules"]
+        except (OSError, ValueError, RunDirectoryError):
             cache = {}
     by_module: dict[str, list[int]] = defaultdict(list)
     for module, addr in frames:

@@ -23,7 +23,6 @@ change of memory within each region or MPI_Pcontrol extent.
 
 from __future__ import annotations
 
-import json
 import math
 from collections import Counter
 from dataclasses import dataclass, field
@@ -34,6 +33,7 @@ import numpy as np
 
 from . import _layout as L
 from . import layout
+from . import meta as meta_file
 from .errors import RunDirectoryError
 
 # the file's layout (runtime/spec/rundir.yaml, file `memory`): a header, then records whose last 32
@@ -208,13 +208,11 @@ def thin(r: RankMemory, points: int) -> dict[str, list[float]]:
 # ---------------------------------------------------------------------- reading
 def _local_counts(path: Path, nranks: int) -> dict[int, int]:
     """Ranks on the host of each rank, from meta.json (all on one host when unknown)."""
-    try:
-        meta = json.loads(layout.meta_file(path).read_text())
-        hosts = meta["rank_host"]
+    hosts = (meta_file.load(path, []) or {}).get("rank_host")
+    if hosts is not None:
         per = Counter(hosts)
         return {r: per[h] for r, h in enumerate(hosts)}
-    except (OSError, ValueError, KeyError, TypeError):
-        return {r: nranks for r in range(nranks)}
+    return {r: nranks for r in range(nranks)}
 
 
 def _functions(path: Path) -> list[str]:
@@ -368,10 +366,7 @@ def load(path: str | Path, method: str | None = None) -> MemoryRun:
     if not folder.is_dir() or not files:
         raise RunDirectoryError(f"{path}: no memory data ({layout.describe('memory')}); "
                                 "run with `mpilens run --mode memory`")
-    try:
-        nranks = int(json.loads(layout.meta_file(path).read_text())["nranks"])
-    except (OSError, ValueError, KeyError, TypeError):
-        nranks = len(files)
+    nranks = (meta_file.load(path, []) or {}).get("nranks", len(files))
     local = _local_counts(path, nranks)
     names = _functions(path)
     ranks, problems = [], []

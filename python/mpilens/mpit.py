@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from . import layout
+from . import meta as meta_file
 from .build_info import MPI_FLAVORS, build_dir
 from .errors import LaunchError, RunDirectoryError
 
@@ -147,13 +148,12 @@ def load(path: str | Path, meta: dict[str, Any] | None = None) -> MpitRun:
     path = Path(path)
     problems: list[str] = []
     if meta is None:
-        try:
-            meta = json.loads(layout.meta_file(path).read_text())
-        except FileNotFoundError:
-            raise RunDirectoryError(f"{layout.meta_file(path)} is missing: {path} is not an mpilens run directory") \
-                from None
-        except (OSError, json.JSONDecodeError) as err:
-            raise RunDirectoryError(f"{layout.meta_file(path)} cannot be read: {err}") from None
+        wrong: list[str] = []
+        meta = meta_file.load(path, wrong)
+        if meta is None:
+            raise RunDirectoryError(f"{path}: {wrong[0]}" + (" (not an mpilens run directory?)"
+                                                             if "missing" in wrong[0] else ""))
+        problems += wrong
     mpi = (meta.get("mpi") or {}).get("flavor")
     series: list[Series] = []
     skipped: list[dict[str, str]] = []

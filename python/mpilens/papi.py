@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from . import _layout, layout
+from . import meta as meta_file
 from .errors import RunDirectoryError
 
 SCHEMA = _layout.SCHEMA_PAPI
@@ -220,11 +221,7 @@ def load(rundir: Path) -> PapiRun:
         raise RunDirectoryError(f"{rundir} has no {folder.name}/ folder: run the job with `mpilens run --mode papi`")
     files = layout.papi_files(rundir)
     nranks = 0
-    meta = layout.meta_file(rundir)
-    try:
-        nranks = int(json.loads(meta.read_text()).get("nranks") or 0)
-    except (OSError, ValueError, AttributeError):
-        pass
+    nranks = (meta_file.load(rundir, []) or {}).get("nranks", 0)
     problems: list[str] = []
     parsed: dict[int, dict[str, Any]] = {}
     for f in files:

@@ -8,6 +8,7 @@ payload's layout is in runtime/spec/rundir.yaml (docs/run-directory.md)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import tempfile
 from pathlib import Path
@@ -46,6 +47,16 @@ def merge(files: list[layout.RankFile], root: Path, nranks: int | None = None, t
                     copies.append(f)
             profile, problems = merge(copies, Path(tmp), nranks, time_sample, intervals, version, mpi)
             return profile, [_rename(p, Path(tmp), names) for p in problems]
+    kept, refused = [], []
+    for f in files:  # only regular files reach the merge: a FIFO would hang it, a device never end
+        try:
+            os.close(layout.open_regular(f))
+            kept.append(f)
+        except (RunDirectoryError, OSError) as err:
+            refused.append(str(err) if isinstance(err, RunDirectoryError) else f"{f.name}: cannot read ({err.strerror})")
+    if not kept:
+        return None, refused
+    files = kept
     cmd = [str(merge_program())]
     if nranks:
         cmd += ["--nranks", str(nranks)]
@@ -58,7 +69,7 @@ def merge(files: list[layout.RankFile], root: Path, nranks: int | None = None, t
     if mpi:
         cmd += ["--mpi", mpi]
     p = subprocess.run(cmd + ["--"] + [str(f) for f in files], capture_output=True, text=True, check=False)
-    problems = []
+    problems = refused
     for line in p.stderr.splitlines():  # "FILE: what is wrong", FILE one of ours (a path may hold ": ")
         f = next((f for f in files if line.startswith(f"{f}: ")), None)
         if f is None:  # the program's own complaint (out of memory, ...)

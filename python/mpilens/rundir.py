@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from . import _layout, claim, layout
+from . import meta as meta_file
 from . import payload as pl
 from .errors import RunDirectoryError
 
@@ -196,13 +197,7 @@ def load(path: str | Path) -> Run:
     if not path.is_dir():
         raise RunDirectoryError(f"{path}: not a run directory (expected a directory with profile.json)")
     problems: list[str] = []
-    meta_file = layout.meta_file(path)
-    meta = _load_json(meta_file, problems)
-    if meta is not None and not isinstance(meta, dict):
-        problems.append(f"{meta_file.name} is not a JSON object")
-        meta = None
-    if meta is None and not meta_file.exists():
-        problems.append(f"{meta_file.name} is missing")
+    meta = meta_file.load(path, problems)
 
     profile_file = layout.profile_file(path)
     doc = _load_json(profile_file, problems)
@@ -272,9 +267,7 @@ def load_snapshot(path: str | Path, number: int) -> Run:
         which = f"it has {', '.join(map(str, have))}" if have else "the program never called MPI_Pcontrol(3) or (4)"
         raise RunDirectoryError(f"{path}: no MPI_Pcontrol snapshot {number} ({which})")
     problems: list[str] = []
-    meta = _load_json(layout.meta_file(path), problems)
-    if not isinstance(meta, dict):
-        meta = None
+    meta = meta_file.load(path, problems)
     _, profile, missing = _aggregate(path, layout.snapshot_files(path, number), meta, problems)
     if profile is None:
         detail = f" ({'; '.join(problems)})" if problems else ""

@@ -8,9 +8,12 @@
  * ("FILE: what is wrong"). Exit status: 0 when at least one file was merged, 2 when none could be,
  * 1 for a usage error. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "merge.h"
 #include "ml_rundir.h"
@@ -22,11 +25,23 @@ static int usage(const char *why)
     return 1;
 }
 
-/* The whole file in a growing buffer; NULL (errno set) when it cannot be read. */
+/* The whole file in a growing buffer; NULL (errno set) when it cannot be read. Only a regular
+ * file, never through a link (a FIFO would block, a device never end: EINVAL, ELOOP). */
 static char *read_file(const char *path, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) return NULL;
+    const int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0) return NULL;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        errno = EINVAL;
+        return NULL;
+    }
+    FILE *f = fdopen(fd, "rb");
+    if (f == NULL) {
+        close(fd);
+        return NULL;
+    }
     size_t cap = 1 << 16, n = 0;
     char *buf = malloc(cap);
     while (buf != NULL) {

@@ -28,10 +28,10 @@ def cmd_imbalance(a: argparse.Namespace) -> int:
 
     run = rundir.load(a.rundir)
     result = imbalance.analyze(run, work=a.work, efficiency=None if a.no_efficiency else a.efficiency)
-    if not run.complete:
+    if run.problems or not run.complete:
         result.notes.insert(0, "; ".join(run.problems) or "incomplete run")
     if a.json:
-        json.dump(result.to_dict(), sys.stdout, indent=2)
+        json.dump({**result.to_dict(), "complete": run.complete, "problems": run.problems}, sys.stdout, indent=2)
         print()
     else:
         sys.stdout.write(imbalance.render_text(result))

@@ -19,13 +19,13 @@ moved nothing (cancelled, MPI_PROC_NULL, never completed) gets no message record
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
 
-from .. import layout, units
+from .. import meta as meta_file
+from .. import units
 from ..trace import reader
 from ..trace.timeline import (
     RECV_BLOCKING,
@@ -83,11 +83,11 @@ def _role(o, name: str, cls: str):
 
 def _hosts(tl: Timeline) -> list[str]:
     """The host of each rank (meta.json), "host" when unknown."""
-    try:
-        meta = json.loads(layout.meta_file(tl.rundir).read_text())
-        return [meta["hosts"][h] for h in meta["rank_host"]][:tl.nranks] + ["host"] * (tl.nranks - len(meta["rank_host"]))
-    except (OSError, ValueError, KeyError, IndexError, TypeError):
+    meta = meta_file.load(tl.rundir, []) or {}  # the timeline names what is wrong with it
+    if "rank_host" not in meta or "hosts" not in meta:
         return ["host"] * tl.nranks
+    hosts = [meta["hosts"][h] for h in meta["rank_host"]][:tl.nranks]
+    return hosts + ["host"] * (tl.nranks - len(hosts))
 
 
 def otf2(tl: Timeline, out: Path, progress: Progress = None) -> dict[str, int]:

@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import _layout as L
 from .. import layout
+from .. import meta as meta_file
 from ..errors import RunDirectoryError
 
 # kinds of events
@@ -598,18 +599,22 @@ def host_alignment(files: list[layout.RankFile], host_of: list[int]) -> dict[int
     return out
 
 
-def read_all(rundir: str | Path, problems: list[str] | None = None) -> Iterator[RankTrace]:
+def read_all(rundir: str | Path, problems: list[str] | None = None,
+             notes: list[str] | None = None) -> Iterator[RankTrace]:
     """Read the ranks of a run one after the other; a rank whose file cannot be read is left out
-    and named in problems (RunDirectoryError when none can be read, or problems is None). The
-    ranks of one host share its clocks
+    and named in problems (RunDirectoryError when none can be read, or problems is None); what
+    else is wrong (a damaged meta.json) goes to notes. The ranks of one host share its clocks
     (CLOCK_MONOTONIC and the time-stamp counter): their ticks are converted with the clock points
     of the host's first rank. Rank 0's host is the reference; every other host is aligned to it by
     the offsets measured at MPI_Init and MPI_Finalize, the best of its ranks' (host_alignment)."""
-    try:
-        meta = json.loads(layout.meta_file(rundir).read_text())
-        host_of, host_names = meta["rank_host"], meta["hosts"]
-    except (OSError, ValueError, KeyError):
-        host_of, host_names = None, []
+    wrong: list[str] = []
+    meta = meta_file.load(rundir, wrong)
+    host_of, host_names = (meta.get("rank_host"), meta.get("hosts", [])) if meta else (None, [])
+    if host_of is None and notes is not None:  # every rank then counts as on rank 0's host
+        notes += [f"{n}: the ranks' hosts are unknown, their clocks taken as one host's" for n in wrong] or \
+            ["meta.json names no hosts: the ranks' clocks taken as one host's"]
+    elif notes is not None:
+        notes += wrong
     files = trace_files(rundir)
     aligned = host_alignment(files, host_of) if host_of else {}
     host_clock: dict[int, list[tuple[int, int]]] = {}  # each host's first rank's clock points

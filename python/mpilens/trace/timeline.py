@@ -231,7 +231,7 @@ def load(rundir: str | Path, progress: Callable[[str], None] | None = None) -> T
     left_out: list[str] = []  # ranks whose trace file cannot be read
     running = claim.still_running(rundir)
     ended = "the job is still running" if running is not None else "the process was killed"
-    for rt in reader.read_all(rundir, left_out):
+    for rt in reader.read_all(rundir, left_out, problems):
         if progress:
             progress(f"reading the trace of rank {rt.rank}")
         functions, classes = rt.functions, rt.head.get("classes", ["other"] * len(rt.functions))

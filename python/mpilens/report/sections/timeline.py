@@ -21,7 +21,12 @@ CLASS_COLORS = {"p2p": "#5b8db8", "collective": "#c8553d", "completion": "#e3a33
 def timeline_of(ctx: Context):
     """The run's Timeline, loaded once per report (None without a trace)."""
     def load():
-        return ctx.run.trace if "trace" in ctx.run.modes else None
+        if "trace" not in ctx.run.modes:
+            return None
+        tl = ctx.run.trace
+        # what is wrong with the trace is wrong with the report's findings: said with the run's problems
+        ctx.run.problems.extend(f"trace: {p}" for p in tl.problems if f"trace: {p}" not in ctx.run.problems)
+        return tl
     return ctx.once("timeline", load)
 
 
