@@ -101,6 +101,7 @@ class RegionSummary:
     time: Spread | None
     mpi_time: Spread | None
     functions: list[FunctionSummary]
+    name: str = ""  # the region's own name (it may hold "/": the path alone cannot say where it starts)
 
 
 @dataclass
@@ -179,7 +180,7 @@ def _regions(nodes: list[dict[str, Any]], prefix: str, depth: int, mpi_total: fl
                 if v is not None:
                     per_rank_mpi[r] = (per_rank_mpi[r] or 0.0) + v
         out.append(RegionSummary(path, depth, spread(node.get("visits", [])), spread(node.get("time_s", [])),
-                                 spread(per_rank_mpi), funcs))
+                                 spread(per_rank_mpi), funcs, node["name"]))
         _regions(node.get("regions", []), path, depth + 1, mpi_total, wall_total, out)
 
 

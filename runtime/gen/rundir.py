@@ -384,6 +384,14 @@ def gen_doc(spec: dict) -> str:
            "surrogate, what Python's `surrogateescape` makes of that byte: `name.encode(\"utf-8\", "
            "\"surrogateescape\")` gives the bytes back), control characters as `\\n`, `\\t`, `\\u00XX`. "
            "Reports show such a byte as `\\xXX`; JSON outputs keep the escape.", "",
+           "**Damage is named.** A reader that meets a damaged file (cut short, garbled, of the wrong JSON "
+           "types, a FIFO, a device, a link) names the file and what is wrong in one line and reports everything "
+           "else it can read: a rank whose trace or per-rank file cannot be read is left out and named, a "
+           "malformed field of `meta.json` is left out and named, and the report's `problems` (and `complete`) "
+           "say so, so that no finding disappears silently. `tests/test_fuzz.py` damages every file of committed "
+           "runs in eight ways and runs the reading commands on each. Reports and exports write their output "
+           "under a temporary name and rename it when complete: a failed report never truncates the previous one.",
+           "",
            "| file | path | mode | format | written by | contents |", "|---|---|---|---|---|---|"]
     for fname, f in spec["files"].items():
         fmt = f["format"]

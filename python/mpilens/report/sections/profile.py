@@ -422,7 +422,7 @@ class RegionsSection(Section):
         for r in regions:
             share = r.mpi_time.total / r.time.total if r.mpi_time and r.time and r.time.total else None
             top = r.functions[0].name if r.functions else ""
-            rows.append(f'<tr><td class="l" style="padding-left:{8 + 18 * r.depth}px">{escape(r.path.split("/")[-1])}</td>'
+            rows.append(f'<tr><td class="l" style="padding-left:{8 + 18 * r.depth}px">{escape(units.printable(r.name, controls=True))}</td>'
                         + _num(r.visits.total if r.visits else None, units.count(r.visits.total if r.visits else None))
                         + _num(r.time.mean if r.time else None, units.seconds(r.time.mean if r.time else None))
                         + _num(r.time.max if r.time else None, units.seconds(r.time.max if r.time else None))
@@ -461,7 +461,7 @@ class RegionsSection(Section):
         for r in s.regions:
             top = r.functions[0].name if r.functions else ""
             share = (r.mpi_time.total / r.time.total) if r.mpi_time and r.time and r.time.total else None
-            rows.append(["  " * r.depth + r.path.split("/")[-1], units.count(r.visits.total if r.visits else None),
+            rows.append(["  " * r.depth + r.name, units.count(r.visits.total if r.visits else None),
                          units.seconds(r.time.mean if r.time else None), units.seconds(r.time.max if r.time else None),
                          units.seconds(r.mpi_time.mean if r.mpi_time else 0.0), units.percent(share), top])
         return ["@ Regions (time per rank: mean / max; MPI time inside)"] + text_table(
