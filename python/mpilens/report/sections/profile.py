@@ -422,7 +422,8 @@ class RegionsSection(Section):
         for r in regions:
             share = r.mpi_time.total / r.time.total if r.mpi_time and r.time and r.time.total else None
             top = r.functions[0].name if r.functions else ""
-            rows.append(f'<tr><td class="l" style="padding-left:{8 + 18 * r.depth}px">{escape(units.printable(r.name, controls=True))}</td>'
+            shown = escape(units.printable(r.name, controls=True))
+            rows.append(f'<tr><td class="l" style="padding-left:{8 + 18 * r.depth}px">{shown}</td>'
                         + _num(r.visits.total if r.visits else None, units.count(r.visits.total if r.visits else None))
                         + _num(r.time.mean if r.time else None, units.seconds(r.time.mean if r.time else None))
                         + _num(r.time.max if r.time else None, units.seconds(r.time.max if r.time else None))
