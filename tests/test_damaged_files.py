@@ -15,6 +15,7 @@ import time
 import pytest
 
 from conftest import MPILENS, committed_run, job_env
+from mpilens import rundir
 
 
 def report(rundir, *args: str) -> subprocess.CompletedProcess:
@@ -89,3 +90,25 @@ def test_hostile_names_in_text_tables_stay_on_one_line_and_short():
     assert "two\\nlines" in lines[3] and "\\x1b[2Jcleared" in lines[4]
     assert lines[5].rstrip().endswith("END  1") or lines[5].split()[-1] == "1"
     assert max(len(x) for x in lines) <= CELL_MAX + 2 + len("Calls")
+
+
+def test_values_no_run_writes_are_named_and_left_out(tmp_path):
+    """A negative time, a string for a count, a message between ranks the run does not have: each is
+    left out of the report and named, never reported as it is."""
+    run = committed_run("ring-openmpi", tmp_path).rundir
+    doc = json.loads((run / "profile.json").read_text())
+    n = doc["nranks"]
+    doc["functions"]["MPI_Send"]["time_s"][1] = -3.0
+    doc["functions"]["MPI_Send"]["calls"][0] = "many"
+    doc["matrix"].append({"src": 99, "dst": -5, "messages": 1, "bytes": 8})
+    doc["ranks"][0]["wall_time_s"] = -1
+    (run / "profile.json").write_text(json.dumps(doc))
+    p = report(run, "--json")
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
+    out = json.loads(p.stdout)
+    problems = " | ".join(out["problems"])
+    for what in ("functions.MPI_Send.time_s", "functions.MPI_Send.calls", "matrix entry", "wall_time_s"):
+        assert what in problems, problems
+    send = rundir.load(run).profile["functions"]["MPI_Send"]
+    assert send["calls"][0] is None and send["time_s"][1] is None and send["calls"][1] == 5
+    assert n == out["nranks"] and all(e["src"] < n for e in rundir.load(run).profile["matrix"])

@@ -189,6 +189,63 @@ def validate_profile(doc: Any) -> list[str]:
     return errs
 
 
+def _measured(v: Any) -> bool:
+    """A per-rank value as the runtime writes it: null (not measured) or a number >= 0."""
+    return v is None or (isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 and v == v)
+
+
+def check_values(doc: dict[str, Any], problems: list[str]) -> None:
+    """Leave out the values of a structurally valid profile that no run writes (a negative time, a
+    string for a count, a message from rank 99 in a run of 4): each becomes "not measured" (or
+    its matrix entry is dropped), and problems says which. A damaged file never passes as data."""
+    n = doc["nranks"]
+
+    def scrub(where: str, values: list[Any]) -> None:
+        bad = [i for i, v in enumerate(values) if not _measured(v)]
+        for i in bad:
+            values[i] = None
+        if bad:
+            problems.append(f"profile.json: {where} has values no run writes at rank{'s' if len(bad) > 1 else ''} "
+                            f"{', '.join(map(str, bad[:8]))}{', ...' if len(bad) > 8 else ''} (left out)")
+
+    def walk_functions(prefix: str, funcs: Any) -> None:
+        for name, f in (funcs or {}).items() if isinstance(funcs, dict) else []:
+            for k, v in f.items() if isinstance(f, dict) else []:
+                if isinstance(v, list) and len(v) == n:
+                    scrub(f"{prefix}functions.{name}.{k}", v)
+
+    walk_functions("", doc["functions"])
+
+    def walk_regions(prefix: str, regions: Any) -> None:
+        for r in regions if isinstance(regions, list) else []:
+            if not isinstance(r, dict):
+                continue
+            where = f"{prefix}regions.{r.get('name')!s}."
+            for k in ("visits", "time_s"):
+                if isinstance(r.get(k), list) and len(r[k]) == n:
+                    scrub(where + k, r[k])
+            walk_functions(where, r.get("functions"))
+            walk_regions(where, r.get("regions"))
+
+    walk_regions("", doc["regions"])
+    for r in doc["ranks"]:
+        for k in ("wall_time_s", "mpi_time_s"):
+            if isinstance(r, dict) and not _measured(r.get(k)):
+                problems.append(f"profile.json: rank {r.get('rank')!s}'s {k} is {r.get(k)!r} (left out)")
+                r[k] = None
+
+    def entry_ok(e: Any) -> bool:
+        return (isinstance(e, dict) and all(isinstance(e.get(k), int) and not isinstance(e.get(k), bool)
+                                            for k in ("src", "dst", "messages", "bytes"))
+                and 0 <= e["src"] < n and 0 <= e["dst"] < n and e["messages"] >= 0 and e["bytes"] >= 0)
+
+    bad = [e for e in doc["matrix"] if not entry_ok(e)]
+    if bad:
+        doc["matrix"] = [e for e in doc["matrix"] if entry_ok(e)]
+        problems.append(f"profile.json: {len(bad)} matrix entr{'ies' if len(bad) > 1 else 'y'} with ranks outside 0-{n - 1} "
+                        f"or negative counts (left out), e.g. {json.dumps(bad[0])[:120]}")
+
+
 def load(path: str | Path) -> Run:
     """Read a run directory; raise RunDirectoryError when it holds nothing usable."""
     path = Path(path)
@@ -204,6 +261,7 @@ def load(path: str | Path) -> Run:
     if doc is not None:
         errs = validate_profile(doc)
         if not errs:
+            check_values(doc, problems)
             return Run(path, meta, doc, PROFILE_SOURCE, problems)
         problems += errs
 
