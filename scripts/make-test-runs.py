@@ -54,6 +54,8 @@ RUNS |= {
     "imbalance_efficiency-openmpi": ("openmpi", "imbalance", 4, ["8", "10000", "3", "1", "0.5"], {}),
     # three runs of a small imbalance: an ensemble for Thicket
     **{f"ensemble{i}-openmpi": ("openmpi", "imbalance", 3, ["3", "1000"], {}) for i in (1, 2, 3)},
+    # every mode's files at once (for the damaged-file tests of tests/test_fuzz.py)
+    "modes-openmpi": ("openmpi", "ring", 2, ["5", "2048"], {"MPILENS_MODE": "profile,counters,memory,mpit"}),
 }
 
 

@@ -23,7 +23,7 @@ import pytest
 from conftest import RUNS
 from mpilens import cli
 
-RUN_NAMES = ["ring-trace-openmpi", "aborted-openmpi", "late_sender-mpich"]
+RUN_NAMES = ["ring-trace-openmpi", "aborted-openmpi", "late_sender-mpich", "modes-openmpi"]
 
 
 def _half(p: Path) -> None:
@@ -95,11 +95,14 @@ COMMANDS = {
     "report": lambda d: ["report", str(d), "--json", "--quiet"],
     "trace": lambda d: ["trace", str(d), "--json"],
     "imbalance": lambda d: ["imbalance", str(d), "--json"],
+    "counters": lambda d: ["counters", str(d), "--json"],
+    "memory": lambda d: ["memory", str(d), "--json"],
+    "mpit": lambda d: ["mpit", str(d), "--json"],
     # exports: a file, or one clear error (their output is not compared)
     "chrome": lambda d: ["export", "chrome", str(d), "-o", str(d.parent / "out.json"), "--quiet"],
     "hatchet": lambda d: ["export", "hatchet", str(d), "-o", str(d.parent / "out.hatchet.json"), "--quiet"],
 }
-COMPARED = {"report", "trace", "imbalance"}
+COMPARED = {"report", "trace", "imbalance", "counters", "memory", "mpit"}
 
 
 def run_cli(args: list[str], seconds: int = 60) -> tuple[int, str, str]:

@@ -107,11 +107,12 @@ class Series:
     values: np.ndarray
     final: np.ndarray
     ticks_per_ns: float
+    cut: bool = False  # the file ends inside a record (the process was killed, or the file cut short)
 
 
 def read_series(path: Path, nv: int) -> Series:
     """Read one rank's counters time series (nv values per record); a record cut short is left out."""
-    raw = path.read_bytes()
+    raw = paths.read_regular(path)
     if len(raw) < SERIES_HDR.size or raw[:8] != SERIES_MAGIC:
         raise RunDirectoryError(f"{path}: not a counters time series")
     _, _, fnv, rank, _, tpn, _, _ = SERIES_HDR.unpack_from(raw)
@@ -121,7 +122,8 @@ def read_series(path: Path, nv: int) -> Series:
     rec = SERIES_REC.size + nv * 8
     n = (len(raw) - SERIES_HDR.size) // rec  # a record cut short by a killed process is left out
     a = np.frombuffer(raw, dtype="<i8", count=n * rec // 8, offset=SERIES_HDR.size).reshape(n, rec // 8)
-    return Series(rank, a[:, 0].astype(np.float64) * 1e-9, a[:, head:], a[:, 1] != 0, float(tpn))
+    return Series(rank, a[:, 0].astype(np.float64) * 1e-9, a[:, head:], a[:, 1] != 0, float(tpn),
+                  cut=(len(raw) - SERIES_HDR.size) % rec != 0)
 
 
 @dataclass
@@ -198,18 +200,30 @@ def load(rundir: str | Path) -> Counters:
         if sp.exists():
             try:
                 series[r] = read_series(sp, layout.nv)
+                if series[r].cut:
+                    problems.append(f"{paths.relative('counters_series', rank=r)} ends before the rank's last "
+                                    "snapshot (cut short): its time series is shorter")
             except RunDirectoryError as err:
                 problems.append(str(err))
+            except OSError as err:
+                problems.append(f"{paths.relative('counters_series', rank=r)}: cannot read ({err.strerror})")
         else:
             problems.append(f"{paths.relative('counters_series', rank=r)} is missing")
         jp = totals_of.get(r) or paths.path(rundir, "counters_totals", rank=r)
         if jp.exists():
             try:
-                docs[r] = json.loads(jp.read_text())
+                docs[r] = json.loads(paths.read_regular(jp, limit=256 << 20).decode())
                 totals[r] = np.asarray(docs[r]["values"], dtype=np.int64)
+                if totals[r].shape != (layout.nv,):
+                    raise ValueError(f"{totals[r].size} values, layout.json says {layout.nv}")
                 continue
-            except (json.JSONDecodeError, KeyError) as err:
-                problems.append(f"{paths.relative('counters_totals', rank=r)} is damaged ({err})")
+            except (ValueError, KeyError, TypeError, OverflowError, RunDirectoryError) as err:
+                docs.pop(r, None)
+                totals.pop(r, None)
+                problems.append(str(err) if isinstance(err, RunDirectoryError)
+                                else f"{paths.relative('counters_totals', rank=r)} is damaged ({err})")
+            except OSError as err:
+                problems.append(f"{paths.relative('counters_totals', rank=r)}: cannot read ({err.strerror})")
         else:
             problems.append(f"{paths.relative('counters_totals', rank=r)} is missing (rank {r} did not reach "
                             "MPI_Finalize)")

@@ -41,6 +41,7 @@ from .errors import RunDirectoryError
 HEADER, RECORD, MAGIC = L.MEM_HEADER_DTYPE, L.MEM_RECORD_DTYPE, L.MAGIC_MEMORY
 SAMPLE, INIT_BEGIN, INIT_END, FINAL = L.MEM_KIND_SAMPLE, L.MEM_KIND_INIT_BEGIN, L.MEM_KIND_INIT_END, L.MEM_KIND_FINAL
 CALL, MARK, FUNC, END, FINI_BEGIN = L.MEM_KIND_CALL, L.MEM_KIND_MARK, L.MEM_KIND_FUNC, L.MEM_KIND_END, L.MEM_KIND_FINI_BEGIN
+KINDS = (SAMPLE, INIT_BEGIN, INIT_END, FINAL, CALL, MARK, FUNC, END, FINI_BEGIN)
 MARK_BEGIN, MARK_END, MARK_PCONTROL = L.MEM_MARK_BEGIN, L.MEM_MARK_END, L.MEM_MARK_PCONTROL
 METHODS = tuple(L.MEM_METHOD_NAMES[i] for i in sorted(L.MEM_METHOD_NAMES))
 MAX_POINTS = 2000  # points per timeline in JSON documents and charts
@@ -215,12 +216,29 @@ def _local_counts(path: Path, nranks: int) -> dict[int, int]:
     return {r: nranks for r in range(nranks)}
 
 
-def _functions(path: Path) -> list[str]:
+def _functions(path: Path, problems: list[str] | None = None) -> list[str]:
+    """The MPI functions of the build, by number (memory/functions.txt); what is wrong with the
+    file goes to problems (the records then name functions by number)."""
     f = layout.memory_functions_file(path)
+    why = None
     try:
-        return f.read_text().split("\n")
-    except OSError:
-        return []
+        raw = layout.read_regular(f, limit=1 << 20)
+        names = raw.decode("utf-8").split("\n")
+        if names and names[-1] == "":
+            names.pop()
+        bad = next((n for n in names if not n.startswith(("MPI_", "PMPI_")) or not n.isprintable()), None)
+        if bad is not None or not names or not raw.endswith(b"\n"):  # the runtime ends every name with one
+            why = "is damaged (not a list of MPI functions)" if names and raw.endswith(b"\n") else \
+                "is cut short" if names else "is empty"
+            names = []
+    except FileNotFoundError:
+        names, why = [], "is missing"
+    except (OSError, UnicodeDecodeError, RunDirectoryError) as err:
+        names, why = [], (str(err) if isinstance(err, RunDirectoryError) else f"cannot be read ({err})")
+    if why is not None and problems is not None:
+        problems.append(f"{f.name} {why}: functions are named by number" if not why.startswith(f.name)
+                        else f"{why}: functions are named by number")
+    return names
 
 
 def read_rank(file: Path, names: list[str], local: int, method: str | None = None) -> RankMemory:
@@ -233,7 +251,7 @@ def read_rank(file: Path, names: list[str], local: int, method: str | None = Non
     Raises:
         RunDirectoryError: the file is not a memory file of mpilens.
     """
-    raw = file.read_bytes()
+    raw = layout.read_regular(file)
     if len(raw) < HEADER.itemsize or raw[:8] != MAGIC:
         raise RunDirectoryError(f"{file}: not an mpilens memory file (bad or missing header)")
     h = np.frombuffer(raw[:HEADER.itemsize], HEADER)[0]
@@ -243,6 +261,15 @@ def read_rank(file: Path, names: list[str], local: int, method: str | None = Non
         problems.append(f"{file.name}: {len(body) % RECORD.itemsize} bytes of a torn last record ignored")
         body = body[:len(body) - len(body) % RECORD.itemsize]
     rec = np.frombuffer(body, RECORD)
+    # records with values no run writes (a damaged file: there is no checksum) are left out and named
+    fn_id = np.isin(rec["kind"], (CALL, FUNC))  # their fn is a function number + 1 (functions.txt)
+    plausible = (np.isin(rec["kind"], KINDS) & (rec["pss"] >= -1) & (rec["pss"] < 1 << 50) & (rec["rss"] >= -1)
+                 & (rec["rss"] < 1 << 50) & (rec["t_ns"] < np.uint64(1 << 62))
+                 & (~fn_id | (rec["fn"] <= (len(names) if names else 0xFFFF))))
+    if not plausible.all():
+        problems.append(f"{file.name}: {int((~plausible).sum())} of {len(rec)} records hold values no run writes "
+                        "(damaged; left out)")
+        rec = rec[plausible]
     if method is None:
         method = METHODS[int(h["method"])] if int(h["method"]) < len(METHODS) else "fast"
     elif method not in METHODS or (method == "smaps" and int(h["method"]) != METHODS.index("smaps")):
@@ -368,8 +395,8 @@ def load(path: str | Path, method: str | None = None) -> MemoryRun:
                                 "run with `mpilens run --mode memory`")
     nranks = (meta_file.load(path, []) or {}).get("nranks", len(files))
     local = _local_counts(path, nranks)
-    names = _functions(path)
     ranks, problems = [], []
+    names = _functions(path, problems)
     for f in files:
         try:
             r = read_rank(f, names, local.get(layout.rank_of("memory", f), nranks), method)

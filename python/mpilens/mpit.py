@@ -164,10 +164,18 @@ def load(path: str | Path, meta: dict[str, Any] | None = None) -> MpitRun:
         handles: dict[int, Series] = {}
         rank = layout.rank_of("mpit", f) or 0
         ended = False
-        for lineno, line in enumerate(f.read_text(errors="replace").splitlines(), 1):
+        try:
+            text = layout.read_regular(f).decode("utf-8", "replace")
+        except (OSError, RunDirectoryError) as err:
+            problems.append(str(err) if isinstance(err, RunDirectoryError) else f"{mdir.name}/{f.name}: cannot "
+                            f"read ({err.strerror}); rank {rank}'s pvars are left out")
+            continue
+        for lineno, line in enumerate(text.splitlines(), 1):
             try:
                 rec = json.loads(line)
-            except json.JSONDecodeError:
+                if not isinstance(rec, dict):
+                    raise ValueError("not a JSON object")
+            except ValueError:
                 problems.append(f"{mdir.name}/{f.name} line {lineno} is damaged (the rank may have been killed); "
                                 "later samples of this rank are ignored")
                 break

@@ -137,18 +137,23 @@ def cmd_mpit(a: argparse.Namespace) -> int:
     unknown = [r for r in a.rule if r not in recommend.RULES]
     if unknown:
         raise MpilensError(f"--rule {unknown[0]}: not one of {', '.join(recommend.RULES)}")
+    from .. import rundir as rundir_mod
+
     m = mpit.load(rundir)
-    results = recommend.recommend(rundir, a.rule or None) if a.what != "show" else None
+    run = rundir_mod.load(rundir) if a.what != "show" else None
+    results = recommend.recommend(run, a.rule or None) if run is not None else None
+    # what is wrong with the run is wrong with the recommendations drawn from it
+    problems = m.problems + [p for p in (run.problems if run is not None else []) if p not in m.problems]
     if a.json:
         doc: dict[str, Any] = {"run": str(rundir), "mpi": m.mpi, "cvars_set": m.cvars_set,
                                "pvars": {"recorded": m.recorded, "exposed": m.pvars_total,
                                          "absent": m.recorded and m.pvars_total == 0,
                                          "series": mpit.series_summary(m), "skipped": m.skipped},
-                               "problems": m.problems}
+                               "problems": problems}
         if results is not None:
             doc["recommendations"] = [r.to_dict() for r in results]
         if a.what == "recommend":
-            doc = {"run": str(rundir), "mpi": m.mpi, "recommendations": doc["recommendations"]}
+            doc = {"run": str(rundir), "mpi": m.mpi, "recommendations": doc["recommendations"], "problems": problems}
         json.dump(doc, sys.stdout, indent=2)
         print()
         return 0
