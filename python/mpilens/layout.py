@@ -146,7 +146,7 @@ class Member:
         data is not what the index says."""
         stream = _layout.FILES[self.family].stream
         out = []
-        with self.container.open("rb") as f:
+        with os.fdopen(open_regular(self.container), "rb") as f:  # a container is read as any file of a run
             for offset, length in self.chunks:
                 f.seek(offset)
                 head = f.read(_layout.CONTAINER_CHUNK.size)
@@ -364,9 +364,15 @@ def open_regular(file: str | Path) -> int:
     return fd
 
 
-def read_regular(file: str | Path, limit: int | None = None) -> bytes:
-    """The bytes of a run directory's file (open_regular); RunDirectoryError when it holds more
-    than limit bytes."""
+def read_regular(file: str | Path | Member, limit: int | None = None) -> bytes:
+    """The bytes of a run directory's file (open_regular), or of a rank's file in a container
+    (MPILENS_FILES=host: its chunks, from the container read the same way); RunDirectoryError when
+    it holds more than limit bytes."""
+    if isinstance(file, Member):
+        data = file.read_bytes()
+        if limit is not None and len(data) > limit:
+            raise RunDirectoryError(f"{file.name} is {len(data)} bytes, more than such a file ever holds ({limit})")
+        return data
     fd = open_regular(file)
     try:
         size = os.fstat(fd).st_size
