@@ -1,7 +1,7 @@
 """Damaged run directories never break the tool (fast tier: committed runs, no MPI job).
 
 Every file of a committed run is damaged in turn (cut in half, emptied, garbled, given the wrong
-JSON types, replaced by a FIFO, a link to /dev/zero or a directory) and every reading command runs
+JSON types, replaced by a FIFO, a link to /dev/zero or a directory) and every command that reads it runs
 on it in this process. Each must end with a report (status 0) or one clear error (status 2), never
 a traceback or a hang; and a report that differs from the undamaged run's must say that something
 is wrong (`problems` not empty or `complete` false): damage is named, never silent."""
@@ -130,7 +130,16 @@ def _files(name: str) -> list[str]:
     return sorted(str(p.relative_to(RUNS / name)) for p in (RUNS / name).rglob("*") if p.is_file())
 
 
-CASES = [pytest.param(n, f, d, id=f"{n}:{f}:{d}") for n in RUN_NAMES for f in _files(n) for d in DAMAGE]
+# the commands that read each run's data (the others end at once with one error, which the
+# undamaged runs' tests check); the JSON damages only for JSON files (on a binary file they are
+# one more garbling)
+READERS = {"ring-trace-openmpi": ["report", "trace", "imbalance", "chrome", "hatchet"],
+           "aborted-openmpi": ["report", "imbalance", "hatchet"],
+           "late_sender-mpich": ["report", "trace", "chrome"],
+           "modes-openmpi": ["report", "counters", "memory", "mpit"]}
+JSON_ONLY = {"types", "array"}
+CASES = [pytest.param(n, f, d, id=f"{n}:{f}:{d}") for n in RUN_NAMES for f in _files(n) for d in DAMAGE
+         if d not in JSON_ONLY or f.endswith((".json", ".jsonl"))]
 _pristine: dict[tuple[str, str], tuple[int, str, str]] = {}
 
 
@@ -154,8 +163,8 @@ def test_damage_is_named_never_a_traceback(name, file, damage, tmp_path):
     run = tmp_path / name
     shutil.copytree(RUNS / name, run, symlinks=True)
     DAMAGE[damage](run / file)
-    for command, argv in COMMANDS.items():
-        status, out, err = run_cli(argv(run))
+    for command in READERS[name]:
+        status, out, err = run_cli(COMMANDS[command](run))
         clean_status, clean_out, _ = pristine(name, command, tmp_path)
         assert "Traceback" not in err, err
         assert status in (0, 2) and "usage:" not in err, (command, status, err)

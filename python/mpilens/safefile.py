@@ -49,12 +49,6 @@ def write_text(path: str | Path, text: str) -> None:
         f.write(text)
 
 
-def write_bytes(path: str | Path, data: bytes) -> None:
-    """Replace path with data, whole or not at all."""
-    with replacing(path, binary=True) as f:
-        f.write(data)
-
-
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)

@@ -507,8 +507,23 @@ void ml_init_after_mpi_init(int thread_level, uint64_t t_begin)
     PMPI_Bcast(&dir, (int)sizeof dir, MPI_BYTE, 0, ml_g.comm);
     /* every file is written from the directory's descriptor (files.c): an absolute path, as the
      * handlers that write partial data may run after a chdir() */
-    if (dir.ok && ml_g.rank != 0 && ml_base_open(ML_BASE_RUN, dir.path) != 0) {
-        ml_log(0, "cannot open the run directory %s (%s); this rank is not measured", dir.path, strerror(errno));
+    int opened = !dir.ok || ml_g.rank == 0 || ml_base_open(ML_BASE_RUN, dir.path) == 0;
+    if (!opened && errno == ENOENT) {
+        /* a host that does not share rank 0's file system: the directory is made here too */
+        char part[4096];
+        snprintf(part, sizeof part, "%s", dir.path);
+        for (char *p = part + 1; *p; p++)
+            if (*p == '/') {
+                *p = 0;
+                mkdir(part, 0777);
+                *p = '/';
+            }
+        mkdir(part, 0777);
+        opened = ml_base_open(ML_BASE_RUN, dir.path) == 0;
+    }
+    if (!opened) {
+        ml_log(0, "cannot open the run directory %s (%s); running the application without mpilens", dir.path,
+               strerror(errno));
         dir.ok = 0;
     }
     int all_ok = dir.ok;
