@@ -11,7 +11,6 @@ targets' bytes, what each directory holds, and the ring example's known traffic.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -185,17 +184,26 @@ def test_no_runtime_source_opens_a_file_by_path_for_writing():
     assert not found, "\n".join(found)
 
 
-def test_report_writes_its_html_whole_or_not_at_all(tmp_path):
-    """A report that fails leaves the previous HTML file as it was (never truncated)."""
+def test_an_output_is_replaced_whole_or_not_at_all(tmp_path):
+    """safefile.replacing, which every report and export writes through: a write that fails half way
+    leaves the previous file as it was and no temporary file behind; a link planted at the output's
+    name is replaced, its target never written."""
+    from mpilens import safefile
+
     page = tmp_path / "report.html"
     page.write_text("the previous report\n")
-    bad = tmp_path / "not-a-run"
-    bad.mkdir()
-    p = subprocess.run([str(MPILENS), "report", str(bad), "--html", str(page)], capture_output=True, text=True,
-                       timeout=120)
-    assert p.returncode != 0 and page.read_text() == "the previous report\n"
-    assert not [x for x in tmp_path.iterdir() if x.name.endswith(".tmp")]
-    assert os.access(page, os.R_OK)
+    with pytest.raises(RuntimeError), safefile.replacing(page) as f:
+        f.write("half of a new report")
+        raise RuntimeError("the report failed here")
+    assert page.read_text() == "the previous report\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.html"]
+    victim = tmp_path / "victim"
+    victim.write_text("mine\n")
+    page.unlink()
+    page.symlink_to(victim)
+    safefile.write_text(page, "r\udce9port\n")  # a name's byte that was not UTF-8, shown escaped
+    assert victim.read_text() == "mine\n" and not page.is_symlink()
+    assert page.read_text() == "r\\xe9port\n"
 
 
 @pytest.mark.mpi

@@ -20,11 +20,13 @@ from __future__ import annotations
 import errno
 import functools
 import io
+import json
 import os
 import re
 import stat
 import string
 from pathlib import Path
+from typing import Any
 
 from . import _layout
 from .errors import RunDirectoryError
@@ -382,6 +384,35 @@ def read_regular(file: str | Path | Member, limit: int | None = None) -> bytes:
             return f.read() if limit is None else f.read(limit + 1)
     finally:
         os.close(fd)
+
+
+def read_json(file: Path, problems: list[str], limit: int | None = None, missing_is_a_problem: bool = False) -> Any:
+    """A JSON file of a run directory, parsed (read_regular), or None: when it is missing (named in
+    problems only if missing_is_a_problem) or damaged (named in problems, with whether it was cut
+    short)."""
+    try:
+        text = read_regular(file, limit).decode()
+    except FileNotFoundError:
+        if missing_is_a_problem:
+            problems.append(f"{file.name} is missing")
+        return None
+    except RunDirectoryError as err:
+        problems.append(str(err))
+        return None
+    except OSError as err:
+        problems.append(f"{file.name}: cannot read ({err.strerror})")
+        return None
+    except UnicodeDecodeError as err:
+        problems.append(f"{file.name} is damaged: not UTF-8 text (byte {err.start})")
+        return None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        # mpilens writes its JSON files whole (temporary file, then rename): one that does not end
+        # with its closing brace was cut short, e.g. copied while being written or by a full disk
+        cut = "; the file is truncated" if not text.rstrip().endswith(("}", "]")) else ""
+        problems.append(f"{file.name} is damaged: {err.msg} (line {err.lineno}, column {err.colno}){cut}")
+        return None
 
 
 def claim_file(run_dir: str | Path) -> Path:

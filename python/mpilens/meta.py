@@ -6,12 +6,10 @@ wrong, which it reports with its result."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from . import layout
-from .errors import RunDirectoryError
 
 LIMIT = 64 << 20  # bytes: far above any meta.json (a host name per rank)
 
@@ -44,27 +42,8 @@ def load(run_dir: str | Path, problems: list[str]) -> dict[str, Any] | None:
     """meta.json of a run directory with its malformed fields dropped, or None when it is missing
     or unreadable; what was wrong is appended to problems."""
     path = layout.meta_file(run_dir)
-    try:
-        raw = layout.read_regular(path, limit=LIMIT)
-    except FileNotFoundError:
-        problems.append(f"{path.name} is missing")
-        return None
-    except RunDirectoryError as err:
-        problems.append(str(err))
-        return None
-    except OSError as err:
-        problems.append(f"{path.name}: cannot read ({err.strerror})")
-        return None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as err:
-        problems.append(f"{path.name} is damaged: not UTF-8 text (byte {err.start})")
-        return None
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as err:
-        cut = "; the file is truncated" if not text.rstrip().endswith("}") else ""
-        problems.append(f"{path.name} is damaged: {err.msg} (line {err.lineno}, column {err.colno}){cut}")
+    doc = layout.read_json(path, problems, limit=LIMIT, missing_is_a_problem=True)
+    if doc is None:
         return None
     if not isinstance(doc, dict):
         problems.append(f"{path.name} is not a JSON object")

@@ -71,7 +71,7 @@ class Run:
         """The MPI functions the program or its libraries call that mpilens did not measure, from
         imports.json (written by `mpilens run`): [{"name", "object", "why"}]; empty without it. A
         damaged file is one of the run's problems."""
-        doc = _load_json(layout.imports_file(self.path), self.problems)
+        doc = layout.read_json(layout.imports_file(self.path), self.problems)
         if doc is None:
             return []
         try:
@@ -135,30 +135,6 @@ def _switched_on(config: dict[str, Any], name: str) -> bool:
     """Whether a boolean setting was on in the run: meta.json records the value the runtime parsed,
     "1" or "0"."""
     return str(config.get(name, "0")).strip() not in ("", "0")
-
-
-def _load_json(path: Path, problems: list[str]) -> Any:
-    try:
-        text = layout.read_regular(path).decode()
-    except FileNotFoundError:
-        return None
-    except RunDirectoryError as err:
-        problems.append(str(err))
-        return None
-    except OSError as err:
-        problems.append(f"{path.name}: cannot read ({err.strerror})")
-        return None
-    except UnicodeDecodeError as err:
-        problems.append(f"{path.name} is damaged: not UTF-8 text (byte {err.start})")
-        return None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as err:
-        # mpilens writes its JSON files whole (temporary file, then rename): one that does not end
-        # with its closing brace was cut short, e.g. copied while being written or by a full disk
-        cut = "; the file is truncated" if not text.rstrip().endswith(("}", "]")) else ""
-        problems.append(f"{path.name} is damaged: {err.msg} (line {err.lineno}, column {err.colno}){cut}")
-        return None
 
 
 def validate_profile(doc: Any) -> list[str]:
@@ -257,7 +233,7 @@ def load(path: str | Path) -> Run:
     meta = meta_file.load(path, problems)
 
     profile_file = layout.profile_file(path)
-    doc = _load_json(profile_file, problems)
+    doc = layout.read_json(profile_file, problems)
     if doc is not None:
         errs = validate_profile(doc)
         if not errs:

@@ -984,7 +984,8 @@ static int start_counters(void)
         }
     }
     if (S.live == NULL || S.series == NULL)
-        ml_log(0, "cannot write this rank's counter files (%s)", strerror(errno));
+        ml_log(0, "cannot write this rank's counter files in %s and %s/counters (%s)", S.livedir, ml_g.outdir,
+               strerror(errno));
     if (ml_g.rank == 0) {
         ml_rundir_path(path, sizeof path, ML_PATH_COUNTERS_LAYOUT);
         if (write_layout(path) != 0) ml_log(0, "cannot write %s (%s)", path, strerror(errno));

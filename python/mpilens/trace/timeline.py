@@ -274,8 +274,6 @@ def load(rundir: str | Path, progress: Callable[[str], None] | None = None) -> T
                     (mods[m] if m is not None and m < len(mods) else None, int(a)) for m, a in frames])
         del rt
         parts.append(Events(cols))
-    problems += left_out
-    complete &= not left_out
     parts.sort(key=lambda t: int(t["rank"][0]) if len(t) else 0)
     ev = Events.concatenate(parts)
     del parts
@@ -286,9 +284,11 @@ def load(rundir: str | Path, progress: Callable[[str], None] | None = None) -> T
         ev["t1"][:] -= origin
     # rank 0's times are its CLOCK_MONOTONIC: its head gives the calendar time of one of them
     realtime = None if realtime_at is None else int(realtime_at[1] + (origin * 1e9 - realtime_at[0]))
-    if not complete:
+    if not complete:  # of the ranks read: those left out are named on their own
         problems.append("the job is still running: the trace ends where the ranks are now" if running is not None
                         else "some ranks did not reach MPI_Finalize: the trace ends where they stopped")
+    problems += left_out
+    complete &= not left_out
     io_files: dict[int, list[str]] = {}
     if len(ev) and (ev["kind"] == reader.IO).any():  # names of the files the io events refer to
         from .. import io
