@@ -470,8 +470,13 @@ def test_report_truncated_partials(aborted, tmp_path):
     run = copy_run(src, tmp_path / "all")
     for name in partials:
         cut_in_half(run / "ranks" / name)
+    recovered = sorted(f.name for f in (src / "ranks").glob("rank-*.stats"))
     for args in (["report", str(run)], ["report", "--json", str(run)]):
         p = cli(*args)
+        if recovered:  # MPICH's launcher SIGKILLed the others: they are recovered from their statistics
+            assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
+            assert f"ranks/{partials[0]} is damaged" in p.stdout and "truncated" in p.stdout, p.stdout
+            continue
         line = error_line(p)
         assert f"ranks/{partials[0]}" in line and "damaged" in line and "truncated" in line, line
         assert p.stdout == ""

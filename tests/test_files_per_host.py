@@ -237,7 +237,8 @@ def test_snapshots_and_partial_payloads_in_containers(mpi, tmp_path):
     assert aborted.returncode != 0
     partial = layout.partial_files(aborted.rundir)
     assert partial and all(isinstance(f, layout.Member) for f in partial)
-    assert not list(aborted.rundir.glob("ranks/rank-*"))
+    # per rank: only the statistics files of ranks killed without a word (MPICH's launcher's SIGKILL)
+    assert not [f for f in aborted.rundir.glob("ranks/rank-*") if f.suffix not in (".stats", ".names")]
     run = aborted.load()
     assert run.source != "profile.json"
     allreduce = fn(run.profile, "MPI_Allreduce", "calls")

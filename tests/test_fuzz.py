@@ -23,7 +23,7 @@ import pytest
 from conftest import RUNS
 from mpilens import cli
 
-RUN_NAMES = ["ring-trace-openmpi", "aborted-openmpi", "late_sender-mpich", "modes-openmpi"]
+RUN_NAMES = ["ring-trace-openmpi", "aborted-openmpi", "aborted-mpich", "late_sender-mpich", "modes-openmpi"]
 
 
 def _half(p: Path) -> None:
@@ -135,6 +135,8 @@ def _files(name: str) -> list[str]:
 # one more garbling)
 READERS = {"ring-trace-openmpi": ["report", "trace", "imbalance", "chrome", "hatchet"],
            "aborted-openmpi": ["report", "imbalance", "hatchet"],
+           # two of its ranks killed by the launcher's SIGKILL: recovered from ranks/*.stats
+           "aborted-mpich": ["report", "imbalance"],
            "late_sender-mpich": ["report", "trace", "chrome"],
            "modes-openmpi": ["report", "counters", "memory", "mpit"]}
 JSON_ONLY = {"types", "array"}

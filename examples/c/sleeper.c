@@ -1,11 +1,15 @@
 /* sleeper: a job that can be stopped before MPI_Finalize, for the tests of killed and aborted runs.
  * Each step does one MPI_Allreduce of an int and one MPI_Sendrecv of 256 bytes around a ring, then
  * sleeps. Rank 0 prints "step I" after each step (flushed), so a test can wait for progress.
- * Usage: sleeper [-n STEPS] [-s MS] [-m MARKER] [-a RANK:STEP] [-x CODE] [-r TAG]
+ * Usage: sleeper [-n STEPS] [-s MS] [-m MARKER] [-a RANK:STEP] [-k RANK:STEP] [-p DIR] [-x CODE] [-r TAG]
  *   -n STEPS      number of steps (default 10)
  *   -s MS         sleep after each step, milliseconds (default 0)
  *   -m MARKER     every process appends its pid to MARKER before MPI_Init (proof that it started)
  *   -a RANK:STEP  RANK calls MPI_Abort(MPI_COMM_WORLD, 3) when it reaches step STEP (after STEP steps)
+ *   -k RANK:STEP  RANK kills itself with SIGKILL when it reaches step STEP (after STEP steps and
+ *                 their sleeps; the others are then waiting in the MPI_Allreduce of step STEP)
+ *   -p DIR        each rank keeps the number of steps it finished in DIR/rank-R (rewritten after
+ *                 each step: what a test killing the job takes as the program's own account)
  *   -x CODE       exit status after MPI_Finalize (default 0)
  *   -r TAG        first of all, MPI_Irecv of 4 bytes from the left neighbour with tag TAG, which no
  *                 rank sends: pending through the steps (and at a kill or an abort), cancelled
@@ -13,7 +17,9 @@
  * Known traffic per completed step and rank: 1 MPI_Allreduce of 4 bytes, 1 MPI_Sendrecv of 256 bytes
  * each way. */
 #define _POSIX_C_SOURCE 200809L
+#include <fcntl.h>
 #include <mpi.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,13 +28,15 @@
 
 int main(int argc, char **argv)
 {
-    int steps = 10, ms = 0, abort_rank = -1, abort_step = -1, code = 0, pending_tag = -1;
-    const char *marker = NULL;
+    int steps = 10, ms = 0, abort_rank = -1, abort_step = -1, kill_rank = -1, kill_step = -1, code = 0, pending_tag = -1;
+    const char *marker = NULL, *progress = NULL;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "-n") == 0) steps = atoi(argv[i + 1]);
         else if (strcmp(argv[i], "-s") == 0) ms = atoi(argv[i + 1]);
         else if (strcmp(argv[i], "-m") == 0) marker = argv[i + 1];
         else if (strcmp(argv[i], "-a") == 0) sscanf(argv[i + 1], "%d:%d", &abort_rank, &abort_step);
+        else if (strcmp(argv[i], "-k") == 0) sscanf(argv[i + 1], "%d:%d", &kill_rank, &kill_step);
+        else if (strcmp(argv[i], "-p") == 0) progress = argv[i + 1];
         else if (strcmp(argv[i], "-x") == 0) code = atoi(argv[i + 1]);
         else if (strcmp(argv[i], "-r") == 0) pending_tag = atoi(argv[i + 1]);
         else {
@@ -55,6 +63,12 @@ int main(int argc, char **argv)
     int never[1];
     MPI_Request pending = MPI_REQUEST_NULL;
     if (pending_tag >= 0) MPI_Irecv(never, 4, MPI_BYTE, left, pending_tag, MPI_COMM_WORLD, &pending);
+    int progress_fd = -1;
+    if (progress != NULL) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/rank-%d", progress, rank);
+        progress_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    }
 
     for (int i = 0; i < steps; i++) {
         if (rank == abort_rank && i == abort_step) {
@@ -62,10 +76,20 @@ int main(int argc, char **argv)
             fflush(stdout);
             MPI_Abort(MPI_COMM_WORLD, 3);
         }
+        if (rank == kill_rank && i == kill_step) {
+            printf("sleeper: rank %d kills itself at step %d\n", rank, i);
+            fflush(stdout);
+            raise(SIGKILL);
+        }
         int one = 1, total = 0;
         MPI_Allreduce(&one, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
         MPI_Sendrecv(out, (int)sizeof out, MPI_BYTE, right, i, in, (int)sizeof in, MPI_BYTE, left, i, MPI_COMM_WORLD,
                      MPI_STATUS_IGNORE);
+        if (progress_fd >= 0) {
+            char line[32];
+            const int n = snprintf(line, sizeof line, "%12d\n", i + 1); /* fixed width: one value */
+            if (pwrite(progress_fd, line, (size_t)n, 0) != n) return 70;
+        }
         if (rank == 0) {
             printf("step %d\n", i);
             fflush(stdout);

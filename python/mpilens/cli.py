@@ -64,7 +64,8 @@ def cmd_run(a: argparse.Namespace) -> int:
         imports.write(plan.imports, layout.imports_file(plan.outdir))
     status = launch.execute(plan)
     out = plan.outdir
-    partial = layout.partial_files(out)
+    # the ranks that left their measurements: a partial file, or (killed) a statistics file
+    partial = sorted({layout.rank_of(fam, f) for fam in ("partial", "stats") for f in layout.files(out, fam)} - {None})
     if layout.profile_file(out).exists():
         print(f"mpilens: run directory {out}", file=sys.stderr)
         return status

@@ -17,31 +17,33 @@ from typing import Any
 from . import layout
 from .build_info import merge_program
 from .errors import RunDirectoryError
+from .recover import Recovered
 
 
-def merge(files: list[layout.RankFile], root: Path, nranks: int | None = None, time_sample: int = 1,
+def merge(files: list[layout.RankFile | Recovered], root: Path, nranks: int | None = None, time_sample: int = 1,
           intervals: bool = False, version: str | None = None,
           mpi: str | None = None) -> tuple[dict[str, Any] | None, list[str]]:
     """Merge payload files into a profile.json document (a rank's payload in a container, of
-    MPILENS_FILES=host, is copied out for mpilens-merge first).
+    MPILENS_FILES=host, or recovered from its statistics file is copied out for mpilens-merge first).
 
     Returns (profile, problems): profile is None when no file could be used; problems names each
     file that could not be, relative to root, with what is wrong with it.
     """
     if not files:
         return None, []
-    if any(isinstance(f, layout.Member) for f in files):
+    if any(isinstance(f, (layout.Member, Recovered)) for f in files):
         with tempfile.TemporaryDirectory(prefix="mpilens-merge-") as tmp:
             copies: list[Path] = []
             names: dict[str, str] = {}
             for i, f in enumerate(files):
-                if isinstance(f, layout.Member):
+                if isinstance(f, (layout.Member, Recovered)):
                     copy = Path(tmp) / f"{i:06d}.payload"
                     try:
                         copy.write_bytes(f.read_bytes())
                     except RunDirectoryError as err:
                         return None, [str(err)]
-                    names[str(copy)] = f.name if str(f.container).startswith(str(root)) else str(f)
+                    names[str(copy)] = (f.name if isinstance(f, Recovered) or str(f.container).startswith(str(root))
+                                        else str(f))
                     copies.append(copy)
                 else:
                     copies.append(f)

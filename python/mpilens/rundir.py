@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import _layout, claim, layout
+from . import _layout, claim, layout, recover
 from . import meta as meta_file
 from . import payload as pl
 from .errors import RunDirectoryError
@@ -241,7 +241,10 @@ def load(path: str | Path) -> Run:
             return Run(path, meta, doc, PROFILE_SOURCE, problems)
         problems += errs
 
-    nranks, profile, missing = _aggregate(path, layout.partial_files(path), meta, problems)
+    partials = layout.partial_files(path)
+    have = {r for r in (layout.rank_of("partial", f) for f in partials) if r is not None}
+    recovered = recover.recover(path, have, problems)  # ranks that ended without a word (SIGKILL, ...)
+    nranks, profile, missing = _aggregate(path, [*partials, *recovered], meta, problems)
     running = claim.still_running(path)
     if profile is None:
         if running is not None:
@@ -252,6 +255,8 @@ def load(path: str | Path) -> Run:
             why = "profile.json is unusable and there is no per-rank data"
         detail = f" ({'; '.join(problems)})" if problems else ""
         raise RunDirectoryError(f"{path}: {why}{detail}")
+    if recovered:
+        problems += _recovered_note(recovered, running is not None)
     problems.append(f"incomplete run: {nranks - len(missing)} of {nranks} ranks left data"
                     + (f" (missing: {_ranges(missing)})" if missing else "")
                     + (f"; the job is still running (pid {running} on this host)" if running is not None
@@ -259,7 +264,32 @@ def load(path: str | Path) -> Run:
     return Run(path, meta, profile, "per-rank files", problems)
 
 
-def _aggregate(path: Path, files: list[Path], meta: dict[str, Any] | None,
+def _recovered_note(recovered: list[recover.Recovered], running: bool) -> list[str]:
+    """What the report says of the ranks recovered from their statistics files."""
+    rs = sorted(recovered, key=lambda r: r.rank)
+    one = len(rs) == 1
+    when = ", ".join((f"rank {r.rank} " if not one else "") + (f"at {r.last_s:.3g} s" if r.last_s is not None
+                                                                   else "at an unknown time") for r in rs)
+    who = f"rank{'' if one else 's'} {_ranges([r.rank for r in rs])}"
+    where = rs[0].name if one else layout.describe("stats")
+    if running:
+        head = f"{who} wrote nothing yet (the job is running): {'its' if one else 'their'} statistics so far"
+    else:
+        head = (f"{who} ended without writing anything (killed: SIGKILL, the OOM killer, a time limit or the "
+                f"launcher): {'its' if one else 'their'} statistics up to {'its' if one else 'their'} last counted call")
+    out = [f"{head} ({when} after MPI_Init) are recovered from {where}"]
+    inside = [r.rank for r in rs if r.inside_call]
+    if inside:
+        out.append(f"rank{'' if len(inside) == 1 else 's'} {_ranges(inside)} ended inside an MPI call "
+                   "(that call is not counted)")
+    for r in rs:
+        if r.given_up_s is not None:
+            out.append(f"rank {r.rank}: the file system could not hold its statistics after {r.given_up_s:.3g} s "
+                       "(those of later calls are lost)")
+    return out
+
+
+def _aggregate(path: Path, files: list[Any], meta: dict[str, Any] | None,
                problems: list[str]) -> tuple[int, dict[str, Any] | None, list[int]]:
     """The profile of per-rank payload files of run directory `path`, merged by mpilens-merge:
     (ranks in the job, profile or None when no file is usable, ranks without data)."""

@@ -512,7 +512,7 @@ def lean_body(f: standard.StdFunction, sem: Semantics, call: str, traced: bool, 
         event = re.sub(r"ml_observe_call(_inline)?\(ml_t, &ml_call\)", f"{at}(ml_t, &ml_call, ml_site->id)", event)
         assert at in event, event
         body.append(event)
-    body += ["ml_lean_leave(ml_t);", "return ml_rc;"]
+    body += [f"ml_lean_leave(ml_t, ml_t1, {sampling});", "return ml_rc;"]
     return [line for line in body if line]
 
 

@@ -319,7 +319,7 @@ def gen_python(spec: dict) -> str:
         _, py, glob, names = path_parts(f["path"])
         magic = magic_bytes(f["magic"]) if "magic" in f else (magic_bytes(spec["payload"]["magic"])
                                                                if f["format"] == "payload" else None)
-        if "blocks" in f:
+        if "blocks" in f and "magic" not in f:
             magic = magic_bytes(f["blocks"][0]["magic"])
         out.append(f"    {fname!r}: FileSpec({fname!r}, {py!r}, {glob!r}, {tuple(names)!r}, {f['format']!r}, "
                    f"{f.get('mode')!r}, {magic!r}, {f.get('schema')!r},")
@@ -416,7 +416,7 @@ def gen_doc(spec: dict) -> str:
         for b in f.get("older", []):
             out.append(f"- older block `{b['magic']}` (read, no longer written): "
                        + ", then ".join(f"`{x}`" for x in b["layout"]) + f". {b['doc']}.")
-        if f.get("blocks"):
+        if f.get("blocks") and "json_end" in f:
             out += ["", f"A JSON block ends with `{f['json_end']}`. Blocks of several threads never interleave "
                         "(one write each on a file opened for appending); a block cut short is skipped.", ""]
         used = set()

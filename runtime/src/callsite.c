@@ -32,17 +32,15 @@
 #include "ml.h"
 #include "ml_files.h"
 #include "ml_callsite.h"
+#include "ml_stats.h"
 #include "ml_output.h"
 
 /* ------------------------------------------------------------------------------- process state */
 #define ML_MAX_EXCLUDED 256
 #define ML_MAX_MODULES 4096
 
-typedef struct ml_site_frame {
-    uintptr_t addr;   /* 0 ends a site's frames */
-    uint32_t module;  /* index in the module table */
-    uint32_t pad;
-} ml_site_frame_t;
+/* addr: 0 ends a site's frames; module: index in the module table (the statistics file's) */
+typedef ml_stats_frame_t ml_site_frame_t;
 
 typedef struct module {
     const struct link_map *lm;
@@ -86,6 +84,7 @@ static struct {
 } py;
 
 int ml_callsite_depth(void) { return depth; }
+uint32_t ml_callsite_capacity(void) { return depth ? cap : 0; }
 
 /* Whether a module belongs to the MPI library, its components and bindings, or mpilens. */
 static int excluded_name(const char *path)
@@ -266,6 +265,7 @@ static uint32_t module_of(uintptr_t a)
             modules[i].lm = lm;
             modules[i].bias = (uintptr_t)lm->l_addr;
             modules[i].path = copy;
+            ml_stats_name(ML_STATS_NAME_MODULE, i, 0, (uint64_t)modules[i].bias, copy);
             __atomic_store_n(&nmodules, nmodules + 1, __ATOMIC_RELEASE);
         } else {
             i = UINT32_MAX;
@@ -358,6 +358,7 @@ static uint32_t python_module(void *code)
                 modules[i].bias = (uintptr_t)i << 32;
                 modules[i].path = path;
                 modules[i].python_library = python_library_file(file);
+                ml_stats_name(ML_STATS_NAME_MODULE, i, 0, (uint64_t)modules[i].bias, path);
                 __atomic_store_n(&nmodules, nmodules + 1, __ATOMIC_RELEASE);
             } else {
                 free(path);

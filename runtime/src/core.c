@@ -21,6 +21,7 @@
 #include "json.h"
 #include "ml.h"
 #include "ml_files.h"
+#include "ml_stats.h"
 #include "ml_callsite.h"
 #include "ml_modes.h"
 #include "ml_output.h"
@@ -199,12 +200,6 @@ __attribute__((constructor)) static void ml_constructor(void)
 }
 
 /* ------------------------------------------------------------------------------- threads */
-static void *map_zeroed(size_t bytes)
-{
-    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    return p == MAP_FAILED ? NULL : p;
-}
-
 void ml_thread_lean_refresh(ml_thread_t *t)
 {
     if (!ml_g.lean_ok) {
@@ -218,32 +213,26 @@ void ml_thread_lean_refresh(ml_thread_t *t)
 ml_thread_t *ml_thread_attach(void)
 {
     if (!__atomic_load_n(&ml_g.ready, __ATOMIC_ACQUIRE)) return NULL;
-    /* One anonymous mapping per thread: pages are only backed when first touched, so unused
-     * region blocks, functions and peers cost address space, not memory. */
-    const size_t nblk = (size_t)ml_g.max_paths * ML_NFUNC * sizeof(ml_fstat_t);
-    const size_t nhist = (size_t)ML_NFUNC * ML_NBINS * sizeof(ml_hbin_t);
-    const size_t nmat = (size_t)ml_g.size * sizeof(ml_peer_t);
-    const size_t nreg = (size_t)ml_g.max_paths * sizeof(ml_rstat_t);
-    const size_t nuc = (size_t)ml_g.max_paths * ML_MAX_COUNTERS * sizeof(ml_ucount_t);
-    const size_t nsite = ml_callsite_thread_bytes();
-    const size_t total = sizeof(ml_thread_t) + 64 + nblk + nhist + nmat + nreg + nuc + nsite;
-    char *p = map_zeroed(total);
-    if (p == NULL) return NULL;
-    ml_thread_t *t = (ml_thread_t *)p;
-    p += (sizeof(ml_thread_t) + 63) & ~(size_t)63;
-    t->blocks = (ml_fstat_t *)p;
-    p += nblk;
-    t->hist = (ml_hbin_t *)p;
-    p += nhist;
-    t->matrix = (ml_peer_t *)p;
-    p += nmat;
-    t->rstats = (ml_rstat_t *)p;
-    p += nreg;
-    t->ucounts = (ml_ucount_t *)p;
-    p += nuc;
-    if (nsite) ml_callsite_thread(t, p);
+    /* One mapping per thread, a section of the statistics file (stats.c) or anonymous memory:
+     * pages are only backed when first touched, so unused region blocks, functions and peers cost
+     * address space, not memory. */
+    uint64_t offset = 0;
+    int kept = 0;
+    char *section = ml_stats_section(&offset, &kept);
+    if (section == NULL) return NULL;
+    uint8_t *rows = calloc(ml_g.max_paths, 1);
+    if (rows == NULL) return NULL; /* the section stays unused */
+    ml_thread_t *t = (ml_thread_t *)(section + ml_stats_thread_offset());
+    t->stats_offset = offset;
+    t->stats_kept = kept;
+    t->rows_used = rows;
+    t->blocks = (ml_fstat_t *)ml_stats_part(t, ML_STATS_BLOCKS);
+    t->hist = (ml_hbin_t *)ml_stats_part(t, ML_STATS_HIST);
+    t->matrix = (ml_peer_t *)ml_stats_part(t, ML_STATS_MATRIX);
+    t->rstats = (ml_rstat_t *)ml_stats_part(t, ML_STATS_RSTATS);
+    t->ucounts = (ml_ucount_t *)ml_stats_part(t, ML_STATS_UCOUNTS);
+    if (ml_callsite_thread_bytes()) ml_callsite_thread(t, ml_stats_part(t, ML_STATS_SITES));
     for (int f = 0; f < ML_NFUNC; f++) t->site_last[f] = &t->site_void;
-    t->mapped_bytes = total;
     t->cur_path = 0;
     t->cur = t->blocks;
     ml_thread_t *head = __atomic_load_n(&ml_g.threads, __ATOMIC_RELAXED);
@@ -259,6 +248,8 @@ ml_thread_t *ml_thread_attach(void)
         t->sample_left = (uint32_t)ml_sample_gap(t);
         t->sampling = 1;
     }
+    ml_stats_rows(t, 0); /* the root path's rows */
+    ml_stats_section_ready(t);
     FOR_MODES(modes_on, m) if (m->thread) m->thread(t);
     ml_thread_lean_refresh(t); /* after the modes: trace mode's buffers decide its copy */
     return t;
@@ -351,9 +342,14 @@ void ml_mpi_init_enter(int fn)
     FOR_MODES(modes_wanted, m) if (m->init_enter) m->init_enter(fn);
 }
 
+/* the clock point at MPI_Init's entry: with the one at its end, the tick rate of a statistics
+ * file whose rank never reached MPI_Finalize */
+static uint64_t init_tick0, init_ns0;
+
 void ml_before_mpi_init(void)
 {
     if (!ml_g.config_ok) return;
+    ml_clock_point(&init_tick0, &init_ns0);
     FOR_MODES(modes_wanted, m) if (m->before_mpi_init) m->before_mpi_init();
 }
 
@@ -564,6 +560,8 @@ void ml_init_after_mpi_init(int thread_level, uint64_t t_begin)
     }
 
     ml_clock_point(&ml_g.t_init_end, &ml_g.ns_init_end);
+    ml_stats_layout(ml_callsite_thread_bytes());
+    ml_stats_open(init_tick0, init_ns0); /* the rank's statistics file, or memory only (said) */
     /* each mode starts in the table's order (modes.c says why it matters); one that cannot start
      * says why and is off in this process, the others and the profile go on. A mode that sees
      * calls sets its ML_OBS_* bit in ml_g.observers. */
@@ -680,15 +678,22 @@ void ml_finalize_before_mpi_finalize(void)
     size_t len = 0;
     const int rc = gather_payloads(&all, &len);
     const double gather_s = (double)(ml_clock_ns() - g0) * 1e-9;
+    int written = 0;
     if (ml_g.rank == 0) {
         char path[4200];
         snprintf(path, sizeof path, "%s/" ML_PATH_PROFILE, ml_g.outdir);
         if (rc != 0 || ml_profile_write(path, all, len, ml_g.size, gather_s) != 0)
             ml_log(0, "could not write %s (%s)", path, rc != 0 ? "out of memory" : strerror(errno));
+        else
+            written = 1;
         ml_meta_finish();
-        ml_log(1, "profile written to %s (%zu bytes gathered in %.3f s)", path, len, gather_s);
+        if (written) ml_log(1, "profile written to %s (%zu bytes gathered in %.3f s)", path, len, gather_s);
     }
     free(all);
+    /* every rank's statistics are in the profile now: their files go; kept when it failed, so that
+     * `mpilens report` recovers the ranks from them */
+    PMPI_Bcast(&written, 1, MPI_INT, 0, ml_g.comm);
+    if (written) ml_stats_remove();
     __atomic_store_n(&ml_g.ready, 0, __ATOMIC_RELEASE);
     ml_g.finalized = 1;
     PMPI_Comm_free(&ml_g.comm);
@@ -697,27 +702,12 @@ void ml_finalize_before_mpi_finalize(void)
 /* ------------------------------------------------------------------------------- MPI_Pcontrol */
 /* MPI_Pcontrol(2) drops the statistics measured so far. Each thread drops its own, at its next
  * call (ml_thread_catch_up): writing another thread's counters while it updates them would lose
- * or half-reset its updates. The memory is given back rather than written (madvise): the lazily
- * mapped blocks of every region path never touched stay unbacked. Until it catches up a thread's
- * old statistics are left out of what is written (ml_thread_stale). */
-static void zero_mapping(void *from, size_t bytes)
-{
-    const uintptr_t page = 4096, a = (uintptr_t)from, b = a + bytes;
-    const uintptr_t lo = (a + page - 1) & ~(page - 1);
-    if (lo >= b) {
-        memset(from, 0, bytes);
-        return;
-    }
-    memset(from, 0, lo - a);
-    /* private anonymous memory reads back as zeros after MADV_DONTNEED */
-    if (madvise((void *)lo, b - lo, MADV_DONTNEED) != 0) memset((void *)lo, 0, b - lo);
-}
-
+ * or half-reset its updates. Until it catches up a thread's old statistics are left out of what
+ * is written (ml_thread_stale), in the statistics file too (its reset_gen). */
 void ml_thread_catch_up(ml_thread_t *t)
 {
     const uint32_t gen = __atomic_load_n(&ml_g.reset_gen, __ATOMIC_ACQUIRE);
-    /* blocks, hist, matrix, rstats, ucounts: one stretch to the end of the thread's mapping */
-    zero_mapping(t->blocks, (size_t)((char *)t + t->mapped_bytes - (char *)t->blocks));
+    ml_stats_zero(t); /* blocks, hist, matrix, rstats, ucounts */
     ml_callsite_reset(t); /* its call sites' counts too */
     t->reset_gen = gen;
     ml_thread_lean_refresh(t);
@@ -740,7 +730,7 @@ static void catch_up_all(void)
 
 static void reset_all(void)
 {
-    __atomic_add_fetch(&ml_g.reset_gen, 1, __ATOMIC_ACQ_REL);
+    ml_stats_reset_gen(__atomic_add_fetch(&ml_g.reset_gen, 1, __ATOMIC_ACQ_REL));
     ml_g.t_init_end = ml_now();
 }
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ml.h"
+#include "ml_stats.h"
 #include "ml_trace.h"
 
 static struct {
@@ -47,6 +48,7 @@ static uint32_t counter_id(ml_thread_t *t, const char *name, int kind)
             names[id].name = copy;
             names[id].hash = h;
             names[id].kind = kind;
+            ml_stats_name(ML_STATS_NAME_COUNTER, id, (uint32_t)kind, 0, copy);
             __atomic_store_n(&count, count + 1, __ATOMIC_RELEASE);
         }
     }

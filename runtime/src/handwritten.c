@@ -88,7 +88,7 @@ ML_HOT void lean_completion_call(ml_thread_t *t, int fn, uintptr_t ra, uint64_t 
     ml_site_t *const site = ml_lean_site(t, ra, fn);
     ml_lean_count(&t->cur[fn], site, t0, t1, sampled);
     if (traced) ml_trace_plain_at(t, fn, t0, t1, site->id);
-    ml_lean_leave(t);
+    ml_lean_leave(t, t1, sampled);
 }
 
 /* MPI_Wait and MPI_Test (test) on the lean path, its entry looked up before the call (slot e,
@@ -121,7 +121,7 @@ ML_HOT int lean_wait_claimed(ml_thread_t *l, MPI_Request *request, int *flag, MP
     uint32_t e;
     int need = 0;
     if (ML_UNLIKELY(lean_cancels()) || !ml_lean_claim(l, *request, &e, &need)) {
-        ml_lean_leave(l);
+        ml_lean_leave(l, 0, 1);
         return 0;
     }
     *rc = lean_wait(l, request, flag, status, e, need, ra, flag != NULL, traced, sampled);
@@ -295,7 +295,7 @@ ML_EXPORT int MPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status
     if (ML_LIKELY(l != NULL)) {
         if (ML_LIKELY(!lean_cancels()))
             return ML_LEAN_COPY(v, lean_waitall, l, count, array_of_requests, array_of_statuses, ML_LEAN_RA());
-        ml_lean_leave(l);
+        ml_lean_leave(l, 0, 1);
     }
     return all(PMPI_Waitall, NULL, ML_FN_MPI_Waitall, count, array_of_requests, NULL, array_of_statuses);
 }

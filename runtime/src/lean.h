@@ -297,6 +297,13 @@ ML_HOT void ml_lean_recv_settle(ml_thread_t *t, uint32_t i, const MPI_Status *st
 }
 
 /* The end of a lean call: the thread leaves the wrapper. */
-ML_HOT void ml_lean_leave(ml_thread_t *t) { t->depth = 0; }
+/* The end of a lean wrapper: t1, the call's end, is how far the thread's statistics go
+ * (ml_thread_t.last); under sampling (a constant of each copy) it is 0 when the call was not
+ * timed, and kept out. */
+ML_HOT void ml_lean_leave(ml_thread_t *t, uint64_t t1, const int sampled)
+{
+    if (!sampled || t1) t->last = t1;
+    t->depth = 0;
+}
 
 #endif

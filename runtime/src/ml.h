@@ -108,46 +108,32 @@ uint64_t ml_ticks_to_ns(uint64_t ticks);
 uint64_t ml_clock_ns(void);
 
 /* ------------------------------------------------------------------------------- statistics */
-typedef struct ml_fstat {
-    uint64_t calls, ticks; /* ticks: of the timed calls */
-    /* the shortest and longest timed call; the shortest as its complement, so that zero-filled
-     * memory means "none yet" and every call keeps both with a max (no test of calls == 0) */
-    uint64_t min_inv, max;
-    int64_t sent, recv;
-    /* MPILENS_TIME_SAMPLE > 1: timed calls after the first ML_SAMPLE_WARMUP, and their ticks
-     * (the estimate of the time of all calls is made from them, in payload.c) */
-    uint64_t sampled, sampled_ticks;
-    double sampled_sq; /* their sum of squares: the standard error of the estimate */
-} ml_fstat_t;
+/* The statistics' records are the statistics file's (runtime/spec/rundir.yaml, stats_*): every
+ * thread's statistics are mapped from ranks/rank-NNNNNN.stats (stats.c), so that the kernel keeps
+ * them when the process is killed, and a reader takes them as they are.
+ * ml_fstat_t: calls, ticks (of the timed calls); the shortest timed call as its complement
+ * (min_inv), so that zero-filled memory means "none yet" and every call keeps both with a max (no
+ * test of calls == 0), and the longest (max); sent, recv; with MPILENS_TIME_SAMPLE > 1 the timed
+ * calls after the first ML_SAMPLE_WARMUP (sampled), their ticks and their sum of squares (the
+ * estimate of the time of all calls and its standard error are made from them, in payload.c). */
+typedef ml_stats_fstat_t ml_fstat_t;
 
 /* Message-size bins (runtime/spec/rundir.yaml): bin 0 holds 0-byte transfers, bin k holds sizes in
  * [2^(k-1), 2^k). A transfer's size is an int64_t, below 2^63, so the contract's last bin stays
  * empty: a thread keeps the 64 others per function, a row its index reaches by a shift. */
 #define ML_NBINS (ML_SIZE_BINS - 1)
 _Static_assert(ML_NBINS == 64, "bins 0..63: the bit lengths of an int64_t's sizes");
-typedef struct ml_hbin {
-    uint64_t calls, ticks;
-} ml_hbin_t;
-
-typedef struct ml_peer {
-    uint64_t messages;
-    int64_t bytes;
-} ml_peer_t;
-
-typedef struct ml_rstat {
-    uint64_t visits, ticks;
-} ml_rstat_t;
+typedef ml_stats_hbin_t ml_hbin_t;
+typedef ml_stats_peer_t ml_peer_t;
+typedef ml_stats_region_t ml_rstat_t;
 
 #define ML_MAX_REGION_DEPTH 64
 #define ML_REGION_CACHE 64
 #define ML_MAX_COUNTERS 64 /* distinct user counter names per process */
 
-/* A user counter (mpilens_counter_add/set) in one region path of one thread. */
-typedef struct ml_ucount {
-    double value;
-    uint64_t updates;
-    uint64_t when; /* tick of the last update: "set" counters keep the latest value */
-} ml_ucount_t;
+/* A user counter (mpilens_counter_add/set) in one region path of one thread: value, updates, and
+ * when (tick of the last update: "set" counters keep the latest value). */
+typedef ml_stats_ucount_t ml_ucount_t;
 
 /* ------------------------------------------------------------------------------- call sites
  * Each measured call is counted at its call site too (callsite.c): the return address of the
@@ -156,14 +142,11 @@ typedef struct ml_ucount {
  * (MPILENS_CALLSITE_MAX entries); once three quarters full, new sites are counted under the
  * function's "other sites" entry, so no call is lost. At depth 1 the wrapper's own return
  * address is the key: the hot path hashes it, compares one entry and adds. */
-typedef struct ml_site {
-    uint64_t key;        /* depth 1: ml_site_key; else hash of the frames | ML_SITE_KEY_SLOW; 0: empty */
-    uint32_t fn;         /* function id; ML_SITE_SLOW set when the fast path must not match */
-    uint32_t id;         /* 1 + index in the thread's table; 0: the function's "other sites" */
-    uint64_t calls, ticks, timed;
-    int64_t sent, recv;
-    uint64_t pad; /* 64 bytes: the hot path indexes the table with a shift */
-} ml_site_t;
+/* key: depth 1: ml_site_key; else hash of the frames | ML_SITE_KEY_SLOW; 0: empty. fn: function
+ * id, ML_SITE_SLOW set when the fast path must not match. id: 1 + index in the thread's table; 0:
+ * the function's "other sites". 64 bytes: the hot path indexes the table with a shift. */
+typedef ml_stats_site_t ml_site_t;
+_Static_assert(sizeof(ml_site_t) == 64, "a call site is 64 bytes");
 #define ML_SITE_SLOW 0x80000000u
 #define ML_CALLSITE_MAX_DEPTH 16
 
@@ -181,6 +164,9 @@ typedef struct ml_thread {
         };
         uint64_t gate; /* both, read at once by ml_lean_enter */
     };
+    /* tick of the end of the thread's last timed call: how far its statistics go when the process
+     * is killed (the statistics file's at_last) */
+    uint64_t last;
     uint32_t cur_path;   /* region path of the calls now being made */
     ml_fstat_t *cur;     /* = blocks + cur_path * ML_NFUNC */
     ml_fstat_t *blocks;  /* [max_paths][ML_NFUNC], lazily touched anonymous memory */
@@ -239,7 +225,7 @@ typedef struct ml_thread {
     uintptr_t ra;          /* return address of the wrapper now running (ML_CALLSITE) */
     ml_site_t *sites;      /* [site_cap], open addressing */
     ml_site_t *site_other; /* [ML_NFUNC]: calls of sites beyond the table */
-    struct ml_site_frame *site_frames; /* [site_cap][depth]: the frames of each site */
+    ml_stats_frame_t *site_frames; /* [site_cap][depth]: the frames of each site */
     ml_site_t *site_pending; /* a walked site found for a request entry, for the same call's leave */
     uintptr_t site_pending_ra;
     int site_pending_fn;
@@ -253,7 +239,11 @@ typedef struct ml_thread {
     uint32_t site_shift, site_cap, site_used, site_fast;
     /* what could not be measured */
     uint64_t dropped_requests, region_mismatch;
-    size_t mapped_bytes;
+    /* the statistics file (stats.c): this thread's section is in it (1) or in memory only (0), at
+     * stats_offset; the region paths whose rows the thread has used ([max_paths]) */
+    int stats_kept;
+    uint64_t stats_offset;
+    uint8_t *rows_used;
     /* MPI_Pcontrol(2) resets this thread's statistics when it next enters a wrapper (the thread
      * itself: no one writes counters another thread is updating): ml_g.reset_gen it caught up to */
     uint32_t reset_gen;
@@ -377,7 +367,7 @@ ML_HOT ml_thread_t *ml_enter_completion(int *measuring)
  * [1, 2N-1], so each call is timed with probability 1/N whatever the pattern of the calls, and
  * the time of the untimed ones is estimated per function (payload.c). An untimed call has
  * start time 0 (the clock is never 0 after boot). */
-#define ML_SAMPLE_WARMUP 16
+/* ML_SAMPLE_WARMUP: runtime/spec/rundir.yaml (the statistics file's readers estimate with it too) */
 
 uint64_t ml_sample_gap(ml_thread_t *t);
 
@@ -417,6 +407,7 @@ ML_HOT uint64_t ml_count(ml_thread_t *t, ml_fstat_t *s, uint64_t t0, uint64_t t1
     if (d > s->max) s->max = d;
     s->calls++;
     s->ticks += d;
+    t->last = t1;
     return d;
 }
 

@@ -10,6 +10,8 @@
 int ml_callsite_init(void);
 /* The depth in effect (0: off). */
 int ml_callsite_depth(void);
+/* call-site entries per thread (0 when off) */
+uint32_t ml_callsite_capacity(void);
 /* Bytes of a thread's tables (0 when off), and their set-up in that much zeroed memory. */
 size_t ml_callsite_thread_bytes(void);
 void ml_callsite_thread(ml_thread_t *t, char *mem);

@@ -338,6 +338,7 @@ static long long sum_fn(int fn, int what)
     long long s = 0;
     for (ml_thread_t *t = __atomic_load_n(&ml_g.threads, __ATOMIC_ACQUIRE); t; t = t->next)
         for (uint32_t path = 0; path < ml_g.max_paths; path++) {
+            if (!t->rows_used[path]) continue; /* never entered: zeros (payload.c says why not read) */
             const ml_fstat_t *x = &t->blocks[(size_t)path * ML_NFUNC + (size_t)fn];
             if (x->calls == 0) continue;
             s += what == SUM_CALLS ? (long long)x->calls
@@ -353,6 +354,7 @@ static long long sum_all(int what)
     long long s = 0;
     for (ml_thread_t *t = __atomic_load_n(&ml_g.threads, __ATOMIC_ACQUIRE); t; t = t->next)
         for (size_t i = 0; i < (size_t)ml_g.max_paths * ML_NFUNC; i++) {
+            if (!t->rows_used[i / ML_NFUNC]) continue;
             const ml_fstat_t *x = &t->blocks[i];
             if (x->calls == 0) continue;
             s += what == SUM_CALLS ? (long long)x->calls

@@ -23,8 +23,11 @@
 #include "ml_intervals.h"
 #include "ml_output.h"
 #include "ml_files.h"
+#include "ml_stats.h"
 
-/* The threads whose statistics count: not those MPI_Pcontrol(2) reset that have not caught up. */
+/* The threads whose statistics count: not those MPI_Pcontrol(2) reset that have not caught up. A
+ * thread's rows of a region path it never entered (rows_used) are zeros and are not read: in the
+ * statistics file they may not even be allocated (stats.c), and reading them would back them. */
 #define EACH_CURRENT(type, t, threads) for (type *t = (threads); t; t = t->next) if (ml_thread_stale(t)) {} else
 
 
@@ -171,6 +174,7 @@ static double estimate_ratio(const ml_thread_t *t, int f, uint32_t npaths)
 {
     uint64_t est = 0, ticks = 0;
     for (uint32_t p = 0; p < npaths; p++) {
+        if (!t->rows_used[p]) continue;
         const ml_fstat_t *x = &t->blocks[(size_t)p * ML_NFUNC + f];
         est += estimated_ticks(x);
         ticks += x->ticks;
@@ -181,6 +185,7 @@ static double estimate_ratio(const ml_thread_t *t, int f, uint32_t npaths)
 static int fstat_used(const ml_thread_t *threads, uint32_t p, int f)
 {
     EACH_CURRENT(const ml_thread_t, t, threads) {
+        if (!t->rows_used[p]) continue;
         const ml_fstat_t *x = &t->blocks[(size_t)p * ML_NFUNC + f];
         /* bytes without calls: a request started here and completed in another region */
         if (x->calls || x->sent || x->recv) return 1;
@@ -191,7 +196,7 @@ static int fstat_used(const ml_thread_t *threads, uint32_t p, int f)
 static int counter_used(const ml_thread_t *threads, uint32_t p, uint32_t id)
 {
     EACH_CURRENT(const ml_thread_t, t, threads)
-        if (t->ucounts[(size_t)p * ML_MAX_COUNTERS + id].updates) return 1;
+        if (t->rows_used[p] && t->ucounts[(size_t)p * ML_MAX_COUNTERS + id].updates) return 1;
     return 0;
 }
 
@@ -200,7 +205,7 @@ static int path_used(const ml_thread_t *threads, uint32_t p)
     for (uint32_t id = 0; id < ml_counter_count(); id++)
         if (counter_used(threads, p, id)) return 1;
     EACH_CURRENT(const ml_thread_t, t, threads) {
-        if (t->rstats[p].visits) return 1;
+        if (t->rows_used[p] && t->rstats[p].visits) return 1;
         for (int f = 0; f < ML_NFUNC; f++)
             if (fstat_used(t, p, f)) return 1;
     }
@@ -223,7 +228,7 @@ void ml_payload_write(ml_sink_t *s, int complete, int reason, int signo)
         if (ml_thread_stale(t)) continue; /* reset by MPI_Pcontrol(2), not caught up yet */
         /* time in MPI: the sum over the functions, here rather than once more per call */
         for (uint32_t p = 0; p < npaths; p++)
-            for (int f = 0; f < ML_NFUNC; f++) {
+            for (int f = 0; f < ML_NFUNC && t->rows_used[p]; f++) {
                 const ml_fstat_t *x = &t->blocks[(size_t)p * ML_NFUNC + f];
                 if (x->calls) {
                     mpi_ticks += estimated_ticks(x);
@@ -266,6 +271,7 @@ void ml_payload_write(ml_sink_t *s, int complete, int reason, int signo)
         if (p == 1 && !path_used(threads, p)) continue;
         uint64_t v = 0, ticks = 0;
         EACH_CURRENT(ml_thread_t, t, threads) {
+            if (!t->rows_used[p]) continue;
             v += t->rstats[p].visits;
             ticks += t->rstats[p].ticks;
         }
@@ -302,6 +308,7 @@ void ml_payload_write(ml_sink_t *s, int complete, int reason, int signo)
             uint64_t timed = 0;
             double var = 0;
             EACH_CURRENT(ml_thread_t, t, threads) {
+                if (!t->rows_used[p]) continue;
                 const ml_fstat_t *x = &t->blocks[(size_t)p * ML_NFUNC + f];
                 if (x->calls == 0) {
                     m.sent += x->sent; /* bytes of requests completed in another thread */
@@ -384,6 +391,7 @@ void ml_payload_write(ml_sink_t *s, int complete, int reason, int signo)
             if (!counter_used(threads, p, id)) continue;
             ml_ucount_t m = {0, 0, 0};
             EACH_CURRENT(ml_thread_t, t, threads) {
+                if (!t->rows_used[p]) continue;
                 const ml_ucount_t *u = &t->ucounts[(size_t)p * ML_MAX_COUNTERS + id];
                 if (u->updates == 0) continue;
                 if (ml_counter_kind(id) == ML_COUNTER_SUM)
@@ -437,6 +445,8 @@ void ml_partial_dump(int reason, int signo)
     if (!__atomic_load_n(&ml_g.ready, __ATOMIC_ACQUIRE) || ml_g.finalized) return;
     if (__atomic_exchange_n(&done, 1, __ATOMIC_ACQ_REL)) return;
     ml_set_active(0);
-    ml_payload_to_file(ml_g.partial_tmp_path, ml_g.partial_path, ML_STREAM_PARTIAL, 0, reason, signo);
+    /* whole in the partial file: the statistics file is not needed any more */
+    if (ml_payload_to_file(ml_g.partial_tmp_path, ml_g.partial_path, ML_STREAM_PARTIAL, 0, reason, signo) == 0)
+        ml_stats_remove();
     ml_modes_emergency(reason); /* the table of modes: trace, memory, ... */
 }

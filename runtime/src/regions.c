@@ -9,6 +9,7 @@
 #include "ml_memory.h"
 #include "ml_mpit.h"
 #include "ml_papi.h"
+#include "ml_stats.h"
 #include "ml_trace.h"
 
 #define ML_PATH_ROOT 0u
@@ -78,12 +79,13 @@ uint32_t ml_region_path(ml_thread_t *t, uint32_t parent, const char *name)
                 found = npaths;
                 paths[found] = (path_entry_t){parent, h, copy};
                 index_slots[i] = found + 1;
+                ml_stats_name(ML_STATS_NAME_REGION, found, parent, 0, copy);
                 __atomic_store_n(&npaths, npaths + 1, __ATOMIC_RELEASE);
             }
         }
         if (found == 0) {
             found = ML_PATH_OVERFLOW;
-            ml_g.dropped_regions++;
+            ml_stats_dropped_regions(++ml_g.dropped_regions);
         }
     }
     pthread_mutex_unlock(&lock);
@@ -94,6 +96,7 @@ uint32_t ml_region_path(ml_thread_t *t, uint32_t parent, const char *name)
 static void set_current(ml_thread_t *t, uint32_t path)
 {
     if (ML_UNLIKELY(ml_papi_regions)) ml_papi_region(t); /* the counts so far belong to the old path */
+    if (ML_UNLIKELY(!t->rows_used[path])) ml_stats_rows(t, path); /* first use: its rows reserved */
     t->cur_path = path;
     t->cur = t->blocks + (size_t)path * ML_NFUNC;
 }

@@ -1,0 +1,422 @@
+"""Ranks recovered from their statistics files: a rank killed before MPI_Finalize (SIGKILL, the
+OOM killer, a time limit, a launcher ending the job) writes nothing at its end, but every thread's
+statistics were a shared mapping of ranks/rank-NNNNNN.stats, which the kernel keeps (the runtime's
+stats.c). This module reads such a file with the names file beside it and makes the rank's payload
+from it, as the rank itself would have at its end (runtime/src/payload.c: the same sums over
+threads, the same estimates under MPILENS_TIME_SAMPLE), so the merge (mpilens-merge) takes it like
+any rank's partial file. Layouts: runtime/spec/rundir.yaml (stats, stats_names, payload).
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from . import _layout as L
+from . import layout
+from .errors import RunDirectoryError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+PAGE = 4096
+SLOW = 0x80000000  # a call site's fn bit that is the runtime's own
+NO_MODULE = 0xFFFFFFFF
+
+
+class Damaged(Exception):
+    """What is wrong with a statistics file."""
+
+
+@dataclass
+class Recovered:
+    """One rank's payload made from its statistics file; read by payload.merge like a partial file."""
+
+    name: str  # the statistics file, relative to the run directory
+    rank: int
+    data: bytes
+    last_s: float | None  # how far its statistics go (its last timed call), since MPI_Init's end
+    inside_call: bool = False  # it ended inside an MPI call (not counted)
+    given_up_s: float | None = None  # when the file system could not hold its statistics any more
+
+    def read_bytes(self) -> bytes:
+        """The payload (as a rank's file in a container is read)."""
+        return self.data
+
+
+def recover(run_dir: str | Path, have: set[int], problems: list[str]) -> list[Recovered]:
+    """The ranks of run_dir that left a statistics file and are not in `have` (the ranks whose
+    partial file is readable), each as a payload; a file that cannot be used is named in problems."""
+    out = []
+    for f in layout.files(run_dir, "stats"):
+        rank = layout.rank_of("stats", f)
+        if rank is None or rank in have or not isinstance(f, Path):
+            continue
+        rel = f.relative_to(run_dir).as_posix() if f.is_relative_to(run_dir) else str(f)
+        names = layout.path(run_dir, "stats_names", rank=rank)
+        try:
+            out.append(_recover(f, names, rank, rel))
+        except Damaged as err:
+            problems.append(f"{rel} is damaged: {err}; rank {rank} is left out")
+        except (RunDirectoryError, OSError) as err:
+            why = str(err) if isinstance(err, RunDirectoryError) else f"{rel}: cannot read ({err.strerror})"
+            problems.append(f"{why}; rank {rank} is left out")
+    return out
+
+
+# ------------------------------------------------------------------ reading
+def _record(s: struct.Struct, fields: tuple[str, ...], buf: Any, offset: int = 0) -> dict[str, Any]:
+    return dict(zip(fields, s.unpack_from(buf, offset)))
+
+
+def _names(path: Path) -> dict[int, dict[int, tuple[int, int, bytes]]]:
+    """The names file: {kind: {id: (aux, aux64, name)}}; a record cut short at the end (the rank
+    killed while writing it) is left out."""
+    raw = layout.read_regular(path, limit=64 << 20)
+    if raw[:8] != L.MAGIC_STATS_NAMES:
+        raise Damaged(f"{path.name} does not start with {L.MAGIC_STATS_NAMES!r}")
+    out: dict[int, dict[int, tuple[int, int, bytes]]] = {k: {} for k in L.STATS_NAME_KIND_NAMES}
+    off, size = 8, L.STATS_NAME.size
+    while off + size + 2 <= len(raw):
+        r = _record(L.STATS_NAME, L.STATS_NAME_FIELDS, raw, off)
+        (n,) = struct.unpack_from("<H", raw, off + size)
+        if off + size + 2 + n > len(raw):
+            break
+        if r["kind"] not in out:
+            raise Damaged(f"{path.name}: a record of kind {r['kind']} at byte {off}")
+        out[r["kind"]][r["id"]] = (r["aux"], r["aux64"], raw[off + size + 2:off + size + 2 + n])
+        off += size + 2 + n
+    return out
+
+
+def _pread(fd: int, offset: int, n: int, what: str) -> bytes:
+    """n bytes at offset, read (not mapped: a hole read through a mapping of a full tmpfs ends in
+    SIGBUS, a read(2) of it gives zeros)."""
+    b = os.pread(fd, n, offset)
+    if len(b) != n:
+        raise Damaged(f"{what}: cut short at byte {offset + len(b)}")
+    return b
+
+
+class _Section:
+    """One thread's statistics (numpy arrays of the parts the reader needs)."""
+
+    def __init__(self, fd: int, n: int, head: dict[str, Any], npaths: int) -> None:
+        import numpy as np
+
+        sb, nfunc, paths = head["section_bytes"], head["nfunc"], head["max_paths"]
+        base = PAGE + n * sb
+        s = dict(zip(L.STATS_SECTION_FIELDS, L.STATS_SECTION.unpack(_pread(fd, base, L.STATS_SECTION.size,
+                                                                             f"thread section {n}"))))
+        if s["magic"] != L.MAGIC_STATS_SECTION:
+            raise Damaged(f"thread section {n} has no magic (the thread was starting)")
+        self.state, self.tick_given_up = s["state"], s["tick_given_up"]
+
+        def scalar(at: str, fmt: str) -> int:
+            if not 0 < s[at] <= sb - 8:
+                raise Damaged(f"thread section {n}: {at} {s[at]} is outside the section")
+            return int(struct.unpack(fmt, _pread(fd, base + s[at], struct.calcsize(fmt), f"thread section {n}"))[0])
+
+        def array(at: str, dtype: Any, count: int, room: int | None = None) -> np.ndarray:
+            off, size = s[at], (room if room is not None else count) * dtype.itemsize
+            if off <= 0 or off + size > sb:
+                raise Damaged(f"thread section {n}: {at} ({off}, {size} bytes) is outside the section")
+            return np.frombuffer(_pread(fd, base + off, count * dtype.itemsize, f"thread section {n}"), dtype=dtype)
+
+        self.depth = scalar("at_depth", "<i")
+        self.last = scalar("at_last", "<Q")
+        self.reset_gen = scalar("at_reset_gen", "<I")
+        self.dropped_requests = scalar("at_dropped_requests", "<Q")
+        self.region_mismatch = scalar("at_region_mismatch", "<Q")
+        self.requests_open = scalar("at_requests_open", "<q") + scalar("at_rq_live", "<I") + scalar("at_rr_live", "<I")
+        # the rows of the region paths the process named only (those of the others are holes)
+        self.blocks = array("blocks", L.STATS_FSTAT_DTYPE, npaths * nfunc, paths * nfunc).reshape(npaths, nfunc)
+        self.hist = array("hist", L.STATS_HBIN_DTYPE, nfunc * head["nbins"]).reshape(nfunc, head["nbins"])
+        self.matrix = array("matrix", L.STATS_PEER_DTYPE, head["nranks"])
+        self.rstats = array("rstats", L.STATS_REGION_DTYPE, npaths, paths)
+        mc = head["max_counters"]
+        self.ucounts = array("ucounts", L.STATS_UCOUNT_DTYPE, npaths * mc, paths * mc).reshape(npaths, mc)
+        self.sites = self.site_other = self.frames = None
+        if head["callsite_depth"] and s["sites"]:
+            cap, depth = head["site_cap"], head["callsite_depth"]
+            self.sites = array("sites", L.STATS_SITE_DTYPE, cap)
+            self.site_other = array("site_other", L.STATS_SITE_DTYPE, nfunc)
+            self.frames = array("site_frames", L.STATS_FRAME_DTYPE, cap * depth).reshape(cap, depth)
+
+
+def _recover(path: Path, names_path: Path, rank: int, rel: str) -> Recovered:
+    fd = layout.open_regular(path)
+    try:
+        return _recover_fd(fd, names_path, rank, rel)
+    finally:
+        os.close(fd)
+
+
+def _recover_fd(fd: int, names_path: Path, rank: int, rel: str) -> Recovered:
+    size = os.fstat(fd).st_size
+    if size < PAGE:
+        raise Damaged(f"{size} bytes, less than its head")
+    head = dict(zip(L.STATS_HEAD_FIELDS, L.STATS_HEAD.unpack(_pread(fd, 0, L.STATS_HEAD.size, "head"))))
+    if head["magic"] != L.MAGIC_STATS:
+        raise Damaged(f"it does not start with {L.MAGIC_STATS!r} (the rank was killed in MPI_Init)")
+    checks = [(head["rank"] == rank, f"it names rank {head['rank']}"),
+              (0 < head["nfunc"] < 65536, f"{head['nfunc']} functions"),
+              (head["nbins"] == L.SIZE_BINS - 1, f"{head['nbins']} size bins"),
+              (2 <= head["max_paths"] <= 65537, f"{head['max_paths']} region paths"),
+              (0 < head["max_counters"] <= 4096, f"{head['max_counters']} counters"),
+              (head["callsite_depth"] <= 64 and head["site_cap"] <= 1 << 24, "call-site tables too large"),
+              (head["section_bytes"] % PAGE == 0 and head["section_bytes"] > 0, "sections of no whole pages"),
+              (head["nthreads"] < 1 << 16, f"{head['nthreads']} thread sections"),
+              (PAGE + head["nthreads"] * head["section_bytes"] <= size,
+               f"{head['nthreads']} thread sections in {size} bytes"),
+              (rank < head["nranks"] < 1 << 24, f"{head['nranks']} ranks")]
+    for ok, what in checks:
+        if not ok:
+            raise Damaged(what)
+    names = _names(names_path)
+    regions = names[L.STATS_NAME_KIND_REGION]
+    npaths = min(head["max_paths"], max([1, *regions]) + 1)
+    sections = [_Section(fd, n, head, npaths) for n in range(head["nthreads"])]
+    current = [s for s in sections if s.reset_gen == head["reset_gen"]]  # not reset by MPI_Pcontrol(2) since
+    rate = _rate(head)
+    if rate is None:
+        raise Damaged("its clock points span no time: its ticks cannot be converted")
+    data, last = _payload(head, names, current, npaths, rate)
+    given_up = [s.tick_given_up for s in sections if s.state == 2]
+    return Recovered(rel, rank, data, last, inside_call=any(s.depth != 0 for s in current),
+                     given_up_s=max(min(given_up) - head["tick_end"], 0) / rate / 1e9 if given_up else None)
+
+
+def _rate(head: dict[str, Any]) -> float | None:
+    """Ticks per ns, from the clock points at MPI_Init's entry and end."""
+    if not head["clock_is_tsc"]:
+        return 1.0
+    dt, dn = head["tick_end"] - head["tick_begin"], head["ns_end"] - head["ns_begin"]
+    return dt / dn if dt > 0 and dn > 0 else None
+
+
+# ------------------------------------------------------------------ the payload (payload.c's sums)
+W = L.SAMPLE_WARMUP
+
+
+def _estimated(x: np.ndarray, ts: int) -> np.ndarray:
+    """payload.c's estimated_ticks, elementwise (float64)."""
+    import numpy as np
+
+    ticks = x["ticks"].astype(np.float64)
+    if ts <= 1:
+        return ticks
+    calls, sampled, sticks = x["calls"].astype(np.float64), x["sampled"].astype(np.float64), x["sampled_ticks"].astype(np.float64)
+    later, warm = calls - W, ticks - sticks
+    with np.errstate(divide="ignore", invalid="ignore"):
+        est = np.where(sampled == 0, warm + np.floor(warm / W * later), warm + np.floor(sticks / sampled * later))
+    return np.where((calls <= W) | (sampled == later), ticks, est)
+
+
+def _variance(x: np.ndarray, ts: int) -> np.ndarray:
+    """payload.c's estimate_variance, elementwise."""
+    import numpy as np
+
+    if ts <= 1:
+        return np.zeros(x.shape)
+    calls, n = x["calls"].astype(np.float64), x["sampled"].astype(np.float64)
+    ticks, sticks, sq = x["ticks"].astype(np.float64), x["sampled_ticks"].astype(np.float64), x["sampled_sq"]
+    later = calls - W
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mean0 = np.where(n > 0, sticks, (ticks - sticks) / W)
+        few = later * mean0 * later * mean0
+        mean = sticks / n
+        s2 = np.maximum((sq - n * mean * mean) / (n - 1), 0)
+        many = later * later * (1 - n / later) * s2 / n
+    out = np.where(n < 2, few, many)
+    return np.where((calls <= W) | (n >= later), 0.0, out)
+
+
+def _timed(x: np.ndarray, ts: int) -> np.ndarray:
+    import numpy as np
+
+    if ts <= 1:
+        return x["calls"].astype(np.int64)
+    return np.minimum(x["calls"], W).astype(np.int64) + x["sampled"].astype(np.int64)
+
+
+def _pack(s: struct.Struct, fields: tuple[str, ...], **values: Any) -> bytes:
+    return s.pack(*(values[f] for f in fields))
+
+
+def _string(b: bytes) -> bytes:
+    b = b[:65535]
+    return struct.pack("<H", len(b)) + b
+
+
+def _payload(head: dict[str, Any], names: dict[int, dict[int, tuple[int, int, bytes]]], threads: list[_Section],
+             npaths: int, rate: float) -> tuple[bytes, float | None]:
+    import numpy as np
+
+    ts, nfunc = max(head["time_sample"], 1), head["nfunc"]
+
+    def ns(ticks: float) -> int:
+        return int(max(ticks, 0) / rate)
+
+    funcs = names[L.STATS_NAME_KIND_FUNCTION]
+    regions = names[L.STATS_NAME_KIND_REGION]
+    counters = names[L.STATS_NAME_KIND_COUNTER]
+    modules = names[L.STATS_NAME_KIND_MODULE]
+    blocks = [t.blocks for t in threads]
+    zero_f = np.zeros((npaths, nfunc), dtype=L.STATS_FSTAT_DTYPE)
+    stack = np.stack(blocks) if blocks else zero_f[None]
+    called = stack["calls"] > 0
+    est = np.where(called, _estimated(stack, ts), 0.0)
+    var = np.where(called, _variance(stack, ts), 0.0)
+    used = (stack["calls"] > 0) | (stack["sent"] != 0) | (stack["recv"] != 0)
+    used_pf = used.any(axis=0)
+    last = max((t.last for t in threads), default=0)
+    wall = ns(last - head["tick_end"]) if last > head["tick_end"] else 0
+    out = [b""]  # the head, made last (its total length)
+    out.append(_string(head["host"].rstrip(b"\0")))
+
+    # regions: paths 1.. (the overflow path only when used), merged over threads
+    rs = np.stack([t.rstats for t in threads]) if threads else np.zeros((1, npaths), dtype=L.STATS_REGION_DTYPE)
+    uc = np.stack([t.ucounts for t in threads]) if threads else None
+    counter_used = (uc["updates"] > 0).any(axis=0) if uc is not None else np.zeros((npaths, 1), bool)
+
+    def path_used(p: int) -> bool:
+        return bool(used_pf[p].any() or (rs["visits"][:, p] > 0).any() or counter_used[p].any())
+
+    recs = []
+    for p in range(1, npaths):
+        if p == 1 and not path_used(p):
+            continue
+        parent, _, name = regions.get(p, (0, 0, f"(region path {p}: name lost)".encode()))
+        recs.append(_pack(L.PAYLOAD_REGION, L.PAYLOAD_REGION_FIELDS, path=p, parent=parent,
+                          visits=int(rs["visits"][:, p].sum()), ns=ns(float(rs["ticks"][:, p].sum()))) + _string(name))
+    out += [struct.pack("<I", len(recs)), *recs]
+
+    # functions called at least once
+    fused = np.nonzero(used_pf.any(axis=0))[0]
+    recs = []
+    for f in fused:
+        if int(f) not in funcs:
+            raise Damaged(f"function {f} has no name in the names file")
+        cls, _, name = funcs[int(f)]
+        recs.append(_pack(L.PAYLOAD_FUNCTION, L.PAYLOAD_FUNCTION_FIELDS, fn=int(f), **{"class": cls}) + _string(name))
+    out += [struct.pack("<I", len(recs)), *recs]
+
+    # per region path and function
+    recs = []
+    for p, f in zip(*np.nonzero(used_pf)):
+        x = stack[:, p, f]
+        c = called[:, p, f]
+        min_inv = int(x["min_inv"][c].max()) if c.any() else 0
+        recs.append(_pack(L.PAYLOAD_STAT, L.PAYLOAD_STAT_FIELDS, path=int(p), fn=int(f), calls=int(x["calls"].sum()),
+                          ns=ns(float(est[:, p, f].sum())),
+                          min_ns=ns(float(~min_inv & (1 << 64) - 1) if min_inv else 0),
+                          max_ns=ns(float(x["max"][c].max()) if c.any() else 0),
+                          timed=int(_timed(x, ts)[c].sum()), se_ns=ns(float(np.sqrt(var[:, p, f].sum()))),
+                          sent=int(x["sent"].sum()), recv=int(x["recv"].sum())))
+    out += [struct.pack("<I", len(recs)), *recs]
+
+    # message sizes; under sampling each thread's bin time scaled by its function's estimate ratio
+    recs = []
+    hist = np.stack([t.hist for t in threads]) if threads else np.zeros((1, nfunc, head["nbins"]), L.STATS_HBIN_DTYPE)
+    hticks = hist["ticks"].astype(np.float64)
+    if ts > 1:
+        raw = stack["ticks"].astype(np.float64).sum(axis=1)  # [thread, fn]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(raw > 0, est.sum(axis=1) / raw, 1.0)
+        hticks = np.where(hist["calls"] > 0, np.floor(hticks * ratio[:, :, None]), hticks)
+    hc = hist["calls"].sum(axis=0)
+    for f, b in zip(*np.nonzero(hc)):
+        recs.append(_pack(L.PAYLOAD_SIZE, L.PAYLOAD_SIZE_FIELDS, fn=int(f), bin=int(b), calls=int(hc[f, b]),
+                          ns=ns(float(hticks[:, f, b].sum()))))
+    out += [struct.pack("<I", len(recs)), *recs]
+
+    # point-to-point sends by destination
+    recs = []
+    if threads:
+        mat = np.stack([t.matrix for t in threads])
+        msgs, byts = mat["messages"].sum(axis=0), mat["bytes"].sum(axis=0)
+        for r in np.nonzero(msgs)[0]:
+            recs.append(_pack(L.PAYLOAD_PEER, L.PAYLOAD_PEER_FIELDS, dst=int(r), messages=int(msgs[r]), bytes=int(byts[r])))
+    out += [struct.pack("<I", len(recs)), *recs]
+
+    # user counters: sums add up over threads; "last" counters keep the latest value
+    ncounters = max(counters, default=-1) + 1
+    recs = [_pack(L.PAYLOAD_COUNTER_NAME, L.PAYLOAD_COUNTER_NAME_FIELDS, id=i, kind=counters.get(i, (0, 0, b""))[0])
+            + _string(counters.get(i, (0, 0, f"(counter {i}: name lost)".encode()))[2]) for i in range(ncounters)]
+    out += [struct.pack("<I", len(recs)), *recs]
+    recs = []
+    if uc is not None and ncounters:
+        for p in range(npaths):
+            for i in range(min(ncounters, uc.shape[2])):
+                u = uc[:, p, i]
+                live = u["updates"] > 0
+                if not live.any():
+                    continue
+                if counters.get(i, (0,))[0] == 0:
+                    value = float(u["value"][live].sum())
+                else:
+                    value = float(u["value"][live][np.argmax(u["when"][live])])
+                when = int(u["when"][live].max())
+                recs.append(_pack(L.PAYLOAD_COUNTER, L.PAYLOAD_COUNTER_FIELDS, path=p, id=i, value=value,
+                                  updates=int(u["updates"].sum()), when_ns=ns(when - head["tick_begin"])))
+    out += [struct.pack("<I", len(recs)), *recs]
+
+    # call sites
+    depth = head["callsite_depth"]
+    out.append(_pack(L.PAYLOAD_CALLSITES, L.PAYLOAD_CALLSITES_FIELDS, depth=depth))
+    nmod = max(modules, default=-1) + 1 if depth else 0
+    recs = [_pack(L.PAYLOAD_MODULE, L.PAYLOAD_MODULE_FIELDS, id=m, bias=modules.get(m, (0, 0, b""))[1])
+            + _string(modules.get(m, (0, 0, b""))[2]) for m in range(nmod)]
+    out += [struct.pack("<I", len(recs)), *recs]
+    sites, frames, sid = [], [], 0
+
+    def site_ns(e: Any) -> int:
+        ticks = float(e["ticks"])
+        if 0 < e["timed"] < e["calls"]:
+            ticks = ticks * float(e["calls"]) / float(e["timed"])
+        return ns(ticks)
+
+    for t in threads if depth else []:
+        if t.sites is None:
+            continue
+        s = t.sites
+        live = np.nonzero((s["id"] != 0) & ((s["calls"] > 0) | (s["sent"] != 0) | (s["recv"] != 0)))[0]
+        for i in live:
+            e, fr = s[i], t.frames[i]
+            k = 0
+            while k < depth and fr["addr"][k]:
+                m = int(fr["module"][k])
+                bias = modules[m][1] if m < nmod and m in modules else 0
+                vaddr = (int(fr["addr"][k]) - bias) % (1 << 64) if m < nmod else int(fr["addr"][k])
+                frames.append(_pack(L.PAYLOAD_FRAME, L.PAYLOAD_FRAME_FIELDS, site=sid, level=k,
+                                    module=m if m < nmod else NO_MODULE, vaddr=vaddr))
+                k += 1
+            sites.append(_pack(L.PAYLOAD_SITE, L.PAYLOAD_SITE_FIELDS, site=sid, fn=int(e["fn"]) & ~SLOW, frames=k,
+                               calls=int(e["calls"]), ns=site_ns(e), sent=int(e["sent"]), recv=int(e["recv"])))
+            sid += 1
+        o = t.site_other
+        for f in np.nonzero((o["calls"] > 0) | (o["sent"] != 0) | (o["recv"] != 0))[0]:
+            e = o[f]
+            sites.append(_pack(L.PAYLOAD_SITE, L.PAYLOAD_SITE_FIELDS, site=sid, fn=int(f), frames=0,
+                               calls=int(e["calls"]), ns=site_ns(e), sent=int(e["sent"]), recv=int(e["recv"])))
+            sid += 1
+    out += [struct.pack("<I", len(sites)), *sites, struct.pack("<I", len(frames)), *frames]
+    out.append(_pack(L.PAYLOAD_TAIL, L.PAYLOAD_TAIL_FIELDS, intervals_recorded=0, intervals_dropped=0,
+                     end=L.MAGIC_PAYLOAD_END))
+
+    body = b"".join(out)
+    total = L.PAYLOAD_HEAD.size + len(body)
+    out[0] = _pack(L.PAYLOAD_HEAD, L.PAYLOAD_HEAD_FIELDS, magic=L.MAGIC_PAYLOAD, total_length=total,
+                   rank=head["rank"], nranks=head["nranks"], complete=0, reason=L.END_REASON_KILLED, signo=0,
+                   nthreads=head["nthreads"], wall_ns=wall, mpi_ns=ns(float(est.sum())),
+                   mpi_se_ns=ns(float(np.sqrt(var.sum()))),
+                   init_ns=ns(head["tick_end"] - head["tick_begin"]),
+                   dropped_requests=sum(t.dropped_requests for t in threads),
+                   dropped_regions=head["dropped_regions"],
+                   region_mismatch=sum(t.region_mismatch for t in threads),
+                   requests_outstanding=max(sum(t.requests_open for t in threads), 0))
+    return b"".join(out), (wall / 1e9 if last > head["tick_end"] else None)

@@ -1,0 +1,255 @@
+"""Nothing lost when a job dies: ranks killed without a chance to write (SIGKILL, the OOM killer,
+a launcher ending the job) are reported from their statistics files (runtime/src/stats.c,
+python/mpilens/recover.py), with counts exact up to their last completed call.
+
+The oracle is the program: examples/c/sleeper.c does one MPI_Allreduce of 4 bytes and one
+MPI_Sendrecv of 256 bytes each way per step, and keeps the number of steps each rank finished in a
+file of its own (-p), which the kernel keeps like ours."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from test_bad_input import children, cli, read_until
+
+from conftest import MPILENS, MPIS, example, fn, job_env, launcher, matrix_params, mpilens_run
+from mpilens import rundir
+
+
+def progress(folder: Path, np: int) -> list[int]:
+    """Steps each rank finished, as the program itself counted them."""
+    return [int((folder / f"rank-{r}").read_text()) for r in range(np)]
+
+
+def report_json(run: Path) -> dict:
+    p = cli("report", "--json", str(run))
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
+    return json.loads(p.stdout)
+
+
+def check_steps(run: rundir.Run, done: list[int]) -> None:
+    """Each rank's counts against the steps it finished (done[r]): a step's MPI_Allreduce may have
+    completed after the rank last wrote its count, and its MPI_Sendrecv too, but no more."""
+    p = run.profile
+    for r, d in enumerate(done):
+        a, s = fn(p, "MPI_Allreduce", "calls")[r], fn(p, "MPI_Sendrecv", "calls")[r]
+        assert d <= s <= a <= d + 1, (r, d, a, s)
+        assert fn(p, "MPI_Allreduce", "bytes_sent")[r] == 4 * a
+        assert fn(p, "MPI_Sendrecv", "bytes_sent")[r] == 256 * s
+        assert fn(p, "MPI_Sendrecv", "bytes_recv")[r] == 256 * s
+
+
+@pytest.mark.parametrize("mpi", matrix_params())
+def test_a_rank_killed_by_sigkill_is_reported(mpi, tmp_path):
+    """Rank 1 of 3 kills itself with SIGKILL after 5 steps; the launcher then ends the others (no
+    rank writes anything at its end: MPILENS_SIGNALS=0). Every rank is in the report with exactly
+    the 5 steps it finished (the others wait in the Allreduce of step 5, which is not counted)."""
+    np, steps = 3, tmp_path / "steps"
+    steps.mkdir()
+    argv = launcher(mpi, np) + [str(example(mpi, "sleeper")), "-n", "1000", "-s", "20", "-k", "1:5", "-p", str(steps)]
+    job = mpilens_run(mpi, argv, tmp_path, settings={"MPILENS_SIGNALS": "0"}, check=False)
+    assert job.returncode != 0, job.stdout
+    assert progress(steps, np) == [5] * np
+    assert not list((job.rundir / "ranks").glob("*.partial"))
+    run = rundir.load(job.rundir)
+    assert run.source == "per-rank files" and not run.complete
+    p = run.profile
+    assert [r["ended_by"] for r in p["ranks"]] == ["killed"] * np
+    for name in ("MPI_Allreduce", "MPI_Sendrecv"):
+        assert fn(p, name, "calls") == [5] * np, name
+    assert fn(p, "MPI_Allreduce", "bytes_sent") == [20] * np
+    assert fn(p, "MPI_Sendrecv", "bytes_sent") == fn(p, "MPI_Sendrecv", "bytes_recv") == [5 * 256] * np
+    # each rank's last call ended after its 4 sleeps of 20 ms at least (its wall time is up to then)
+    assert all(r["wall_time_s"] >= 0.08 for r in p["ranks"]), p["ranks"]
+    assert any("recovered from" in x and "ended without writing anything" in x for x in run.problems), run.problems
+    doc = report_json(job.rundir)
+    assert doc["measured_ranks"] == np and doc["complete"] is False
+    text = cli("report", str(job.rundir)).stdout
+    assert "killed" in text and "recovered from" in text
+
+
+@pytest.mark.parametrize("mpi", MPIS)
+def test_every_rank_killed_at_once(mpi, tmp_path):
+    """SIGKILL to every rank at once while the job runs (a node failure, the OOM killer taking the
+    job's cgroup): nothing runs at their end, and every rank is reported up to where it was."""
+    np, steps, out = 4, tmp_path / "steps", tmp_path / "run"
+    steps.mkdir()
+    argv = launcher(mpi, np) + [str(example(mpi, "sleeper")), "-n", "100000", "-s", "30", "-p", str(steps)]
+    proc = subprocess.Popen([str(MPILENS), "run", "-o", str(out), "--", *argv], env=job_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        read_until(proc, r"^step 8$", timeout=120)
+        ranks = _processes_with(str(steps))
+        assert len(ranks) == np, ranks
+        for pid in ranks:
+            os.kill(pid, signal.SIGKILL)
+        proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    done = progress(steps, np)
+    assert all(d >= 8 for d in done), done
+    run = rundir.load(out)
+    assert [r["ended_by"] for r in run.profile["ranks"]] == ["killed"] * np
+    check_steps(run, done)
+    assert report_json(out)["measured_ranks"] == np
+
+
+def _processes_with(text: str) -> list[int]:
+    """Pids of the processes whose command line holds text (the ranks: their -p folder is this test's)."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                if text in (d / "cmdline").read_bytes().decode(errors="replace") and \
+                        "sleeper" in (d / "comm").read_text():
+                    out.append(int(d.name))
+            except OSError:
+                continue
+    return out
+
+
+def test_a_finished_run_leaves_no_statistics_files(mpi, tmp_path):
+    """The statistics files go once the profile is written (and a rank's once its partial file is)."""
+    job = mpilens_run(mpi, launcher(mpi, 2) + [str(example(mpi, "sleeper")), "-n", "3"], tmp_path)
+    left = sorted(f.name for f in job.rundir.rglob("*") if f.suffix in (".stats", ".names"))
+    assert left == [] and rundir.load(job.rundir).complete
+
+
+@pytest.mark.mpi
+@pytest.mark.skipif(shutil.which("unshare") is None or os.geteuid() != 0,
+                    reason="a small file system of its own needs a mount namespace (root here)")
+def test_a_full_file_system_changes_nothing_for_the_application(tmp_path):
+    """The run directory on a file system with room for little more than the first thread section:
+    the application's output and exit status are those of a run without mpilens, the statistics
+    that do not fit are kept in memory (said once) and the profile is still written."""
+    mnt, np = tmp_path / "small", 2
+    mnt.mkdir()
+    prog = [str(example("openmpi", "sleeper")), "-n", "20"]
+    plain = subprocess.run(launcher("openmpi", np) + prog, env=job_env(), capture_output=True, text=True, timeout=120)
+    assert plain.returncode == 0, plain.stderr
+    inner = (f"mount -t tmpfs -o size=1400k tmpfs {mnt} && {MPILENS} run -o {mnt}/run -- "
+             + " ".join(launcher("openmpi", np) + prog) + f"; rc=$?; cp -a {mnt}/run {tmp_path}/copy; exit $rc")
+    p = subprocess.run(["unshare", "-m", "sh", "-c", inner], env=job_env(), capture_output=True, text=True, timeout=180)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == plain.stdout, p.stdout
+    assert "cannot hold more" in p.stderr or "cannot keep this rank's statistics" in p.stderr, p.stderr
+    run = rundir.load(tmp_path / "copy")
+    assert run.complete, run.problems
+    for name in ("MPI_Allreduce", "MPI_Sendrecv"):
+        assert fn(run.profile, name, "calls") == [20] * np, name
+
+
+def _descendants(pid: int) -> list[int]:
+    out, todo = [], [pid]
+    while todo:
+        kids = children(todo.pop())
+        out += kids
+        todo += kids
+    return out
+
+
+@pytest.mark.parametrize("mpi", MPIS)
+def test_regions_and_counters_of_killed_ranks(mpi, tmp_path):
+    """examples/c/counters.c killed by SIGKILL in mid-run: each rank's region visits, its barriers
+    in the region and its user counters, recovered, agree with one another as the program says
+    (step i: begin "step", add r+1 to "cells", set "efficiency" to 1/(r+1) + i, sleep, barrier, end)."""
+    np, out = 2, tmp_path / "run"
+    argv = launcher(mpi, np) + [str(example(mpi, "counters")), "100000", "20000"]
+    proc = subprocess.Popen([str(MPILENS), "run", "-o", str(out), "--", *argv], env=job_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not list(out.glob("ranks/rank-*.stats"))[1:]:
+            time.sleep(0.1)
+        time.sleep(1.5)  # some steps
+        ranks = [p for p in _descendants(proc.pid) if _comm(p) == "counters"]
+        assert len(ranks) == np, ranks
+        for pid in ranks:
+            os.kill(pid, signal.SIGKILL)
+        proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    run = rundir.load(out)
+    p = run.profile
+    assert [r["ended_by"] for r in p["ranks"]] == ["killed"] * np
+    step = next(r for r in p["regions"] if r["name"] == "step")
+    for r in range(np):
+        begun = p["counters"]["cells"]["values"][r] / (r + 1)
+        assert begun == int(begun) and begun >= 10, (r, begun)
+        assert p["counters"]["efficiency"]["values"][r] == pytest.approx(1 / (r + 1) + begun - 1)
+        assert p["counters"]["setup"]["values"][r] == 0.5
+        barriers, visits = step["functions"]["MPI_Barrier"]["calls"][r], step["visits"][r]
+        assert begun - 1 <= visits <= barriers <= begun, (r, begun, visits, barriers)
+        assert step["counters"]["cells"]["values"][r] == (r + 1) * begun
+
+
+def _comm(pid: int) -> str:
+    try:
+        return (Path("/proc") / str(pid) / "comm").read_text().strip()
+    except OSError:
+        return ""
+
+
+@pytest.mark.mpi
+def test_recovered_statistics_are_what_the_rank_itself_writes(tmp_path):
+    """The same moment of a job seen twice: SIGTERM makes each rank write its own payload (the
+    runtime's payload.c), and links made beforehand keep its statistics files, which the runtime
+    removes then. The profile recovered from the files (python/mpilens/recover.py, written apart)
+    has the same counts, bytes, sizes, peers and call sites, and the same times but for the clock
+    rate (taken over MPI_Init by the recovery, over the whole run by the rank)."""
+    np, out, keep = 2, tmp_path / "run", tmp_path / "kept"
+    keep.mkdir()
+    argv = launcher("openmpi", np) + [str(example("openmpi", "sleeper")), "-n", "100000", "-s", "30"]
+    proc = subprocess.Popen([str(MPILENS), "run", "-o", str(out), "--", *argv], env=job_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        read_until(proc, r"^step 5$", timeout=120)
+        for f in (out / "ranks").glob("rank-*.*"):
+            if f.suffix in (".stats", ".names"):
+                os.link(f, keep / f.name)
+        assert len(list(keep.iterdir())) == 2 * np
+        (launch,) = children(proc.pid)
+        os.kill(launch, signal.SIGTERM)
+        proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    own = rundir.load(out)
+    assert [r["ended_by"] for r in own.profile["ranks"]] == ["signal 15"] * np
+    assert not list((out / "ranks").glob("*.stats"))  # removed once the partial file was written
+    shutil.copytree(out, tmp_path / "recovered")
+    for f in (tmp_path / "recovered" / "ranks").glob("*.partial"):
+        f.unlink()
+    for f in keep.iterdir():
+        shutil.copy(f, tmp_path / "recovered" / "ranks" / f.name)
+    rec = rundir.load(tmp_path / "recovered")
+    assert [r["ended_by"] for r in rec.profile["ranks"]] == ["killed"] * np
+    a, b = own.profile, rec.profile
+    assert a["functions"].keys() == b["functions"].keys()
+    for name, f in a["functions"].items():
+        g = b["functions"][name]
+        for key in ("calls", "bytes_sent", "bytes_recv"):
+            assert f[key] == g[key], (name, key)
+        assert g["time_s"] == pytest.approx(f["time_s"], rel=0.01, abs=1e-6), name
+    assert a["message_sizes"] == b["message_sizes"] or _same_sizes(a["message_sizes"], b["message_sizes"])
+    assert a["matrix"] == b["matrix"]
+    def sites(p: dict) -> list:
+        return sorted((s["function"], [(f["module"], f["address"]) for f in s["frames"]], s["calls"]) for s in p["callsites"])
+    assert sites(a) == sites(b) and len(sites(a)) >= 2
+    for ra, rb in zip(a["ranks"], b["ranks"]):
+        assert rb["mpi_time_s"] == pytest.approx(ra["mpi_time_s"], rel=0.01, abs=1e-6)
+
+
+def _same_sizes(x: object, y: object) -> bool:
+    """Message-size tables equal but for their times (the clock rate)."""
+    strip = lambda v: json.loads(json.dumps(v), object_hook=lambda d: {k: w for k, w in d.items() if "time" not in k})  # noqa: E731
+    return strip(x) == strip(y)
