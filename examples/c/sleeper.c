@@ -1,13 +1,17 @@
 /* sleeper: a job that can be stopped before MPI_Finalize, for the tests of killed and aborted runs.
  * Each step does one MPI_Allreduce of an int and one MPI_Sendrecv of 256 bytes around a ring, then
  * sleeps. Rank 0 prints "step I" after each step (flushed), so a test can wait for progress.
- * Usage: sleeper [-n STEPS] [-s MS] [-m MARKER] [-a RANK:STEP] [-k RANK:STEP] [-p DIR] [-x CODE] [-r TAG]
+ * Usage: sleeper [-n STEPS] [-s MS] [-m MARKER] [-a RANK:STEP] [-k RANK:STEP] [-o RANK:STEP] [-f RANK:STEP]
+ *                [-p DIR] [-x CODE] [-r TAG]
  *   -n STEPS      number of steps (default 10)
  *   -s MS         sleep after each step, milliseconds (default 0)
  *   -m MARKER     every process appends its pid to MARKER before MPI_Init (proof that it started)
  *   -a RANK:STEP  RANK calls MPI_Abort(MPI_COMM_WORLD, 3) when it reaches step STEP (after STEP steps)
  *   -k RANK:STEP  RANK kills itself with SIGKILL when it reaches step STEP (after STEP steps and
  *                 their sleeps; the others are then waiting in the MPI_Allreduce of step STEP)
+ *   -o RANK:STEP  RANK allocates memory without end when it reaches step STEP (touching every page),
+ *                 until the OOM killer of its cgroup ends it
+ *   -f RANK:STEP  RANK writes through a null pointer when it reaches step STEP (SIGSEGV)
  *   -p DIR        each rank keeps the number of steps it finished in DIR/rank-R (rewritten after
  *                 each step: what a test killing the job takes as the program's own account)
  *   -x CODE       exit status after MPI_Finalize (default 0)
@@ -29,6 +33,7 @@
 int main(int argc, char **argv)
 {
     int steps = 10, ms = 0, abort_rank = -1, abort_step = -1, kill_rank = -1, kill_step = -1, code = 0, pending_tag = -1;
+    int oom_rank = -1, oom_step = -1, fault_rank = -1, fault_step = -1;
     const char *marker = NULL, *progress = NULL;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "-n") == 0) steps = atoi(argv[i + 1]);
@@ -36,6 +41,8 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "-m") == 0) marker = argv[i + 1];
         else if (strcmp(argv[i], "-a") == 0) sscanf(argv[i + 1], "%d:%d", &abort_rank, &abort_step);
         else if (strcmp(argv[i], "-k") == 0) sscanf(argv[i + 1], "%d:%d", &kill_rank, &kill_step);
+        else if (strcmp(argv[i], "-o") == 0) sscanf(argv[i + 1], "%d:%d", &oom_rank, &oom_step);
+        else if (strcmp(argv[i], "-f") == 0) sscanf(argv[i + 1], "%d:%d", &fault_rank, &fault_step);
         else if (strcmp(argv[i], "-p") == 0) progress = argv[i + 1];
         else if (strcmp(argv[i], "-x") == 0) code = atoi(argv[i + 1]);
         else if (strcmp(argv[i], "-r") == 0) pending_tag = atoi(argv[i + 1]);
@@ -80,6 +87,21 @@ int main(int argc, char **argv)
             printf("sleeper: rank %d kills itself at step %d\n", rank, i);
             fflush(stdout);
             raise(SIGKILL);
+        }
+        if (rank == oom_rank && i == oom_step) {
+            printf("sleeper: rank %d allocates without end at step %d\n", rank, i);
+            fflush(stdout);
+            for (;;) {
+                char *block = malloc(16 << 20);
+                if (block == NULL) continue;
+                for (size_t b = 0; b < (16u << 20); b += 4096) block[b] = 1;
+            }
+        }
+        if (rank == fault_rank && i == fault_step) {
+            printf("sleeper: rank %d writes through a null pointer at step %d\n", rank, i);
+            fflush(stdout);
+            int *volatile nowhere = NULL; /* volatile: the compiler cannot know it is null */
+            *nowhere = 0;
         }
         int one = 1, total = 0;
         MPI_Allreduce(&one, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);

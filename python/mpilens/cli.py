@@ -64,6 +64,10 @@ def cmd_run(a: argparse.Namespace) -> int:
         imports.write(plan.imports, layout.imports_file(plan.outdir))
     status = launch.execute(plan)
     out = plan.outdir
+    if not out.is_dir():  # removed while the job ran (a cleanup, a scratch purge): the job's status stands
+        _err(f"the run directory {out} was removed while the job ran: nothing it measured is left "
+             f"(exit status {status})")
+        return status
     # the ranks that left their measurements: a partial file, or (killed) a statistics file
     partial = sorted({layout.rank_of(fam, f) for fam in ("partial", "stats") for f in layout.files(out, fam)} - {None})
     if layout.profile_file(out).exists():

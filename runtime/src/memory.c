@@ -567,6 +567,27 @@ static uint64_t since_init(void)
  * resident in the shared object; the analysis divides them among the ranks of the host. */
 static ml_map_t snap[ML_MAX_MAPS];
 static unsigned char vec[1 << 16];
+static uint64_t pagemap_vec[1 << 13];
+static int pagemap_fd = -2; /* -2: not opened yet; -1: cannot be read */
+
+/* Pages of [at, at + pages) mapped into this process, from /proc/self/pagemap (bit 63: present),
+ * or -1 when it cannot be read. For a shared file mapping, mincore() says which pages of the file
+ * are in the page cache, mapped here or not (read ahead, reserved): more than the process holds. */
+static int64_t mapped_pages(uintptr_t at, size_t pages, size_t page)
+{
+    if (pagemap_fd == -2) pagemap_fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+    if (pagemap_fd < 0) return -1;
+    int64_t n = 0;
+    while (pages > 0) {
+        const size_t k = pages < sizeof pagemap_vec / 8 ? pages : sizeof pagemap_vec / 8;
+        const ssize_t got = pread(pagemap_fd, pagemap_vec, k * 8, (off_t)(at / page * 8));
+        if (got != (ssize_t)(k * 8)) return -1;
+        for (size_t i = 0; i < k; i++) n += (int64_t)(pagemap_vec[i] >> 63);
+        pages -= k;
+        at += k * page;
+    }
+    return n;
+}
 
 static void mapped_resident(int owner, int64_t *priv, int64_t *shared)
 {
@@ -579,6 +600,14 @@ static void mapped_resident(int owner, int64_t *priv, int64_t *shared)
     int64_t p = 0, s = 0;
     for (int i = 0; i < n; i++) {
         const uintptr_t a = snap[i].addr & ~(uintptr_t)(page - 1), b = snap[i].addr + snap[i].len;
+        /* the tool's shared mappings are its statistics files (stats.c): only the pages it touched */
+        if (owner == 3 && snap[i].shared) {
+            const int64_t res = mapped_pages(a, (b - a + page - 1) / page, page);
+            if (res >= 0) {
+                s += res * (int64_t)page;
+                continue;
+            }
+        }
         for (uintptr_t at = a; at < b; at += sizeof vec * page) {
             const size_t len = b - at < sizeof vec * page ? b - at : sizeof vec * page;
             if (mincore((void *)at, len, vec) != 0) break; /* unmapped meanwhile */
