@@ -6,11 +6,15 @@ profile must be complete and agree with what the application is known to send.""
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 import subprocess
 from pathlib import Path
 
 import pytest
+from test_bad_input import read_until
+from test_killed import descendants
 
 from conftest import (
     MPILENS,
@@ -29,7 +33,7 @@ from conftest import (
     require,
     trace_kinds,
 )
-from mpilens import counters_spc
+from mpilens import counters_spc, rundir
 from mpilens.trace import reader, timeline
 
 pytestmark = [pytest.mark.mpi, pytest.mark.apps]
@@ -459,3 +463,39 @@ def test_lammps_heaviest_call_sites_are_lammps_functions(lammps):
     # the sites of each function add up to its calls on every rank
     for name, f in job.profile["functions"].items():
         assert [sum(s["calls"][r] for s in sites if s["mpi_function"] == name) for r in range(4)] == f["calls"], name
+
+
+def test_lammps_killed_by_sigkill_is_reported_from_every_rank(tmp_path):
+    """Debian's LAMMPS (in.indent, 4 ranks) with rank 0 killed by SIGKILL mid-run and the others
+    then ended by the launcher, none of them writing anything at its end (MPILENS_SIGNALS=0): every
+    rank is reported from its statistics file, and what MPI's semantics say of LAMMPS holds for
+    the counts up to the kill: every rank made the same collectives but for the one it was in, each
+    receive was waited for but the few in flight, and each rank talked to its two neighbours only."""
+    work = tmp_path / "indent"
+    mpi, args = lammps_indent(work, 30000)
+    out = tmp_path / "run"
+    cmd = [str(MPILENS), "run", "-o", str(out), "--set", "MPILENS_SIGNALS=0", "--", *launcher(mpi, 4), *args,
+           "-log", str(work / "log.tool")]
+    proc = subprocess.Popen(cmd, env=job_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        read_until(proc, r"^\s+1500\s", timeout=120)  # a thermo line: the run is under way
+        lmp = [p for p in descendants(proc.pid) if Path(f"/proc/{p}/comm").read_text().strip().startswith("lmp")]
+        assert len(lmp) == 4, lmp
+        rank0 = next(p for p in lmp if "OMPI_COMM_WORLD_RANK=0\0" in Path(f"/proc/{p}/environ").read_text()
+                     or "PMI_RANK=0\0" in Path(f"/proc/{p}/environ").read_text())
+        os.kill(rank0, signal.SIGKILL)
+        proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    run = rundir.load(out)
+    p = run.profile
+    assert [r["ended_by"] for r in p["ranks"]] == ["killed"] * 4, p["ranks"]
+    for name in ("MPI_Allreduce", "MPI_Bcast"):
+        calls = fn(p, name, "calls")
+        assert min(calls) > 0 and max(calls) - min(calls) <= 1, (name, calls)
+    irecv, wait = fn(p, "MPI_Irecv", "calls"), fn(p, "MPI_Wait", "calls")
+    assert all(0 <= i - w <= 4 and w > 1000 for i, w in zip(irecv, wait)), (irecv, wait)
+    peers = {r: {m["dst"] for m in p["matrix"] if m["src"] == r} for r in range(4)}
+    assert peers == {0: {1, 2}, 1: {0, 3}, 2: {0, 3}, 3: {1, 2}}
+    assert any("recovered from" in x for x in run.problems), run.problems

@@ -151,7 +151,8 @@ def test_a_full_file_system_changes_nothing_for_the_application(tmp_path):
         assert fn(run.profile, name, "calls") == [20] * np, name
 
 
-def _descendants(pid: int) -> list[int]:
+def descendants(pid: int) -> list[int]:
+    """Every process below pid, from /proc."""
     out, todo = [], [pid]
     while todo:
         kids = children(todo.pop())
@@ -174,7 +175,7 @@ def test_regions_and_counters_of_killed_ranks(mpi, tmp_path):
         while time.monotonic() < deadline and not list(out.glob("ranks/rank-*.stats"))[1:]:
             time.sleep(0.1)
         time.sleep(1.5)  # some steps
-        ranks = [p for p in _descendants(proc.pid) if _comm(p) == "counters"]
+        ranks = [p for p in descendants(proc.pid) if _comm(p) == "counters"]
         assert len(ranks) == np, ranks
         for pid in ranks:
             with contextlib.suppress(ProcessLookupError):  # its launcher was quicker
