@@ -45,9 +45,10 @@ for _mpi in conftest.MPIS:
         # a job that ends in MPI_Abort: rank 1 aborts after 3 steps of known traffic
         # (examples/c/sleeper.c), so each rank's statistics are in its payload file (ranks/), or in
         # its statistics file when its launcher killed it with SIGKILL (MPICH's); few region paths
-        # and call sites keep those files small
+        # paths, call sites and MPI-IO records keep those files small
         f"aborted-{_mpi}": (_mpi, "sleeper", 3, ["-n", "10", "-s", "10", "-a", "1:3"],
-                            {"MPILENS_MAX_REGIONS": "2", "MPILENS_CALLSITE_MAX": "64"}),
+                            {"MPILENS_MAX_REGIONS": "2", "MPILENS_CALLSITE_MAX": "64",
+                             "MPILENS_IO_MAX_FILES": "4", "MPILENS_IO_ACCESSES": "64"}),
     }
 RUNS |= {
     # an injected imbalance (examples/c/imbalance.c): the last rank does twice the work

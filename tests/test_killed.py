@@ -399,3 +399,26 @@ def test_a_run_directory_removed_while_the_job_runs(mpi, tmp_path):
     assert proc.returncode == plain.returncode == 0, err
     assert seen + rest == plain.stdout
     assert "Traceback" not in err and "mpilens: " in err, err
+
+
+@pytest.mark.parametrize("mpi", MPIS)
+def test_mpi_io_of_killed_ranks(mpi, tmp_path):
+    """The MPI-IO records of ranks killed without a word come from their statistics files: each of
+    the 3 ranks wrote its 256 bytes per step with MPI_File_write_at for the 5 steps it finished, as
+    the file on disk says (its size, each block's bytes: the rank that wrote it)."""
+    np, steps, data = 3, tmp_path / "steps", tmp_path / "data.bin"
+    steps.mkdir()
+    argv = launcher(mpi, np) + [str(example(mpi, "sleeper")), "-n", "1000", "-s", "20", "-k", "1:5", "-p", str(steps),
+                                "-w", str(data)]
+    job = mpilens_run(mpi, argv, tmp_path, settings={"MPILENS_SIGNALS": "0"}, check=False)
+    assert job.returncode != 0 and progress(steps, np) == [5] * np
+    written = data.read_bytes()
+    assert len(written) == 5 * np * 256
+    assert all(written[b * 256:(b + 1) * 256] == bytes([b % np]) * 256 for b in range(5 * np))
+    assert not list((job.rundir / "io").glob("rank-*.bin"))  # no rank wrote its own
+    p = cli("io", "--json", str(job.rundir))
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
+    (f,) = json.loads(p.stdout)["files"]
+    assert Path(f["name"]).resolve() == data.resolve() and f["ranks"] == list(range(np))
+    assert f["bytes_written"] == len(written) and f["writes"]["independent_blocking"] == 5 * np
+    assert f["opens"] == np and f["closes"] == 0

@@ -2,7 +2,7 @@
  * Each step does one MPI_Allreduce of an int and one MPI_Sendrecv of 256 bytes around a ring, then
  * sleeps. Rank 0 prints "step I" after each step (flushed), so a test can wait for progress.
  * Usage: sleeper [-n STEPS] [-s MS] [-m MARKER] [-a RANK:STEP] [-k RANK:STEP] [-o RANK:STEP] [-f RANK:STEP]
- *                [-p DIR] [-x CODE] [-r TAG]
+ *                [-w FILE] [-p DIR] [-x CODE] [-r TAG]
  *   -n STEPS      number of steps (default 10)
  *   -s MS         sleep after each step, milliseconds (default 0)
  *   -m MARKER     every process appends its pid to MARKER before MPI_Init (proof that it started)
@@ -12,6 +12,8 @@
  *   -o RANK:STEP  RANK allocates memory without end when it reaches step STEP (touching every page),
  *                 until the OOM killer of its cgroup ends it
  *   -f RANK:STEP  RANK writes through a null pointer when it reaches step STEP (SIGSEGV)
+ *   -w FILE       every rank opens FILE with MPI_File_open and, in each step after the MPI_Sendrecv,
+ *                 writes its 256 bytes at offset (step * size + rank) * 256 (MPI_File_write_at)
  *   -p DIR        each rank keeps the number of steps it finished in DIR/rank-R (rewritten after
  *                 each step: what a test killing the job takes as the program's own account)
  *   -x CODE       exit status after MPI_Finalize (default 0)
@@ -34,7 +36,7 @@ int main(int argc, char **argv)
 {
     int steps = 10, ms = 0, abort_rank = -1, abort_step = -1, kill_rank = -1, kill_step = -1, code = 0, pending_tag = -1;
     int oom_rank = -1, oom_step = -1, fault_rank = -1, fault_step = -1;
-    const char *marker = NULL, *progress = NULL;
+    const char *marker = NULL, *progress = NULL, *written = NULL;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "-n") == 0) steps = atoi(argv[i + 1]);
         else if (strcmp(argv[i], "-s") == 0) ms = atoi(argv[i + 1]);
@@ -44,6 +46,7 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "-o") == 0) sscanf(argv[i + 1], "%d:%d", &oom_rank, &oom_step);
         else if (strcmp(argv[i], "-f") == 0) sscanf(argv[i + 1], "%d:%d", &fault_rank, &fault_step);
         else if (strcmp(argv[i], "-p") == 0) progress = argv[i + 1];
+        else if (strcmp(argv[i], "-w") == 0) written = argv[i + 1];
         else if (strcmp(argv[i], "-x") == 0) code = atoi(argv[i + 1]);
         else if (strcmp(argv[i], "-r") == 0) pending_tag = atoi(argv[i + 1]);
         else {
@@ -70,6 +73,9 @@ int main(int argc, char **argv)
     int never[1];
     MPI_Request pending = MPI_REQUEST_NULL;
     if (pending_tag >= 0) MPI_Irecv(never, 4, MPI_BYTE, left, pending_tag, MPI_COMM_WORLD, &pending);
+    MPI_File fh = MPI_FILE_NULL;
+    if (written != NULL)
+        MPI_File_open(MPI_COMM_WORLD, written, MPI_MODE_CREATE | MPI_MODE_WRONLY, MPI_INFO_NULL, &fh);
     int progress_fd = -1;
     if (progress != NULL) {
         char path[4096];
@@ -107,6 +113,9 @@ int main(int argc, char **argv)
         MPI_Allreduce(&one, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
         MPI_Sendrecv(out, (int)sizeof out, MPI_BYTE, right, i, in, (int)sizeof in, MPI_BYTE, left, i, MPI_COMM_WORLD,
                      MPI_STATUS_IGNORE);
+        if (fh != MPI_FILE_NULL)
+            MPI_File_write_at(fh, ((MPI_Offset)i * size + rank) * (MPI_Offset)sizeof out, out, (int)sizeof out, MPI_BYTE,
+                              MPI_STATUS_IGNORE);
         if (progress_fd >= 0) {
             char line[32];
             const int n = snprintf(line, sizeof line, "%12d\n", i + 1); /* fixed width: one value */
@@ -118,6 +127,7 @@ int main(int argc, char **argv)
         }
         if (ms > 0) nanosleep(&pause, NULL);
     }
+    if (fh != MPI_FILE_NULL) MPI_File_close(&fh);
     if (pending != MPI_REQUEST_NULL) {
         MPI_Cancel(&pending);
         MPI_Wait(&pending, MPI_STATUS_IGNORE);

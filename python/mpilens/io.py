@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from . import _layout as L
-from . import layout
+from . import layout, recover
 from .errors import RunDirectoryError
 
 SIZE_BINS = ("0-100", "100-1K", "1K-10K", "10K-100K", "100K-1M", "1M-4M", "4M-10M", "10M-100M", "100M-1G", "1G+")
@@ -155,7 +155,11 @@ ACCESS_DTYPE = np.dtype([("rank", "<i4"), ("file", "<i4"), ("fn", "<u2"), ("kind
 def load(rundir: str | Path) -> IORun:
     """Read every rank's io file; RunDirectoryError when the run has none (no rank opened a file,
     or MPILENS_IO=0). A damaged file is a problem named in the result; the others are read."""
-    files = layout.io_files(rundir)
+    files: list[Any] = list(layout.io_files(rundir))
+    problems: list[str] = []
+    # the ranks killed without a word: their records from their statistics files
+    have = {layout.rank_of("io", f) for f in files}
+    files += recover.recover_io(rundir, {r for r in have if r is not None}, problems)
     if not files:
         raise RunDirectoryError(f"{rundir}: no I/O recorded (no rank opened a file with MPI_File_open, "
                                 "or the run had MPILENS_IO=0)")
@@ -163,7 +167,7 @@ def load(rundir: str | Path) -> IORun:
     parts = []
     names: list[str] = []
     index: dict[str, int] = {}
-    out = IORun([], np.zeros(0, ACCESS_DTYPE), names, {}, [], 0)
+    out = IORun([], np.zeros(0, ACCESS_DTYPE), names, {}, [], 0, problems=problems)
     for f in files:
         try:
             one = read_file(f)

@@ -46,6 +46,9 @@ class Recovered:
         """The payload (as a rank's file in a container is read)."""
         return self.data
 
+    def __str__(self) -> str:
+        return self.name
+
 
 def recover(run_dir: str | Path, have: set[int], problems: list[str]) -> list[Recovered]:
     """The ranks of run_dir that left a statistics file and are not in `have` (the ranks whose
@@ -72,13 +75,13 @@ def _record(s: struct.Struct, fields: tuple[str, ...], buf: Any, offset: int = 0
     return dict(zip(fields, s.unpack_from(buf, offset)))
 
 
-def _names(path: Path) -> dict[int, dict[int, tuple[int, int, bytes]]]:
-    """The names file: {kind: {id: (aux, aux64, name)}}; a record cut short at the end (the rank
-    killed while writing it) is left out."""
+def _names(path: Path) -> dict[int, dict[int, Any]]:
+    """The names file: {kind: {id: (aux, aux64, name)}}, for io_file {id: {aux: name}}; a record
+    cut short at the end (the rank killed while writing it) is left out."""
     raw = layout.read_regular(path, limit=64 << 20)
     if raw[:8] != L.MAGIC_STATS_NAMES:
         raise Damaged(f"{path.name} does not start with {L.MAGIC_STATS_NAMES!r}")
-    out: dict[int, dict[int, tuple[int, int, bytes]]] = {k: {} for k in L.STATS_NAME_KIND_NAMES}
+    out: dict[int, dict[int, Any]] = {k: {} for k in L.STATS_NAME_KIND_NAMES}
     off, size = 8, L.STATS_NAME.size
     while off + size + 2 <= len(raw):
         r = _record(L.STATS_NAME, L.STATS_NAME_FIELDS, raw, off)
@@ -87,7 +90,11 @@ def _names(path: Path) -> dict[int, dict[int, tuple[int, int, bytes]]]:
             break
         if r["kind"] not in out:
             raise Damaged(f"{path.name}: a record of kind {r['kind']} at byte {off}")
-        out[r["kind"]][r["id"]] = (r["aux"], r["aux64"], raw[off + size + 2:off + size + 2 + n])
+        name = raw[off + size + 2:off + size + 2 + n]
+        if r["kind"] == L.STATS_NAME_KIND_IO_FILE:  # several names per file: {aux: name}
+            out[r["kind"]].setdefault(r["id"], {})[r["aux"]] = name  # type: ignore[index]
+        else:
+            out[r["kind"]][r["id"]] = (r["aux"], r["aux64"], name)
         off += size + 2 + n
     return out
 
@@ -108,7 +115,7 @@ class _Section:
         import numpy as np
 
         sb, nfunc, paths = head["section_bytes"], head["nfunc"], head["max_paths"]
-        base = PAGE + n * sb
+        base = head["sections_at"] + n * sb
         s = dict(zip(L.STATS_SECTION_FIELDS, L.STATS_SECTION.unpack(_pread(fd, base, L.STATS_SECTION.size,
                                                                              f"thread section {n}"))))
         if s["magic"] != L.MAGIC_STATS_SECTION:
@@ -170,7 +177,8 @@ def _recover_fd(fd: int, names_path: Path, rank: int, rel: str) -> Recovered:
               (head["callsite_depth"] <= 64 and head["site_cap"] <= 1 << 24, "call-site tables too large"),
               (head["section_bytes"] % PAGE == 0 and head["section_bytes"] > 0, "sections of no whole pages"),
               (head["nthreads"] < 1 << 16, f"{head['nthreads']} thread sections"),
-              (PAGE + head["nthreads"] * head["section_bytes"] <= size,
+              (head["sections_at"] % PAGE == 0 and PAGE <= head["sections_at"], "sections at no page"),
+              (head["sections_at"] + head["nthreads"] * head["section_bytes"] <= size,
                f"{head['nthreads']} thread sections in {size} bytes"),
               (rank < head["nranks"] < 1 << 24, f"{head['nranks']} ranks")]
     for ok, what in checks:
@@ -252,7 +260,7 @@ def _string(b: bytes) -> bytes:
     return struct.pack("<H", len(b)) + b
 
 
-def _payload(head: dict[str, Any], names: dict[int, dict[int, tuple[int, int, bytes]]], threads: list[_Section],
+def _payload(head: dict[str, Any], names: dict[int, dict[int, Any]], threads: list[_Section],
              npaths: int, rate: float) -> tuple[bytes, float | None]:
     import numpy as np
 
@@ -420,3 +428,108 @@ def _payload(head: dict[str, Any], names: dict[int, dict[int, tuple[int, int, by
                    region_mismatch=sum(t.region_mismatch for t in threads),
                    requests_outstanding=max(sum(t.requests_open for t in threads), 0))
     return b"".join(out), (wall / 1e9 if last > head["tick_end"] else None)
+
+
+# ------------------------------------------------------------------ MPI-IO records
+@dataclass
+class RecoveredIO:
+    """One rank's io file made from its statistics file; read by io.read_file like a rank's file."""
+
+    name: str
+    rank: int
+    data: bytes
+
+    def read_bytes(self) -> bytes:
+        """The io file's bytes."""
+        return self.data
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def recover_io(run_dir: str | Path, have: set[int], problems: list[str]) -> list[RecoveredIO]:
+    """The MPI-IO records of the ranks of run_dir that left a statistics file holding some and no
+    io file of their own (`have`), each as the io file the rank would have written."""
+    out = []
+    for f in layout.files(run_dir, "stats"):
+        rank = layout.rank_of("stats", f)
+        if rank is None or rank in have or not isinstance(f, Path):
+            continue
+        rel = f.relative_to(run_dir).as_posix() if f.is_relative_to(run_dir) else str(f)
+        try:
+            fd = layout.open_regular(f)
+            try:
+                data = _io_file(fd, layout.path(run_dir, "stats_names", rank=rank), rank)
+            finally:
+                os.close(fd)
+        except Damaged as err:
+            problems.append(f"{rel} is damaged: {err}; the MPI-IO records of rank {rank} are left out")
+            continue
+        except (RunDirectoryError, OSError) as err:
+            problems.append(str(err) if isinstance(err, RunDirectoryError) else f"{rel}: cannot read ({err.strerror})")
+            continue
+        if data is not None:
+            out.append(RecoveredIO(rel, rank, data))
+    return out
+
+
+def _io_file(fd: int, names_path: Path, rank: int) -> bytes | None:
+    """The io file (layout `io` of runtime/spec/rundir.yaml) of the records in a statistics file."""
+    import json
+
+    import numpy as np
+
+    size = os.fstat(fd).st_size
+    head = dict(zip(L.STATS_HEAD_FIELDS, L.STATS_HEAD.unpack(_pread(fd, 0, L.STATS_HEAD.size, "head"))))
+    if head["magic"] != L.MAGIC_STATS or head["rank"] != rank:
+        raise Damaged("its head is not a statistics file's of this rank")
+    if head["io_state"] == 0:
+        return None
+    names = _names(names_path)
+    io = names[L.STATS_NAME_KIND_IO_FILE]
+    nfiles = len(io)
+    if nfiles == 0 and not head["io_dropped_files"]:
+        return None
+    stride, rate = head["io_rec_bytes"], _rate(head)
+    if rate is None:
+        raise Damaged("its clock points span no time: its ticks cannot be converted")
+    if not (L.IO_FILE.size <= stride < 1 << 16) or nfiles > head["io_max_files"] or \
+            head["io_files_at"] + nfiles * stride > size:
+        raise Damaged(f"{nfiles} MPI-IO records of {stride} bytes do not fit")
+    listed = min(head["io_accesses"], head["io_max_accesses"])
+    if head["io_accesses_at"] + listed * L.IO_ACCESS.size > size:
+        raise Damaged(f"{listed} MPI-IO accesses do not fit")
+
+    def ns(ticks: int) -> int:
+        return int(ticks / rate)
+
+    def when(ticks: int) -> int:
+        return -1 if ticks == 0 else ns(ticks - head["tick_end"]) if ticks > head["tick_end"] else 0
+
+    out = [_pack(L.IO_HEADER, L.IO_HEADER_FIELDS, magic=L.MAGIC_IO, rank=rank, nranks=head["nranks"], nfiles=nfiles,
+                 dropped_files=min(head["io_dropped_files"], 0xFFFFFFFF), accesses=listed,
+                 dropped_accesses=head["io_accesses"] - listed, complete=0, reason=L.END_REASON_KILLED)]
+    for i in range(nfiles):
+        raw = _pread(fd, head["io_files_at"] + i * stride, L.IO_FILE.size, f"MPI-IO record {i}")
+        rec = np.frombuffer(raw, dtype=L.IO_FILE_DTYPE, count=1).copy()
+        for k in ("read_ns", "write_ns", "open_ns", "close_ns", "sync_ns", "view_ns", "resize_ns", "max_read_ns",
+                  "max_write_ns"):
+            rec[k] = ns(int(rec[k][0]))
+        for k in ("first_open_ns", "first_access_ns", "last_access_ns", "last_close_ns"):
+            rec[k] = when(int(rec[k][0]))
+        if int(rec["id"][0]) != i:
+            raise Damaged(f"MPI-IO record {i} holds the id {int(rec['id'][0])}")
+        out.append(rec.tobytes())
+        for aux in range(4):
+            out.append(_string(io.get(i, {}).get(aux, b"")))
+    acc = np.frombuffer(_pread(fd, head["io_accesses_at"], listed * L.IO_ACCESS.size, "MPI-IO accesses"),
+                        dtype=L.IO_ACCESS_DTYPE).copy()
+    t0 = acc["t0_ns"].astype(np.float64)
+    acc["t0_ns"] = np.where(t0 > head["tick_end"], np.floor((t0 - head["tick_end"]) / rate), 0).astype(np.uint64)
+    acc["dur_ns"] = np.floor(acc["dur_ns"].astype(np.float64) / rate).astype(np.uint64)
+    out.append(acc.tobytes())
+    funcs = names[L.STATS_NAME_KIND_FUNCTION]
+    used = sorted({int(x) for x in acc["fn"]} & set(funcs))
+    text = json.dumps({"functions": {str(fn): funcs[fn][2].decode("utf-8", "surrogateescape") for fn in used}})
+    out.append(text.encode("utf-8", "surrogateescape") + b"\n")
+    return b"".join(out)

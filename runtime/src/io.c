@@ -29,6 +29,7 @@
 #include "ml_files.h"
 #include "ml_io.h"
 #include "ml_output.h"
+#include "ml_stats.h"
 #include "trace_event.h"
 
 typedef struct ml_io_rec {
@@ -41,10 +42,20 @@ typedef struct ml_io_rec {
 #define ML_IO_HSLOTS 4096u /* open handles at once (power of two) */
 #define ML_IO_TOMB ((uintptr_t)1)
 
+/* The records and accesses live in the rank's statistics file when it has one (stats.c), so a rank
+ * killed without a word keeps them: mapped from it, the pages reserved before they are written
+ * (a chunk of records at a time, the accesses a chunk ahead), and the two counters a reader needs
+ * kept there too. Otherwise in anonymous memory. */
 static ml_io_rec_t *recs;
-static uint32_t nrecs, max_recs, dropped_files;
+static uint32_t nrecs, max_recs;
+static uint64_t dropped_own, *dropped_files = &dropped_own;
 static ml_io_access_t *accesses; /* t0_ns and dur_ns hold ticks until written */
-static uint64_t max_accesses, naccesses;
+static uint64_t max_accesses, naccesses_own, *naccesses = &naccesses_own;
+static int io_in_file;
+#define ML_IO_REC_CHUNK 64u
+#define ML_IO_ACCESS_CHUNK 4096u
+
+size_t ml_io_rec_bytes(void) { return sizeof(ml_io_rec_t); }
 static struct { uintptr_t key; int32_t file; } handles[ML_IO_HSLOTS];
 static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
 static char out_path[4300];
@@ -152,8 +163,11 @@ static void log_access(ml_thread_t *t, int32_t file, int fn, uint32_t kind, uint
         ml_trace_emit(t, &e);
     }
     if (fn >= 0 && fn < ML_NFUNC) fn_used[fn] = 1;
-    const uint64_t i = __atomic_fetch_add(&naccesses, 1, __ATOMIC_RELAXED);
+    const uint64_t i = __atomic_fetch_add(naccesses, 1, __ATOMIC_RELAXED);
     if (i >= max_accesses) return;
+    if (io_in_file && i % ML_IO_ACCESS_CHUNK == 0) /* the chunk after this one, reserved ahead of its writers */
+        ml_stats_io_reserve((const char *)&accesses[i + ML_IO_ACCESS_CHUNK] - (const char *)recs,
+                            (const char *)&accesses[i + 2 * ML_IO_ACCESS_CHUNK] - (const char *)recs);
     accesses[i] = (ml_io_access_t){.t0_ns = t0, .dur_ns = t1 - t0, .file = (uint32_t)file, .fn = (uint16_t)fn,
                                    .kind = (uint16_t)kind, .offset = offset, .bytes = bytes};
 }
@@ -244,8 +258,10 @@ void ml_io_opened(ml_thread_t *t, MPI_Comm comm, const char *name, size_t len, i
             break;
         }
     if (id < 0 && nrecs >= max_recs) {
-        dropped_files++;
+        __atomic_store_n(dropped_files, *dropped_files + 1, __ATOMIC_RELAXED);
     } else if (id < 0) {
+        if (io_in_file && nrecs % ML_IO_REC_CHUNK == 0)
+            ml_stats_io_reserve((size_t)nrecs * sizeof *recs, (size_t)(nrecs + ML_IO_REC_CHUNK) * sizeof *recs);
         if (!out_dir_made) {
             char probe[4300];
             out_dir_made = ml_rundir_path(probe, sizeof probe, ML_PATH_IO, ml_g.rank) == 0 ? 1 : -1;
@@ -258,6 +274,11 @@ void ml_io_opened(ml_thread_t *t, MPI_Comm comm, const char *name, size_t len, i
         copy = NULL;
         r->path = absolute_path(r->name);
         if (r->path != NULL) find_mount(r->path, r);
+        /* its names, for a reader of the statistics file (before the record counts) */
+        ml_stats_name(ML_STATS_NAME_IO_FILE, nrecs, 0, 0, r->name);
+        if (r->path != NULL) ml_stats_name(ML_STATS_NAME_IO_FILE, nrecs, 1, 0, r->path);
+        ml_stats_name(ML_STATS_NAME_IO_FILE, nrecs, 2, 0, r->fs);
+        ml_stats_name(ML_STATS_NAME_IO_FILE, nrecs, 3, 0, r->mount);
         id = (int32_t)nrecs;
         __atomic_store_n(&nrecs, nrecs + 1, __ATOMIC_RELEASE);
     }
@@ -367,10 +388,10 @@ static int write_file(int reason)
     ml_sink_t o = {buffer, 0, sizeof buffer, ml_file_create(tmp, O_WRONLY, 0644), 0, NULL};
     if (o.fd < 0) return -1;
     const uint32_t files = __atomic_load_n(&nrecs, __ATOMIC_ACQUIRE);
-    const uint64_t total = __atomic_load_n(&naccesses, __ATOMIC_RELAXED);
+    const uint64_t total = __atomic_load_n(naccesses, __ATOMIC_RELAXED);
     const uint64_t listed = total < max_accesses ? total : max_accesses;
     ml_io_header_t h = {.rank = (uint32_t)ml_g.rank, .nranks = (uint32_t)ml_g.size, .nfiles = files,
-                        .dropped_files = dropped_files, .accesses = listed, .dropped_accesses = total - listed,
+                        .dropped_files = (uint32_t)*dropped_files, .accesses = listed, .dropped_accesses = total - listed,
                         .complete = reason == ML_END_FINALIZE, .reason = (uint32_t)reason};
     memcpy(h.magic, ML_MAGIC_IO, ML_MAGIC_LEN);
     ml_sink_put(&o, &h, sizeof h);
@@ -430,6 +451,18 @@ int ml_io_start(void)
 {
     max_recs = (uint32_t)ml_g.config.io_max_files;
     max_accesses = (uint64_t)ml_g.config.io_accesses;
+    void *in_file = NULL, *acc_in_file = NULL;
+    if (ml_stats_io_map(&in_file, &acc_in_file, &naccesses, &dropped_files) == 0) {
+        recs = in_file;
+        accesses = max_accesses > 0 ? acc_in_file : NULL;
+        io_in_file = 1;
+        if (max_accesses > 0) /* the first chunk of accesses (each chunk reserves the one after it) */
+            ml_stats_io_reserve((const char *)accesses - (const char *)recs,
+                                (const char *)&accesses[ML_IO_ACCESS_CHUNK] - (const char *)recs);
+        snprintf(out_path, sizeof out_path, "%s/" ML_PATH_IO, ml_g.outdir, ml_g.rank);
+        ml_g.io = 1;
+        return 0;
+    }
     void *p = mmap(NULL, (size_t)max_recs * sizeof(ml_io_rec_t), PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) {
@@ -457,16 +490,16 @@ int ml_io_start(void)
 void ml_io_finish(void)
 {
     __atomic_store_n(&ml_g.io, 0, __ATOMIC_RELAXED);
-    if (nrecs == 0 && dropped_files == 0) return; /* no MPI-IO: no file */
-    if (dropped_files) ml_log(0, "%u files opened beyond MPILENS_IO_MAX_FILES=%ld are not in io/", dropped_files,
-                              ml_g.config.io_max_files);
+    if (nrecs == 0 && *dropped_files == 0) return; /* no MPI-IO: no file */
+    if (*dropped_files) ml_log(0, "%llu files opened beyond MPILENS_IO_MAX_FILES=%ld are not in io/",
+                               (unsigned long long)*dropped_files, ml_g.config.io_max_files);
     if (write_file(ML_END_FINALIZE) != 0) ml_log(0, "could not write this rank's I/O file %s (%s)", out_path,
                                                  strerror(errno));
 }
 
 void ml_io_emergency(int reason)
 {
-    if (!ml_g.io || (nrecs == 0 && dropped_files == 0)) return;
+    if (!ml_g.io || (nrecs == 0 && *dropped_files == 0)) return;
     ml_g.io = 0;
     if (write_file(reason) != 0) ml_log_safe(0, "could not write this rank's I/O file", NULL);
 }

@@ -22,6 +22,8 @@ typedef struct ml_io_pre {
 
 /* the entry in the table of modes (modes.c) */
 int ml_io_wanted(void);   /* MPILENS_IO */
+/* the size of io.c's record of a file: its io_file (runtime/spec/rundir.yaml) and the runtime's own fields */
+size_t ml_io_rec_bytes(void);
 int ml_io_start(void);    /* MPI_Init: the tables; sets ml_g.io */
 void ml_io_finish(void);  /* MPI_Finalize: write io/rank-NNNNNN.bin when this rank opened a file */
 void ml_io_emergency(int reason); /* the same from an exit path (async-signal-safe) */

@@ -33,6 +33,11 @@ void ml_stats_dropped_regions(uint64_t n);
 void ml_stats_name(int kind, uint32_t id, uint32_t aux, uint64_t aux64, const char *name);
 /* the rank's measurements are whole in the profile or its partial file: the files are removed */
 void ml_stats_remove(void);
+/* io.c's records and accesses in the file (at ml_io_start): 0 and the places, with the counters
+ * of accesses and of files dropped it must keep there; -1 when they are not in the file */
+int ml_stats_io_map(void **files, void **accesses, uint64_t **count_accesses, uint64_t **count_dropped);
+/* [from, to) of the MPI-IO area (bytes from its start) reserved before io.c writes it */
+void ml_stats_io_reserve(size_t from, size_t to);
 /* in a child made by fork(): the sections mapped privately */
 void ml_stats_after_fork(void);
 #endif

@@ -23,11 +23,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ml.h"
 #include "ml_callsite.h"
 #include "ml_files.h"
+#include "ml_io.h"
 #include "ml_stats.h"
 
 #define PAGE 4096u
@@ -41,7 +43,10 @@ static char stats_path[4200], names_path[4200];
 /* Where a section's parts start, from its start (the same for every thread of the process). */
 static struct {
     size_t thread, hist, matrix, sites, blocks, rstats, ucounts, bytes, fixed;
+    /* in the file: the MPI-IO area (io.c's records, then its accesses), then the sections */
+    size_t io_files, io_accesses, sections;
 } L;
+static char *io_area; /* mapped [L.io_files, L.sections), NULL when not in the file */
 
 static size_t up(size_t n, size_t to) { return (n + to - 1) / to * to; }
 
@@ -58,6 +63,11 @@ void ml_stats_layout(size_t site_bytes)
     L.rstats = up(L.blocks + paths * ML_NFUNC * sizeof(ml_fstat_t), 64);
     L.ucounts = up(L.rstats + paths * sizeof(ml_rstat_t), 64);
     L.bytes = up(L.ucounts + paths * ML_MAX_COUNTERS * sizeof(ml_ucount_t), PAGE);
+    L.io_files = L.io_accesses = L.sections = PAGE;
+    if (ml_io_wanted()) {
+        L.io_accesses = up(L.io_files + (size_t)ml_g.config.io_max_files * ml_io_rec_bytes(), PAGE);
+        L.sections = up(L.io_accesses + (size_t)ml_g.config.io_accesses * sizeof(ml_io_access_t), PAGE);
+    }
 }
 
 size_t ml_stats_thread_offset(void) { return L.thread; }
@@ -143,6 +153,12 @@ int ml_stats_open(uint64_t tick_begin, uint64_t ns_begin)
     head->clock_is_tsc = (uint32_t)ml_clock_is_tsc;
     head->state = 1;
     head->section_bytes = L.bytes;
+    head->sections_at = L.sections;
+    head->io_rec_bytes = (uint32_t)ml_io_rec_bytes();
+    head->io_files_at = L.io_files;
+    head->io_max_files = ml_io_wanted() ? (uint64_t)ml_g.config.io_max_files : 0;
+    head->io_accesses_at = L.io_accesses;
+    head->io_max_accesses = ml_io_wanted() ? (uint64_t)ml_g.config.io_accesses : 0;
     head->tick_begin = tick_begin;
     head->ns_begin = ns_begin;
     head->tick_end = ml_g.t_init_end;
@@ -235,7 +251,7 @@ char *ml_stats_section(uint64_t *offset, int *kept)
     if (stats_fd >= 0) {
         pthread_mutex_lock(&lock);
         const uint32_t n = head->nthreads;
-        const off_t off = (off_t)PAGE + (off_t)n * (off_t)L.bytes;
+        const off_t off = (off_t)L.sections + (off_t)n * (off_t)L.bytes;
         char *p = NULL;
         /* the fixed part reserved, the rest a hole until its rows are (ml_stats_rows) */
         if (ftruncate(stats_fd, off + (off_t)L.bytes) == 0 && allocate(off, (off_t)L.fixed) == 0) {
@@ -299,6 +315,43 @@ char *ml_stats_part(ml_thread_t *t, int which)
     }
 }
 
+/* ------------------------------------------------------------------------------- MPI-IO records */
+int ml_stats_io_map(void **files, void **accesses, uint64_t **count_accesses, uint64_t **count_dropped)
+{
+    if (stats_fd < 0 || L.sections == L.io_files) return -1;
+    pthread_mutex_lock(&lock);
+    void *m = MAP_FAILED;
+    /* the file's length covers the area (the sections come after it) before it is mapped */
+    struct stat st;
+    if (fstat(stats_fd, &st) == 0 && (st.st_size >= (off_t)L.sections || ftruncate(stats_fd, (off_t)L.sections) == 0))
+        m = mmap(NULL, L.sections - L.io_files, PROT_READ | PROT_WRITE, MAP_SHARED, stats_fd, (off_t)L.io_files);
+    pthread_mutex_unlock(&lock);
+    if (m == MAP_FAILED) return -1;
+    io_area = m;
+    *files = io_area;
+    *accesses = io_area + (L.io_accesses - L.io_files);
+    *count_accesses = &head->io_accesses;
+    *count_dropped = &head->io_dropped_files;
+    __atomic_store_n(&head->io_state, 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
+/* Reserve [from, to) of the MPI-IO area (offsets from its start) before it is written; when the
+ * file system cannot, the area goes on in memory (mapped privately in place) and the file says when. */
+void ml_stats_io_reserve(size_t from, size_t to)
+{
+    if (io_area == NULL || head->io_state != 1) return;
+    if (to > L.sections - L.io_files) to = L.sections - L.io_files;
+    if (from >= to) return;
+    from &= ~(size_t)(PAGE - 1);
+    if (allocate((off_t)(L.io_files + from), (off_t)(up(to, PAGE) - from)) == 0) return;
+    say_given_up();
+    head->io_tick_given_up = ml_now();
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    head->io_state = 2;
+    mmap(io_area, L.sections - L.io_files, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, stats_fd, (off_t)L.io_files);
+}
+
 /* MPI_Pcontrol(2): the thread's statistics zeroed by the thread itself. Pages given back would be
  * read again from the file (a shared or a private file mapping keeps its contents), so the parts
  * in use are written: the fixed ones and the rows of the paths the thread entered. */
@@ -349,6 +402,8 @@ void ml_stats_after_fork(void)
             mmap(section_of(t), L.bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, stats_fd, (off_t)t->stats_offset);
             t->stats_kept = 0;
         }
+    if (io_area != NULL)
+        mmap(io_area, L.sections - L.io_files, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, stats_fd, (off_t)L.io_files);
     if (head != NULL) mmap(head, PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, stats_fd, 0);
     if (names_fd >= 0) close(names_fd);
     names_fd = -1;
