@@ -40,6 +40,7 @@ class Recovered:
     data: bytes
     last_s: float | None  # how far its statistics go (its last timed call), since MPI_Init's end
     inside_call: bool = False  # it ended inside an MPI call (not counted)
+    counting: bool = False  # it ended while counting a call that had returned (maybe counted in part)
     given_up_s: float | None = None  # when the file system could not hold its statistics any more
 
     def read_bytes(self) -> bytes:
@@ -194,7 +195,8 @@ def _recover_fd(fd: int, names_path: Path, rank: int, rel: str) -> Recovered:
         raise Damaged("its clock points span no time: its ticks cannot be converted")
     data, last = _payload(head, names, current, npaths, rate)
     given_up = [s.tick_given_up for s in sections if s.state == 2]
-    return Recovered(rel, rank, data, last, inside_call=any(s.depth != 0 for s in current),
+    return Recovered(rel, rank, data, last, inside_call=any(s.depth == 1 for s in current),
+                     counting=any(s.depth == 2 for s in current),
                      given_up_s=max(min(given_up) - head["tick_end"], 0) / rate / 1e9 if given_up else None)
 
 

@@ -282,6 +282,10 @@ def _recovered_note(recovered: list[recover.Recovered], running: bool) -> list[s
     if inside:
         out.append(f"rank{'' if len(inside) == 1 else 's'} {_ranges(inside)} ended inside an MPI call "
                    "(that call is not counted)")
+    counting = [r.rank for r in rs if r.counting]
+    if counting:
+        out.append(f"rank{'' if len(counting) == 1 else 's'} {_ranges(counting)} ended while counting an MPI call "
+                   "that had returned (it may be counted in part)")
     for r in rs:
         if r.given_up_s is not None:
             out.append(f"rank {r.rank}: the file system could not hold its statistics after {r.given_up_s:.3g} s "

@@ -329,8 +329,9 @@ def sampled(sem: Semantics) -> bool:
 def timing_lines(fn: str, sem: Semantics, call: str) -> list[str]:
     """The timed call: start time, the call itself, end time."""
     if sampled(sem):
-        return [f"    const uint64_t ml_t0 = ml_start(ml_t, ML_FN_{fn});", call, "    const uint64_t ml_t1 = ml_stop(ml_t0);"]
-    return ["    const uint64_t ml_t0 = ml_now();", call, "    const uint64_t ml_t1 = ml_now();"]
+        return [f"    const uint64_t ml_t0 = ml_start(ml_t, ML_FN_{fn});", call, "    const uint64_t ml_t1 = ml_stop(ml_t0);",
+                "    ml_counting(ml_t);"]
+    return ["    const uint64_t ml_t0 = ml_now();", call, "    const uint64_t ml_t1 = ml_now();", "    ml_counting(ml_t);"]
 
 
 ENTER_HOOK = "    if (ML_UNLIKELY(ml_t->observe & ML_OBS_AT_ENTER)) ml_observe_enter(ml_t, ML_FN_{fn});"
@@ -485,6 +486,7 @@ def lean_body(f: standard.StdFunction, sem: Semantics, call: str, traced: bool, 
             f"const uint64_t ml_t0 = ml_lean_start(ml_t, ML_FN_{fn}, {sampling});",
             f"const int ml_rc = {call};",
             f"const uint64_t ml_t1 = ml_lean_stop(ml_t0, {sampling});",
+            "ml_counting(ml_t);",
             f"ml_site_t *const ml_site = ml_lean_site(ml_t, ML_LEAN_RA(), ML_FN_{fn});",
             f"ml_fstat_t *const ml_f = &ml_t->cur[ML_FN_{fn}];"]
     if sem.request is not None:

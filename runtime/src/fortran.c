@@ -323,6 +323,7 @@ static void single(const binding_t *b, void **cache, int fn, MPI_Fint *request, 
     else
         ((f3_t)real)(request, status, ierr);
     const uint64_t t1 = t->done_at = ml_stop(t0);
+    ml_counting(t);
     if (*ierr == MPI_SUCCESS && (flag == NULL || *flag)) {
         MPI_Status cs;
         ml_req_done(t, &c, c_status(b, status, &cs), measuring);
@@ -372,6 +373,7 @@ static void all_fortran(const binding_t *b, void **cache, int fn, MPI_Fint *coun
     else
         ((f4_t)real)(count, requests, statuses, ierr);
     const uint64_t t1 = t->done_at = ml_stop(t0);
+    ml_counting(t);
     if ((*ierr == MPI_SUCCESS || *ierr == MPI_ERR_IN_STATUS) && (flag == NULL || *flag))
         for (int i = 0; i < n; i++) {
             ml_claim_completed(t, copied, i);
@@ -424,6 +426,7 @@ static void any_fortran(const binding_t *b, void **cache, int fn, MPI_Fint *coun
     else
         ((f5_t)real)(count, requests, index, status, ierr);
     const uint64_t t1 = t->done_at = ml_stop(t0);
+    ml_counting(t);
     const int i = *index - index_base(b); /* Fortran indices start at 1 (see index_base) */
     if (*ierr == MPI_SUCCESS && (flag == NULL || *flag) && *index != MPI_UNDEFINED && i >= 0 && i < n) {
         MPI_Status cs;
@@ -471,6 +474,7 @@ static void some_fortran(const binding_t *b, void **cache, int fn, MPI_Fint *inc
     const uint64_t t0 = ml_completion_start(t, fn, measuring);
     ((f6_t)real)(incount, requests, outcount, indices, statuses, ierr);
     const uint64_t t1 = t->done_at = ml_stop(t0);
+    ml_counting(t);
     if ((*ierr == MPI_SUCCESS || *ierr == MPI_ERR_IN_STATUS) && *outcount != MPI_UNDEFINED)
         for (int j = 0; j < *outcount; j++) {
             const int i = indices[j] - index_base(b);
@@ -517,6 +521,7 @@ static void start(const binding_t *b, void **cache, MPI_Fint *request, MPI_Fint 
     const uint64_t t0 = ml_completion_start(t, ML_FN_MPI_Start, 1);
     real(request, ierr);
     const uint64_t t1 = t->done_at = ml_stop(t0);
+    ml_counting(t);
     if (*ierr == MPI_SUCCESS) ml_started(t, ML_FN_MPI_Start, t0, t1, PMPI_Request_f2c(*request), 1);
     ml_leave(t, ML_FN_MPI_Start, t0, t1);
 }
@@ -536,6 +541,7 @@ static void startall(const binding_t *b, void **cache, MPI_Fint *count, MPI_Fint
     const uint64_t t0 = ml_completion_start(t, ML_FN_MPI_Startall, 1);
     real(count, requests, ierr);
     const uint64_t t1 = t->done_at = ml_stop(t0);
+    ml_counting(t);
     if (*ierr == MPI_SUCCESS)
         for (int i = 0; i < *count; i++)
             ml_started(t, ML_FN_MPI_Startall, t0, t1, PMPI_Request_f2c(requests[i]), 0);
@@ -561,6 +567,7 @@ static void request_free(const binding_t *b, void **cache, MPI_Fint *request, MP
     const uint64_t t0 = ml_completion_start(t, ML_FN_MPI_Request_free, measuring);
     real(request, ierr);
     const uint64_t t1 = t->done_at = ml_stop(t0);
+    ml_counting(t);
     if (*ierr == MPI_SUCCESS)
         ml_req_freed(t, &c, measuring);
     else
@@ -582,6 +589,7 @@ static void cancel(const binding_t *b, void **cache, MPI_Fint *request, MPI_Fint
     const uint64_t t0 = ml_completion_start(t, ML_FN_MPI_Cancel, 1);
     real(request, ierr);
     const uint64_t t1 = t->done_at = ml_stop(t0);
+    ml_counting(t);
     ml_finish(t, ML_FN_MPI_Cancel, t0, t1, 1);
 }
 BOTH(cancel, mpi_cancel, MPI_CANCEL, (MPI_Fint *request, MPI_Fint *ierr), request, ierr)

@@ -102,6 +102,7 @@ ML_HOT int lean_wait(ml_thread_t *l, MPI_Request *request, int *flag, MPI_Status
     const uint64_t t0 = ml_lean_start(l, fn, sampled);
     const int rc = test ? PMPI_Test(request, flag, status) : PMPI_Wait(request, status);
     const uint64_t t1 = ml_lean_stop(t0, sampled);
+    ml_counting(l);
     if (traced) l->done_at = t1;
     if (rc == MPI_SUCCESS && (!test || *flag) && e != ML_REQ_NONE) {
         if (e & ML_RECV_SLOT)
@@ -155,6 +156,7 @@ ML_EXPORT int MPI_Wait(MPI_Request *request, MPI_Status *status)
     const uint64_t t0 = ml_completion_start(t, ML_FN_MPI_Wait, measuring);
     const int rc = PMPI_Wait(request, status);
     const uint64_t t1 = t->done_at = ml_stop(t0);
+    ml_counting(t);
     if (rc == MPI_SUCCESS)
         ml_req_done(t, &c, status == MPI_STATUS_IGNORE ? NULL : status, measuring);
     else
@@ -179,6 +181,7 @@ ML_EXPORT int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
     const uint64_t t0 = ml_completion_start(t, ML_FN_MPI_Test, measuring);
     const int rc = PMPI_Test(request, flag, status);
     const uint64_t t1 = t->done_at = ml_stop(t0);
+    ml_counting(t);
     if (rc == MPI_SUCCESS && *flag)
         ml_req_done(t, &c, status == MPI_STATUS_IGNORE ? NULL : status, measuring);
     else
@@ -212,6 +215,7 @@ ML_HOT int all(int (*wait)(int, MPI_Request *, MPI_Status *), int (*test)(int, M
     const uint64_t t0 = ml_completion_start(t, fn, measuring);
     const int rc = wait ? wait(count, reqs, st) : test(count, reqs, flag, st);
     const uint64_t t1 = t->done_at = ml_stop(t0);
+    ml_counting(t);
     if ((rc == MPI_SUCCESS || rc == MPI_ERR_IN_STATUS) && (wait || *flag))
         for (int i = 0; i < count; i++) {
             ml_claim_completed(t, copied, i);
@@ -244,6 +248,7 @@ ML_HOT int lean_waitall(ml_thread_t *l, int count, MPI_Request reqs[], MPI_Statu
     const int rc = PMPI_Waitall(count, reqs, st);
 #pragma GCC diagnostic pop
     const uint64_t t1 = ml_lean_stop(t0, sampled);
+    ml_counting(l);
     if (traced) l->done_at = t1;
     if (ML_LIKELY(rc == MPI_SUCCESS)) {
         for (size_t i = 0; i < n; i++) {
@@ -323,6 +328,7 @@ ML_HOT int any(int (*wait)(int, MPI_Request *, int *, MPI_Status *),
     const uint64_t t0 = ml_completion_start(t, fn, measuring);
     const int rc = wait ? wait(count, reqs, index, status) : test(count, reqs, index, flag, status);
     const uint64_t t1 = t->done_at = ml_stop(t0);
+    ml_counting(t);
     if (rc == MPI_SUCCESS && (wait || *flag) && *index != MPI_UNDEFINED && *index >= 0 && *index < count) {
         ml_claim_completed(t, copied, *index);
         ml_req_done(t, &t->scratch_claim[*index], status, measuring);
@@ -359,6 +365,7 @@ ML_HOT int some(int (*call)(int, MPI_Request *, int *, int *, MPI_Status *), int
     const uint64_t t0 = ml_completion_start(t, fn, measuring);
     const int rc = call(incount, reqs, outcount, indices, st);
     const uint64_t t1 = t->done_at = ml_stop(t0);
+    ml_counting(t);
     if ((rc == MPI_SUCCESS || rc == MPI_ERR_IN_STATUS) && *outcount != MPI_UNDEFINED)
         for (int j = 0; j < *outcount; j++)
             if (indices[j] >= 0 && indices[j] < incount) {
@@ -396,6 +403,7 @@ ML_EXPORT int MPI_Start(MPI_Request *request)
     const uint64_t t0 = ml_completion_start(t, ML_FN_MPI_Start, 1);
     const int rc = PMPI_Start(request);
     const uint64_t t1 = t->done_at = ml_stop(t0);
+    ml_counting(t);
     if (rc == MPI_SUCCESS) ml_started(t, ML_FN_MPI_Start, t0, t1, *request, 1);
     ml_leave(t, ML_FN_MPI_Start, t0, t1);
     return rc;
@@ -409,6 +417,7 @@ ML_EXPORT int MPI_Startall(int count, MPI_Request array_of_requests[])
     const uint64_t t0 = ml_completion_start(t, ML_FN_MPI_Startall, 1);
     const int rc = PMPI_Startall(count, array_of_requests);
     const uint64_t t1 = t->done_at = ml_stop(t0);
+    ml_counting(t);
     if (rc == MPI_SUCCESS)
         for (int i = 0; i < count; i++) ml_started(t, ML_FN_MPI_Startall, t0, t1, array_of_requests[i], 0);
     ml_leave(t, ML_FN_MPI_Startall, t0, t1);
@@ -427,6 +436,7 @@ ML_EXPORT int MPI_Request_free(MPI_Request *request)
     const uint64_t t0 = ml_completion_start(t, ML_FN_MPI_Request_free, measuring);
     const int rc = PMPI_Request_free(request);
     const uint64_t t1 = t->done_at = ml_stop(t0);
+    ml_counting(t);
     if (rc == MPI_SUCCESS)
         ml_req_freed(t, &c, measuring);
     else
@@ -444,6 +454,7 @@ ML_EXPORT int MPI_Cancel(MPI_Request *request)
     const uint64_t t0 = ml_completion_start(t, ML_FN_MPI_Cancel, 1);
     const int rc = PMPI_Cancel(request);
     const uint64_t t1 = t->done_at = ml_stop(t0);
+    ml_counting(t);
     ml_finish(t, ML_FN_MPI_Cancel, t0, t1, 1);
     return rc;
 }
