@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from test_bad_input import children, cli, read_until
+from test_bad_input import children, cli, kill_env, read_until
 
 from conftest import MPILENS, MPIS, example, fn, job_env, launcher, matrix_params, mpilens_run
 from mpilens import rundir
@@ -215,7 +215,9 @@ def test_recovered_statistics_are_what_the_rank_itself_writes(tmp_path):
     np, out, keep = 2, tmp_path / "run", tmp_path / "kept"
     keep.mkdir()
     argv = launcher("openmpi", np) + [str(example("openmpi", "sleeper")), "-n", "100000", "-s", "30"]
-    proc = subprocess.Popen([str(MPILENS), "run", "-o", str(out), "--", *argv], env=job_env(),
+    # (kill_env: mpirun's SIGKILL comes 3 s after its SIGTERM, time for each rank to write its file
+    # and remove its statistics file on a busy machine)
+    proc = subprocess.Popen([str(MPILENS), "run", "-o", str(out), "--", *argv], env=kill_env(),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         read_until(proc, r"^step 5$", timeout=120)

@@ -31,6 +31,10 @@ class Damaged(Exception):
     """What is wrong with a statistics file."""
 
 
+class _Starting(Exception):
+    """A thread section not yet whole: the thread was starting when the rank ended (no statistics)."""
+
+
 @dataclass
 class Recovered:
     """One rank's payload made from its statistics file; read by payload.merge like a partial file."""
@@ -120,7 +124,7 @@ class _Section:
         s = dict(zip(L.STATS_SECTION_FIELDS, L.STATS_SECTION.unpack(_pread(fd, base, L.STATS_SECTION.size,
                                                                              f"thread section {n}"))))
         if s["magic"] != L.MAGIC_STATS_SECTION:
-            raise Damaged(f"thread section {n} has no magic (the thread was starting)")
+            raise _Starting
         self.state, self.tick_given_up = s["state"], s["tick_given_up"]
 
         def scalar(at: str, fmt: str) -> int:
@@ -188,7 +192,12 @@ def _recover_fd(fd: int, names_path: Path, rank: int, rel: str) -> Recovered:
     names = _names(names_path)
     regions = names[L.STATS_NAME_KIND_REGION]
     npaths = min(head["max_paths"], max([1, *regions]) + 1)
-    sections = [_Section(fd, n, head, npaths) for n in range(head["nthreads"])]
+    sections = []
+    for n in range(head["nthreads"]):
+        try:
+            sections.append(_Section(fd, n, head, npaths))
+        except _Starting:  # the last one, begun and not finished: it counted nothing yet
+            continue
     current = [s for s in sections if s.reset_gen == head["reset_gen"]]  # not reset by MPI_Pcontrol(2) since
     rate = _rate(head)
     if rate is None:
