@@ -56,8 +56,9 @@ class Recovered:
 
 
 def recover(run_dir: str | Path, have: set[int], problems: list[str]) -> list[Recovered]:
-    """The ranks of run_dir that left a statistics file and are not in `have` (the ranks whose
-    partial file is readable), each as a payload; a file that cannot be used is named in problems."""
+    """The ranks of run_dir that left a statistics file and are not in `have` (the ranks that left
+    a partial file, which a rank writes after its statistics), each as a payload; a file that cannot
+    be used is named in problems."""
     out = []
     for f in layout.files(run_dir, "stats"):
         rank = layout.rank_of("stats", f)
