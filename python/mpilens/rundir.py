@@ -258,7 +258,9 @@ def load(path: str | Path) -> Run:
     if recovered:
         problems += _recovered_note(recovered, running is not None)
     problems.append(f"incomplete run: {nranks - len(missing)} of {nranks} ranks left data"
-                    + (f" (missing: {_ranges(missing)})" if missing else "")
+                    + (f" (missing: {_ranges(missing)}, which left no file at all: they did not get through "
+                       "MPI_Init under mpilens, or ran on a host whose files are not in this directory)"
+                       if missing else "")
                     + (f"; the job is still running (pid {running} on this host)" if running is not None
                        else "; the job did not reach MPI_Finalize"))
     return Run(path, meta, profile, "per-rank files", problems)
