@@ -482,7 +482,7 @@ def test_report_truncated_partials(aborted, tmp_path):
         assert p.stdout == ""
 
     if len(partials) < 2:
-        return  # MPICH's launcher SIGKILLs the other ranks: only the aborting rank left data
+        return  # MPICH's launcher SIGKILLs the others: only the aborting rank left a partial file
     run = copy_run(src, tmp_path / "one")
     cut_in_half(run / "ranks" / partials[0])
     p = cli("report", str(run))
