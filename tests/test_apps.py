@@ -6,15 +6,13 @@ profile must be complete and agree with what the application is known to send.""
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
 import subprocess
 from pathlib import Path
 
 import pytest
 from test_bad_input import read_until
-from test_killed import descendants
+from test_killed import descendants, killed_job
 
 from conftest import (
     MPILENS,
@@ -476,18 +474,15 @@ def test_lammps_killed_by_sigkill_is_reported_from_every_rank(tmp_path):
     out = tmp_path / "run"
     cmd = [str(MPILENS), "run", "-o", str(out), "--set", "MPILENS_SIGNALS=0", "--", *launcher(mpi, 4), *args,
            "-log", str(work / "log.tool")]
-    proc = subprocess.Popen(cmd, env=job_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        read_until(proc, r"^\s+1500\s", timeout=120)  # a thermo line: the run is under way
+
+    def rank0(proc) -> list[int]:
         lmp = [p for p in descendants(proc.pid) if Path(f"/proc/{p}/comm").read_text().strip().startswith("lmp")]
         assert len(lmp) == 4, lmp
-        rank0 = next(p for p in lmp if "OMPI_COMM_WORLD_RANK=0\0" in Path(f"/proc/{p}/environ").read_text()
-                     or "PMI_RANK=0\0" in Path(f"/proc/{p}/environ").read_text())
-        os.kill(rank0, signal.SIGKILL)
-        proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+        env = {p: Path(f"/proc/{p}/environ").read_text() for p in lmp}
+        return [p for p in lmp if "OMPI_COMM_WORLD_RANK=0\0" in env[p] or "PMI_RANK=0\0" in env[p]]
+
+    # once a thermo line is out, the run is under way
+    killed_job(cmd, lambda proc: read_until(proc, r"^\s+1500\s", timeout=120), rank0)
     run = rundir.load(out)
     p = run.profile
     assert [r["ended_by"] for r in p["ranks"]] == ["killed"] * 4, p["ranks"]

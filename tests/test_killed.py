@@ -47,6 +47,29 @@ def check_steps(run: rundir.Run, done: list[int]) -> None:
         assert fn(p, "MPI_Sendrecv", "bytes_recv")[r] == 256 * s
 
 
+def killed_job(cmd: list[str], under_way, victims, signals=((signal.SIGKILL, 0.0),), env=None) -> None:
+    """Start cmd (an `mpilens run`); once under_way(proc) returned, send the processes victims(proc)
+    gives each signal in turn (signal, then seconds to wait), and wait for the run to end."""
+    proc = subprocess.Popen(cmd, env=env or job_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        under_way(proc)
+        pids = victims(proc)
+        for signo, pause in signals:
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError):  # its launcher was quicker
+                    os.kill(pid, signo)
+            time.sleep(pause)
+        proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+def step_printed(step: int):
+    """under_way of killed_job: rank 0 of the sleeper printed `step N`."""
+    return lambda proc: read_until(proc, rf"^step {step}$", timeout=120)
+
+
 @pytest.mark.parametrize("mpi", matrix_params())
 def test_a_rank_killed_by_sigkill_is_reported(mpi, tmp_path):
     """Rank 1 of 3 kills itself with SIGKILL after 5 steps; the launcher then ends the others (no
@@ -80,23 +103,8 @@ def test_a_rank_killed_by_sigkill_is_reported(mpi, tmp_path):
 def test_every_rank_killed_at_once(mpi, tmp_path):
     """SIGKILL to every rank at once while the job runs (a node failure, the OOM killer taking the
     job's cgroup): nothing runs at their end, and every rank is reported up to where it was."""
-    np, steps, out = 4, tmp_path / "steps", tmp_path / "run"
-    steps.mkdir()
-    argv = launcher(mpi, np) + [str(example(mpi, "sleeper")), "-n", "100000", "-s", "30", "-p", str(steps)]
-    proc = subprocess.Popen([str(MPILENS), "run", "-o", str(out), "--", *argv], env=job_env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        read_until(proc, r"^step 8$", timeout=120)
-        ranks = _processes_with(str(steps))
-        assert len(ranks) == np, ranks
-        for pid in ranks:
-            with contextlib.suppress(ProcessLookupError):  # its launcher was quicker
-                os.kill(pid, signal.SIGKILL)
-        proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    done = progress(steps, np)
+    np = 4
+    out, done = _kill_all_after(mpi, tmp_path, np, 8, [(signal.SIGKILL, 0.0)])
     assert all(d >= 8 for d in done), done
     run = rundir.load(out)
     # (mpirun may SIGTERM a rank whose SIGKILL is still to come: that one writes its own file)
@@ -168,22 +176,19 @@ def test_regions_and_counters_of_killed_ranks(mpi, tmp_path):
     (step i: begin "step", add r+1 to "cells", set "efficiency" to 1/(r+1) + i, sleep, barrier, end)."""
     np, out = 2, tmp_path / "run"
     argv = launcher(mpi, np) + [str(example(mpi, "counters")), "100000", "20000"]
-    proc = subprocess.Popen([str(MPILENS), "run", "-o", str(out), "--", *argv], env=job_env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
+
+    def under_way(_proc) -> None:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and not list(out.glob("ranks/rank-*.stats"))[1:]:
             time.sleep(0.1)
         time.sleep(1.5)  # some steps
-        ranks = [p for p in descendants(proc.pid) if _comm(p) == "counters"]
-        assert len(ranks) == np, ranks
-        for pid in ranks:
-            with contextlib.suppress(ProcessLookupError):  # its launcher was quicker
-                os.kill(pid, signal.SIGKILL)
-        proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+
+    def ranks(proc) -> list[int]:
+        pids = [p for p in descendants(proc.pid) if _comm(p) == "counters"]
+        assert len(pids) == np, pids
+        return pids
+
+    killed_job([str(MPILENS), "run", "-o", str(out), "--", *argv], under_way, ranks)
     run = rundir.load(out)
     p = run.profile
     assert [r["ended_by"] for r in p["ranks"]] == ["killed"] * np
@@ -217,20 +222,15 @@ def test_recovered_statistics_are_what_the_rank_itself_writes(tmp_path):
     argv = launcher("openmpi", np) + [str(example("openmpi", "sleeper")), "-n", "100000", "-s", "30"]
     # (kill_env: mpirun's SIGKILL comes 3 s after its SIGTERM, time for each rank to write its file
     # and remove its statistics file on a busy machine)
-    proc = subprocess.Popen([str(MPILENS), "run", "-o", str(out), "--", *argv], env=kill_env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
+    def under_way(proc) -> None:
         read_until(proc, r"^step 5$", timeout=120)
         for f in (out / "ranks").glob("rank-*.*"):
             if f.suffix in (".stats", ".names"):
                 os.link(f, keep / f.name)
         assert len(list(keep.iterdir())) == 2 * np
-        (launch,) = children(proc.pid)
-        os.kill(launch, signal.SIGTERM)
-        proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+
+    killed_job([str(MPILENS), "run", "-o", str(out), "--", *argv], under_way, lambda proc: children(proc.pid),
+               [(signal.SIGTERM, 0.0)], env=kill_env())
     own = rundir.load(out)
     assert [r["ended_by"] for r in own.profile["ranks"]] == ["signal 15"] * np
     assert not list((out / "ranks").glob("*.stats"))  # removed once the partial file was written
@@ -271,22 +271,13 @@ def _kill_all_after(mpi: str, tmp_path: Path, np: int, step: int, signals: list[
     steps.mkdir()
     argv = launcher(mpi, np) + [str(example(mpi, "sleeper")), "-n", "100000", "-s", "30", "-p", str(steps)]
     cmd = [str(MPILENS), "run", "-o", str(out)] + [f"--set={k}={v}" for k, v in (settings or {}).items()]
-    proc = subprocess.Popen([*cmd, "--", *argv], env=job_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        read_until(proc, rf"^step {step}$", timeout=120)
-        ranks = _processes_with(str(steps))
-        assert len(ranks) == np, ranks
-        for signo, pause in signals:
-            for pid in ranks:
-                try:
-                    os.kill(pid, signo)
-                except ProcessLookupError:
-                    pass
-            time.sleep(pause)
-        proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+
+    def ranks(_proc) -> list[int]:
+        pids = _processes_with(str(steps))
+        assert len(pids) == np, pids
+        return pids
+
+    killed_job([*cmd, "--", *argv], step_printed(step), ranks, signals)
     return out, progress(steps, np)
 
 

@@ -36,44 +36,64 @@ class _Starting(Exception):
 
 
 @dataclass
-class Recovered:
-    """One rank's payload made from its statistics file; read by payload.merge like a partial file."""
+class Virtual:
+    """A rank's file made in memory from its statistics file, read like a rank's file in a container."""
 
     name: str  # the statistics file, relative to the run directory
     rank: int
     data: bytes
-    last_s: float | None  # how far its statistics go (its last timed call), since MPI_Init's end
-    inside_call: bool = False  # it ended inside an MPI call (not counted)
-    counting: bool = False  # it ended while counting a call that had returned (maybe counted in part)
-    given_up_s: float | None = None  # when the file system could not hold its statistics any more
 
     def read_bytes(self) -> bytes:
-        """The payload (as a rank's file in a container is read)."""
+        """The file's bytes."""
         return self.data
 
     def __str__(self) -> str:
         return self.name
 
 
-def recover(run_dir: str | Path, have: set[int], problems: list[str]) -> list[Recovered]:
-    """The ranks of run_dir that left a statistics file and are not in `have` (the ranks that left
-    a partial file, which a rank writes after its statistics), each as a payload; a file that cannot
-    be used is named in problems."""
+@dataclass
+class Recovered(Virtual):
+    """One rank's payload; payload.merge takes it as the rank's partial file."""
+
+    last_s: float | None = None  # how far its statistics go (its last timed call), since MPI_Init's end
+    inside_call: bool = False  # it ended inside an MPI call (not counted)
+    counting: bool = False  # it ended while counting a call that had returned (maybe counted in part)
+    given_up_s: float | None = None  # when the file system could not hold its statistics any more
+
+
+def _stats_files(run_dir: str | Path, have: set[int], problems: list[str], what: str, read: Any) -> list[Any]:
+    """read(fd, names file, rank) of each statistics file of a rank not in `have`, the files that
+    cannot be used named in problems (`what` of the rank is then left out); None results dropped."""
     out = []
     for f in layout.files(run_dir, "stats"):
         rank = layout.rank_of("stats", f)
         if rank is None or rank in have or not isinstance(f, Path):
             continue
         rel = f.relative_to(run_dir).as_posix() if f.is_relative_to(run_dir) else str(f)
-        names = layout.path(run_dir, "stats_names", rank=rank)
         try:
-            out.append(_recover(f, names, rank, rel))
+            fd = layout.open_regular(f)
+            try:
+                one = read(fd, layout.path(run_dir, "stats_names", rank=rank), rank)
+            finally:
+                os.close(fd)
         except Damaged as err:
-            problems.append(f"{rel} is damaged: {err}; rank {rank} is left out")
+            problems.append(f"{rel} is damaged: {err}; {what} of rank {rank} {'is' if what == 'the data' else 'are'} left out")
+            continue
         except (RunDirectoryError, OSError) as err:
             why = str(err) if isinstance(err, RunDirectoryError) else f"{rel}: cannot read ({err.strerror})"
-            problems.append(f"{why}; rank {rank} is left out")
+            problems.append(f"{why}; {what} of rank {rank} {'is' if what == 'the data' else 'are'} left out")
+            continue
+        if one is not None:
+            one.name = rel
+            out.append(one)
     return out
+
+
+def recover(run_dir: str | Path, have: set[int], problems: list[str]) -> list[Recovered]:
+    """The ranks of run_dir that left a statistics file and are not in `have` (the ranks that left
+    a partial file, which a rank writes after its statistics), each as a payload; a file that cannot
+    be used is named in problems."""
+    return _stats_files(run_dir, have, problems, "the data", _recover)
 
 
 # ------------------------------------------------------------------ reading
@@ -160,15 +180,8 @@ class _Section:
             self.frames = array("site_frames", L.STATS_FRAME_DTYPE, cap * depth).reshape(cap, depth)
 
 
-def _recover(path: Path, names_path: Path, rank: int, rel: str) -> Recovered:
-    fd = layout.open_regular(path)
-    try:
-        return _recover_fd(fd, names_path, rank, rel)
-    finally:
-        os.close(fd)
-
-
-def _recover_fd(fd: int, names_path: Path, rank: int, rel: str) -> Recovered:
+def _head(fd: int, rank: int) -> dict[str, Any]:
+    """A statistics file's head, checked against the file's size and its rank."""
     size = os.fstat(fd).st_size
     if size < PAGE:
         raise Damaged(f"{size} bytes, less than its head")
@@ -186,10 +199,17 @@ def _recover_fd(fd: int, names_path: Path, rank: int, rel: str) -> Recovered:
               (head["sections_at"] % PAGE == 0 and PAGE <= head["sections_at"], "sections at no page"),
               (head["sections_at"] + head["nthreads"] * head["section_bytes"] <= size,
                f"{head['nthreads']} thread sections in {size} bytes"),
-              (rank < head["nranks"] < 1 << 24, f"{head['nranks']} ranks")]
+              (rank < head["nranks"] < 1 << 24, f"{head['nranks']} ranks"),
+              (_rate(head) is not None, "its clock points span no time: its ticks cannot be converted")]
     for ok, what in checks:
         if not ok:
             raise Damaged(what)
+    head["size"] = size
+    return head
+
+
+def _recover(fd: int, names_path: Path, rank: int) -> Recovered:
+    head = _head(fd, rank)
     names = _names(names_path)
     regions = names[L.STATS_NAME_KIND_REGION]
     npaths = min(head["max_paths"], max([1, *regions]) + 1)
@@ -201,11 +221,10 @@ def _recover_fd(fd: int, names_path: Path, rank: int, rel: str) -> Recovered:
             continue
     current = [s for s in sections if s.reset_gen == head["reset_gen"]]  # not reset by MPI_Pcontrol(2) since
     rate = _rate(head)
-    if rate is None:
-        raise Damaged("its clock points span no time: its ticks cannot be converted")
+    assert rate is not None  # _head checked it
     data, last = _payload(head, names, current, npaths, rate)
     given_up = [s.tick_given_up for s in sections if s.state == 2]
-    return Recovered(rel, rank, data, last, inside_call=any(s.depth == 1 for s in current),
+    return Recovered("", rank, data, last, inside_call=any(s.depth == 1 for s in current),
                      counting=any(s.depth == 2 for s in current),
                      given_up_s=max(min(given_up) - head["tick_end"], 0) / rate / 1e9 if given_up else None)
 
@@ -443,58 +462,20 @@ def _payload(head: dict[str, Any], names: dict[int, dict[int, Any]], threads: li
 
 
 # ------------------------------------------------------------------ MPI-IO records
-@dataclass
-class RecoveredIO:
-    """One rank's io file made from its statistics file; read by io.read_file like a rank's file."""
-
-    name: str
-    rank: int
-    data: bytes
-
-    def read_bytes(self) -> bytes:
-        """The io file's bytes."""
-        return self.data
-
-    def __str__(self) -> str:
-        return self.name
-
-
-def recover_io(run_dir: str | Path, have: set[int], problems: list[str]) -> list[RecoveredIO]:
+def recover_io(run_dir: str | Path, have: set[int], problems: list[str]) -> list[Virtual]:
     """The MPI-IO records of the ranks of run_dir that left a statistics file holding some and no
     io file of their own (`have`), each as the io file the rank would have written."""
-    out = []
-    for f in layout.files(run_dir, "stats"):
-        rank = layout.rank_of("stats", f)
-        if rank is None or rank in have or not isinstance(f, Path):
-            continue
-        rel = f.relative_to(run_dir).as_posix() if f.is_relative_to(run_dir) else str(f)
-        try:
-            fd = layout.open_regular(f)
-            try:
-                data = _io_file(fd, layout.path(run_dir, "stats_names", rank=rank), rank)
-            finally:
-                os.close(fd)
-        except Damaged as err:
-            problems.append(f"{rel} is damaged: {err}; the MPI-IO records of rank {rank} are left out")
-            continue
-        except (RunDirectoryError, OSError) as err:
-            problems.append(str(err) if isinstance(err, RunDirectoryError) else f"{rel}: cannot read ({err.strerror})")
-            continue
-        if data is not None:
-            out.append(RecoveredIO(rel, rank, data))
-    return out
+    return _stats_files(run_dir, have, problems, "the MPI-IO records", _io_file)
 
 
-def _io_file(fd: int, names_path: Path, rank: int) -> bytes | None:
+def _io_file(fd: int, names_path: Path, rank: int) -> Virtual | None:
     """The io file (layout `io` of runtime/spec/rundir.yaml) of the records in a statistics file."""
     import json
 
     import numpy as np
 
-    size = os.fstat(fd).st_size
-    head = dict(zip(L.STATS_HEAD_FIELDS, L.STATS_HEAD.unpack(_pread(fd, 0, L.STATS_HEAD.size, "head"))))
-    if head["magic"] != L.MAGIC_STATS or head["rank"] != rank:
-        raise Damaged("its head is not a statistics file's of this rank")
+    head = _head(fd, rank)
+    size = head["size"]
     if head["io_state"] == 0:
         return None
     names = _names(names_path)
@@ -503,8 +484,7 @@ def _io_file(fd: int, names_path: Path, rank: int) -> bytes | None:
     if nfiles == 0 and not head["io_dropped_files"]:
         return None
     stride, rate = head["io_rec_bytes"], _rate(head)
-    if rate is None:
-        raise Damaged("its clock points span no time: its ticks cannot be converted")
+    assert rate is not None  # _head checked it
     if not (L.IO_FILE.size <= stride < 1 << 16) or nfiles > head["io_max_files"] or \
             head["io_files_at"] + nfiles * stride > size:
         raise Damaged(f"{nfiles} MPI-IO records of {stride} bytes do not fit")
@@ -544,4 +524,4 @@ def _io_file(fd: int, names_path: Path, rank: int) -> bytes | None:
     used = sorted({int(x) for x in acc["fn"]} & set(funcs))
     text = json.dumps({"functions": {str(fn): funcs[fn][2].decode("utf-8", "surrogateescape") for fn in used}})
     out.append(text.encode("utf-8", "surrogateescape") + b"\n")
-    return b"".join(out)
+    return Virtual("", rank, b"".join(out))
