@@ -40,7 +40,7 @@ def test_damaged_or_foreign_files_are_not_read(tmp_path, content):
     f = tmp_path / "prog"
     f.write_bytes(content)
     assert imports._dyn_symbols(str(f)) is None
-    doc = imports.find(str(f), str(BUILD / "lib" / "libmpilens-openmpi.so"), "openmpi", BUILD)
+    doc = imports.find(str(f), str(BUILD / "lib" / "libmpilens-openmpi.so"), "openmpi", BUILD / "libexec" / "mpilens" / "openmpi")
     assert doc["objects"] == []
 
 

@@ -188,6 +188,16 @@ def _load_command_modules() -> None:
         importlib.import_module(f"{commands.__name__}.{mod.name}")
 
 
+class _Version(argparse.Action):
+    """--version: the runtimes too, read only when asked for."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from .build_info import describe
+
+        print(f"mpilens {__version__}\n{describe()}")
+        parser.exit()
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; return the exit status."""
     # names are the application's bytes: one that is not UTF-8 reaches the terminal escaped
@@ -196,7 +206,8 @@ def main(argv: list[str] | None = None) -> int:
             stream.reconfigure(errors=units.ENCODING_ERRORS)
     _load_command_modules()
     parser = argparse.ArgumentParser(prog="mpilens", description="Insight into the performance of MPI applications.")
-    parser.add_argument("--version", action="version", version=f"mpilens {__version__}")
+    parser.add_argument("--version", action=_Version, nargs=0,
+                        help="show the version and the runtimes installed (the MPI each was built with)")
     sub = parser.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
     # only the chosen command's arguments are set up: a command's setup may import what it needs to
     # list its choices (e.g. every exporter), which the other commands need not pay for

@@ -46,13 +46,14 @@ def exported(runtime: str) -> frozenset[str]:
     return frozenset(n for n, _, defined in syms if defined and MPI_NAME.match(n))
 
 
-def _excluded(build_dir: Path | None, mpi: str) -> dict[str, str]:
-    """{lowercase C name: why} of the functions the runtime leaves out on purpose (wrapped.txt)."""
+def _excluded(helpers: Path | None) -> dict[str, str]:
+    """{lowercase C name: why} of the functions the runtime leaves out on purpose (the generator's
+    wrapped.txt, installed beside the family's helper programs)."""
     out: dict[str, str] = {}
-    if build_dir is None:
+    if helpers is None:
         return out
     try:
-        text = (build_dir / mpi / "gen" / "wrapped.txt").read_text(errors="replace")
+        text = (helpers / "wrapped.txt").read_text(errors="replace")
     except OSError:
         return out
     for m in re.finditer(r"^skipped (MPI_\w+): excluded: (.*)$", text, re.M):
@@ -69,10 +70,10 @@ def _c_name(symbol: str) -> str:
     return s
 
 
-def find(program: str, runtime: str, mpi: str, build_dir: Path | None) -> dict[str, Any]:
+def find(program: str, runtime: str, mpi: str, helpers: Path | None) -> dict[str, Any]:
     """The imports.json document for a program run with the runtime library `runtime`."""
     ours = exported(runtime)
-    excluded = _excluded(build_dir, mpi)
+    excluded = _excluded(helpers)
     users, mpi_defines = [], set()
     for path in [program, *_dependencies(program)]:
         syms = _dyn_symbols(path)

@@ -272,7 +272,7 @@ def plan_run(command: list[str], mpi: str | None, outdir: Path | None, settings:
         env["LD_PRELOAD"] = preload
     imported = None
     if program and _is_elf(program):
-        imported = imports.find(program, str(build_info.runtime_library(mpi)), mpi, build_info.build_dir())
+        imported = imports.find(program, str(build_info.runtime_library(mpi)), mpi, build_info.helper_dir(mpi))
         missed = imports.unmeasured_names(imported)
         if missed:
             names = ", ".join(sorted({n for n, _ in missed}))

@@ -14,17 +14,14 @@ from typing import Any
 
 from . import layout
 from . import meta as meta_file
-from .build_info import MPI_FLAVORS, build_dir
+from .build_info import MPI_FLAVORS, helper_program
 from .errors import LaunchError, RunDirectoryError
 
 
 # ------------------------------------------------------------------------------------- listing
 def list_program(mpi: str) -> Path:
     """The variable lister built for an MPI flavor."""
-    exe = build_dir() / mpi / "bin" / "mpilens-mpit"
-    if not exe.exists():
-        raise LaunchError(f"{exe} is missing; run `make`")
-    return exe
+    return helper_program(mpi, "mpilens-mpit")
 
 
 def tool_env() -> dict[str, str]:

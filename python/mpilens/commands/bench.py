@@ -40,11 +40,12 @@ def _setup(p: argparse.ArgumentParser) -> None:
 
 
 def _program(mpi: str) -> Path:
-    from .._build import BUILD_DIR
+    from ..build_info import home
 
-    exe = Path(BUILD_DIR) / mpi / "examples" / "partitioned_bench"
+    # the examples are built in a checkout only (its home is build/)
+    exe = (home() or Path("build")) / mpi / "examples" / "partitioned_bench"
     if not exe.exists():
-        raise LaunchError(f"{exe} is not built: make build/{mpi}/examples/partitioned_bench")
+        raise LaunchError(f"{exe} is not built: in a checkout of mpilens, make build/{mpi}/examples/partitioned_bench")
     return exe
 
 

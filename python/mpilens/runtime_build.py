@@ -1,0 +1,95 @@
+"""Build a runtime for an MPI compiler wrapper and put it in an installation's home.
+
+Used by pip's build (setup.py), by `make install` (scripts/install-prefix.py) and by `mpilens
+runtime add`: all three run runtime/runtime.mk the same way, in a scratch directory, and keep the
+same files (build_info.py's layout). Only the standard library here: setup.py loads this file
+before any of the package's dependencies is installed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+try:
+    from .errors import MpilensError
+except ImportError:  # setup.py loads this file alone, outside the package
+    MpilensError = Exception  # type: ignore[misc,assignment]
+
+# what of the source tree a runtime is built from (runtime/runtime.mk's inputs)
+SOURCES = ("VERSION", "runtime/runtime.mk", "runtime/src", "runtime/include", "runtime/gen", "runtime/spec")
+
+
+class BuildError(MpilensError):
+    """The runtime could not be built; the message says why, with the build's last lines."""
+
+
+def build(source: Path, mpicc: str, home: Path, python: str = sys.executable, verbose: bool = False) -> dict:
+    """Build the runtime MPICC's MPI needs from the source tree `source` and install it in `home`
+    (replacing a runtime of the same family). Returns its description (runtime.json)."""
+    source = Path(source).resolve()
+    if not (source / "runtime" / "runtime.mk").is_file():
+        raise BuildError(f"{source} holds no runtime sources (runtime/runtime.mk)")
+    make = shutil.which("make")
+    if make is None:
+        raise BuildError("`make` is not on PATH; it builds the runtime")
+    with tempfile.TemporaryDirectory(prefix="mpilens-runtime-") as tmp:
+        # the generator's bytecode is not written into the sources (an install's may be read-only)
+        env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+        env.pop("MAKEFLAGS", None)
+        env.pop("MFLAGS", None)
+        argv = [make, "-f", "runtime/runtime.mk", f"-j{os.cpu_count() or 1}", f"MPICC={mpicc}", f"BUILD={tmp}",
+                f"GEN_PYTHON={python}"]
+        p = subprocess.run(argv, cwd=source, env=env, text=True, errors="replace",
+                           stdout=None if verbose else subprocess.PIPE, stderr=subprocess.STDOUT, check=False)
+        if p.returncode != 0:
+            tail = "\n".join((p.stdout or "").strip().splitlines()[-15:])
+            raise BuildError(f"building the runtime with MPICC={mpicc} failed:\n{tail}")
+        built = Path(tmp)
+        families = [d.name for d in (built / "libexec" / "mpilens").iterdir() if d.is_dir()]
+        if len(families) != 1:
+            raise BuildError(f"the build of MPICC={mpicc} made {len(families)} runtimes, not one")
+        family = families[0]
+        (home / "lib").mkdir(parents=True, exist_ok=True)
+        for lib in (f"libmpilens-{family}.so", "libmpilens-memory.so", "libmpilens-annotate.so"):
+            _install(built / "lib" / lib, home / "lib" / lib, 0o755)
+        # the annotation API (regions, counters) for the programs to build with
+        (home / "include").mkdir(exist_ok=True)
+        _install(source / "runtime" / "include" / "mpilens.h", home / "include" / "mpilens.h", 0o644)
+        helpers = home / "libexec" / "mpilens" / family
+        helpers.mkdir(parents=True, exist_ok=True)
+        for f in (built / "libexec" / "mpilens" / family).iterdir():
+            _install(f, helpers / f.name, 0o755 if os.access(f, os.X_OK) else 0o644)
+        return json.loads((helpers / "runtime.json").read_text())
+
+
+def ship_sources(source: Path, home: Path) -> Path:
+    """Copy the runtime's sources into home/share/mpilens/src (what `mpilens runtime add` builds from)."""
+    dest = home / "share" / "mpilens" / "src"
+    for rel in SOURCES:
+        src = Path(source) / rel
+        if src.is_dir():
+            shutil.copytree(src, dest / rel, dirs_exist_ok=True,
+                            ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        else:
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / rel)
+    return dest
+
+
+def _install(src: Path, dest: Path, mode: int) -> None:
+    """Copy a file into place whole: a running job that has the old one mapped keeps it."""
+    tmp = dest.with_name(f".{dest.name}.{os.getpid()}")
+    shutil.copyfile(src, tmp)
+    os.chmod(tmp, mode)
+    os.replace(tmp, dest)
+
+
+def find_mpicc() -> str | None:
+    """The MPI compiler wrapper an install builds with: MPICC, else mpicc on PATH (mpi4py's rule)."""
+    return os.environ.get("MPICC") or shutil.which("mpicc")

@@ -1,0 +1,125 @@
+# The measuring runtime: one library per MPI family, its helper programs, and the two MPI-free
+# libraries. The top Makefile includes this file for the checkout's own MPIs; the installs run it
+# alone, from the source tree's root, for the MPI compiler a user has:
+#
+#   make -f runtime/runtime.mk MPICC=mpicc BUILD=DIR GEN_PYTHON=python3
+#
+# (pip's build, `make install`, and `mpilens runtime add`). GEN_PYTHON runs the generator
+# (runtime/gen: PyYAML and pympistandard). What it makes under BUILD, the layout every install
+# keeps (python/mpilens/build_info.py finds a runtime there):
+#
+#   lib/libmpilens-<family>.so                  the runtime preloaded into the job (family: openmpi,
+#                                               mpich or abi, runtime/gen/mpicc_probe.py)
+#   lib/libmpilens-memory.so                    memory mode's interposer of malloc & co
+#   lib/libmpilens-annotate.so                  the annotation API's stubs, for programs to link
+#   libexec/mpilens/<family>/mpilens-check      the settings' checker, built against that MPI
+#   libexec/mpilens/<family>/mpilens-mpit       the MPI_T variables' lister
+#   libexec/mpilens/<family>/runtime.json       which MPI and which compiler built it
+#   libexec/mpilens/<family>/wrapped.txt        the generator's account of what it wrapped and why not
+#   <family>/gen, <family>/obj                  the generated wrappers and the objects
+
+BUILD ?= build
+GEN_PYTHON ?= python3
+# what the generator needs before it can run (the top Makefile: its venv)
+GEN_DEPS ?=
+VERSION ?= $(shell cat VERSION)
+
+ifndef RUNTIMES
+# alone: one runtime, for the family MPICC's mpi.h says (the top Makefile sets RUNTIMES itself)
+MPICC ?= mpicc
+RUNTIMES := $(shell $(GEN_PYTHON) runtime/gen/mpicc_probe.py '$(MPICC)')
+ifeq ($(RUNTIMES),)
+$(error mpilens: no runtime can be built with MPICC=$(MPICC) (the line above says why))
+endif
+CC_$(RUNTIMES) := $(MPICC)
+ifeq ($(MAKELEVEL),0)
+MAKEFLAGS += -j$(shell nproc)
+endif
+runtime-alone: runtime
+endif
+
+CFLAGS := -std=c11 -D_GNU_SOURCE -O2 -g -fPIC -fvisibility=hidden -Wall -Wextra -Wno-unused-parameter \
+          -DML_VERSION='"$(VERSION)"'
+# the runtime loaded into MPI processes, on x86-64: a call's arguments past the sixth stored into the
+# frame instead of pushed and popped, 3 instructions fewer around each wrapped MPI_Isend or
+# MPI_Irecv (7 arguments; bench/hotpath.py: 6 per send + receive pair)
+LIB_CFLAGS := $(if $(filter x86_64,$(shell uname -m)),-maccumulate-outgoing-args)
+RUNTIME_SRC := $(wildcard runtime/src/*.c)
+RUNTIME_HDR := $(wildcard runtime/src/*.h) runtime/include/mpilens.h
+LIB_SRC := $(filter-out runtime/src/check.c runtime/src/annotate_stub.c runtime/src/mpit_list.c \
+             runtime/src/memory_interpose.c runtime/src/merge_main.c,$(RUNTIME_SRC))
+GEN_INPUT := runtime/spec/semantics.yaml runtime/spec/config.yaml runtime/spec/rundir.yaml \
+             $(filter-out runtime/gen/mpicc_probe.py,$(wildcard runtime/gen/*.py))
+# the run directory's layouts, generated from runtime/spec/rundir.yaml for C, Python and the docs
+RUNDIR_GEN := runtime/spec/rundir.yaml runtime/gen/rundir.py
+RUNDIR_H := $(BUILD)/gen/ml_rundir.h
+HELPERS := $(BUILD)/libexec/mpilens
+
+.PHONY: runtime runtime-alone
+.DELETE_ON_ERROR:
+.SECONDARY:
+
+runtime: $(foreach m,$(RUNTIMES),$(BUILD)/lib/libmpilens-$(m).so $(addprefix $(HELPERS)/$(m)/,mpilens-check mpilens-mpit runtime.json wrapped.txt)) \
+         $(BUILD)/lib/libmpilens-annotate.so $(BUILD)/lib/libmpilens-memory.so
+
+$(RUNDIR_H): $(RUNDIR_GEN) $(GEN_DEPS)
+	@mkdir -p $(dir $@)
+	$(GEN_PYTHON) runtime/gen/rundir.py --c $@
+
+$(BUILD)/%/gen/wrappers_c.c: $(GEN_INPUT) $(GEN_DEPS) $(RUNDIR_H)
+	@mkdir -p $(dir $@)
+	$(GEN_PYTHON) runtime/gen/generate.py --mpi $* --cc '$(CC_$*)' --spec runtime/spec --out $(dir $@)
+
+# The runtime links no MPI library (runtime/gen/binding.py): every PMPI function and mpi.h variable
+# is reached through ml_pmpi.h's pointers, bound to the MPI the process loaded. --as-needed drops
+# the library mpicc adds; tests/test_binding.py checks none is left.
+BIND = -include $(BUILD)/$*/gen/ml_pmpi.h
+# one object per source (the generated wrappers take most of the build: compiled side by side);
+# the generated ones with line tables only (-g1: a fifth less compile time, and a debugger still
+# shows where a wrapper is)
+GEN_CFLAGS := -g1
+GEN_SRC := wrappers_c wrappers_f ml_functions ml_config_table ml_pmpi
+lib_objects = $(patsubst runtime/src/%.c,$(BUILD)/$(1)/obj/%.o,$(LIB_SRC)) $(foreach g,$(GEN_SRC),$(BUILD)/$(1)/obj/gen-$(g).o)
+define runtime_rules
+$(BUILD)/$(1)/obj/%.o: runtime/src/%.c $(RUNTIME_HDR) $(RUNDIR_H) $(BUILD)/$(1)/gen/wrappers_c.c
+	@mkdir -p $$(dir $$@)
+	$(CC_$(1)) $(CFLAGS) $(LIB_CFLAGS) -include $(BUILD)/$(1)/gen/ml_pmpi.h -Iruntime/src -Iruntime/include \
+	  -I$(BUILD)/$(1)/gen -I$(BUILD)/gen -c -o $$@ $$<
+$(BUILD)/$(1)/obj/gen-%.o: $(BUILD)/$(1)/gen/wrappers_c.c $(RUNTIME_HDR) $(RUNDIR_H)
+	@mkdir -p $$(dir $$@)
+	$(CC_$(1)) $(CFLAGS) $(GEN_CFLAGS) $(LIB_CFLAGS) -include $(BUILD)/$(1)/gen/ml_pmpi.h -Iruntime/src -Iruntime/include \
+	  -I$(BUILD)/$(1)/gen -I$(BUILD)/gen -c -o $$@ $(BUILD)/$(1)/gen/$$*.c
+$(BUILD)/lib/libmpilens-$(1).so: $(call lib_objects,$(1))
+	@mkdir -p $$(dir $$@)
+	$(CC_$(1)) -shared -Wl,--as-needed -o $$@ $$^ -ldl -lpthread -lm
+
+$(HELPERS)/$(1)/mpilens-check: runtime/src/check.c runtime/src/config.c runtime/src/mpit_common.c runtime/src/mpit_common.h \
+                               $(BUILD)/$(1)/gen/wrappers_c.c $(RUNDIR_H)
+	@mkdir -p $$(dir $$@)
+	$(CC_$(1)) $(CFLAGS) -Iruntime/src -I$(BUILD)/$(1)/gen -I$(BUILD)/gen -o $$@ runtime/src/check.c runtime/src/config.c \
+	  runtime/src/mpit_common.c $(BUILD)/$(1)/gen/ml_config_table.c
+
+# mpilens-mpit: lists the MPI_T variables of one MPI as JSON (`mpilens mpit list`)
+$(HELPERS)/$(1)/mpilens-mpit: runtime/src/mpit_list.c runtime/src/mpit_common.c runtime/src/mpit_common.h
+	@mkdir -p $$(dir $$@)
+	$(CC_$(1)) $(CFLAGS) -Iruntime/src -o $$@ runtime/src/mpit_list.c runtime/src/mpit_common.c
+
+$(HELPERS)/$(1)/runtime.json: runtime/gen/mpicc_probe.py $(BUILD)/lib/libmpilens-$(1).so
+	@mkdir -p $$(dir $$@)
+	$(GEN_PYTHON) runtime/gen/mpicc_probe.py '$(CC_$(1))' --json $$@
+
+$(HELPERS)/$(1)/wrapped.txt: $(BUILD)/$(1)/gen/wrappers_c.c
+	@mkdir -p $$(dir $$@)
+	cp $(BUILD)/$(1)/gen/wrapped.txt $$@
+endef
+$(foreach m,$(RUNTIMES),$(eval $(call runtime_rules,$(m))))
+
+# memory mode's interposer of malloc & co (no MPI in it): preloaded with the runtime in memory mode
+# only; its references to the runtime's symbols are resolved when both are loaded
+$(BUILD)/lib/libmpilens-memory.so: runtime/src/memory_interpose.c runtime/src/memory_interpose.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -shared -o $@ $< -ldl
+
+$(BUILD)/lib/libmpilens-annotate.so: runtime/src/annotate_stub.c runtime/include/mpilens.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fvisibility=default -Iruntime/include -shared -o $@ $<
