@@ -40,7 +40,7 @@ EXAMPLES_C := $(basename $(notdir $(wildcard examples/c/*.c)))
 EXAMPLES_F := $(basename $(notdir $(wildcard examples/fortran/*.f90)))
 EXAMPLES_CXX := $(basename $(notdir $(wildcard examples/cxx/*.cpp)))
 
-.PHONY: all deps mpis runtime examples python units check test-runs test demo bench clean quo
+.PHONY: all deps mpis runtime examples python units check test-runs test demo bench clean quo install
 .DELETE_ON_ERROR:
 # generated sources are kept: they are what the build log and the tests point at
 .SECONDARY:
@@ -155,7 +155,7 @@ $(BUILD)/%/tests/test_tables: tests/c/test_tables.c tests/c/unit.h $(BUILD)/%/ge
 # ---------------------------------------------------------------- checks
 # the fast tier: lint and every test that starts no MPI job, no application and no browser
 # (pytest.ini lists the markers; tests/conftest.py fails a test of this tier that starts one anyway)
-FAST := not (mpi or apps or slurm or hosts or browser or matrix)
+FAST := not (mpi or apps or slurm or hosts or browser or matrix or install)
 check: all units
 	$(VENV)/bin/ruff check python tests bench
 	MPILENS_TEST_TIER=check $(VENV)/bin/python -m pytest -q -m "$(FAST)" tests
@@ -173,6 +173,13 @@ test: deps
 	$(MAKE) runtime
 	$(VENV)/bin/ruff check python tests bench
 	$(VENV)/bin/python -m pytest -q tests
+
+# mpilens in a prefix, without root (scripts/install-prefix.py; docs/install.md): the runtime for
+# MPICC's MPI (else mpicc on PATH), the package in the prefix's own Python environment, modulefiles
+install:
+	@test -n "$(PREFIX)" || { echo "mpilens: make install PREFIX=/absolute/path [DESTDIR=...] [MPICC=...]" >&2; exit 1; }
+	$(PYTHON) scripts/install-prefix.py --prefix "$(PREFIX)" $(if $(DESTDIR),--destdir "$(DESTDIR)") \
+	  $(if $(MPICC),--mpicc "$(MPICC)") --python "$(PYTHON)"
 
 demo: deps
 	$(MAKE) all

@@ -190,7 +190,7 @@ def plain_run(mpi: str, np: int, argv: list[str], timeout: int = TIMEOUT) -> sub
 
 
 # ------------------------------------------------------------------------------------------ tiers
-NEEDS = ("mpi", "apps", "slurm", "hosts", "browser", "matrix")
+NEEDS = ("mpi", "apps", "slurm", "hosts", "browser", "matrix", "install")
 FIXTURE_NEEDS = {"mpi": "mpi", "browser": "browser"}
 # what a program started by a test needs, by the name of its executable
 _LAUNCHERS = re.compile(r"^(mpirun|mpiexec|orterun|prterun|srun|sbatch|salloc)([.\w-]*)$")

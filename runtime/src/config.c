@@ -131,7 +131,9 @@ int ml_config_load(ml_config_t *cfg, char *err, size_t errlen)
     for (char **e = environ; e && *e; e++) {
         if (strncmp(*e, "MPILENS_", 8) != 0) continue;
         const size_t n = strcspn(*e, "=");
-        int known = 0;
+        /* not a setting: the installation's prefix, which modulefiles set (ours, and Spack's
+         * <PACKAGE>_ROOT) */
+        int known = n == 12 && strncmp(*e, "MPILENS_ROOT", 12) == 0;
         for (int i = 0; i < ML_NSETTINGS && !known; i++)
             known = strlen(ml_settings[i].name) == n && strncmp(ml_settings[i].name, *e, n) == 0;
         if (!known) {
