@@ -18,6 +18,7 @@ packages=(
   iproute2                          # test hosts in network namespaces (scripts/testhosts.sh)
   python3-h5py-mpi libhdf5-mpich-dev  # parallel HDF5 (Open MPI via h5py, MPICH via h5pcc) for the I/O tests
   otf2-tools                        # otf2-print reads the OTF2 exports back in the tests
+  lmod                              # loads the modulefile of `make install` in tests/test_install.py
 )
 
 missing=()
