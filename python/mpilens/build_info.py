@@ -145,10 +145,3 @@ def check_program(mpi: str) -> Path:
     """Return the settings checker built for an MPI flavor."""
     return helper_program(mpi, "mpilens-check")
 
-
-def merge_program() -> Path:  # TEMPORARY until payload.py merges in Python
-    """mpilens-merge."""
-    exe = home() / "bin" / "mpilens-merge"
-    if not exe.exists():
-        raise LaunchError(f"{exe} is missing; run `make`")
-    return exe

@@ -297,7 +297,7 @@ def _recovered_note(recovered: list[recover.Recovered], running: bool) -> list[s
 
 def _aggregate(path: Path, files: list[Any], meta: dict[str, Any] | None,
                problems: list[str]) -> tuple[int, dict[str, Any] | None, list[int]]:
-    """The profile of per-rank payload files of run directory `path`, merged by mpilens-merge:
+    """The profile of per-rank payload files of run directory `path`, merged by merge.py:
     (ranks in the job, profile or None when no file is usable, ranks without data)."""
     config = (meta or {}).get("config") or {}
     try:  # the settings the run used, as meta.json recorded them

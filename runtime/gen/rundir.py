@@ -440,7 +440,7 @@ def gen_doc(spec: dict) -> str:
     out += record_table(recs["container_chunk"]) + record_table(recs["container_index"])
     out += ["## The payload", "",
             "One rank's measurements: what rank 0 gathers at `MPI_Finalize` and merges into `profile.json`, and "
-            "what the `partial` and `snapshot` files hold, which `mpilens-merge` merges the same way. "
+            "what the `partial` and `snapshot` files hold, which `mpilens report` merges the same way. "
             f"Magic `{spec['payload']['magic']}`, end marker `{spec['payload']['end']}`. Strings: "
             f"{spec['strings']}. In order:", ""]
     older = spec["payload"].get("older", [])
