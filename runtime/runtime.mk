@@ -16,7 +16,8 @@
 #   libexec/mpilens/<family>/mpilens-mpit       the MPI_T variables' lister
 #   libexec/mpilens/<family>/runtime.json       which MPI and which compiler built it
 #   libexec/mpilens/<family>/wrapped.txt        the generator's account of what it wrapped and why not
-#   <family>/gen, <family>/obj                  the generated wrappers and the objects
+#   <family>/gen, <family>/obj, <family>/mpicc  the generated wrappers, the objects, the compiler
+#                                               wrapper they were made with
 
 BUILD ?= build
 GEN_PYTHON ?= python3
@@ -55,7 +56,7 @@ RUNDIR_GEN := runtime/spec/rundir.yaml runtime/gen/rundir.py
 RUNDIR_H := $(BUILD)/gen/ml_rundir.h
 HELPERS := $(BUILD)/libexec/mpilens
 
-.PHONY: runtime runtime-alone
+.PHONY: runtime runtime-alone FORCE
 .DELETE_ON_ERROR:
 .SECONDARY:
 
@@ -66,7 +67,14 @@ $(RUNDIR_H): $(RUNDIR_GEN) $(GEN_DEPS)
 	@mkdir -p $(dir $@)
 	$(GEN_PYTHON) runtime/gen/rundir.py --c $@
 
-$(BUILD)/%/gen/wrappers_c.c: $(GEN_INPUT) $(GEN_DEPS) $(RUNDIR_H)
+# each family's build remembers the compiler wrapper it was made with (resolved): another one, even
+# of the same family, makes everything of that family again
+$(BUILD)/%/mpicc: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(realpath $(firstword $(shell command -v $(firstword $(CC_$*)))))' $(wordlist 2,99,$(CC_$*)) | cmp -s - $@ \
+	  || echo '$(realpath $(firstword $(shell command -v $(firstword $(CC_$*)))))' $(wordlist 2,99,$(CC_$*)) > $@
+
+$(BUILD)/%/gen/wrappers_c.c: $(GEN_INPUT) $(GEN_DEPS) $(RUNDIR_H) $(BUILD)/%/mpicc
 	@mkdir -p $(dir $@)
 	$(GEN_PYTHON) runtime/gen/generate.py --mpi $* --cc '$(CC_$*)' --spec runtime/spec --out $(dir $@)
 

@@ -124,7 +124,8 @@ def main() -> int:
     mpicc = a.mpicc or runtime_build.find_mpicc()
     if mpicc:
         say(f"the runtime for MPICC={mpicc}")
-        facts = runtime_build.build(ROOT, mpicc, dest, python=str(venv / "bin" / "python"))
+        # in the checkout's build/: what `make` built with the same compiler is not built again
+        facts = runtime_build.build(ROOT, mpicc, dest, python=str(venv / "bin" / "python"), scratch=ROOT / "build")
         say(f"runtime for {facts['family']}: {facts['mpi']}")
     else:
         say("no MPI compiler wrapper (MPICC unset, no mpicc on PATH): the analysis alone; "

@@ -198,13 +198,23 @@ def spack_install(src: Path, prefix: Path, mpicc: str, python: str, env: dict[st
 
 
 def test_make_install_into_a_prefix_that_moves_and_outlives_its_sources(userdir, wheelhouse):
-    """`make install PREFIX=...` as the Spack recipe runs it, with Debian's MPICH as the user's MPI;
-    then the sources are deleted and the prefix moved, and Lmod's `module load mpilens` gives a
-    command that measures a job."""
+    """`make install PREFIX=...` as the Spack recipe runs it, with Debian's MPICH as the user's MPI,
+    in a clone where `make` had built MPICH's runtime (its build/ copied with the sources: the
+    install builds nothing again, the runtime's compile is the pip test's); then the sources are
+    deleted and the prefix moved, and Lmod's `module load mpilens` gives a command that measures a
+    job."""
     src = source_copy(userdir / "mpilens")
+    for built in ("gen", "mpich/gen", "mpich/obj", "libexec/mpilens/mpich"):
+        shutil.copytree(BUILD / built, src / "build" / built)
+    for built in ("mpich/mpicc", "lib/libmpilens-mpich.so", "lib/libmpilens-memory.so", "lib/libmpilens-annotate.so"):
+        (src / "build" / built).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(BUILD / built, src / "build" / built)
+    _give(src / "build")
+    made = (src / "build" / "lib" / "libmpilens-mpich.so").stat().st_mtime_ns
     env = user_env(userdir, "/usr/bin:/bin", wheelhouse)
     first, moved = userdir / "opt" / "mpilens", userdir / "apps" / "mpilens"
     spack_install(src, first, "/usr/bin/mpicc.mpich", DEBIAN_PYTHON, env)
+    assert (src / "build" / "lib" / "libmpilens-mpich.so").stat().st_mtime_ns == made, "the runtime was built again"
     shutil.rmtree(src)
     moved.parent.mkdir()
     _give(moved.parent)

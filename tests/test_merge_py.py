@@ -183,8 +183,8 @@ def boundaries(data: bytes) -> list[int]:
 
 def test_damaged_copies_of_the_committed_payloads(fixture_sets, tmp_path):
     """Each payload cut at every 50th of its length and around every boundary, a byte flipped at
-    each offset of the head (its lowest bit, its highest), around the boundaries and every 60th of
-    the rest (one of them); merged with the other ranks' files, with the options taken in turn."""
+    each offset of the head (its lowest bit, its highest), at the boundaries and every 60th of the
+    rest (one of them); merged with the other ranks' files, with the options taken in turn."""
     cases, k = [], 0
     for name, files in fixture_sets.items():
         for i, f in enumerate(files):
@@ -192,7 +192,7 @@ def test_damaged_copies_of_the_committed_payloads(fixture_sets, tmp_path):
             bounds = boundaries(data)
             others = files[:i] + files[i + 1:]
             cuts = {len(data) * j // 50 for j in range(50)} | {b + d for b in bounds for d in (-1, 0, 1)}
-            flips = set(range(L.PAYLOAD_HEAD.size)) | {b + d for b in bounds for d in (-1, 0, 1)}
+            flips = set(range(L.PAYLOAD_HEAD.size)) | set(bounds)
             flips |= set(range(0, len(data), max(1, len(data) // 60)))
             nranks_field = L.PAYLOAD_HEAD_DTYPE.fields["nranks"][1]
             for cut in sorted(c for c in cuts if 0 <= c < len(data)):

@@ -8,6 +8,7 @@ before any of the package's dependencies is installed.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -29,16 +30,21 @@ class BuildError(MpilensError):
     """The runtime could not be built; the message says why, with the build's last lines."""
 
 
-def build(source: Path, mpicc: str, home: Path, python: str = sys.executable, verbose: bool = False) -> dict:
+def build(source: Path, mpicc: str, home: Path, python: str = sys.executable, verbose: bool = False,
+          scratch: Path | None = None) -> dict:
     """Build the runtime MPICC's MPI needs from the source tree `source` and install it in `home`
-    (replacing a runtime of the same family). Returns its description (runtime.json)."""
+    (replacing a runtime of the same family). Returns its description (runtime.json).
+
+    The build happens in `scratch` when given (kept: a checkout's build/, where `make` may have
+    built that runtime with the same compiler already), else in a temporary directory."""
     source = Path(source).resolve()
     if not (source / "runtime" / "runtime.mk").is_file():
         raise BuildError(f"{source} holds no runtime sources (runtime/runtime.mk)")
     make = shutil.which("make")
     if make is None:
         raise BuildError("`make` is not on PATH; it builds the runtime")
-    with tempfile.TemporaryDirectory(prefix="mpilens-runtime-") as tmp:
+    with (tempfile.TemporaryDirectory(prefix="mpilens-runtime-") if scratch is None
+          else contextlib.nullcontext(str(Path(scratch).resolve()))) as tmp:
         # the generator's bytecode is not written into the sources (an install's may be read-only)
         env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
         env.pop("MAKEFLAGS", None)
@@ -51,10 +57,8 @@ def build(source: Path, mpicc: str, home: Path, python: str = sys.executable, ve
             tail = "\n".join((p.stdout or "").strip().splitlines()[-15:])
             raise BuildError(f"building the runtime with MPICC={mpicc} failed:\n{tail}")
         built = Path(tmp)
-        families = [d.name for d in (built / "libexec" / "mpilens").iterdir() if d.is_dir()]
-        if len(families) != 1:
-            raise BuildError(f"the build of MPICC={mpicc} made {len(families)} runtimes, not one")
-        family = families[0]
+        family = subprocess.run([python, str(source / "runtime" / "gen" / "mpicc_probe.py"), mpicc], env=env,
+                                capture_output=True, text=True, check=True).stdout.strip()
         (home / "lib").mkdir(parents=True, exist_ok=True)
         for lib in (f"libmpilens-{family}.so", "libmpilens-memory.so", "libmpilens-annotate.so"):
             _install(built / "lib" / lib, home / "lib" / lib, 0o755)
