@@ -320,6 +320,48 @@ def test_mpit_mode_and_cvars_on_todays_mpis(mpi, cvar, old, new, tmp_path):
 
 
 @pytest.mark.matrix
+@pytest.mark.parametrize("mpi,cvar,default,new", [
+    ("openmpi5", "btl_sm_eager_limit", "4096", "8192"),  # Open MPI 5's shared memory (4.1: btl_vader_*)
+    ("mpich5", "MPIR_CVAR_ALLGATHER_RECEXCH_KVAL", "2", "4"),  # not in MPICH 4.0
+])
+def test_cvars_are_checked_and_listed_by_the_jobs_own_mpi(mpi, cvar, default, new, tmp_path):
+    """A cvar only today's MPI has: `mpilens run` checks it with the job's MPI library (the helper
+    built with Debian's MPI of the family refused it), the job runs with it, and `mpilens mpit list
+    --program` lists the job's MPI's variables (with the default its MPI_T reports) where `--mpi`
+    lists the helper's own MPI's."""
+    exe = str(example(mpi, "ring"))
+    env = matrix_env(mpi)
+    listed = subprocess.run([str(MPILENS), "mpit", "list", "--program", exe, "--match", f"^{cvar}$", "--json"], env=env,
+                            capture_output=True, text=True, timeout=120, check=True)
+    doc = json.loads(listed.stdout)
+    version = MATRIX[mpi]["packages"][0].split("==")[1]
+    assert version in doc["library"] and [v["name"] for v in doc["cvars"]] == [cvar]
+    assert doc["cvars"][0]["value"] == default
+    family = MATRIX[mpi]["family"]
+    own = subprocess.run([str(MPILENS), "mpit", "list", "--mpi", family, "--match", f"^{cvar}$", "--json"], env=env,
+                         capture_output=True, text=True, timeout=120, check=True)
+    assert json.loads(own.stdout)["cvars"] == []  # Debian's MPI of the family has no such variable
+    job = mpilens_run(mpi, [*launcher(mpi, 2), exe], tmp_path, settings={"MPILENS_CVARS": f"{cvar}={new}"})
+    assert "ring: 10 messages of 1024 bytes" in job.stdout
+    (c,) = [c for c in job.load().meta["cvars_set"] if c["name"] == cvar]
+    assert (c["old"], c["new"]) == (default, new)
+
+
+@pytest.mark.matrix
+def test_intel_mpis_variables_are_listed_with_its_own_encoding():
+    """Intel MPI's MPI_T, through `mpit list --program` on a program built with its mpicc: no decoding
+    error on its Latin-1 strings, and its two pvars named `idle` (a timer and a counter) kept apart."""
+    exe = str(example("impi", "ring"))
+    p = subprocess.run([str(MPILENS), "mpit", "list", "--program", exe, "--json"], env=matrix_env("impi"),
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
+    doc = json.loads(p.stdout)
+    assert doc["library"].startswith("Intel(R) MPI Library " + MATRIX["impi"]["packages"][0].split("==")[1])
+    assert sorted((v["name"], v["class"]) for v in doc["pvars"] if v["name"] == "idle") == [("idle", "counter"),
+                                                                                           ("idle", "timer")]
+
+
+@pytest.mark.matrix
 def test_repeat_and_compare_across_two_mpis(tmp_path):
     """seeds/002's use case: one program on two MPIs (Debian's Open MPI 4.1 and Open MPI 5.0, each
     its own build of ring.c), interleaved by `mpilens repeat`; `mpilens compare` names each side by

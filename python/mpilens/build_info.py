@@ -19,6 +19,7 @@ no runtime, reads and reports runs but cannot measure one (an analysis-only inst
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -139,6 +140,19 @@ def helper_program(mpi: str, name: str) -> Path:
     if exe is None or not exe.is_file():
         raise _missing(name, mpi)
     return exe
+
+
+def helper_env(env: dict[str, str], library: str | None) -> dict[str, str]:
+    """The environment to run a helper program (mpilens-check, mpilens-mpit) in, bound to the job's
+    MPI library: preloaded, its directory first on the loader's path. A helper is built against one
+    MPI of its family (Debian's Open MPI 4.1, say); the job's (Open MPI 5) has the same ABI, and its
+    MPI_T knows the job's variables."""
+    if not library:
+        return env
+    # the library itself is preloaded too: MPICH's derivatives name it libmpi.so.12 where Debian's
+    # MPICH, which the helper may be built with, names it libmpich.so.12
+    return {**env, "LD_LIBRARY_PATH": ":".join(x for x in (os.path.dirname(library), env.get("LD_LIBRARY_PATH")) if x),
+            "LD_PRELOAD": ":".join(x for x in (library, env.get("LD_PRELOAD")) if x)}
 
 
 def check_program(mpi: str) -> Path:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import build_info, imports, layout, safefile
-from .build_info import MPI_FLAVORS, check_program, preload_libraries
+from .build_info import MPI_FLAVORS, check_program, helper_env, preload_libraries
 from .errors import ConfigError, LaunchError
 
 LAUNCHERS = {
@@ -118,27 +118,33 @@ SONAME_FLAVORS = {"libmpi.so.40": "openmpi", "libmpi.so.12": "mpich", "libmpich.
 
 def program_mpi(program: str) -> tuple[str | None, str]:
     """Return (flavor or None, how it was decided) for the MPI library a program links."""
+    flavor, why, _ = program_library(program)
+    return flavor, why
+
+
+def program_library(program: str) -> tuple[str | None, str, str | None]:
+    """Return (flavor or None, how it was decided, the MPI library's path when ldd found it)."""
     if not _is_elf(program):
-        return None, "script"
+        return None, "script", None
     if INTERPRETERS.match(os.path.basename(program)):
-        return None, "interpreter"
+        return None, "interpreter", None
     try:
         out = subprocess.run(["ldd", program], capture_output=True, text=True, timeout=30).stdout
     except (OSError, subprocess.TimeoutExpired):
-        return None, "ldd failed"
+        return None, "ldd failed", None
     for line in out.splitlines():
         m = re.match(r"\s*(libmpi\S*\.so[.\d]*|libmpich\S*\.so[.\d]*)\s+=>\s+(\S+)", line)
         if m and os.path.exists(m.group(2)) and "cxx" not in m.group(1) and "fort" not in m.group(1) \
                 and "mpifh" not in m.group(1) and "usempi" not in m.group(1):
             flavor = library_flavor(m.group(2))
             if flavor:
-                return flavor, f"links {m.group(1)}"
+                return flavor, f"links {m.group(1)}", m.group(2)
         # linked but not found here: the launcher gives the ranks its library path (Intel MPI's
         # mpirun does, for programs without an rpath such as its own IMB); the soname says the ABI
         m = re.match(r"\s*(\S+)\s+=>\s+not found", line)
         if m and m.group(1) in SONAME_FLAVORS:
-            return SONAME_FLAVORS[m.group(1)], f"links {m.group(1)} (not found by ldd here)"
-    return None, "no MPI library"
+            return SONAME_FLAVORS[m.group(1)], f"links {m.group(1)} (not found by ldd here)", None
+    return None, "no MPI library", None
 
 
 def default_outdir(program: str | None) -> Path:
@@ -193,9 +199,10 @@ def create_outdir(path: Path) -> tuple[bool, str]:
     return created, token
 
 
-def check_settings(mpi: str, env: dict[str, str]) -> None:
-    """Validate every MPILENS_* setting with the runtime's own parser; raise ConfigError."""
-    out = subprocess.run([str(check_program(mpi))], env=env, capture_output=True, text=True)
+def check_settings(mpi: str, env: dict[str, str], library: str | None = None) -> None:
+    """Validate every MPILENS_* setting with the runtime's own parser, and the cvars with the MPI_T
+    of the job's MPI library when it is known; raise ConfigError."""
+    out = subprocess.run([str(check_program(mpi))], env=helper_env(env, library), capture_output=True, text=True)
     if out.returncode != 0:
         raise ConfigError(out.stdout.strip() or out.stderr.strip() or "invalid mpilens settings")
 
@@ -220,7 +227,7 @@ def plan_run(command: list[str], mpi: str | None, outdir: Path | None, settings:
     else:
         kind, program = "none", first
 
-    flavor, why = program_mpi(program) if program else (None, "no program found")
+    flavor, why, library = program_library(program) if program else (None, "no program found", None)
     if mpi is None:
         if flavor is not None:
             mpi = flavor
@@ -253,7 +260,9 @@ def plan_run(command: list[str], mpi: str | None, outdir: Path | None, settings:
     libs = preload_libraries(mpi, env.get("MPILENS_MODE", "profile"))
     preload = ":".join([*map(str, libs), *([env["LD_PRELOAD"]] if env.get("LD_PRELOAD") else [])])
     env.update(tool_env)
-    check_settings(mpi, env)  # before anything is created: a refused run leaves no trace
+    # before anything is created (a refused run leaves no trace); with the program's MPI library
+    # when it is of the runtime's family
+    check_settings(mpi, env, library if flavor == mpi else None)
     created, token = create_outdir(out)
     tool_env["MPILENS_RUN_TOKEN"] = token
     env["MPILENS_RUN_TOKEN"] = token

@@ -14,7 +14,7 @@ from typing import Any
 
 from . import layout
 from . import meta as meta_file
-from .build_info import MPI_FLAVORS, helper_program
+from .build_info import MPI_FLAVORS, helper_env, helper_program
 from .errors import LaunchError, RunDirectoryError
 
 
@@ -32,38 +32,44 @@ def tool_env() -> dict[str, str]:
     return env
 
 
-_LIST_CACHE: dict[tuple[str, bool], dict[str, Any]] = {}
+_LIST_CACHE: dict[tuple[str, bool, str | None], dict[str, Any]] = {}
 
 
-def list_variables(mpi: str, init: bool = True) -> dict[str, Any]:
+def list_variables(mpi: str, init: bool = True, library: str | None = None) -> dict[str, Any]:
     """Every cvar and pvar of an MPI as its MPI_T describes them. With init, after MPI_Init in a
     singleton process (the variables of the components in use); without, before MPI_Init (Open MPI
     then lists the parameters of all its components)."""
     if mpi not in MPI_FLAVORS:
         raise LaunchError(f"--mpi {mpi}: not one of {', '.join(MPI_FLAVORS)}")
-    key = (mpi, init)
+    key = (mpi, init, library)
     if key in _LIST_CACHE:
         return _LIST_CACHE[key]
     argv = [str(list_program(mpi))] + ([] if init else ["--no-init"])
     try:
-        out = subprocess.run(argv, env=tool_env(), capture_output=True, text=True, timeout=120)
+        out = subprocess.run(argv, env=helper_env(tool_env(), library), capture_output=True, timeout=120)
     except (OSError, subprocess.TimeoutExpired) as err:
         raise LaunchError(f"cannot run {argv[0]}: {err}") from err
     if out.returncode != 0:
-        raise LaunchError(f"{argv[0]} failed (exit {out.returncode}): {out.stderr.strip()[-300:]}")
+        why = out.stderr.decode(errors="replace").strip()[-300:]
+        raise LaunchError(f"{argv[0]} failed (exit {out.returncode}): {why}")
+    try:  # the MPI's own strings, in its encoding: Intel MPI's version has a Latin-1 "®"
+        text = out.stdout.decode()
+    except UnicodeDecodeError:
+        text = out.stdout.decode("latin-1")
     try:
-        doc = json.loads(out.stdout)
+        doc = json.loads(text)
     except json.JSONDecodeError as err:
         raise LaunchError(f"{argv[0]} printed no valid JSON ({err.msg})") from err
     _LIST_CACHE[key] = doc
     return doc
 
 
-def merged_variables(mpi: str) -> dict[str, Any]:
+def merged_variables(mpi: str, library: str | None = None) -> dict[str, Any]:
     """The variables known before and after MPI_Init, by name (Open MPI closes unused components
-    in MPI_Init, MPICH registers everything at once). Each variable says when it is known."""
-    before = list_variables(mpi, init=False)
-    after = list_variables(mpi, init=True)
+    in MPI_Init, MPICH registers everything at once). Each variable says when it is known. With
+    library, those of that MPI library (the job's) rather than of the one the lister was built with."""
+    before = list_variables(mpi, init=False, library=library)
+    after = list_variables(mpi, init=True, library=library)
     out: dict[str, Any] = {"library": after["library"], "cvars": [], "pvars": []}
     for kind in ("cvars", "pvars"):
         seen: dict[str, dict[str, Any]] = {}

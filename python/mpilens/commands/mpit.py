@@ -22,6 +22,8 @@ def _setup(p: argparse.ArgumentParser) -> None:
                         "recommend RUNDIR: the recommendation rules; RUNDIR alone: show and recommend")
     p.add_argument("rundir", nargs="?", type=Path, help="run directory (show, recommend)")
     p.add_argument("--mpi", choices=["openmpi", "mpich"], default="openmpi", help="list: which MPI (default openmpi)")
+    p.add_argument("--program", metavar="PROG", help="list: the variables of the MPI library this program links "
+                                                        "(its family and its own library: the MPI a job of it runs on)")
     kind = p.add_mutually_exclusive_group()
     kind.add_argument("--pvars", action="store_true", help="list: performance variables only")
     kind.add_argument("--cvars", action="store_true", help="list: control variables only")
@@ -33,7 +35,15 @@ def _setup(p: argparse.ArgumentParser) -> None:
 def _list(a: argparse.Namespace) -> int:
     from .. import mpit
 
-    doc = mpit.merged_variables(a.mpi)
+    library = None
+    if a.program:
+        from ..launch import program_library
+
+        flavor, why, library = program_library(a.program)
+        if flavor not in ("openmpi", "mpich") or library is None:
+            raise MpilensError(f"--program {a.program}: no Open MPI or MPICH library found by ldd ({why})")
+        a.mpi = flavor
+    doc = mpit.merged_variables(a.mpi, library)
     try:
         pat = re.compile(a.match, re.I) if a.match else None
     except re.error as err:
