@@ -1,5 +1,5 @@
 """`mpilens export FORMAT RUN [-o OUT]`: write a run for other tools, in any format of mpilens.exports
-(chrome, parquet, otf2: the trace; hatchet: the profile). `mpilens trace RUN --format F -o OUT`
+(chrome, parquet, otf2: the trace; hatchet, caliper: the profile). `mpilens trace RUN --format F -o OUT`
 writes the trace formats too."""
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def export(name: str, rundir: Path, out: Path, options: dict[str, Any], step: An
         raise MpilensError(f"cannot write {out}: {err.strerror}") from err
 
 
-@command("export", "write a run for other tools: chrome, parquet, otf2 (the trace), hatchet (the profile)", _setup)
+@command("export", "write a run for other tools: chrome, parquet, otf2 (the trace), hatchet, caliper (the profile)", _setup)
 def cmd_export(a: argparse.Namespace) -> int:
     """`mpilens export FORMAT RUN [-o OUT]`: write the run in one of the formats of mpilens.exports."""
     from .. import exports

@@ -33,161 +33,17 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .. import safefile
 from ..errors import MpilensError
 from ..rundir import Run
-from ..rundir import load as load_run
 from . import Exporter, Option, exporter
+from .common import ROOT_NAME, TreeNode, add, as_run, build_tree, fill_inclusive, measured_ranks, per_rank, sub
 
 EXC_METRICS = ["time", "calls", "bytes_sent", "bytes_recv"]
 INC_METRICS = ["time (inc)", "calls (inc)", "bytes_sent (inc)", "bytes_recv (inc)"]
-ROOT_NAME = "main"
-
-
-@dataclass
-class TreeNode:
-    """One node of the exported tree, with per-rank metric values (None: not measured)."""
-
-    nid: int
-    name: str
-    kind: str  # "program" | "region" | "function"
-    parent: int | None
-    metrics: dict[str, list[float | None]]
-    children: list[int] = field(default_factory=list)
-
-
-def _vec(values: list[Any] | None, n: int) -> list[float | None]:
-    if values is None:
-        return [None] * n
-    return [None if v is None else float(v) for v in values]
-
-
-def _sub(a: list[float | None], b: list[float | None]) -> list[float | None]:
-    return [None if x is None or y is None else x - y for x, y in zip(a, b)]
-
-
-def _add(a: list[float | None], b: list[float | None]) -> list[float | None]:
-    return [None if x is None or y is None else x + y for x, y in zip(a, b)]
-
-
-def _measured(run_ranks: list[dict[str, Any]]) -> list[bool]:
-    return [r.get("wall_time_s") is not None for r in run_ranks]
-
-
-def build_tree(profile: dict[str, Any]) -> list[TreeNode]:
-    """Return the nodes of the regions -> MPI functions tree of a profile, root first, each node
-    before its children (depth-first, regions in profile order, functions by name)."""
-    n = profile["nranks"]
-    measured = _measured(profile["ranks"])
-    zeros: list[float | None] = [0.0 if m else None for m in measured]
-    nodes: list[TreeNode] = []
-
-    def new(name: str, kind: str, parent: int | None, metrics: dict[str, list[float | None]]) -> TreeNode:
-        node = TreeNode(len(nodes), name, kind, parent, metrics)
-        nodes.append(node)
-        if parent is not None:
-            nodes[parent].children.append(node.nid)
-        return node
-
-    def add_functions(parent: int, funcs: dict[str, Any]) -> list[float | None]:
-        """Add the function children; return their summed time per rank."""
-        total = list(zeros)
-        for name in sorted(funcs):
-            f = funcs[name]
-            t = _vec(f.get("time_s"), n)
-            new(name, "function", parent, {
-                "time (inc)": t, "time": t, "calls": _vec(f.get("calls"), n),
-                "bytes_sent": _vec(f.get("bytes_sent"), n), "bytes_recv": _vec(f.get("bytes_recv"), n),
-                "visits": list(zeros)})
-            total = _add(total, t)
-        return total
-
-    def counters_of(raw: dict[str, Any] | None) -> dict[str, list[float | None]]:
-        return {f"counter:{k}": _vec(c.get("values"), n) for k, c in sorted((raw or {}).items())}
-
-    def add_regions(parent: int, regions: list[dict[str, Any]]) -> list[float | None]:
-        """Add the region children (recursively); return their summed time per rank."""
-        total = list(zeros)
-        for reg in regions:
-            t = _vec(reg.get("time_s"), n)
-            node = new(reg["name"], "region", parent, {"time (inc)": t, "visits": _vec(reg.get("visits"), n),
-                                                       **counters_of(reg.get("counters"))})
-            inner = _add(add_functions(node.nid, reg.get("functions", {})), add_regions(node.nid, reg.get("regions", [])))
-            node.metrics["time"] = _sub(t, inner)
-            total = _add(total, t)
-        return total
-
-    wall = [r.get("wall_time_s") for r in profile["ranks"]]
-    root = new(ROOT_NAME, "program", None, {"time (inc)": _vec(wall, n), "visits": [1.0 if m else None for m in measured]})
-    in_regions = _region_function_totals(profile.get("regions", []))
-    outside: dict[str, Any] = {}
-    for name, f in profile.get("functions", {}).items():
-        rest = {k: _sub(_vec(f.get(k), n), _vec(in_regions.get(name, {}).get(k), n) if name in in_regions else zeros)
-                for k in ("calls", "time_s", "bytes_sent", "bytes_recv")}
-        if any(v for v in rest["calls"] if v):
-            outside[name] = rest
-    # user counters outside every region: the whole-run sum minus what regions recorded
-    counters: dict[str, Any] = {}
-    region_counters = _region_counter_totals(profile.get("regions", []))
-    for name, c in (profile.get("counters") or {}).items():
-        values = _vec(c.get("values"), n)
-        if c.get("kind", "sum") == "sum" and name in region_counters:
-            values = [None if v is None else v - (region_counters[name][r] or 0.0) for r, v in enumerate(values)]
-        counters[name] = {"values": values}
-    root.metrics.update(counters_of(counters))
-    inner = _add(add_functions(root.nid, outside), add_regions(root.nid, profile.get("regions", [])))
-    root.metrics["time"] = _sub(root.metrics["time (inc)"], inner)
-    for node in nodes:  # regions and the root move no bytes and make no calls themselves
-        for k in ("calls", "bytes_sent", "bytes_recv"):
-            node.metrics.setdefault(k, list(zeros))
-        node.metrics.setdefault("visits", list(zeros))
-    _inclusive(nodes)
-    return nodes
-
-
-def _region_function_totals(regions: list[dict[str, Any]]) -> dict[str, dict[str, list[float | None]]]:
-    """Per function, the per-rank sums over every region node (calls made inside some region)."""
-    out: dict[str, dict[str, list[float | None]]] = {}
-
-    def walk(nodes: list[dict[str, Any]]) -> None:
-        for reg in nodes:
-            for name, f in reg.get("functions", {}).items():
-                n = len(f["calls"])
-                slot = out.setdefault(name, {k: [0.0] * n for k in ("calls", "time_s", "bytes_sent", "bytes_recv")})
-                for k in slot:
-                    slot[k] = _add(slot[k], _vec(f.get(k), n))
-            walk(reg.get("regions", []))
-    walk(regions)
-    return out
-
-
-def _region_counter_totals(regions: list[dict[str, Any]]) -> dict[str, list[float | None]]:
-    out: dict[str, list[float | None]] = {}
-
-    def walk(nodes: list[dict[str, Any]]) -> None:
-        for reg in nodes:
-            for name, c in (reg.get("counters") or {}).items():
-                vals = c.get("values", [])
-                slot = out.setdefault(name, [0.0] * len(vals))
-                out[name] = [(s or 0.0) + (v or 0.0) for s, v in zip(slot, vals)]
-            walk(reg.get("regions", []))
-    walk(regions)
-    return out
-
-
-def _inclusive(nodes: list[TreeNode]) -> None:
-    """Fill calls/bytes (inc) as subtree sums (children come after their parents)."""
-    for k in ("calls", "bytes_sent", "bytes_recv"):
-        for node in nodes:
-            node.metrics[f"{k} (inc)"] = list(node.metrics[k])
-        for node in reversed(nodes):
-            if node.parent is not None:
-                parent = nodes[node.parent]
-                parent.metrics[f"{k} (inc)"] = _add(parent.metrics[f"{k} (inc)"], node.metrics[f"{k} (inc)"])
 
 
 def _columns(nodes: list[TreeNode]) -> list[str]:
@@ -216,10 +72,10 @@ def build_callpath_tree(run: Run) -> list[TreeNode]:
 
     profile = run.profile
     n = profile["nranks"]
-    measured = _measured(profile["ranks"])
+    measured = measured_ranks(profile["ranks"])
     zeros: list[float | None] = [0.0 if m else None for m in measured]
     wall = [r.get("wall_time_s") for r in profile["ranks"]]
-    nodes = [TreeNode(0, ROOT_NAME, "program", None, {"time (inc)": _vec(wall, n),
+    nodes = [TreeNode(0, ROOT_NAME, "program", None, {"time (inc)": per_rank(wall, n),
                                                       "visits": [1.0 if m else None for m in measured]})]
     index: dict[tuple[int, str], int] = {}
     mpi_total = list(zeros)
@@ -235,18 +91,18 @@ def build_callpath_tree(run: Run) -> list[TreeNode]:
                 nodes[parent].children.append(node.nid)
                 index[key] = node.nid
             parent = index[key]
-        t = _vec(site["time_s"], n)
+        t = per_rank(site["time_s"], n)
         node = TreeNode(len(nodes), site["mpi_function"], "function", parent, {
-            "time (inc)": t, "time": t, "calls": _vec(site["calls"], n), "bytes_sent": _vec(site["bytes_sent"], n),
-            "bytes_recv": _vec(site["bytes_recv"], n), "visits": list(zeros)})
+            "time (inc)": t, "time": t, "calls": per_rank(site["calls"], n), "bytes_sent": per_rank(site["bytes_sent"], n),
+            "bytes_recv": per_rank(site["bytes_recv"], n), "visits": list(zeros)})
         nodes.append(node)
         nodes[parent].children.append(node.nid)
-        mpi_total = _add(mpi_total, t)
+        mpi_total = add(mpi_total, t)
         p = parent
         while p != 0:  # the frames above it include its time
-            nodes[p].metrics["time (inc)"] = _add(nodes[p].metrics["time (inc)"], t)
+            nodes[p].metrics["time (inc)"] = add(nodes[p].metrics["time (inc)"], t)
             p = nodes[p].parent or 0
-    nodes[0].metrics["time"] = _sub(nodes[0].metrics["time (inc)"], mpi_total)
+    nodes[0].metrics["time"] = sub(nodes[0].metrics["time (inc)"], mpi_total)
     for node in nodes:
         for k in ("calls", "bytes_sent", "bytes_recv"):
             node.metrics.setdefault(k, list(zeros))
@@ -264,7 +120,7 @@ def build_callpath_tree(run: Run) -> list[TreeNode]:
         nd = nodes[old]
         out.append(TreeNode(renum[old], nd.name, nd.kind, None if nd.parent is None else renum[nd.parent], nd.metrics,
                             [renum[c] for c in nd.children]))
-    _inclusive(out)
+    fill_inclusive(out)
     return out
 
 
@@ -278,14 +134,10 @@ def _tree(run: Run, tree: str) -> list[TreeNode]:
     return build_tree(run.profile)
 
 
-def _as_run(run: Run | str | Path) -> Run:
-    return run if isinstance(run, Run) else load_run(run)
-
-
 def to_dict(run: Run | str | Path, tree: str = "regions") -> dict[str, Any]:
     """Return Hatchet's JSON serialization of a run (the structure GraphFrame.to_dict makes);
     tree "callpaths": the call-path tree of the call sites (build_callpath_tree)."""
-    run = _as_run(run)
+    run = as_run(run)
     nodes = _tree(run, tree)
     cols = _columns(nodes)
     graph = {str(nd.nid): {"data": {"name": nd.name, "type": nd.kind}, "children": nd.children} for nd in nodes}
@@ -303,7 +155,7 @@ def to_dict(run: Run | str | Path, tree: str = "regions") -> dict[str, Any]:
 
 def to_literal(run: Run | str | Path, tree: str = "regions") -> list[dict[str, Any]]:
     """Return the tree in Hatchet's literal format, each metric as the mean over measured ranks."""
-    run = _as_run(run)
+    run = as_run(run)
     nodes = _tree(run, tree)
     cols = [c for c in _columns(nodes) if not c.startswith("counter:")]
 
@@ -339,7 +191,7 @@ def to_hatchet(run: Run | str | Path, tree: str = "regions") -> Any:
     import pandas as pd
 
     Frame, Graph, GraphFrame, Node = _import_hatchet()
-    run = _as_run(run)
+    run = as_run(run)
     nodes = _tree(run, tree)
     cols = _columns(nodes)
     hn: list[Any] = []
@@ -378,7 +230,7 @@ def to_thicket(runs: Iterable[Run | str | Path]) -> Any:
         raise MpilensError("Thicket is not installed: pip install llnl-thicket (or mpilens[hatchet])") from err
     parts = []
     for r in runs:
-        run = _as_run(r)
+        run = as_run(r)
         parts.append(Thicket.thicketize_graphframe(to_hatchet(run), str(run.path)))
     if not parts:
         raise MpilensError("to_thicket needs at least one run directory")
@@ -389,7 +241,7 @@ def to_thicket(runs: Iterable[Run | str | Path]) -> Any:
 
 def write(run: Run | str | Path, output: Path, fmt: str = "json", tree: str = "regions") -> dict[str, int]:
     """Write the run for Hatchet into output; return what was written (nodes, rows)."""
-    run = _as_run(run)
+    run = as_run(run)
     if fmt == "json":
         doc: Any = to_dict(run, tree)
         rows = len(doc["dataframe"])
