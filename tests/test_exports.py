@@ -15,12 +15,12 @@ RUN = ROOT / "tests" / "data" / "trace-v1"
 
 
 def test_registry_lists_every_format():
-    assert exports.names() == ["chrome", "hatchet", "otf2", "parquet"]
-    assert exports.names("trace") == ["chrome", "otf2", "parquet"]
-    assert exports.get("hatchet").source == "profile"
+    assert exports.names() == ["caliper", "chrome", "hatchet", "otf2", "parquet", "perfetto"]
+    assert exports.names("trace") == ["chrome", "otf2", "parquet", "perfetto"]
+    assert exports.get("hatchet").source == exports.get("caliper").source == "profile"
 
 
-@pytest.mark.parametrize("fmt", ["chrome", "parquet", "otf2", "hatchet"])
+@pytest.mark.parametrize("fmt", ["chrome", "parquet", "otf2", "hatchet", "perfetto", "caliper"])
 def test_export_each_format_to_its_default_name(fmt, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     assert cli.main(["export", fmt, str(RUN), "--json", "--quiet"]) == 0
@@ -32,6 +32,14 @@ def test_export_each_format_to_its_default_name(fmt, tmp_path, monkeypatch, caps
         assert sum(e.get("ph") == "s" for e in events) == doc["written"]["messages"] == 6
     elif fmt == "parquet":
         assert pq.read_table(out).num_rows == doc["written"]["events"]
+    elif fmt == "perfetto":  # read with perfetto's own protobuf classes
+        from perfetto.protos.perfetto.trace.perfetto_trace_pb2 import Trace
+
+        packets = Trace.FromString(out.read_bytes()).packet
+        assert sum(len(p.track_event.flow_ids) for p in packets) == doc["written"]["flows"] == 6
+    elif fmt == "caliper":  # Caliper's json-split: a row per node and rank
+        split = json.loads(out.read_text())
+        assert len(split["nodes"]) == doc["written"]["nodes"] and len(split["data"]) == doc["written"]["rows"]
     elif fmt == "otf2":
         assert (out / "traces.otf2").exists()
         assert cli.main(["export", fmt, str(RUN), "--quiet"]) == 2  # a new directory only

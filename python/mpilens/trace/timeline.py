@@ -121,6 +121,10 @@ class Timeline:
     comms: dict[int, tuple[tuple[int, ...], tuple[int, ...]]] = field(default_factory=dict)
     world_uid: int | None = None  # MPI_COMM_WORLD's uid (None: not recorded)
     realtime_origin_ns: int | None = None  # calendar time (ns since 1970) of time 0; None: not recorded
+    # per rank: the end of the MPI's own MPI_Init (the tool's set-up follows) on this time axis (s)
+    # and the rank's CLOCK_MONOTONIC then (ns): what other modes measured on the rank's clock
+    # (counters' snapshots, memory's samples) goes on the timeline from it
+    init_end: dict[int, tuple[float, int]] = field(default_factory=dict)
     _symbolised: dict[tuple[int, int, int], dict[str, Any]] | None = None
 
     def site(self, i: int) -> dict[str, Any] | None:
@@ -228,6 +232,7 @@ def load(rundir: str | Path, progress: Callable[[str], None] | None = None) -> T
     clock_error: dict[str, float | None] = {}  # host name -> error bound (s)
     comms: dict[int, tuple[tuple[int, ...], tuple[int, ...]]] = {}
     world_uid = realtime_at = None  # realtime_at: (rank 0's ns1, its calendar time)
+    init_end: dict[int, tuple[float, int]] = {}  # rank -> (end of its MPI_Init in s, before the origin; ns0)
     left_out: list[str] = []  # ranks whose trace file cannot be read
     running = claim.still_running(rundir)
     ended = "the job is still running" if running is not None else "the process was killed"
@@ -256,6 +261,9 @@ def load(rundir: str | Path, progress: Callable[[str], None] | None = None) -> T
             problems.append(f"rank {rt.rank}: the trace has no trailer ({ended}): region and counter names are "
                             "unknown")
         t0, t1 = rt.to_seconds(rt.events["t0"]), rt.to_seconds(rt.events["t1"])
+        if "tick0" in rt.head and "ns0" in rt.head:  # the head's clock point: the end of MPI_Init
+            init_end[rt.rank] = (float(rt.to_seconds(np.array([rt.head["tick0"]], dtype=np.uint64))[0]),
+                                 int(rt.head["ns0"]))
         # in time order per thread: records are written when a call ends, and a completion record
         # before the call that completed it; the data is nearly sorted, which a stable sort likes
         if len(np.unique(rt.thread)) > 1:
@@ -283,6 +291,7 @@ def load(rundir: str | Path, progress: Callable[[str], None] | None = None) -> T
         ev["t0"][:] -= origin
         ev["t1"][:] -= origin
     # rank 0's times are its CLOCK_MONOTONIC: its head gives the calendar time of one of them
+    init_end = {r: (float(s - origin), ns) for r, (s, ns) in init_end.items()}
     realtime = None if realtime_at is None else int(realtime_at[1] + (origin * 1e9 - realtime_at[0]))
     if not complete:  # of the ranks read: those left out are named on their own
         problems.append("the job is still running: the trace ends where the ranks are now" if running is not None
@@ -303,7 +312,7 @@ def load(rundir: str | Path, progress: Callable[[str], None] | None = None) -> T
             io_files[one["rank"]] = [r.name for r in sorted(one["records"], key=lambda r: r.rec["id"])]
     return Timeline(nranks, functions, classes, ev, regions, counters, complete, problems, file_bytes, writer_cpu_s,
                     clock_error, io_files, sites=sites, rundir=Path(rundir), comms=comms, world_uid=world_uid,
-                    realtime_origin_ns=realtime)
+                    realtime_origin_ns=realtime, init_end=init_end)
 
 
 # ------------------------------------------------------------------------------------- messages
