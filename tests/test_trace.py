@@ -340,6 +340,11 @@ def test_lammps_trace(tmp_path):
     phases = check_chrome(out)
     assert phases["s"] == phases["f"] == p2p
     assert summary["collective_instances"] > 0
+    # the size `mpilens trace --estimate` predicts from the profile (what a profile-only run of the
+    # same input has: the same calls and visits), against the files on disk: within 20 %
+    est = subprocess.run([str(MPILENS), "trace", str(run), "--estimate", "--json"], capture_output=True, text=True)
+    real = sum(f.stat().st_size for f in (run / "trace").glob("rank-*.bin"))
+    assert abs(json.loads(est.stdout)["bytes"] / real - 1) < 0.2, (json.loads(est.stdout)["bytes"], real)
 
 
 @pytest.mark.parametrize("src", sources("mpich"))

@@ -21,6 +21,9 @@ def _setup(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", type=Path, help="file (chrome: .json, parquet: .parquet) or OTF2 directory")
     p.add_argument("--json", action="store_true", help="print the summary and findings as one JSON document")
     p.add_argument("--quiet", action="store_true", help="no progress display")
+    p.add_argument("--estimate", action="store_true",
+                   help="predict the trace a run like this one would write (its bytes per rank and in total, the "
+                        "writer's CPU, the exports' sizes), from its profile: no trace needed")
 
 
 @command("trace", "export a trace (chrome, parquet, otf2) and print its findings", _setup)
@@ -30,6 +33,8 @@ def cmd_trace(a: argparse.Namespace) -> int:
     from ..progress import Steps
     from ..trace import findings, timeline
 
+    if a.estimate:
+        return _estimate(a)
     if a.format and not a.output:
         raise MpilensError("--format needs -o FILE")
     if a.output and not a.format:
@@ -78,4 +83,34 @@ def cmd_trace(a: argparse.Namespace) -> int:
     print("Findings:" if found else "Findings: nothing stands out.")
     for f in found:
         print(f"  {f.message}")
+    return 0
+
+
+def _estimate(a: argparse.Namespace) -> int:
+    """`mpilens trace --estimate RUN`: the trace of a run like RUN, predicted from its profile."""
+    from .. import rundir
+    from ..trace import estimate
+
+    run = rundir.load(a.rundir)
+    if run.profile is None:
+        raise MpilensError(f"{a.rundir}: no profile to estimate from")
+    wall = max((r.get("wall_time_s") or 0 for r in run.profile.get("ranks", [])), default=0) or None
+    est = estimate.estimate(run.profile, wall)
+    # what makes the events: the functions with the most calls, over every rank
+    calls = {n: sum(f["calls"]) for n, f in run.profile.get("functions", {}).items()}
+    top = sorted(calls.items(), key=lambda kv: -kv[1])[:5]
+    est["largest"] = [{"function": n, "calls": c, "share": c / est["events"] if est["events"] else None} for n, c in top]
+    if a.json:
+        json.dump({"run": str(a.rundir), **est}, sys.stdout, indent=2)
+        print()
+        return 0
+    per = [x["bytes"] for x in est["ranks"]]
+    print(f"mpilens trace --estimate: {a.rundir}: a trace of this run would hold about {est['events']:,.0f} events "
+          f"in {units.size(est['bytes'])} ({units.size(min(per))} to {units.size(max(per))} per rank)")
+    share = est.get("writer_cpu_share")
+    print(f"Writer threads: about {units.seconds(est['writer_cpu_s'])} of CPU"
+          + (f" ({share:.1%} of the ranks' time)" if share is not None else ""))
+    print("Exports: " + ", ".join(f"{k} {units.size(v)}" for k, v in est["exports"].items()))
+    print("Most events come from: " + ", ".join(f"{x['function']} ({x['share']:.0%})" for x in est["largest"]
+                                                 if x["share"] is not None))
     return 0

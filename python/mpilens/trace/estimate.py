@@ -1,0 +1,76 @@
+"""How big a trace of a run would be, predicted from its profile: `mpilens trace estimate RUN`.
+
+A trace records an event per MPI call and per completion of a nonblocking operation, and two per
+region visit; the profile counts all of these per rank. The events' size is data-dependent (the
+format leaves out a peer, tag, byte count or call site repeated from the function's previous call,
+docs/run-directory.md), so bytes per call, per operation, per region visit and per rank (block
+heads, the trailer) are fitted on traces of the examples, and checked on applications the fit never
+saw: bench/trace_size.py prints both, bench/RESULTS.md has the figures these constants come from.
+The writer's CPU and the exports' sizes are per event, from the same runs.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+
+# the features of one rank, in this order; bytes per feature (bench/trace_size.py, Open MPI 4.1,
+# 2026-11-28: the fit on eight examples, within 11 % of each; LAMMPS in.indent held out: +11.5 %).
+# A rank's own part is its file's head (the names of every function) and trailer
+FEATURES = ("calls", "operations", "region_events", "rank")
+BYTES = np.array([15.93, 22.70, 4.73, 44109.0])
+# per event of a large trace (LAMMPS, the same runs): the writer thread's CPU, each export's bytes
+WRITER_NS_PER_EVENT = 6.0
+EXPORT_BYTES_PER_EVENT = {"perfetto": 32.0, "chrome": 172.0, "parquet": 14.0, "otf2": 27.0}
+
+_NONBLOCKING = re.compile(r"^MPI_I[a-z]")
+
+
+def features(profile: dict[str, Any]) -> np.ndarray:
+    """The (ranks x FEATURES) counts a trace's size follows, from a profile.json document."""
+    n = int(profile["nranks"])
+    out = np.zeros((n, len(FEATURES)), dtype=np.float64)
+    out[:, 3] = 1.0
+    for name, f in profile.get("functions", {}).items():
+        calls = np.asarray(f["calls"], dtype=np.float64)
+        out[:, 0] += calls
+        # a nonblocking operation (MPI_Isend, MPI_Iallreduce, MPI_Iread...) completes once more:
+        # its completion is an event of its own (MPI_Iprobe, MPI_Info_*, MPI_Intercomm_* are not)
+        if _NONBLOCKING.match(name) and f.get("class") in ("p2p", "collective", "rma", "io"):
+            out[:, 1] += calls
+    for region in profile.get("regions", []):
+        out[:, 2] += 2 * np.asarray(region.get("visits", [0] * n), dtype=np.float64)
+    return out
+
+
+def trace_bytes(features_of_rank: np.ndarray) -> float:
+    """The predicted bytes of one rank's trace file."""
+    return float(np.asarray(features_of_rank, dtype=np.float64) @ BYTES)
+
+
+def events(features_of_rank: np.ndarray) -> float:
+    """The predicted events of one rank's trace (calls, completions, region begins and ends)."""
+    return float(features_of_rank[0] + features_of_rank[1] + features_of_rank[2])
+
+
+def estimate(profile: dict[str, Any], wall_time_s: float | None = None) -> dict[str, Any]:
+    """The prediction for a run like this one traced: per rank and in total, bytes, events, the
+    writer's CPU (and its share of the run's wall time when given) and each export's size."""
+    feats = features(profile)
+    per_rank = [{"rank": r, "events": events(feats[r]), "bytes": trace_bytes(feats[r])} for r in range(len(feats))]
+    total_events = sum(x["events"] for x in per_rank)
+    total = sum(x["bytes"] for x in per_rank)
+    cpu = total_events * WRITER_NS_PER_EVENT * 1e-9
+    out: dict[str, Any] = {
+        "ranks": per_rank,
+        "events": total_events,
+        "bytes": total,
+        "bytes_per_event": total / total_events if total_events else None,
+        "writer_cpu_s": cpu,
+        "exports": {k: v * total_events for k, v in EXPORT_BYTES_PER_EVENT.items()},
+    }
+    if wall_time_s:
+        out["writer_cpu_share"] = cpu / (wall_time_s * len(per_rank))
+    return out
