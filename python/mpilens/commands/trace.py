@@ -106,7 +106,8 @@ def _estimate(a: argparse.Namespace) -> int:
         return 0
     per = [x["bytes"] for x in est["ranks"]]
     print(f"mpilens trace --estimate: {a.rundir}: a trace of this run would hold about {est['events']:,.0f} events "
-          f"in {units.size(est['bytes'])} ({units.size(min(per))} to {units.size(max(per))} per rank)")
+          f"in {units.size(est['bytes'])} ({units.size(min(per))} to {units.size(max(per))} per rank; at least "
+          f"{units.size(est['bytes_at_least'])} if every call repeats its function's previous peer, tag and size)")
     share = est.get("writer_cpu_share")
     print(f"Writer threads: about {units.seconds(est['writer_cpu_s'])} of CPU"
           + (f" ({share:.1%} of the ranks' time)" if share is not None else ""))
