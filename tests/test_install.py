@@ -215,6 +215,14 @@ def test_make_install_into_a_prefix_that_moves_and_outlives_its_sources(userdir,
     first, moved = userdir / "opt" / "mpilens", userdir / "apps" / "mpilens"
     spack_install(src, first, "/usr/bin/mpicc.mpich", DEBIAN_PYTHON, env)
     assert (src / "build" / "lib" / "libmpilens-mpich.so").stat().st_mtime_ns == made, "the runtime was built again"
+    # a packager's staged install: everything under DESTDIR, nothing at PREFIX itself, and the
+    # staged tree works where it is (what is moved to PREFIX later)
+    final, stage = Path("/opt/mpilens-test-destdir"), userdir / "stage"
+    as_user(["make", "-C", str(src), "install", f"PREFIX={final}", f"DESTDIR={stage}", "MPICC=/usr/bin/mpicc.mpich",
+             f"PYTHON={DEBIAN_PYTHON}"], env)
+    assert not final.exists() and (stage / final.relative_to("/") / "bin" / "mpilens").is_file()
+    staged = as_user([str(stage / final.relative_to("/") / "bin" / "mpilens"), "--version"], env).stdout
+    assert "mpich    MPICH" in staged, staged
     shutil.rmtree(src)
     moved.parent.mkdir()
     _give(moved.parent)
