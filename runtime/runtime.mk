@@ -101,11 +101,12 @@ $(BUILD)/lib/libmpilens-$(1).so: $(call lib_objects,$(1))
 	@mkdir -p $$(dir $$@)
 	$(CC_$(1)) -shared -Wl,--as-needed -o $$@ $$^ -ldl -lpthread -lm
 
-$(HELPERS)/$(1)/mpilens-check: runtime/src/check.c runtime/src/config.c runtime/src/mpit_common.c runtime/src/mpit_common.h \
-                               $(BUILD)/$(1)/gen/wrappers_c.c $(RUNDIR_H)
+$(HELPERS)/$(1)/mpilens-check: runtime/src/check.c runtime/src/config.c runtime/src/trace_filter.c runtime/src/ml_trace_filter.h \
+                               runtime/src/mpit_common.c runtime/src/mpit_common.h $(BUILD)/$(1)/gen/wrappers_c.c $(RUNDIR_H)
 	@mkdir -p $$(dir $$@)
 	$(CC_$(1)) $(CFLAGS) -Iruntime/src -I$(BUILD)/$(1)/gen -I$(BUILD)/gen -o $$@ runtime/src/check.c runtime/src/config.c \
-	  runtime/src/mpit_common.c $(BUILD)/$(1)/gen/ml_config_table.c
+	  runtime/src/trace_filter.c runtime/src/mpit_common.c $(BUILD)/$(1)/gen/ml_config_table.c \
+	  $(BUILD)/$(1)/gen/ml_functions.c -lm
 
 # mpilens-mpit: lists the MPI_T variables of one MPI as JSON (`mpilens mpit list`)
 $(HELPERS)/$(1)/mpilens-mpit: runtime/src/mpit_list.c runtime/src/mpit_common.c runtime/src/mpit_common.h

@@ -184,6 +184,25 @@ def trace_kinds(path: Path) -> collections.Counter:
     return kinds
 
 
+def trace_calls(path: Path) -> collections.Counter:
+    """Events of each function in a trace file as written (call, call_done and late_call events,
+    by function name), read as trace_kinds reads it: the functions' names from the head block's
+    JSON, the events' fixed parts counted, independently of mpilens' reader."""
+    raw, calls, pos = path.read_bytes(), collections.Counter(), 0
+    head = raw.find(b"MLTH0001")
+    end = raw.find(b"MLTE0001", head)
+    names = json.loads(raw[head + 8:end])["functions"]
+    while (pos := raw.find(b"MLTB0004", pos)) >= 0:
+        _, count, _, _, _, _, _, words, _ = struct.unpack_from("<IIQQQIIII", raw, pos + 8)
+        fixed = pos + 56
+        for i in range(count):
+            fn, flags = struct.unpack_from("<iIHH", raw, fixed + 12 * i)[2:]
+            if flags & 7 in (0, 1, 7):  # late_call, call, call_done
+                calls[names[fn & 0x7fff]] += 1
+        pos = fixed + 12 * count + 4 * words
+    return calls
+
+
 def plain_run(mpi: str, np: int, argv: list[str], timeout: int = TIMEOUT) -> subprocess.CompletedProcess:
     """Run argv on np ranks without mpilens (for comparing outputs)."""
     return subprocess.run(launcher(mpi, np) + argv, env=job_env(), capture_output=True, text=True, timeout=timeout)

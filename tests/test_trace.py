@@ -345,6 +345,18 @@ def test_lammps_trace(tmp_path):
     est = subprocess.run([str(MPILENS), "trace", str(run), "--estimate", "--json"], capture_output=True, text=True)
     real = sum(f.stat().st_size for f in (run / "trace").glob("rank-*.bin"))
     assert abs(json.loads(est.stdout)["bytes"] / real - 1) < 0.2, (json.loads(est.stdout)["bytes"], real)
+    # asked for a trace under 60 % of that, it suggests the first ranks only: traced so, the files on
+    # disk are those ranks' and within 20 % of the size asked for
+    under = int(real * 0.6)
+    est = subprocess.run([str(MPILENS), "trace", str(run), "--estimate", "--under", str(under), "--json"],
+                         capture_output=True, text=True)
+    ranks = next(x for x in json.loads(est.stdout)["suggestions"] if x["setting"] == "MPILENS_TRACE_RANKS")
+    assert ranks["value"] == "0-1", ranks
+    part = mpilens_run(None, launcher(mpi, 4) + [*args, "-log", "none"], tmp_path, outdir=tmp_path / "part",
+                       settings={**TRACE, "MPILENS_TRACE_RANKS": ranks["value"]}).rundir
+    files = sorted((part / "trace").glob("rank-*.bin"))
+    assert [f.name for f in files] == ["rank-000000.bin", "rank-000001.bin"]
+    assert sum(f.stat().st_size for f in files) < under * 1.2
 
 
 @pytest.mark.parametrize("src", sources("mpich"))

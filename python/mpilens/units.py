@@ -35,6 +35,21 @@ def size(b: float | None) -> str:
     return f"{v:.0f} {units[i]}" if i == 0 or v >= 100 else f"{v:.3g} {units[i]}"
 
 
+_SIZE = {"": 1, "b": 1, "k": 1024, "kb": 1000, "kib": 1024, "m": 1024**2, "mb": 1000**2, "mib": 1024**2,
+         "g": 1024**3, "gb": 1000**3, "gib": 1024**3, "t": 1024**4, "tb": 1000**4, "tib": 1024**4}
+
+
+def parse_size(text: str) -> float:
+    """'500M', '2 GiB', '1.5GB', '4096' -> bytes (K, M, G, T and KiB... binary; KB, MB... decimal);
+    ValueError for anything else."""
+    import re
+
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*", text)
+    if not m or m.group(2).lower() not in _SIZE or float(m.group(1)) <= 0:
+        raise ValueError(f"not a size: {text!r} (e.g. 500M, 2GiB, 1.5GB)")
+    return float(m.group(1)) * _SIZE[m.group(2).lower()]
+
+
 def count(n: float | None) -> str:
     """Format a count with thousands separators."""
     return "n/a" if n is None else f"{n:,.0f}"

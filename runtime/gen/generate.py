@@ -884,6 +884,7 @@ def main() -> int:
             "extern const unsigned char ml_fn_flow[ML_NFUNC];",
             "enum { ML_FLOW_SEND = 1, ML_FLOW_RECV = 2, ML_FLOW_NONBLOCKING = 4, ML_FLOW_PERSISTENT = 8 };",
             "extern const char *const ml_class_name[];",
+            f"#define ML_NCLASS {len(CLASSES)}",
             f'#define ML_MPI_FLAVOR "{args.mpi}"',
             f"#define ML_N_C_WRAPPERS {len(b.c_generated) + len(b.c_handwritten)}",
             f"#define ML_N_F_WRAPPERS {len(b.f_generated)}",

@@ -7,6 +7,7 @@
 #include <strings.h>
 
 #include "ml_config.h"
+#include "ml_trace_filter.h"
 
 extern char **environ;
 
@@ -150,6 +151,20 @@ int ml_config_load(ml_config_t *cfg, char *err, size_t errlen)
     if (ml_parse_bins(cfg->p2p_bins, NULL, 15) <= 0) {
         snprintf(err, errlen, "MPILENS_P2P_BINS=%s: not a list of 1 to 15 increasing byte sizes (e.g. 64,1024,65536)",
                  cfg->p2p_bins);
+        return -1;
+    }
+    if (ml_trace_filter_check(cfg, err, errlen) != 0) return -1;
+    if (cfg->trace_pcontrol && !cfg->enabled) {
+        snprintf(err, errlen, "MPILENS_TRACE_PCONTROL=1 with MPILENS_ENABLED=0: MPI_Pcontrol(1) would switch the "
+                 "trace only, and the profile would never start; choose one");
+        return -1;
+    }
+    if (!(cfg->mode & ML_MODE_TRACE) && (cfg->trace_ranks[0] || cfg->trace_window[0] || cfg->trace_exclude[0] ||
+                                         cfg->trace_pcontrol)) {
+        snprintf(err, errlen, "MPILENS_TRACE_%s is set without trace mode (MPILENS_MODE=%s): add trace to the modes",
+                 cfg->trace_ranks[0] ? "RANKS" : cfg->trace_window[0] ? "WINDOW" : cfg->trace_exclude[0] ? "EXCLUDE"
+                                                                                       : "PCONTROL",
+                 getenv("MPILENS_MODE") ? getenv("MPILENS_MODE") : "profile");
         return -1;
     }
     if (cfg->time_sample > 1 && (cfg->mode & (ML_MODE_TRACE | ML_MODE_COUNTERS))) {

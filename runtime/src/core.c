@@ -162,17 +162,22 @@ static double ticks_per_ns(void)
 
 static double tick_rate;
 
-uint64_t ml_ticks_to_ns(uint64_t ticks)
+double ml_ticks_per_ns(void)
 {
-    if (!ml_clock_is_tsc) return ticks;
-    double r = tick_rate > 0 ? tick_rate : ticks_per_ns();
-    if (r <= 0) {
-        /* a run shorter than a millisecond: measure the rate now */
+    if (tick_rate > 0) return tick_rate;
+    double r = ticks_per_ns();
+    if (r <= 0) { /* less than a millisecond since MPI_Init: measure the rate over two */
         const uint64_t t0 = ml_now(), n0 = ml_clock_ns();
         while (ml_clock_ns() < n0 + 2000000u) {}
         r = (double)(ml_now() - t0) / (double)(ml_clock_ns() - n0);
     }
-    return (uint64_t)((double)ticks / r);
+    return r;
+}
+
+uint64_t ml_ticks_to_ns(uint64_t ticks)
+{
+    if (!ml_clock_is_tsc) return ticks;
+    return (uint64_t)((double)ticks / ml_ticks_per_ns());
 }
 
 /* ------------------------------------------------------------------------------- startup */
@@ -757,6 +762,11 @@ void ml_pcontrol(int level)
     /* mpiP's meaning: 0 stops measuring, 1 resumes, 2 resets the statistics, 3 and 4 write an
      * intermediate report (mpiP: verbose and concise; here one snapshot, detailed at report time). */
     if (!ml_g.ready) return;
+    if (level == 0 || level == 1) {
+        int taken = 0; /* a mode's phases (trace's, with MPILENS_TRACE_PCONTROL), not the profile's */
+        FOR_MODES(modes_on, m) if (m->pcontrol) taken |= m->pcontrol(level);
+        if (taken) return;
+    }
     if (level == 0) {
         ml_g.enabled = 0;
     } else if (level == 1) {

@@ -156,7 +156,8 @@ static int size_bin(int64_t bytes)
 static void log_access(ml_thread_t *t, int32_t file, int fn, uint32_t kind, uint64_t t0, uint64_t t1, int64_t offset,
                        int64_t bytes)
 {
-    if (t != NULL && t->trace.on) { /* trace mode: the file and offset, just before the call's own event */
+    /* trace mode: the file and offset, just before the call's own event (not when that one is left out) */
+    if (t != NULL && t->trace.on && !(ml_trace_gated && fn >= 0 && fn < ML_NFUNC && ml_trace_skip[fn])) {
         const ml_tev_t e = {.t0 = t0, .t1 = t1, .kind = ML_TEV_IO, .fn = (uint32_t)file,
                             .comm = t->trace.cur ? t->trace.cur->last_comm : 0, .dst = -1, .src = -1,
                             .sent = offset, .recv = kind};

@@ -105,6 +105,8 @@ ML_HOT uint64_t ml_tick(void)
 void ml_clock_point(uint64_t *tick, uint64_t *ns);
 /* Nanoseconds of a tick count, with the rate calibrated against CLOCK_MONOTONIC. */
 uint64_t ml_ticks_to_ns(uint64_t ticks);
+/* Ticks per nanosecond, as well as measured so far (fixed at MPI_Finalize). */
+double ml_ticks_per_ns(void);
 uint64_t ml_clock_ns(void);
 
 /* ------------------------------------------------------------------------------- statistics */

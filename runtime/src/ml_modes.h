@@ -36,6 +36,9 @@ typedef struct ml_mode {
                                  * could not start (a bad setting, no run directory) */
     /* a thread's first MPI call, once MPI_Init is done (including the thread that called it) */
     void (*thread)(ml_thread_t *t);
+    /* MPI_Pcontrol(level), levels 0 and 1: nonzero when the mode takes the call for itself (the
+     * profile then keeps measuring: MPILENS_TRACE_PCONTROL) */
+    int (*pcontrol)(int level);
     /* MPI_Finalize, in this order: */
     void (*finalize_enter)(void); /* the wrapper is entered, before the runtime stops measuring */
     void (*finish)(void);         /* measuring stopped; before the profile is gathered */

@@ -46,6 +46,19 @@ typedef struct ml_trace_thread {
  * in the slot's seq, the mark that it waits (ml_trace_defer). Never written into the trace. */
 #define ML_SEQ_LATER (1ull << 62)
 
+/* The trace's gate (MPILENS_TRACE_WINDOW, _PCONTROL, _EXCLUDE; trace_filter.c): when
+ * ml_trace_gated is set, an event is written only when its start t0 is in the window (t0 - from <
+ * span, in ticks), tracing is not paused by MPI_Pcontrol(0), and a call's or completion's function
+ * is not left out (ml_trace_skip, one byte per function). Unset, the gate costs one test. */
+extern int ml_trace_gated;
+extern int ml_trace_paused;
+extern uint64_t ml_trace_from, ml_trace_span;
+extern unsigned char ml_trace_skip[];
+/* MPI_Pcontrol(level), 0 or 1 (the mode's pcontrol hook): with MPILENS_TRACE_PCONTROL, 1 opens the
+ * trace and 0 closes it, and the call is written either way (the reader matches messages within
+ * each phase); returns 1 then, 0 without the setting */
+int ml_trace_pcontrol(int level);
+
 /* the mode's entry in the table of modes (modes.c) */
 int ml_trace_init(void);                /* MPI_Init: open the rank's file, start the writer; says why not */
 void ml_trace_thread(ml_thread_t *t);   /* a thread's first MPI call: its buffers */

@@ -35,6 +35,7 @@ const ml_mode_t ml_modes[] = {
         .bit = ML_MODE_TRACE,
         .init = ml_trace_init,
         .thread = ml_trace_thread,
+        .pcontrol = ml_trace_pcontrol,
         .finish = ml_trace_finish,
         .emergency = ml_trace_emergency,
     },

@@ -27,6 +27,7 @@
  * used here are generated from it (ml_rundir.h). python/mpilens/trace/reader.py reads it, and
  * the 64-byte events of the older blocks the spec lists. */
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -42,6 +43,7 @@
 #include "ml_callsite.h"
 #include "ml_files.h"
 #include "ml_output.h"
+#include "ml_trace_filter.h"
 #include "trace_event.h"
 
 enum { BUF_FREE = 0, BUF_FILLING = 1, BUF_QUEUED = 2, BUF_WRITING = 3 };
@@ -61,6 +63,32 @@ static uint32_t threads_seen;
 static int64_t offset_init_ns, offset_end_ns, rtt_init_ns, rtt_end_ns;
 static uint64_t offset_init_at, offset_end_at;
 static int64_t writer_cpu_ns = -1; /* CPU time of the writer thread, once it has ended */
+static uint64_t rank0_init_end_ns; /* rank 0's CLOCK_MONOTONIC at the end of its MPI_Init */
+
+/* The gate (ml_trace.h) and the window it holds, on this rank's CLOCK_MONOTONIC (ns; until
+ * UINT64_MAX: no end). The window's ticks follow the tick rate, measured better as the run goes
+ * on: the writer thread refreshes them (refresh_window). */
+int ml_trace_gated, ml_trace_paused;
+uint64_t ml_trace_from, ml_trace_span = UINT64_MAX;
+unsigned char ml_trace_skip[ML_NFUNC];
+static uint64_t window_from_ns, window_until_ns = UINT64_MAX;
+static int windowed;
+
+static uint64_t tick_of_ns(uint64_t ns, double rate)
+{
+    const double d = ((double)ns - (double)ml_g.ns_init_end) * rate + (double)ml_g.t_init_end;
+    return d <= 0 ? 0 : d >= 1.8e19 ? UINT64_MAX : (uint64_t)d;
+}
+
+static void refresh_window(void)
+{
+    if (!windowed) return;
+    const double rate = ml_ticks_per_ns();
+    const uint64_t from = tick_of_ns(window_from_ns, rate);
+    const uint64_t until = window_until_ns == UINT64_MAX ? UINT64_MAX : tick_of_ns(window_until_ns, rate);
+    __atomic_store_n(&ml_trace_from, from, __ATOMIC_RELAXED);
+    __atomic_store_n(&ml_trace_span, until > from ? until - from : 0, __ATOMIC_RELAXED);
+}
 
 
 /* ------------------------------------------------------------------------------- writing */
@@ -137,6 +165,7 @@ static void *writer_main(void *arg)
         if (b == NULL) {
             if (stop) break;
             flush_filling();
+            refresh_window();
             continue;
         }
         int expect = BUF_QUEUED;
@@ -262,7 +291,7 @@ void ml_trace_counter(ml_thread_t *t, uint32_t id, double value)
 static int64_t measure_offset(int64_t *rtt)
 {
     const int rounds = 16;
-    int64_t offset[2] = {0, 0}; /* offset, round trip */
+    int64_t offset[3] = {0, 0, (int64_t)ml_g.ns_init_end}; /* offset, round trip, rank 0's end of MPI_Init */
     if (ml_g.rank == 0) {
         for (int r = 1; r < ml_g.size; r++) {
             uint64_t best_rtt = UINT64_MAX;
@@ -278,8 +307,8 @@ static int64_t measure_offset(int64_t *rtt)
                     best = remote - (int64_t)(a + (b - a) / 2);
                 }
             }
-            const int64_t result[2] = {best, (int64_t)best_rtt};
-            PMPI_Send(result, 2, MPI_INT64_T, r, 22, ml_g.comm);
+            const int64_t result[3] = {best, (int64_t)best_rtt, (int64_t)ml_g.ns_init_end};
+            PMPI_Send(result, 3, MPI_INT64_T, r, 22, ml_g.comm);
         }
     } else {
         for (int k = 0; k < rounds; k++) {
@@ -287,9 +316,10 @@ static int64_t measure_offset(int64_t *rtt)
             const int64_t now = (int64_t)ml_clock_ns();
             PMPI_Send(&now, 1, MPI_INT64_T, 0, 21, ml_g.comm);
         }
-        PMPI_Recv(offset, 2, MPI_INT64_T, 0, 22, ml_g.comm, MPI_STATUS_IGNORE);
+        PMPI_Recv(offset, 3, MPI_INT64_T, 0, 22, ml_g.comm, MPI_STATUS_IGNORE);
     }
     *rtt = offset[1];
+    rank0_init_end_ns = (uint64_t)offset[2];
     return offset[0];
 }
 
@@ -494,7 +524,19 @@ static void write_json_block(const char *magic, int trailer)
         ml_sink_int(&s, rtt_end_ns);
         ml_sink_text(&s, "]");
     }
-    ml_sink_text(&s, "], \"functions\": [");
+    ml_sink_text(&s, "]");
+    if (ml_trace_gated) { /* what the gate leaves out: the window on this rank's clock (ns) */
+        ml_sink_text(&s, ", \"filter\": {\"window_ns\": [");
+        ml_sink_int(&s, windowed ? (int64_t)window_from_ns : 0);
+        ml_sink_text(&s, ", ");
+        ml_sink_int(&s, windowed && window_until_ns != UINT64_MAX ? (int64_t)window_until_ns : -1);
+        ml_sink_text(&s, "], \"pcontrol\": ");
+        ml_sink_text(&s, ml_g.config.trace_pcontrol ? "true" : "false");
+        ml_sink_text(&s, ", \"exclude\": ");
+        ml_sink_json_string(&s, ml_g.config.trace_exclude);
+        ml_sink_text(&s, "}");
+    }
+    ml_sink_text(&s, ", \"functions\": [");
     for (int f = 0; f < ML_NFUNC; f++) {
         if (f) ml_sink_text(&s, ", ");
         ml_sink_json_string(&s, ml_fn_name[f]);
@@ -552,13 +594,60 @@ static int open_trace(void)
     return 0;
 }
 
+/* The gate of MPILENS_TRACE_WINDOW, _PCONTROL and _EXCLUDE (checked with the settings). The window
+ * is in seconds from the end of rank 0's MPI_Init on rank 0's clock: on this rank's clock, from
+ * rank 0's end of MPI_Init plus this rank's offset, both measured just before. */
+static void set_gate(void)
+{
+    double from_s, until_s;
+    char err[256];
+    ml_trace_window_parse(ml_g.config.trace_window, &from_s, &until_s);
+    ml_trace_exclude_parse(ml_g.config.trace_exclude, ml_trace_skip, err, sizeof err);
+    int excluded = 0;
+    for (int f = 0; f < ML_NFUNC; f++) excluded |= ml_trace_skip[f];
+    windowed = ml_g.config.trace_window[0] != 0;
+    if (windowed) {
+        const double origin = (double)rank0_init_end_ns + (double)offset_init_ns;
+        window_from_ns = (uint64_t)(origin + from_s * 1e9 > 0 ? origin + from_s * 1e9 : 0);
+        window_until_ns = isinf(until_s) ? UINT64_MAX : (uint64_t)(origin + until_s * 1e9);
+        refresh_window();
+    }
+    ml_trace_paused = ml_g.config.trace_pcontrol != 0; /* until MPI_Pcontrol(1) */
+    ml_trace_gated = windowed || excluded || ml_g.config.trace_pcontrol;
+}
+
+/* MPI_Pcontrol(level) with MPILENS_TRACE_PCONTROL: the call is written whatever the gate says, and
+ * the gate opens (1) or closes (0) around it. */
+int ml_trace_pcontrol(int level)
+{
+    if (!ml_g.config.trace_pcontrol) return 0;
+    if (level == 1) __atomic_store_n(&ml_trace_paused, 0, __ATOMIC_RELAXED);
+    ml_thread_t *t = ml_tls != NULL ? ml_tls : ml_thread_attach();
+    if (t != NULL && t->trace.on) {
+        const uint64_t now = ml_now();
+        const ml_tev_t e = {.t0 = now, .t1 = now, .kind = ML_TEV_CALL, .fn = ML_FN_MPI_Pcontrol, .dst = -1, .src = -1,
+                            .stag = level};
+        ml_trace_encode(t, &e);
+    }
+    if (level == 0) __atomic_store_n(&ml_trace_paused, 1, __ATOMIC_RELAXED);
+    return 1;
+}
+
 /* MPI_Init: the rank's file and the writer thread; the observers show calls to the trace. */
 int ml_trace_init(void)
 {
     /* collective, so every rank takes part whether its file opens or not; a rank whose file does
-     * not open stays in the mode (its finish takes part in the second exchange) writing nothing */
+     * not open, or that MPILENS_TRACE_RANKS leaves out, stays in the mode (its finish takes part
+     * in the second exchange) writing nothing */
     offset_init_ns = measure_offset(&rtt_init_ns);
     offset_init_at = ml_clock_ns();
+    int traced = 1;
+    ml_trace_ranks_parse(ml_g.config.trace_ranks, ml_g.rank, &traced); /* checked with the settings */
+    if (!traced) {
+        ml_log(1, "MPILENS_TRACE_RANKS=%s leaves this rank out of the trace", ml_g.config.trace_ranks);
+        return 0;
+    }
+    set_gate();
     if (open_trace() != 0) {
         ml_log(0, "cannot write this rank's trace into %s/trace (%s); tracing is off", ml_g.outdir, strerror(errno));
         ml_stream_close(&out);

@@ -129,8 +129,8 @@ ML_HOT void ml_tbuf_commit(ml_tbuf_t *b, ml_tfix_t *f, const uint32_t *w0, uint3
     __atomic_store_n(&b->committed, c + ((uint64_t)((const char *)w0 - (char *)w) << 30) + 1, __ATOMIC_RELEASE);
 }
 
-/* Encode one event at the end of the thread's buffer (format at the top of trace.c). */
-ML_HOT void ml_trace_emit(ml_thread_t *t, const ml_tev_t *e)
+/* Encode one event at the end of the thread's buffer (format at the top of trace.c), past the gate. */
+ML_HOT void ml_trace_encode(ml_thread_t *t, const ml_tev_t *e)
 {
     ml_tfix_t *f;
     uint32_t *w;
@@ -190,6 +190,23 @@ ML_HOT void ml_trace_emit(ml_thread_t *t, const ml_tev_t *e)
         last->site = e->site;
     }
     ml_tbuf_commit(b, f, w0, w, e->fn, flags);
+}
+
+/* Whether the gate lets an event through: fn a function (call, completion), not a region's path or a
+ * counter's id, when is_fn. */
+ML_HOT int ml_trace_keeps(uint32_t fn, int is_fn, uint64_t t0)
+{
+    return !__atomic_load_n(&ml_trace_paused, __ATOMIC_RELAXED) &&
+           t0 - __atomic_load_n(&ml_trace_from, __ATOMIC_RELAXED) < __atomic_load_n(&ml_trace_span, __ATOMIC_RELAXED) &&
+           !(is_fn && fn < ML_NFUNC && ml_trace_skip[fn]);
+}
+
+ML_HOT void ml_trace_emit(ml_thread_t *t, const ml_tev_t *e)
+{
+    if (ML_UNLIKELY(ml_trace_gated) &&
+        !ml_trace_keeps(e->fn, e->kind == ML_TEV_CALL || e->kind == ML_TEV_CALL_DONE || e->kind == ML_TEV_DONE, e->t0))
+        return;
+    ml_trace_encode(t, e);
 }
 
 ML_HOT uint32_t ml_trace_comm_uid(MPI_Comm comm)
@@ -314,6 +331,9 @@ ML_HOT void ml_trace_call_inline(ml_thread_t *t, const ml_call_t *c) { ml_trace_
  * received message. A call too long for the event's 32-bit duration is written now. */
 ML_HOT void ml_trace_defer(ml_thread_t *t, const ml_call_t *c, int32_t src, uint32_t site)
 {
+    /* the gate decides when the call is made (a phase may close before the receive completes):
+     * a call left out does not wait, and its completion is an event of its own, gated on its own */
+    if (ML_UNLIKELY(ml_trace_gated) && !ml_trace_keeps((uint32_t)c->fn, 1, c->t0)) return;
     ml_recv_slot_t *const r = t->trace.later;
     const uint64_t dur = c->t1 - c->t0;
     if (ML_UNLIKELY(dur > UINT32_MAX)) {

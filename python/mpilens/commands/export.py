@@ -30,11 +30,57 @@ def _setup(p: argparse.ArgumentParser) -> None:
             if opt.dest not in seen:
                 seen.add(opt.dest)
                 p.add_argument(*opt.flags, **opt.kwargs)
+    add_selection(p)
     p.add_argument("--json", action="store_true", help="print what was written as one JSON document")
     p.add_argument("--quiet", action="store_true", help="no progress display")
 
 
-def export(name: str, rundir: Path, out: Path, options: dict[str, Any], step: Any = None) -> dict[str, int]:
+SELECTION = ("ranks", "window", "functions", "exclude")
+
+
+def add_selection(p: argparse.ArgumentParser) -> None:
+    """The options choosing a part of a trace to export (docs/trace.md, "Trace only what is wanted")."""
+    g = p.add_argument_group("part of the trace (trace formats)")
+    g.add_argument("--ranks", metavar="LIST", help="only these ranks, as ranks and ranges (0-3,8,12-15)")
+    g.add_argument("--window", metavar="START:END",
+                   help="only the events starting in this window, in seconds of the trace's time axis (as the "
+                        "report's timeline and the exports show it): 2:5, 2: or :5")
+    g.add_argument("--functions", metavar="LIST",
+                   help="of the MPI calls, only those of these functions and classes (MPI_Send,collective); "
+                        "regions and counters stay")
+    g.add_argument("--exclude", metavar="LIST", help="leave out the calls of these functions and classes (MPI_Test,probe)")
+
+
+def select(tl: Any, selection: dict[str, str | None]) -> Any:
+    """The part of a Timeline that the selection options ask for (the timeline itself without any)."""
+    from ..trace import filters
+
+    if not any(selection.get(k) for k in SELECTION):
+        return tl
+    ranks = filters.parse_ranks(selection["ranks"], "--ranks") if selection.get("ranks") else None
+    window = filters.parse_window(selection["window"], "--window") if selection.get("window") else None
+    functions = (filters.function_ids(selection["functions"], tl.functions, tl.classes, "--functions")
+                 if selection.get("functions") else None)
+    exclude = (filters.function_ids(selection["exclude"], tl.functions, tl.classes, "--exclude")
+               if selection.get("exclude") else None)
+    if ranks and not any(a <= r <= b for a, b in ranks for r in tl.traced):
+        raise MpilensError(f"--ranks={selection['ranks']}: the trace has none of these ranks (it has "
+                           f"{_ranges(tl.traced)})")
+    return tl.select(ranks, window, functions, exclude)
+
+
+def _ranges(ranks: list[int]) -> str:
+    parts, start = [], None
+    for i, r in enumerate(ranks):
+        start = r if start is None else start
+        if i + 1 == len(ranks) or ranks[i + 1] != r + 1:
+            parts.append(str(start) if start == r else f"{start}-{r}")
+            start = None
+    return ",".join(parts) or "none"
+
+
+def export(name: str, rundir: Path, out: Path, options: dict[str, Any], step: Any = None,
+           selection: dict[str, str | None] | None = None) -> dict[str, int]:
     """Write run directory `rundir` in format `name` into `out`; return the counts written. The
     run is read through its family's reader: the trace for trace formats, the profile otherwise.
 
@@ -49,7 +95,10 @@ def export(name: str, rundir: Path, out: Path, options: dict[str, Any], step: An
     if e.source == "trace":
         from ..trace import timeline
 
-        data: Any = timeline.load(rundir, step)
+        data: Any = select(timeline.load(rundir, step), selection or {})
+    elif any((selection or {}).get(k) for k in SELECTION):
+        raise MpilensError(f"--{next(k for k in SELECTION if (selection or {}).get(k))} chooses a part of a trace; "
+                           f"{name} is written from the profile")
     else:
         data = rd.load(rundir)
         for problem in data.problems:
@@ -70,7 +119,7 @@ def cmd_export(a: argparse.Namespace) -> int:
     out = a.output if a.output is not None else e.default_output(a.rundir)
     options = {o.dest: getattr(a, o.dest) for o in e.options}
     with Steps(2 if e.source == "trace" else 1, quiet=a.quiet or e.source != "trace") as step:
-        written = export(e.name, a.rundir, out, options, step)
+        written = export(e.name, a.rundir, out, options, step, {k: getattr(a, k) for k in SELECTION})
     if a.json:
         json.dump({"run": str(a.rundir), "format": e.name, "output": str(out), "written": written}, sys.stdout,
                   indent=2)

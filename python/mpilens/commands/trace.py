@@ -19,11 +19,16 @@ def _setup(p: argparse.ArgumentParser) -> None:
     p.add_argument("rundir", type=Path)
     p.add_argument("--format", choices=exports.names("trace"), help="export the trace in this format (with -o)")
     p.add_argument("-o", "--output", type=Path, help="file (chrome: .json, parquet: .parquet) or OTF2 directory")
+    from .export import add_selection
+
+    add_selection(p)
     p.add_argument("--json", action="store_true", help="print the summary and findings as one JSON document")
     p.add_argument("--quiet", action="store_true", help="no progress display")
     p.add_argument("--estimate", action="store_true",
                    help="predict the trace a run like this one would write (its bytes per rank and in total, the "
                         "writer's CPU, the exports' sizes), from its profile: no trace needed")
+    p.add_argument("--under", metavar="SIZE",
+                   help="with --estimate: suggest filters that bring the trace under this size (500M, 2GiB)")
 
 
 @command("trace", "export a trace (chrome, parquet, otf2) and print its findings", _setup)
@@ -32,6 +37,7 @@ def cmd_trace(a: argparse.Namespace) -> int:
     from .. import exports
     from ..progress import Steps
     from ..trace import findings, timeline
+    from .export import SELECTION, select
 
     if a.estimate:
         return _estimate(a)
@@ -40,7 +46,7 @@ def cmd_trace(a: argparse.Namespace) -> int:
     if a.output and not a.format:
         raise MpilensError("-o needs --format chrome|parquet|otf2")
     with Steps(4, quiet=a.quiet) as step:
-        tl = timeline.load(a.rundir, step)
+        tl = select(timeline.load(a.rundir, step), {k: getattr(a, k) for k in SELECTION})
         step("matching messages")
         m = tl.messages
         step("findings")
@@ -55,6 +61,8 @@ def cmd_trace(a: argparse.Namespace) -> int:
                 raise MpilensError(f"cannot write {a.output}: {err.strerror}") from err
     summary = {"run": str(a.rundir), "nranks": tl.nranks, "events": int(len(tl.ev)), "messages": int(len(m.send_ev)),
                "unmatched_sends": m.unmatched_sends, "unmatched_receives": m.unmatched_recvs,
+               "message_ends_outside": m.outside, "recorded_filters": tl.filters.describe(),
+               "selection": {k: getattr(a, k) for k in SELECTION if getattr(a, k)},
                "collective_instances": int(tl.collectives.instance.max() + 1) if len(tl.collectives.instance) else 0,
                "trace_bytes": tl.file_bytes, "writer_cpu_s": tl.writer_cpu_s, "clock_error_s": tl.clock_error_s,
                "complete": tl.complete, "problems": tl.problems, "export": written,
@@ -64,8 +72,13 @@ def cmd_trace(a: argparse.Namespace) -> int:
         print()
         return 0
     print(f"mpilens trace: {a.rundir}: {summary['events']} events of {tl.nranks} ranks, {summary['messages']} messages "
-          f"matched ({m.unmatched_sends} sends and {m.unmatched_recvs} receives without a partner), "
+          f"matched ({m.unmatched_sends} sends and {m.unmatched_recvs} receives without a partner"
+          + (f"; {m.outside} ends whose partner the trace left out" if m.outside else "") + "), "
           f"{summary['collective_instances']} collective instances")
+    if tl.filters.any():
+        print("Recorded: " + "; ".join(tl.filters.describe()))
+    if summary["selection"]:
+        print("Selected: " + ", ".join(f"--{k} {v}" for k, v in summary["selection"].items()))
     size = f"Trace: {units.size(tl.file_bytes)}"
     if len(tl.ev):
         size += f", {tl.file_bytes / len(tl.ev):.1f} bytes per event"
@@ -100,6 +113,13 @@ def _estimate(a: argparse.Namespace) -> int:
     calls = {n: sum(f["calls"]) for n, f in run.profile.get("functions", {}).items()}
     top = sorted(calls.items(), key=lambda kv: -kv[1])[:5]
     est["largest"] = [{"function": n, "calls": c, "share": c / est["events"] if est["events"] else None} for n, c in top]
+    if a.under:
+        try:
+            under = units.parse_size(a.under)
+        except ValueError as err:
+            raise MpilensError(f"--under: {err}") from None
+        est["under_bytes"] = under
+        est["suggestions"] = estimate.suggest(run.profile, under, wall)
     if a.json:
         json.dump({"run": str(a.rundir), **est}, sys.stdout, indent=2)
         print()
@@ -114,4 +134,13 @@ def _estimate(a: argparse.Namespace) -> int:
     print("Exports: " + ", ".join(f"{k} {units.size(v)}" for k, v in est["exports"].items()))
     print("Most events come from: " + ", ".join(f"{x['function']} ({x['share']:.0%})" for x in est["largest"]
                                                  if x["share"] is not None))
+    if a.under:
+        if est["bytes"] <= est["under_bytes"]:
+            print(f"Under {units.size(est['under_bytes'])} already: no filter needed")
+        elif not est["suggestions"]:
+            print(f"No filter alone brings it under {units.size(est['under_bytes'])} (one rank's trace is larger)")
+        else:
+            print(f"To stay under {units.size(est['under_bytes'])}, any one of (docs/trace.md, \"Trace only what is wanted\"):")
+            for x in est["suggestions"]:
+                print(f"  --set {x['setting']}={x['value']}   about {units.size(x['bytes'])}: {x['note']}")
     return 0

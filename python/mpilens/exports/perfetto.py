@@ -732,6 +732,11 @@ def perfetto(tl: Timeline, out: Path, progress: Progress = None, call_sites: boo
             counters += _spc_counters(tl, notes)
         if "memory" in modes:
             counters += _memory_counters(tl, notes)
+    window = tl.selection.get("window")
+    if window is not None:  # an export of a time window (--window): the samples within it
+        for c in counters:
+            inside = (c.t >= window[0]) & (c.t <= window[1])
+            c.t, c.values = c.t[inside], c.values[inside]
     by_rank: dict[int, list[_Counter]] = {}
     for c in counters:
         by_rank.setdefault(c.rank, []).append(c)

@@ -81,3 +81,55 @@ def estimate(profile: dict[str, Any], wall_time_s: float | None = None) -> dict[
     if wall_time_s:
         out["writer_cpu_share"] = cpu / (wall_time_s * len(per_rank))
     return out
+
+
+# classes whose calls can be left out of a trace without losing a message or a collective: their
+# calls carry no data (a completion belongs to the function that started its operation)
+_LEAVE_OUT_FIRST = ("probe", "completion", "setup", "other")
+
+
+def suggest(profile: dict[str, Any], under_bytes: float, wall_time_s: float | None = None) -> list[dict[str, Any]]:
+    """Filters that each bring the predicted trace under under_bytes (docs/trace.md, "Trace only
+    what is wanted"): functions that carry no data left out (the largest first), the first ranks
+    only, and a window in the middle of the run (its events taken as spread evenly over the run).
+    Each is {"setting", "value", "bytes", "note"}; none when the trace fits already."""
+    est = estimate(profile)
+    total = est["bytes"]
+    if total <= under_bytes:
+        return []
+    n = int(profile["nranks"])
+    out: list[dict[str, Any]] = []
+    # functions: their calls' bytes (an operation's completion stays with the function that started it)
+    cost = []
+    for name, f in profile.get("functions", {}).items():
+        if f.get("class") in _LEAVE_OUT_FIRST:
+            cost.append((float(np.sum(np.asarray(f["calls"], dtype=np.float64))) * BYTES[0], name))
+    left, names = total, []
+    for b, name in sorted(cost, reverse=True):
+        if left <= under_bytes or b <= 0:
+            break
+        left -= b
+        names.append(name)
+    if names and left <= under_bytes:
+        out.append({"setting": "MPILENS_TRACE_EXCLUDE", "value": ",".join(names), "bytes": left,
+                    "note": "calls that carry no data; every message and collective stays"})
+    # ranks: the first k whose traces fit
+    per = [x["bytes"] for x in est["ranks"]]
+    k, acc = 0, 0.0
+    while k < n and acc + per[k] <= under_bytes:
+        acc += per[k]
+        k += 1
+    if k >= 1:
+        out.append({"setting": "MPILENS_TRACE_RANKS", "value": "0" if k == 1 else f"0-{k - 1}", "bytes": acc,
+                    "note": f"{k} of {n} ranks; messages to the others have one end"})
+    # a window: the share of the run that fits, in its middle
+    if wall_time_s:
+        fixed = BYTES[3] * n
+        share = max(0.0, (under_bytes - fixed) / max(total - fixed, 1.0))
+        if share > 0:
+            length = wall_time_s * share
+            start = (wall_time_s - length) / 2
+            out.append({"setting": "MPILENS_TRACE_WINDOW", "value": f"{start:.3g}:{start + length:.3g}",
+                        "bytes": fixed + (total - fixed) * share,
+                        "note": f"{length:.3g} s of {wall_time_s:.3g}, if the calls are spread evenly over the run"})
+    return out

@@ -126,6 +126,8 @@ def collective_waits(tl: Timeline, top: int = TOP) -> list[TraceFinding]:
     late_rank = np.full(ninst, -1)
     late_rank[c.instance[wait == 0]] = c.rank[wait == 0]
     out = []
+    # a trace of some ranks (MPILENS_TRACE_RANKS, an export's --ranks): the last of those traced
+    partial = " traced ranks (the others were not traced)" if 0 < len(tl.traced) < tl.nranks else ""
     for inst in np.argsort(-total)[:top]:
         rows = np.flatnonzero(c.instance == inst)
         w = wait[rows]
@@ -137,7 +139,7 @@ def collective_waits(tl: Timeline, top: int = TOP) -> list[TraceFinding]:
             f"Wait at collective: in {tl.functions[c.fn[waiter]]}{_at(tl, int(c.ev[waiter]))} at "
             f"{units.seconds(c.arrive[waiter])}, rank "
             f"{c.rank[waiter]} waited {units.seconds(w.max())} for rank {late_rank[inst]}, the last of "
-            f"{len(rows)} to arrive (all ranks together waited {units.seconds(total[inst])}).",
+            f"{len(rows)}{partial} to arrive (all ranks together waited {units.seconds(total[inst])}).",
             int(c.rank[waiter]), float(c.arrive[waiter]), float(w.max()), None,
             {"late_rank": int(late_rank[inst]), "participants": int(len(rows)), "total_wait_s": float(total[inst]),
              "function": tl.functions[c.fn[waiter]], "site": tl.site(int(c.ev[waiter]))}))

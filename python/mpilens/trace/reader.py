@@ -108,7 +108,10 @@ class RankTrace:
             rate = (pts[-1, 1] - pts[0, 1]) / (pts[-1, 0] - pts[0, 0])  # ns per tick
         else:
             rate = 1.0
-        ns = pts[0, 1] + (ticks.astype(np.float64) - pts[0, 0]) * rate
+        return self.ns_to_seconds(pts[0, 1] + (ticks.astype(np.float64) - pts[0, 0]) * rate)
+
+    def ns_to_seconds(self, ns: np.ndarray) -> np.ndarray:
+        """Convert times of this rank's CLOCK_MONOTONIC (ns) to seconds on rank 0's clock."""
         if self.same_host_as_rank0:
             offsets = []
         else:

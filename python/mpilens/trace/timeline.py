@@ -4,6 +4,7 @@ collective instances."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,7 +13,9 @@ from typing import Any
 import numpy as np
 
 from .. import claim, layout
+from .. import meta as meta_file
 from . import reader
+from .filters import RecordFilters
 
 COLUMNS = {"rank": np.uint32, "thread": np.uint32, "kind": np.uint16, "fn": np.uint16, "t0": np.float64,
            "t1": np.float64, "comm": np.uint32, "dst": np.int32, "src": np.int32, "stag": np.int32, "rtag": np.int32,
@@ -76,6 +79,10 @@ class Messages:
     bytes: np.ndarray
     unmatched_sends: int = 0
     unmatched_recvs: int = 0
+    # ends whose other end the trace was told to leave out: a traced rank's sends to and receives
+    # from untraced ranks (MPILENS_TRACE_RANKS), and receives of messages sent before the window or
+    # phase they were received in (MPILENS_TRACE_WINDOW, _PCONTROL); not counted as unmatched
+    outside: int = 0
 
 
 @dataclass
@@ -125,6 +132,12 @@ class Timeline:
     # and the rank's CLOCK_MONOTONIC then (ns): what other modes measured on the rank's clock
     # (counters' snapshots, memory's samples) goes on the timeline from it
     init_end: dict[int, tuple[float, int]] = field(default_factory=dict)
+    # what the runtime was told to leave out (meta.json's configuration; the window on this axis)
+    filters: RecordFilters = field(default_factory=RecordFilters)
+    traced: list[int] = field(default_factory=list)  # the ranks that wrote a trace
+    # the part of a trace an export was asked for (select): {"ranks", "window", "functions",
+    # "exclude"}, empty for the whole trace
+    selection: dict[str, Any] = field(default_factory=dict)
     _symbolised: dict[tuple[int, int, int], dict[str, Any]] | None = None
 
     def site(self, i: int) -> dict[str, Any] | None:
@@ -205,6 +218,49 @@ class Timeline:
         table = self.regions.get(rank, [])
         return table[path][1] if path < len(table) else f"region {path}"
 
+    def select(self, ranks: list[tuple[int, int]] | None = None, window: tuple[float, float] | None = None,
+               functions: set[int] | None = None, exclude: set[int] | None = None) -> Timeline:
+        """The timeline of some of its events, on the same time axis: those of the ranks listed
+        (filters.parse_ranks), starting within the window (seconds on this axis), and, of the calls
+        and completions, those of the functions given and not excluded (ids, filters.function_ids;
+        I/O events go with their calls' class). Messages and collective instances are those of the
+        whole timeline whose events are all kept: a message is never paired anew within a part."""
+        ev = self.ev
+        keep = np.ones(len(ev), bool)
+        if ranks:
+            r = ev["rank"].astype(np.int64)
+            keep &= np.logical_or.reduce([(r >= a) & (r <= b) for a, b in ranks])
+        if window is not None:
+            keep &= (ev["t0"] >= window[0]) & (ev["t0"] <= window[1])
+        fn_events = (ev["kind"] == reader.CALL) | (ev["kind"] == reader.DONE)
+        if functions is not None or exclude:
+            wanted = np.ones(len(self.functions), bool)
+            if functions is not None:
+                wanted[:] = False
+                wanted[sorted(functions)] = True
+            if exclude:
+                wanted[sorted(exclude)] = False
+            fn = np.minimum(ev["fn"], len(self.functions) - 1)
+            keep &= ~fn_events | wanted[fn]
+            io_ids = [i for i, c in enumerate(self.classes) if c == "io"]
+            if io_ids and not wanted[io_ids].any():
+                keep &= ev["kind"] != reader.IO
+        idx = np.flatnonzero(keep)
+        new_of = np.full(len(ev) + 1, -1, dtype=np.int64)
+        new_of[idx] = np.arange(len(idx))
+        m, c = self.messages, self.collectives
+        mk = (new_of[m.send_ev] >= 0) & (new_of[m.recv_ev] >= 0)
+        messages = Messages(new_of[m.send_ev[mk]], new_of[m.recv_ev[mk]], m.send_t[mk], m.recv_post_t[mk],
+                            m.recv_t[mk], m.src[mk], m.dst[mk], m.tag[mk], m.bytes[mk])
+        ck = new_of[c.ev] >= 0
+        collectives = Collectives(c.instance[ck], new_of[c.ev[ck]], c.rank[ck], c.arrive[ck], c.leave[ck],
+                                  c.last_arrival[ck], c.fn[ck])
+        kept_ranks = [r for r in self.traced if not ranks or any(a <= r <= b for a, b in ranks)]
+        return dataclasses.replace(
+            self, ev=ev[idx], traced=kept_ranks, _messages=messages, _collectives=collectives,
+            init_end={r: v for r, v in self.init_end.items() if r in kept_ranks},
+            selection={"ranks": ranks or None, "window": window, "functions": functions, "exclude": exclude})
+
     @property
     def messages(self) -> Messages:
         """The messages matched send to receive (computed on first use)."""
@@ -235,11 +291,19 @@ def load(rundir: str | Path, progress: Callable[[str], None] | None = None) -> T
     init_end: dict[int, tuple[float, int]] = {}  # rank -> (end of its MPI_Init in s, before the origin; ns0)
     left_out: list[str] = []  # ranks whose trace file cannot be read
     running = claim.still_running(rundir)
+    filters = RecordFilters.from_config((meta_file.load(rundir, []) or {}).get("config") or {})
+    window_ns: tuple[float, float] | None = None  # (from, until) on rank 0's clock, in s
+    traced: list[int] = []
     ended = "the job is still running" if running is not None else "the process was killed"
     for rt in reader.read_all(rundir, left_out, problems):
         if progress:
             progress(f"reading the trace of rank {rt.rank}")
         functions, classes = rt.functions, rt.head.get("classes", ["other"] * len(rt.functions))
+        traced.append(rt.rank)
+        window = (rt.head.get("filter") or {}).get("window_ns")
+        if window_ns is None and filters.window_setting and isinstance(window, list) and len(window) == 2:
+            lo, hi = rt.ns_to_seconds(np.array([float(window[0]), float(max(window[1], 0))]))
+            window_ns = (float(lo), float(hi) if window[1] >= 0 else np.inf)
         nranks = max(nranks, int(rt.head["nranks"]))
         problems += rt.problems
         complete &= rt.complete
@@ -298,6 +362,14 @@ def load(rundir: str | Path, progress: Callable[[str], None] | None = None) -> T
                         else "some ranks did not reach MPI_Finalize: the trace ends where they stopped")
     problems += left_out
     complete &= not left_out
+    unread = {layout.rank_of("trace", f) for f in reader.trace_files(rundir)} - set(traced) if left_out else set()
+    silent = [r for r in range(nranks) if r not in traced and r not in unread and filters.traced(r)]
+    if silent:
+        problems.append(f"{_ranks_text(silent)} wrote no trace (killed before MPI_Init, or its trace could not be "
+                        "created)")
+        complete = False
+    if window_ns is not None:
+        filters.window = (window_ns[0] - origin, window_ns[1] - origin)
     io_files: dict[int, list[str]] = {}
     if len(ev) and (ev["kind"] == reader.IO).any():  # names of the files the io events refer to
         from .. import io
@@ -312,7 +384,19 @@ def load(rundir: str | Path, progress: Callable[[str], None] | None = None) -> T
             io_files[one["rank"]] = [r.name for r in sorted(one["records"], key=lambda r: r.rec["id"])]
     return Timeline(nranks, functions, classes, ev, regions, counters, complete, problems, file_bytes, writer_cpu_s,
                     clock_error, io_files, sites=sites, rundir=Path(rundir), comms=comms, world_uid=world_uid,
-                    realtime_origin_ns=realtime, init_end=init_end)
+                    realtime_origin_ns=realtime, init_end=init_end, filters=filters, traced=sorted(traced))
+
+
+def _ranks_text(ranks: list[int]) -> str:
+    """'rank 3', 'ranks 1, 4-6'."""
+    parts, start = [], None
+    for i, r in enumerate(ranks):
+        if start is None:
+            start = r
+        if i + 1 == len(ranks) or ranks[i + 1] != r + 1:
+            parts.append(str(start) if start == r else f"{start}-{r}")
+            start = None
+    return ("rank " if len(ranks) == 1 else "ranks ") + ", ".join(parts)
 
 
 # ------------------------------------------------------------------------------------- messages
@@ -444,9 +528,47 @@ def match_messages(tl: Timeline) -> Messages:
     r_dst = ev["rank"][r_ev].astype(np.int32)
     ks = _key(s_comm, s_src, s_dst, s_tag)
     kr = _key(r_comm.astype(np.uint32), r_src.astype(np.int32), r_dst, r_tag.astype(np.int32))
+    # a filtered trace: ends whose partner the trace left out do not take part (MPILENS_TRACE_*)
+    keep_s, keep_r = np.ones(len(ks), bool), np.ones(len(kr), bool)
+    if tl.filters.ranks:
+        traced = np.asarray(tl.traced, dtype=np.int64)
+        keep_s &= np.isin(s_dst, traced)
+        keep_r &= np.isin(r_src, traced)
+    if tl.filters.cut:
+        # within a phase (MPI_Pcontrol(1) to (0)) only; and a receive completed before the first send
+        # of its key in its phase was started must be a message sent before the trace began
+        ks = _combine(ks, _phase(tl, s_src, s_time))
+        kr = _combine(kr, _phase(tl, r_dst, r_post))
+        order = np.lexsort((s_time[keep_s], ks[keep_s]))
+        keys, at = np.unique(ks[keep_s][order], return_index=True)
+        first = s_time[keep_s][order][at]  # the earliest send of each key
+        pos = np.minimum(np.searchsorted(keys, kr), max(len(keys) - 1, 0))
+        before = np.where(len(keys) > 0, first[pos] if len(keys) else 0.0, np.inf)
+        before = np.where((keys[pos] == kr) if len(keys) else False, before, np.inf)
+        slack = max([e for e in tl.clock_error_s.values() if e is not None], default=0.0) + 1e-6
+        keep_r &= ~(r_done < before - slack)
+    outside = int((~keep_s).sum() + (~keep_r).sum())
+    ks, s_time, s_ev, s_src, s_dst, s_tag, s_bytes = (a[keep_s] for a in (ks, s_time, s_ev, s_src, s_dst, s_tag, s_bytes))
+    kr, r_post, r_ev, r_done = (a[keep_r] for a in (kr, r_post, r_ev, r_done))
     si, ri, us, ur = _pair(ks, s_time, kr, r_post)
     return Messages(s_ev[si], r_ev[ri], s_time[si], r_post[ri], r_done[ri], s_src[si], s_dst[si], s_tag[si],
-                    s_bytes[si], us, ur)
+                    s_bytes[si], us, ur, outside)
+
+
+def _phase(tl: Timeline, ranks: np.ndarray, times: np.ndarray) -> np.ndarray:
+    """Per (rank, time): how many MPI_Pcontrol(1) calls its rank made up to that time (the phase of
+    a trace recorded with MPILENS_TRACE_PCONTROL; 0 for a window)."""
+    out = np.zeros(len(ranks), dtype=np.int64)
+    if not tl.filters.pcontrol or "MPI_Pcontrol" not in tl.functions:
+        return out
+    ev = tl.ev
+    opens = np.flatnonzero((ev["kind"] == reader.CALL) & (ev["fn"] == tl.functions.index("MPI_Pcontrol"))
+                           & (ev["stag"] == 1))
+    for r in np.unique(ranks):
+        at = ranks == r
+        t = np.sort(ev["t0"][opens[ev["rank"][opens] == r]])
+        out[at] = np.searchsorted(t, times[at], side="right")
+    return out
 
 
 # ------------------------------------------------------------------------------------- collectives
