@@ -529,10 +529,15 @@ def lean_block(f: standard.StdFunction, sem: Semantics, call: str) -> list[str]:
     own that returns, so that its `ml_t` is the name the accounting lines use. The general path
     below it handles everything else."""
     ind = " " * 12
+    # a blocking call whose events MPILENS_TRACE_EXCLUDE leaves out takes the profile's copy: it then
+    # costs what the profile costs (a call that starts an operation keeps trace mode's, whose
+    # numbering its completion's event needs; the gate drops its call's event)
+    plain = "ML_LIKELY(ml_v == 0)" if sem.request is not None else \
+        f"(ML_LIKELY(ml_v == 0) || (ml_v == ML_LEAN_TRACED && ml_trace_skip[ML_FN_{f.name}]))"
     return ["    {",
             "        uint32_t ml_v;",
             "        ml_thread_t *const ml_t = ml_lean_enter(&ml_v);",
-            "        if (ML_LIKELY(ml_t != NULL) && ML_LIKELY(ml_v == 0)) {",
+            f"        if (ML_LIKELY(ml_t != NULL) && {plain}) {{",
             *(ind + line for line in lean_body(f, sem, call, False, "0")),
             "        }",
             "        if (ml_t != NULL && ml_v == ML_LEAN_SAMPLED) {",
