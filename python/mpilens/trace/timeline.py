@@ -546,7 +546,16 @@ def match_messages(tl: Timeline) -> Messages:
         before = np.where(len(keys) > 0, first[pos] if len(keys) else 0.0, np.inf)
         before = np.where((keys[pos] == kr) if len(keys) else False, before, np.inf)
         slack = max([e for e in tl.clock_error_s.values() if e is not None], default=0.0) + 1e-6
+        # and a send started after the last receive of its key in its phase completed must be
+        # received after the trace ended
+        order = np.lexsort((r_done[keep_r], kr[keep_r]))
+        rkeys = kr[keep_r][order]
+        last_at = np.r_[np.flatnonzero(rkeys[1:] != rkeys[:-1]), len(rkeys) - 1] if len(rkeys) else np.empty(0, int)
+        rkeys, last = rkeys[last_at], r_done[keep_r][order][last_at]  # the latest completion of each key
+        pos = np.minimum(np.searchsorted(rkeys, ks), max(len(rkeys) - 1, 0))
+        after = np.where((rkeys[pos] == ks) if len(rkeys) else False, last[pos] if len(rkeys) else 0.0, -np.inf)
         keep_r &= ~(r_done < before - slack)
+        keep_s &= ~(s_time > after + slack)
     outside = int((~keep_s).sum() + (~keep_r).sum())
     ks, s_time, s_ev, s_src, s_dst, s_tag, s_bytes = (a[keep_s] for a in (ks, s_time, s_ev, s_src, s_dst, s_tag, s_bytes))
     kr, r_post, r_ev, r_done = (a[keep_r] for a in (kr, r_post, r_ev, r_done))
