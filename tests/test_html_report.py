@@ -178,3 +178,25 @@ def test_png_figures(tmp_path):
     for f in (tmp_path / "png").iterdir():
         with Image.open(f) as im:
             assert im.format == "PNG" and im.size[0] >= 800
+
+
+def test_timeline_of_a_large_trace_is_drawn_per_time_bin(tmp_path, browser):
+    """ring 12000 64 on 4 ranks in trace mode: 96,000 sends and receives, more than the page draws one
+    by one, so the overview is per time bin; hovering rank 0's row in the middle of the run names
+    the share of the bin in point-to-point calls (the ring does nothing else)."""
+    job = run_example("openmpi", "ring", 4, tmp_path, ["12000", "64"], settings={"MPILENS_MODE": "trace"})
+    page = Page(browser, report_html(job.rundir, tmp_path / "trace.html"))
+    page.assert_clean()
+    p = page.page
+    data = p.evaluate("ML.data.timeline")
+    assert data["bins"]["n"] >= 16 and len(data["bins"]["shares"]) == len(data["rows"]) == 4
+    assert "the share of the bin in each class of calls" in p.locator("#timeline").inner_text()
+    assert "mpilens export perfetto" in p.locator("#timeline").inner_text()
+    canvas = p.locator("#timeline-chart canvas")
+    canvas.scroll_into_view_if_needed()
+    box = canvas.bounding_box()
+    p.mouse.move(box["x"] + 90 + (box["width"] - 98) / 2, box["y"] + 4 + 20)
+    tip = p.locator(".ml-tip").inner_text()
+    assert tip.startswith("rank 0, the ") and "in MPI: p2p" in tip, tip
+    assert (tmp_path / "trace.html").stat().st_size < 10e6
+    page.close()

@@ -97,6 +97,7 @@ class RecordFilters:
         return bool(self.window_setting) or self.pcontrol
 
     def any(self) -> bool:
+        """Whether the runtime was told to leave anything out."""
         return bool(self.ranks or self.window_setting or self.pcontrol or self.exclude)
 
     def traced(self, rank: int) -> bool:

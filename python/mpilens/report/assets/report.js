@@ -221,8 +221,14 @@ const ML = (() => {
   }
 
   /* Timeline: {end, rows, bars: [[row, t0, t1, class, fn]], arrows: [[row0, t0, row1, t1, bytes]],
-     classes, colors, functions}. Drag to zoom into a time window, double-click to zoom out. */
+     classes, colors, functions, bins}. bins (a trace with more calls than bars): {n, width, shares:
+     per row, base64 of [class][bin] bytes, 255 = the whole bin in that class}; while more than
+     BIN_VIEW bins are in view they are drawn (stacked shares per bin), closer in the bars (the
+     longest calls). Drag to zoom into a time window, double-click to zoom out. */
+  const BIN_VIEW = 64;
   function timeline(el, d) {
+    const nc = d.classes.length;
+    const shares = d.bins ? d.bins.shares.map(b => Uint8Array.from(atob(b), ch => ch.charCodeAt(0))) : null;
     const rowH = Math.max(18, Math.min(40, Math.floor(320 / Math.max(d.rows.length, 1)))), left = 90, top = 4, axis = 22;
     const width = Math.max(400, el.clientWidth || 900), height = top + rowH * d.rows.length + axis;
     const [c, g] = canvasFor(el, width, height);
@@ -233,7 +239,25 @@ const ML = (() => {
       g.font = "11px sans-serif";
       g.fillStyle = "#555";
       d.rows.forEach((name, i) => g.fillText(name, 4, top + i * rowH + rowH / 2 + 4));
-      for (const [row, a, b, cls] of d.bars) {
+      if (binned()) {
+        const n = d.bins.n, w = d.bins.width;
+        const k0 = Math.max(0, Math.floor(t0 / w)), k1 = Math.min(n - 1, Math.ceil(t1 / w));
+        shares.forEach((sh, row) => {
+          const base = top + row * rowH + rowH - 2, h = rowH - 4;
+          for (let k = k0; k <= k1; k++) {
+            const xa = Math.max(x(k * w), left), xb = x((k + 1) * w);
+            let y = base;
+            for (let c = 0; c < nc; c++) {
+              const v = sh[c * n + k];
+              if (!v) continue;
+              const hh = v / 255 * h;
+              g.fillStyle = d.colors[c];
+              g.fillRect(xa, y - hh, Math.max(xb - xa, 0.6), hh);
+              y -= hh;
+            }
+          }
+        });
+      } else for (const [row, a, b, cls] of d.bars) {
         if (b < t0 || a > t1) continue;
         g.fillStyle = d.colors[cls];
         const xa = Math.max(x(a), left);
@@ -241,7 +265,8 @@ const ML = (() => {
       }
       g.strokeStyle = "rgba(30,30,30,0.45)";
       g.lineWidth = 0.8;
-      for (const [r0, a, r1, b] of d.arrows) {
+      // per time bin, arrows would hide the shares: they come with the calls, zoomed in
+      if (!binned()) for (const [r0, a, r1, b] of d.arrows) {
         if (b < t0 || a > t1) continue;
         const xa = x(a), xb = x(b), ya = top + r0 * rowH + rowH / 2, yb = top + r1 * rowH + rowH / 2;
         g.beginPath(); g.moveTo(xa, ya); g.lineTo(xb, yb); g.stroke();
@@ -258,6 +283,7 @@ const ML = (() => {
       }
       if (sel) { g.fillStyle = "rgba(72,120,168,0.15)"; g.fillRect(Math.min(sel[0], sel[1]), 0, Math.abs(sel[1] - sel[0]), height - axis); }
     }
+    function binned() { return shares !== null && (t1 - t0) / d.bins.width > BIN_VIEW; }
     draw();
     const tAt = px => t0 + (px - left) / (width - left - 8) * (t1 - t0);
     c.addEventListener("mousedown", ev => { dragFrom = ev.offsetX; });
@@ -272,6 +298,13 @@ const ML = (() => {
     c.addEventListener("mousemove", ev => {
       if (dragFrom !== null) return draw([dragFrom, ev.offsetX]);
       const row = Math.floor((ev.offsetY - top) / rowH), t = tAt(ev.offsetX), tol = 3 * (t1 - t0) / width;
+      if (binned() && row >= 0 && row < d.rows.length && t >= 0) {
+        const n = d.bins.n, k = Math.min(n - 1, Math.floor(t / d.bins.width)), sh = shares[row];
+        const parts = d.classes.map((c, i) => [c, sh[i * n + k]]).filter(p => p[1] > 0)
+          .map(p => `${p[0]} ${Math.round(p[1] / 2.55)}%`);
+        return showTip(ev, `<b>${d.rows[row]}</b>, the ${fmt.s(d.bins.width)} from ${fmt.s(k * d.bins.width)}<br>` +
+          (parts.length ? `in MPI: ${parts.join(", ")}` : "no MPI call"));
+      }
       const hit = d.bars.find(b => b[0] === row && b[1] - tol <= t && t <= b[2] + tol);
       if (!hit) return hideTip();
       showTip(ev, `<b>${d.functions[hit[4]]}</b> (${d.rows[row]})<br>at ${fmt.s(hit[1])}, ${fmt.s(hit[2] - hit[1])}`);

@@ -4,6 +4,7 @@ durations, gaps)."""
 
 from __future__ import annotations
 
+import base64
 from html import escape
 from typing import Any
 
@@ -12,8 +13,12 @@ import numpy as np
 from ... import units
 from . import Context, Figure, Section, legend, section
 
-MAX_BARS = 40_000  # calls drawn; shorter ones are merged away first
+MAX_BARS = 40_000  # calls drawn one by one; beyond, the overview is per time bin (the longest calls kept)
 MAX_ARROWS = 1_500
+# time bins of the overview of a trace with more calls than MAX_BARS; fewer when there are many rows,
+# so that the page stays a few MB whatever the trace's size (rows x classes x bins bytes)
+BINS = 1_000
+MAX_BIN_BYTES = 4_000_000
 CLASS_COLORS = {"p2p": "#5b8db8", "collective": "#c8553d", "completion": "#e3a33b", "rma": "#8e6bb8",
                 "io": "#5aa469", "probe": "#9aa0a6", "setup": "#b9bec4", "other": "#b9bec4"}
 
@@ -54,10 +59,16 @@ def chart_data(tl: Any) -> dict[str, Any]:
     ends = np.concatenate([calls, m.send_ev, m.recv_ev]).astype(np.int64)
     rows = sorted({(int(r), int(t)) for r, t in zip(ev["rank"][ends], ev["thread"][ends])})
     row_of = {rt: i for i, rt in enumerate(rows)}
-    if len(calls) > MAX_BARS:  # keep the longest calls: the short ones would be below a pixel
-        calls = calls[np.argsort(-dur)[:MAX_BARS]]
     classes = sorted(set(tl.classes))
     cls_index = np.array([classes.index(c) for c in tl.classes], dtype=np.int32)
+    bins = None
+    if len(calls) > MAX_BARS:  # the overview per time bin; one by one, the longest calls (zoomed in)
+        keys = (ev["rank"][calls].astype(np.int64) << 32) | ev["thread"][calls].astype(np.int64)
+        uniq, inv = np.unique(keys, return_inverse=True)
+        row = np.array([row_of[(int(k) >> 32, int(k) & 0xFFFFFFFF)] for k in uniq], dtype=np.int64)[inv]
+        bins = bin_shares(row, cls_index[ev["fn"][calls]], ev["t0"][calls], ev["t1"][calls], len(rows), len(classes),
+                          end)
+        calls = calls[np.argsort(-dur)[:MAX_BARS]]
     used_fn = sorted(set(ev["fn"][calls].tolist()))
     fn_index = {f: i for i, f in enumerate(used_fn)}
     bars = [[row_of[(int(r), int(t))], round(float(a), 9), round(float(b), 9), int(cls_index[f]), fn_index[int(f)]]
@@ -72,7 +83,33 @@ def chart_data(tl: Any) -> dict[str, Any]:
                round(float(max(m.recv_t[k], m.send_t[k])), 9), int(m.bytes[k])] for k in pick]
     return {"end": end, "rows": [f"rank {r}" + (f" t{t}" if t else "") for r, t in rows], "bars": bars,
             "arrows": arrows, "classes": classes, "colors": [CLASS_COLORS.get(c, "#999") for c in classes],
-            "functions": [tl.functions[f] for f in used_fn], "sampled_arrows": len(m.send_ev) > MAX_ARROWS}
+            "functions": [tl.functions[f] for f in used_fn], "sampled_arrows": len(m.send_ev) > MAX_ARROWS,
+            "bins": bins}
+
+
+def bin_shares(row: np.ndarray, cls: np.ndarray, t0: np.ndarray, t1: np.ndarray, nrows: int, nclasses: int,
+               end: float) -> dict[str, Any]:
+    """The share of each time bin that each row spent in calls of each class: {"n": bins, "width": s,
+    "shares": per row, base64 of uint8 [class][bin] (255: the whole bin)}. A call's time is split
+    exactly among the bins it overlaps."""
+    n = max(16, min(BINS, MAX_BIN_BYTES // max(nrows * nclasses, 1)))
+    width = (end or 1.0) / n
+    cover = np.zeros((nrows, nclasses, n + 1))
+    a, b = np.clip(t0 / width, 0, n), np.clip(np.maximum(t1, t0) / width, 0, n)  # in bins
+    first, last = np.minimum(a.astype(np.int64), n - 1), np.minimum(b.astype(np.int64), n - 1)
+    one = first == last
+    np.add.at(cover, (row[one], cls[one], first[one]), b[one] - a[one])
+    many = ~one
+    r, c, f, la = row[many], cls[many], first[many], last[many]
+    np.add.at(cover, (r, c, f), f + 1 - a[many])  # the first bin's part, the last bin's part
+    np.add.at(cover, (r, c, la), b[many] - la)
+    # whole bins in between: +1 from the bin after the first, -1 from the last, summed along time
+    full = np.zeros_like(cover)
+    np.add.at(full, (r, c, f + 1), 1.0)
+    np.add.at(full, (r, c, la), -1.0)
+    cover += np.cumsum(full, axis=2)
+    share = np.rint(np.clip(cover[:, :, :n], 0, 1) * 255).astype(np.uint8)
+    return {"n": n, "width": width, "shares": [base64.b64encode(share[i].tobytes()).decode() for i in range(nrows)]}
 
 
 def cost(tl: Any) -> str:
@@ -130,13 +167,18 @@ class TimelineSection(Section):
         table = ('<table class="ml-sortable" id="trace-findings"><thead><tr><th>Kind</th><th>Rank</th><th>When</th>'
                  f'<th>Duration</th><th>Size</th><th class="l">What</th></tr></thead><tbody>{rows}</tbody></table>'
                  if rows else "<p>No late partner, collective wait, irregular duration or gap stands out.</p>")
-        note = " (a sample of the arrows is drawn)" if ctx.data["timeline"]["sampled_arrows"] else ""
+        data = ctx.data["timeline"]
+        note = " (a sample of the arrows is drawn)" if data["sampled_arrows"] else ""
+        binned = "" if data["bins"] is None else (
+            f"Each rank's calls are shown per time bin of {units.seconds(data['bins']['width'])} (the share of the bin "
+            f"in each class of calls); zoomed in, the {len(data['bars']):,} longest calls are drawn one by one. ")
         return (f'<div class="legend">{keys}<span>&rarr; messages{note}</span></div>'
                 '<div data-chart="timeline" data-key="timeline" id="timeline-chart"></div>'
                 f'<p class="note">{len(tl.ev):,} events, {len(m.send_ev):,} messages matched send to receive '
-                f"({m.unmatched_sends} sends and {m.unmatched_recvs} receives without a partner). {cost(tl)}Drag to zoom, "
-                "double-click to zoom out, hover for details. Export for Perfetto: <code>mpilens export chrome RUNDIR "
-                "-o trace.json</code>.</p>" + table)
+                f"({m.unmatched_sends} sends and {m.unmatched_recvs} receives without a partner). {cost(tl)}{binned}"
+                "Drag to zoom, double-click to zoom out, hover for details. Every event, in Perfetto (ui.perfetto.dev): "
+                f"<code>mpilens export perfetto {escape(str(tl.rundir or 'RUNDIR'))} -o run.perfetto-trace</code>.</p>"
+                + table)
 
     def figures(self, ctx: Context) -> list[Figure]:
         tl = timeline_of(ctx)
