@@ -156,6 +156,8 @@ $(BUILD)/%/tests/test_tables: tests/c/test_tables.c tests/c/unit.h $(BUILD)/%/ge
 # the fast tier: lint and every test that starts no MPI job, no application and no browser
 # (pytest.ini lists the markers; tests/conftest.py fails a test of this tier that starts one anyway)
 FAST := not (mpi or apps or slurm or hosts or browser or matrix or install)
+# parallel test workers of `make test` (one module each; the `serial` modules then run alone)
+TEST_WORKERS ?= 2
 check: all units
 	$(VENV)/bin/ruff check python tests bench
 	MPILENS_TEST_TIER=check $(VENV)/bin/python -m pytest -q -m "$(FAST)" tests
@@ -172,7 +174,8 @@ test: deps
 	$(MAKE) mpis all units
 	$(MAKE) runtime
 	$(VENV)/bin/ruff check python tests bench
-	$(VENV)/bin/python -m pytest -q tests
+	$(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not serial" tests
+	$(VENV)/bin/python -m pytest -q -p no:xdist -m serial tests
 
 # mpilens in a prefix, without root (scripts/install-prefix.py; docs/install.md): the runtime for
 # MPICC's MPI (else mpicc on PATH), the package in the prefix's own Python environment, modulefiles

@@ -217,11 +217,24 @@ _BROWSERS = re.compile(r"^(chromium|chrome|headless_shell)$")
 _APPS = re.compile(r"^(lmp|lmp_\w+|NP\w+|hpcc|IMB-\w+)$")
 
 
+# The modules whose tests run alone, marked `serial`: `make test` runs the others on parallel
+# workers first (pytest-xdist, one module per worker), then these one at a time. Their
+# expectations hold against this machine's timing (injected delays and imbalance, measured
+# variability, kill and time-limit timing, live readings, a trace window), or they run real
+# applications whose busy-polling ranks would slow whatever runs beside them, or they take the
+# machine's single resources (test hosts, Slurm). A test added elsewhere must not depend on timing.
+SERIAL = {"test_apps", "test_compare", "test_hosts", "test_hotpath", "test_html_report", "test_imbalance",
+          "test_killed", "test_model_runs", "test_quo", "test_regions_pcontrol", "test_slurm", "test_spc",
+          "test_time_sample", "test_trace", "test_trace_filters", "test_counters_intervals"}
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         for fixture, need in FIXTURE_NEEDS.items():
             if fixture in getattr(item, "fixturenames", ()):
                 item.add_marker(need)
+        if item.module is not None and item.module.__name__.rsplit(".", 1)[-1] in SERIAL:
+            item.add_marker("serial")
 
 
 def started_job(args) -> str | None:
