@@ -222,10 +222,18 @@ _APPS = re.compile(r"^(lmp|lmp_\w+|NP\w+|hpcc|IMB-\w+)$")
 # expectations hold against this machine's timing (injected delays and imbalance, measured
 # variability, kill and time-limit timing, live readings, a trace window), or they run real
 # applications whose busy-polling ranks would slow whatever runs beside them, or they take the
-# machine's single resources (test hosts, Slurm). A test added elsewhere must not depend on timing.
-SERIAL = {"test_apps", "test_compare", "test_hosts", "test_hotpath", "test_html_report", "test_imbalance",
-          "test_killed", "test_model_runs", "test_quo", "test_regions_pcontrol", "test_slurm", "test_spc",
-          "test_time_sample", "test_trace", "test_trace_filters", "test_counters_intervals"}
+# machine's single resources (test hosts, Slurm). Whole modules, or module::test. A test added
+# elsewhere must not depend on timing.
+SERIAL = {"test_apps", "test_compare", "test_hosts", "test_html_report", "test_imbalance", "test_killed",
+          "test_model_runs", "test_regions_pcontrol", "test_slurm", "test_spc", "test_time_sample",
+          "test_counters_intervals", "test_trace_filters::test_time_window",
+          "test_hotpath::test_lammps_benchmark_runs_a_setting_in_the_mode_it_names",
+          "test_quo::test_quiesced_ranks_sleep", "test_quo::test_bindings_applied_on_this_machine",
+          "test_quo::test_coupled_example_same_result_in_every_mode",
+          *(f"test_trace::{t}" for t in ("test_late_sender", "test_late_burst_is_one_finding", "test_late_receiver",
+                                         "test_report_names_the_late_sender", "test_late_barrier",
+                                         "test_balanced_halo_has_no_late_partner", "test_lammps_trace",
+                                         "test_killed_job_leaves_a_readable_trace"))}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -233,7 +241,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for fixture, need in FIXTURE_NEEDS.items():
             if fixture in getattr(item, "fixturenames", ()):
                 item.add_marker(need)
-        if item.module is not None and item.module.__name__.rsplit(".", 1)[-1] in SERIAL:
+        module = item.module.__name__.rsplit(".", 1)[-1] if item.module is not None else ""
+        if module in SERIAL or f"{module}::{getattr(item, 'originalname', item.name)}" in SERIAL:
             item.add_marker("serial")
 
 
