@@ -402,3 +402,26 @@ def test_a_program_whose_mpi_ldd_cannot_find_is_known_by_its_soname(monkeypatch)
     monkeypatch.delenv("LD_LIBRARY_PATH", raising=False)
     assert "libmpi.so.12 => not found" in subprocess.run(["ldd", exe], capture_output=True, text=True).stdout
     assert launch.program_mpi(exe) == ("mpich", "links libmpi.so.12 (not found by ldd here)")
+
+
+@pytest.mark.matrix
+@pytest.mark.parametrize("mpi,cvar", [("openmpi5", "btl_sm_eager_limit"),
+                                      ("mpich5", "MPIR_CVAR_CH4_SHM_POSIX_IQUEUE_CELL_SIZE")])
+def test_recommendation_quotes_the_jobs_own_mpi(mpi, cvar, tmp_path):
+    """halo3d with 160 KiB faces, above every eager limit: `mpilens mpit recommend` names the cvar the
+    job's MPI has (Open MPI 5 calls vader sm) and, as its current value, the default that MPI's own
+    MPI_T reports (`mpit list --program`), not the one of Debian's MPI of the family."""
+    exe = str(example(mpi, "halo3d"))
+    env = matrix_env(mpi)
+    listed = subprocess.run([str(MPILENS), "mpit", "list", "--program", exe, "--match", f"^{cvar}$", "--json"], env=env,
+                            capture_output=True, text=True, timeout=120, check=True)
+    (own,) = json.loads(listed.stdout)["cvars"]
+    job = mpilens_run(mpi, [*launcher(mpi, 4), exe, "163840", "30", "10"], tmp_path)
+    rec = subprocess.run([str(MPILENS), "mpit", "recommend", str(job.rundir), "--rule", "eager", "--json"], env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert rec.returncode == 0, rec.stderr
+    (r,) = json.loads(rec.stdout)["recommendations"]
+    assert r["status"] == "fired", r
+    (one,) = r["recommendations"]
+    assert one["setting"] == cvar and one["current"] == own["value"], (one, own)
+    assert f"{cvar} = {own['value']} bytes" in r["evidence"][0]

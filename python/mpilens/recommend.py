@@ -114,6 +114,8 @@ def current_value(ctx: RuleContext, name: str) -> str | None:
 def eager_setting(ctx: RuleContext) -> tuple[str, str, list[str]]:
     """(cvar, how it is named for the user, notes) of the eager/rendezvous switch of the MPI in use."""
     if ctx.mpi == "openmpi":
+        if ctx.single_host and ctx.cvar_default("btl_sm_eager_limit") is not None:  # Open MPI 5: vader is sm
+            return "btl_sm_eager_limit", "Open MPI shared-memory BTL (sm) eager limit", []
         if ctx.single_host:
             return "btl_vader_eager_limit", "Open MPI shared-memory BTL (vader) eager limit", []
         return "btl_tcp_eager_limit", "Open MPI TCP BTL eager limit", [
@@ -306,13 +308,24 @@ def context(path: Any) -> RuleContext:
     hosts = meta.get("hosts") or []
     defaults: dict[str, str | None] = {}
 
+    # a default is the job's MPI's: asked of the library the job ran on (meta.json's mpi.path) where
+    # this machine has it, else of this installation's MPI when it is the same MPI; else unknown
+    bound = (meta.get("mpi") or {}).get("path")
+    library = bound if isinstance(bound, str) and bound and Path(bound).is_file() else None
+
+    def same_mpi(doc: dict[str, Any]) -> bool:
+        return library is not None or " ".join(str(doc.get("library", "")).split()) == " ".join(lib.split())
+
     def default(name: str) -> str | None:
         if name not in defaults:
             defaults[name] = None
             if m.mpi in MPI_FLAVORS:
                 try:
                     for init in (True, False):
-                        for c in list_variables(m.mpi, init)["cvars"]:
+                        doc = list_variables(m.mpi, init, library)
+                        if not same_mpi(doc):
+                            break
+                        for c in doc["cvars"]:
                             if c["name"] == name and c.get("value") is not None:
                                 defaults[name] = c["value"]
                                 break
