@@ -22,6 +22,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import struct
 import subprocess
 import sys
@@ -478,3 +479,44 @@ def lammps_indent(work: Path, steps: int) -> tuple[str, list[str]]:
     (work / "in.indent").write_text(text.replace("run\t\t30000", f"run\t\t{steps}")
                                     .replace("thermo\t\t1000", "thermo\t\t500"))
     return mpi, [exe, "-in", str(work / "in.indent")]
+
+
+# ------------------------------------------------------------------------------------------ Slurm
+SLURM = ROOT / "scripts" / "slurm.sh"
+
+
+def free_port_pair() -> int:
+    """A port p such that p..p+2 are free (slurmctld and two slurmds)."""
+    for _ in range(50):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            p = s.getsockname()[1]
+        if p + 2 >= 65535:
+            continue
+        ok = True
+        for q in (p + 1, p + 2):
+            with socket.socket() as s:
+                try:
+                    s.bind(("0.0.0.0", q))
+                except OSError:
+                    ok = False
+        if ok:
+            return p
+    raise RuntimeError("no free ports")
+
+
+@pytest.fixture(scope="module")
+def slurm(tmp_path_factory):
+    """The cluster's environment: SLURM_CONF and the job environment of the tests."""
+    d = tmp_path_factory.mktemp("slurm") / "cluster"
+    env = dict(os.environ, MPILENS_SLURM_DIR=str(d), MPILENS_SLURM_NODES="2", MPILENS_SLURM_PORT=str(free_port_pair()))
+    with machine_lock("slurm"):  # munge and Slurm's daemons: one suite at a time
+        up = subprocess.run([str(SLURM), "up"], env=env, capture_output=True, text=True, timeout=300)
+        assert up.returncode == 0, up.stderr + up.stdout
+        line = up.stdout.strip().splitlines()[-1]
+        assert line == f"export SLURM_CONF={d}/slurm.conf", up.stdout
+        try:
+            yield job_env(SLURM_CONF=f"{d}/slurm.conf")
+        finally:
+            subprocess.run([str(SLURM), "down"], env=env, capture_output=True, timeout=120)
+            assert not d.exists()
