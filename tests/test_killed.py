@@ -415,3 +415,24 @@ def test_mpi_io_of_killed_ranks(mpi, tmp_path):
     assert Path(f["name"]).resolve() == data.resolve() and f["ranks"] == list(range(np))
     assert f["bytes_written"] == len(written) and f["writes"]["independent_blocking"] == 5 * np
     assert f["opens"] == np and f["closes"] == 0
+
+
+@pytest.mark.parametrize("mpi", MPIS)
+def test_killed_during_the_finalize_merge(mpi, tmp_path):
+    """ring 7 512 on 3 ranks (7 MPI_Send and 7 MPI_Recv of 512 bytes per rank, one MPI_Allreduce):
+    rank 0 is killed as it puts the merged profile in place (tests/data/die_at_profile.c, preloaded
+    after the runtime), the others waiting for it in MPI_Finalize, then ended by the launcher. The
+    half-done profile is not taken for one; every rank is reported with all of its calls."""
+    shim = tmp_path / "libdie.so"
+    subprocess.run(["cc", "-shared", "-fPIC", "-O2", "-o", str(shim), str(Path(__file__).parent / "data" /
+                                                                             "die_at_profile.c"), "-ldl"], check=True)
+    argv = launcher(mpi, 3) + [str(example(mpi, "ring")), "7", "512"]
+    job = mpilens_run(mpi, argv, tmp_path, env=job_env(LD_PRELOAD=str(shim)), check=False)
+    assert job.returncode != 0 and "ring: 7 messages of 512 bytes" in job.stdout, job.stderr
+    assert not (job.rundir / "profile.json").exists() and any(job.rundir.glob("profile.json.tmp*"))
+    run = rundir.load(job.rundir)
+    assert run.source != "profile.json" and run.profile["ranks"][0]["ended_by"] == "killed"
+    p = run.profile
+    assert fn(p, "MPI_Send", "calls") == [7] * 3 and fn(p, "MPI_Recv", "bytes_recv") == [7 * 512] * 3
+    assert fn(p, "MPI_Allreduce", "calls") == [1] * 3
+    assert report_json(job.rundir)["measured_ranks"] == 3
