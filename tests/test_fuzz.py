@@ -101,6 +101,9 @@ COMMANDS = {
     # exports: a file, or one clear error (their output is not compared)
     "chrome": lambda d: ["export", "chrome", str(d), "-o", str(d.parent / "out.json"), "--quiet"],
     "hatchet": lambda d: ["export", "hatchet", str(d), "-o", str(d.parent / "out.hatchet.json"), "--quiet"],
+    "perfetto": lambda d: ["export", "perfetto", str(d), "-o", str(d.parent / "out.perfetto-trace"), "--quiet"],
+    "caliper": lambda d: ["export", "caliper", str(d), "-o", str(d.parent / "out.caliper.json"), "--quiet"],
+    "estimate": lambda d: ["trace", str(d), "--estimate", "--under", "1K", "--json"],
 }
 COMPARED = {"report", "trace", "imbalance", "counters", "memory", "mpit"}
 
@@ -133,11 +136,11 @@ def _files(name: str) -> list[str]:
 # the commands that read each run's data (the others end at once with one error, which the
 # undamaged runs' tests check); the JSON damages only for JSON files (on a binary file they are
 # one more garbling)
-READERS = {"ring-trace-openmpi": ["report", "trace", "imbalance", "chrome", "hatchet"],
-           "aborted-openmpi": ["report", "imbalance", "hatchet"],
+READERS = {"ring-trace-openmpi": ["report", "trace", "imbalance", "chrome", "hatchet", "perfetto", "estimate"],
+           "aborted-openmpi": ["report", "imbalance", "hatchet", "caliper"],
            # two of its ranks killed by the launcher's SIGKILL: recovered from ranks/*.stats
            "aborted-mpich": ["report", "imbalance"],
-           "late_sender-mpich": ["report", "trace", "chrome"],
+           "late_sender-mpich": ["report", "trace", "chrome", "perfetto"],
            "modes-openmpi": ["report", "counters", "memory", "mpit"]}
 JSON_ONLY = {"types", "array"}
 CASES = [pytest.param(n, f, d, id=f"{n}:{f}:{d}") for n in RUN_NAMES for f in _files(n) for d in DAMAGE
