@@ -1,0 +1,189 @@
+#!/usr/bin/env python3
+"""mpilens beside the tools users would pick instead, measured in one sitting. Today: mpiP (LLNL's
+PMPI profiler), built from its source archive in ../shared/peers (bench/peers.py build; cached under
+build/peers/, one build per MPI), against the 8-byte ping-pong and the message rate of
+bench/overhead.py.
+
+Each round runs, in a fresh random order, the plain programs and each tool configuration:
+
+    mpilens          profile mode, every call timed (build/lib's runtime, copied first)
+    mpilens 1/64     profile mode, MPILENS_TIME_SAMPLE=64
+    mpiP -k 0        mpiP without call-site stack walks (its cheapest)
+    mpiP             mpiP's default (call sites one level deep)
+
+and compares each with the plain run of the same round (sharing the machine's drift): per
+configuration, the median over rounds of (with / without) for the 8-byte hop and the message rate,
+with bootstrap 95 % intervals. Every tool run is checked to have measured (mpilens: profile.json
+counts the calls; mpiP: its report counts them).
+
+Usage: .venv/bin/python bench/peers.py [--rounds N] [--mpi openmpi,mpich] [--json FILE]
+       .venv/bin/python bench/peers.py build [--mpi openmpi]     (prints the path of libmpiP.so)
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from overhead import (  # noqa: E402
+    MR_RE,
+    PP_RE,
+    ROOT,
+    BenchError,
+    base_env,
+    bootstrap_median_ci,
+    compile_programs,
+    copy_runtimes,
+    launcher,
+    log,
+    tool_env_args,
+)
+
+PEERS = ROOT.parent / "shared" / "peers"
+MPIP_ARCHIVE = "mpiP-*.tar.gz"
+
+
+def build_mpip(mpi: str = "openmpi") -> Path:
+    """libmpiP.so built with the MPI's compiler wrapper, once per archive and MPI (build/peers/), as
+    ../shared/peers/README.md says: no libunwind, no bfd (call sites as addresses)."""
+    archives = sorted(PEERS.glob(MPIP_ARCHIVE))
+    if not archives:
+        raise BenchError(f"no {MPIP_ARCHIVE} in {PEERS}")
+    archive = archives[-1]
+    digest = hashlib.sha256(archive.read_bytes()).hexdigest()[:12]
+    home = ROOT / "build" / "peers" / f"mpiP-{digest}-{mpi}"
+    lib = home / "libmpiP.so"
+    if lib.is_file():
+        return lib
+    with tempfile.TemporaryDirectory(dir=ROOT / "build") as tmp:
+        subprocess.run(["tar", "xzf", str(archive), "-C", tmp], check=True)
+        (src,) = [p for p in Path(tmp).iterdir() if p.is_dir()]
+        env = dict(base_env(mpi), CC=f"mpicc.{mpi}", F77=f"mpif77.{mpi}", LOGNAME="mpilens")
+        for cmd in (["./configure", "--disable-libunwind", "--disable-bfd"], ["make", "shared"]):
+            p = subprocess.run(cmd, cwd=src, env=env, capture_output=True, text=True)
+            if p.returncode != 0:
+                raise BenchError(f"building mpiP: {' '.join(cmd)} failed:\n{p.stdout[-2000:]}\n{p.stderr[-2000:]}")
+        home.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src / "libmpiP.so", home / "libmpiP.so.tmp")
+        (home / "libmpiP.so.tmp").replace(lib)
+    return lib
+
+
+def mpip_calls(report: str, function: str) -> int:
+    """Calls of an MPI function (mpiP's name: Send, Isend...) in an mpiP report, over all ranks: the
+    "*" rows of its "Callsite Time statistics"."""
+    total, section = 0, False
+    for line in report.splitlines():
+        if line.startswith("@--- Callsite Time statistics"):
+            section = True
+        elif line.startswith("@---"):
+            section = False
+        elif section:
+            f = line.split()
+            if len(f) >= 4 and f[0] == function and f[2] == "*":
+                total += int(f[3])
+    return total
+
+
+def run(mpi: str, prog: str, exe_dir: Path, tool: tuple[str, Path | None, dict[str, str]] | None, tmp: Path,
+        counter: list[int]) -> float:
+    """One run: the 8-byte hop (µs) or the message rate (messages/s), checked to be measured."""
+    counter[0] += 1
+    cwd = tmp / f"run-{counter[0]:04d}"
+    cwd.mkdir()
+    cmd = launcher(mpi, "core")
+    if tool is not None:
+        kind, lib, settings = tool
+        if kind == "mpilens":
+            cmd += tool_env_args(mpi, lib, cwd / "out", "profile", settings)
+        else:
+            pairs = [("LD_PRELOAD", str(lib)), *settings.items()]
+            for k, v in pairs:
+                cmd += ["-x", f"{k}={v}"] if mpi == "openmpi" else ["-genv", k, v]
+    cmd += [str(exe_dir / prog), "20", "1"]
+    r = subprocess.run(cmd, capture_output=True, text=True, env=base_env(mpi), timeout=600, cwd=cwd)
+    if r.returncode != 0:
+        raise BenchError(f"failed (exit {r.returncode}): {' '.join(cmd)}\n{r.stdout}\n{r.stderr}")
+    fn = "Send" if prog == "pingpong" else "Isend"
+    if tool is not None and tool[0] == "mpilens":
+        prof = json.loads((cwd / "out" / "profile.json").read_text())
+        if sum(prof["functions"][f"MPI_{fn}"]["calls"]) <= 0:
+            raise BenchError(f"mpilens measured no MPI_{fn}: {' '.join(cmd)}")
+    elif tool is not None:
+        reports = list(cwd.glob("*.mpiP"))
+        if len(reports) != 1 or mpip_calls(reports[0].read_text(), fn) <= 0:
+            raise BenchError(f"mpiP wrote no report counting {fn}: {' '.join(cmd)}\n{r.stdout[-500:]}")
+    shutil.rmtree(cwd, ignore_errors=True)
+    if prog == "pingpong":
+        return float(dict(PP_RE.findall(r.stdout))["8"])
+    return float(MR_RE.search(r.stdout).group(3))
+
+
+def bench(mpi: str, rounds: int, tmp: Path) -> dict[str, dict[str, list[float]]]:
+    exe_dir = compile_programs(mpi)
+    ours = copy_runtimes(mpi, {"now": ROOT / "build" / "lib"}, tmp)["now"]
+    mpip = build_mpip(mpi)
+    configs = {"mpilens": ("mpilens", ours, {}), "mpilens 1/64": ("mpilens", ours, {"MPILENS_TIME_SAMPLE": "64"}),
+               "mpiP -k 0": ("mpiP", mpip, {"MPIP": "-k 0"}), "mpiP": ("mpiP", mpip, {"MPIP": ""})}
+    ratios: dict[str, dict[str, list[float]]] = {c: {"hop": [], "rate": []} for c in configs}
+    rng, counter = random.Random(7), [0]
+    for r in range(rounds):
+        order = [None, *configs]
+        rng.shuffle(order)
+        got = {c: (run(mpi, "pingpong", exe_dir, None if c is None else configs[c], tmp, counter),
+                   run(mpi, "msgrate", exe_dir, None if c is None else configs[c], tmp, counter)) for c in order}
+        for c in configs:
+            ratios[c]["hop"].append(got[c][0] / got[None][0])
+            ratios[c]["rate"].append(got[c][1] / got[None][1])
+        log(f"{mpi}: round {r + 1} of {rounds}")
+    return ratios
+
+
+def table(mpi: str, ratios: dict[str, dict[str, list[float]]]) -> str:
+    lines = [f"{mpi}: with / without, median over rounds (95 % interval)", "",
+             "| tool | 8 B hop | message rate kept |", "|---|---:|---:|"]
+    for c, v in ratios.items():
+        cells = []
+        for k in ("hop", "rate"):
+            lo, hi = bootstrap_median_ci(v[k])
+            cells.append(f"{statistics.median(v[k]):.3f} ({lo:.3f}–{hi:.3f})")
+        lines.append(f"| {c} | {cells[0]} | {cells[1]} |")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("what", nargs="?", choices=["bench", "build"], default="bench")
+    p.add_argument("--rounds", type=int, default=15)
+    p.add_argument("--mpi", default="openmpi")
+    p.add_argument("--json", type=Path)
+    a = p.parse_args()
+    try:
+        if a.what == "build":
+            for mpi in a.mpi.split(","):
+                print(build_mpip(mpi))
+            return 0
+        out = {}
+        for mpi in a.mpi.split(","):
+            with tempfile.TemporaryDirectory() as tmp:
+                out[mpi] = bench(mpi, a.rounds, Path(tmp))
+            print(table(mpi, out[mpi]))
+            print()
+        if a.json:
+            a.json.write_text(json.dumps(out, indent=1))
+    except BenchError as err:
+        print(f"peers.py: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

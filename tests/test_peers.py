@@ -1,0 +1,59 @@
+"""mpilens beside mpiP (LLNL's PMPI profiler, built from ../shared/peers by bench/peers.py): the same
+program measured by each, against what the program does. examples/c/ring 7 512 on 3 ranks: per
+rank 7 MPI_Send of 512 bytes to the right, 7 MPI_Recv from the left, one MPI_Allreduce of a
+double. Where the two differ, the test says who is right."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import pytest
+
+from conftest import MPIS, ROOT, example, fn, job_env, launcher, mpilens_run
+
+sys.path.insert(0, str(ROOT / "bench"))
+from peers import build_mpip, mpip_calls  # noqa: E402
+
+N, SIZE, NP = 7, 512, 3
+
+
+def sent_rows(report: str, function: str) -> dict[str, str]:
+    """Rank ("0", ..., "*") -> the Sum column, as printed, of mpiP's "Callsite Message Sent
+    statistics" for a function."""
+    out, section = {}, False
+    for line in report.splitlines():
+        if line.startswith("@--- Callsite Message Sent statistics"):
+            section = True
+        elif line.startswith("@---"):
+            section = False
+        elif section:
+            f = line.split()
+            if len(f) == 8 and f[0] == function:
+                out[f[2]] = f[7]
+    return out
+
+
+@pytest.mark.parametrize("mpi", MPIS)
+def test_mpip_and_mpilens_count_the_ring(mpi, tmp_path):
+    lib = build_mpip(mpi)
+    flags = ["-x", f"LD_PRELOAD={lib}", "-x", "MPIP=-k 0"] if mpi == "openmpi" else \
+        ["-genv", "LD_PRELOAD", str(lib), "-genv", "MPIP", "-k 0"]
+    argv = [str(example(mpi, "ring")), str(N), str(SIZE)]
+    p = subprocess.run(launcher(mpi, NP) + flags + argv, env=job_env(), capture_output=True, text=True,
+                       cwd=tmp_path, timeout=120)
+    assert p.returncode == 0, p.stderr
+    (report,) = [f.read_text() for f in tmp_path.glob("*.mpiP")]
+    # calls: both exact
+    assert (mpip_calls(report, "Send"), mpip_calls(report, "Recv"), mpip_calls(report, "Allreduce")) == (N * NP,) * 2 + (NP,)
+    job = mpilens_run(mpi, launcher(mpi, NP) + argv, tmp_path)
+    prof = job.profile
+    assert fn(prof, "MPI_Send", "calls") == [N] * NP and fn(prof, "MPI_Recv", "calls") == [N] * NP
+    assert fn(prof, "MPI_Allreduce", "calls") == [1] * NP
+    # bytes: per rank both exact; the total mpiP prints with four significant digits (1.075e+04 for
+    # 10,752 bytes), where mpilens keeps every byte
+    rows = sent_rows(report, "Send")
+    assert [int(rows[str(r)]) for r in range(NP)] == [N * SIZE] * NP
+    assert float(rows["*"]) != N * SIZE * NP and re.fullmatch(r"1\.075e\+04", rows["*"]), rows["*"]
+    assert sum(fn(prof, "MPI_Send", "bytes_sent")) == N * SIZE * NP
