@@ -57,3 +57,46 @@ def test_mpip_and_mpilens_count_the_ring(mpi, tmp_path):
     assert [int(rows[str(r)]) for r in range(NP)] == [N * SIZE] * NP
     assert float(rows["*"]) != N * SIZE * NP and re.fullmatch(r"1\.075e\+04", rows["*"]), rows["*"]
     assert sum(fn(prof, "MPI_Send", "bytes_sent")) == N * SIZE * NP
+
+
+def per_rank(report: str, section: str, function: str, column: int) -> dict[int, float]:
+    """Per rank, the sum over call sites of one column of one of mpiP's per-call-site sections."""
+    out: dict[int, float] = {}
+    inside = False
+    for line in report.splitlines():
+        if line.startswith(f"@--- {section}"):
+            inside = True
+        elif line.startswith("@---"):
+            inside = False
+        elif inside:
+            f = line.split()
+            if len(f) > column and f[0] == function and f[2] != "*":
+                out[int(f[2])] = out.get(int(f[2]), 0.0) + float(f[column])
+    return out
+
+
+@pytest.mark.mpi
+@pytest.mark.apps
+def test_mpip_and_mpilens_agree_on_lammps(tmp_path):
+    """Debian's LAMMPS (in.indent, 4 ranks, 1000 steps), once under mpiP and once under mpilens (its
+    calls are the same from run to run): the same MPI_Send, MPI_Irecv and MPI_Wait calls per rank,
+    and the same bytes sent per rank to mpiP's four significant digits."""
+    from conftest import lammps_indent
+
+    mpi, args = lammps_indent(tmp_path / "indent", 1000)
+    lib = build_mpip(mpi)
+    flags = ["-x", f"LD_PRELOAD={lib}", "-x", "MPIP=-k 0"] if mpi == "openmpi" else \
+        ["-genv", "LD_PRELOAD", str(lib), "-genv", "MPIP", "-k 0"]
+    work = tmp_path / "mpip"
+    work.mkdir()
+    p = subprocess.run(launcher(mpi, 4) + flags + [*args, "-log", "none"], env=job_env(), capture_output=True,
+                       text=True, cwd=work, timeout=300)
+    assert p.returncode == 0, p.stderr
+    (report,) = [f.read_text() for f in work.glob("*.mpiP")]
+    prof = mpilens_run(None, launcher(mpi, 4) + [*args, "-log", "none"], tmp_path).profile
+    for name in ("Send", "Irecv", "Wait"):
+        calls = per_rank(report, "Callsite Time statistics", name, 3)
+        assert [int(calls.get(r, 0)) for r in range(4)] == fn(prof, f"MPI_{name}", "calls"), name
+    sent = per_rank(report, "Callsite Message Sent statistics", "Send", 7)
+    for r, b in enumerate(fn(prof, "MPI_Send", "bytes_sent")):
+        assert abs(sent[r] - b) <= 5e-4 * b, (r, sent[r], b)
