@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
-"""mpilens beside the tools users would pick instead, measured in one sitting. Today: mpiP (LLNL's
-PMPI profiler), built from its source archive in ../shared/peers (bench/peers.py build; cached under
-build/peers/, one build per MPI), against the 8-byte ping-pong and the message rate of
-bench/overhead.py.
+"""mpilens beside the tools users would pick instead, measured in one sitting: mpiP (LLNL's PMPI
+profiler) and Caliper (LLNL; its MPI wrapping through GOTCHA, `CALI_CONFIG=mpi-report`), built from
+their source archives in ../shared/peers (bench/peers.py build; cached under build/peers/, one build
+per MPI; Caliper with --caliper, a few minutes), against the 8-byte ping-pong and the message rate
+of bench/overhead.py. An unmodified program does not start Caliper by itself: a three-line
+preloaded library (build/peers/.../libcalinit.so) calls cali_mpi_init() and cali_init() before main.
 
 Each round runs, in a fresh random order, the plain programs and each tool configuration:
 
@@ -10,14 +12,15 @@ Each round runs, in a fresh random order, the plain programs and each tool confi
     mpilens 1/64     profile mode, MPILENS_TIME_SAMPLE=64
     mpiP -k 0        mpiP without call-site stack walks (its cheapest)
     mpiP             mpiP's default (call sites one level deep)
+    Caliper          CALI_CONFIG=mpi-report (with --caliper)
 
 and compares each with the plain run of the same round (sharing the machine's drift): per
 configuration, the median over rounds of (with / without) for the 8-byte hop and the message rate,
 with bootstrap 95 % intervals. Every tool run is checked to have measured (mpilens: profile.json
 counts the calls; mpiP: its report counts them).
 
-Usage: .venv/bin/python bench/peers.py [--rounds N] [--mpi openmpi,mpich] [--json FILE]
-       .venv/bin/python bench/peers.py build [--mpi openmpi]     (prints the path of libmpiP.so)
+Usage: .venv/bin/python bench/peers.py [--rounds N] [--mpi openmpi,mpich] [--caliper] [--json FILE]
+       .venv/bin/python bench/peers.py build [--mpi openmpi] [--caliper]   (prints the libraries' paths)
 """
 from __future__ import annotations
 
@@ -25,6 +28,7 @@ import argparse
 import hashlib
 import json
 import random
+import re
 import shutil
 import statistics
 import subprocess
@@ -77,6 +81,37 @@ def build_mpip(mpi: str = "openmpi") -> Path:
     return lib
 
 
+def build_caliper(mpi: str = "openmpi") -> Path:
+    """Caliper built with the MPI's wrappers (cmake, as ../shared/peers/README.md says), installed under
+    build/peers/, and the preloaded library that starts it in an unmodified program; returns the
+    latter."""
+    archives = sorted(PEERS.glob("Caliper-*.tar.gz"))
+    if not archives:
+        raise BenchError(f"no Caliper-*.tar.gz in {PEERS}")
+    digest = hashlib.sha256(archives[-1].read_bytes()).hexdigest()[:12]
+    home = ROOT / "build" / "peers" / f"caliper-{digest}-{mpi}"
+    init = home / "libcalinit.so"
+    if init.is_file():
+        return init
+    with tempfile.TemporaryDirectory(dir=ROOT / "build") as tmp:
+        subprocess.run(["tar", "xzf", str(archives[-1]), "-C", tmp], check=True)
+        (src,) = [p for p in Path(tmp).iterdir() if p.is_dir()]
+        (src / "build").mkdir()
+        cxx = "mpicxx.openmpi" if mpi == "openmpi" else "mpicxx.mpich"
+        for cmd in (["cmake", "-DWITH_MPI=On", f"-DMPI_C_COMPILER=mpicc.{mpi}", f"-DMPI_CXX_COMPILER={cxx}",
+                     "-DBUILD_TESTING=Off", f"-DCMAKE_INSTALL_PREFIX={home}", ".."], ["make", "-j2"], ["make", "install"]):
+            p = subprocess.run(cmd, cwd=src / "build", env=base_env(mpi), capture_output=True, text=True)
+            if p.returncode != 0:
+                raise BenchError(f"building Caliper: {' '.join(cmd)} failed:\n{p.stdout[-2000:]}\n{p.stderr[-2000:]}")
+    c = home / "calinit.c"
+    c.write_text("void cali_mpi_init(void);\nvoid cali_init(void);\n"
+                 "__attribute__((constructor)) static void start(void) { cali_mpi_init(); cali_init(); }\n")
+    lib = home / "lib"
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(init), str(c), f"-L{lib}", f"-Wl,-rpath,{lib}", "-lcaliper"],
+                   check=True)
+    return init
+
+
 def mpip_calls(report: str, function: str) -> int:
     """Calls of an MPI function (mpiP's name: Send, Isend...) in an mpiP report, over all ranks: the
     "*" rows of its "Callsite Time statistics"."""
@@ -117,6 +152,9 @@ def run(mpi: str, prog: str, exe_dir: Path, tool: tuple[str, Path | None, dict[s
         prof = json.loads((cwd / "out" / "profile.json").read_text())
         if sum(prof["functions"][f"MPI_{fn}"]["calls"]) <= 0:
             raise BenchError(f"mpilens measured no MPI_{fn}: {' '.join(cmd)}")
+    elif tool is not None and tool[0] == "caliper":
+        if not re.search(rf"^MPI_{fn}\s+\d+", r.stdout + r.stderr, re.M):
+            raise BenchError(f"Caliper reported no MPI_{fn}: {' '.join(cmd)}\n{r.stdout[-500:]}\n{r.stderr[-500:]}")
     elif tool is not None:
         reports = list(cwd.glob("*.mpiP"))
         if len(reports) != 1 or mpip_calls(reports[0].read_text(), fn) <= 0:
@@ -127,12 +165,14 @@ def run(mpi: str, prog: str, exe_dir: Path, tool: tuple[str, Path | None, dict[s
     return float(MR_RE.search(r.stdout).group(3))
 
 
-def bench(mpi: str, rounds: int, tmp: Path) -> dict[str, dict[str, list[float]]]:
+def bench(mpi: str, rounds: int, tmp: Path, caliper: bool = False) -> dict[str, dict[str, list[float]]]:
     exe_dir = compile_programs(mpi)
     ours = copy_runtimes(mpi, {"now": ROOT / "build" / "lib"}, tmp)["now"]
     mpip = build_mpip(mpi)
     configs = {"mpilens": ("mpilens", ours, {}), "mpilens 1/64": ("mpilens", ours, {"MPILENS_TIME_SAMPLE": "64"}),
                "mpiP -k 0": ("mpiP", mpip, {"MPIP": "-k 0"}), "mpiP": ("mpiP", mpip, {"MPIP": ""})}
+    if caliper:
+        configs["Caliper"] = ("caliper", build_caliper(mpi), {"CALI_CONFIG": "mpi-report"})
     ratios: dict[str, dict[str, list[float]]] = {c: {"hop": [], "rate": []} for c in configs}
     rng, counter = random.Random(7), [0]
     for r in range(rounds):
@@ -164,17 +204,20 @@ def main() -> int:
     p.add_argument("what", nargs="?", choices=["bench", "build"], default="bench")
     p.add_argument("--rounds", type=int, default=15)
     p.add_argument("--mpi", default="openmpi")
+    p.add_argument("--caliper", action="store_true", help="also build and measure Caliper (a few minutes to build)")
     p.add_argument("--json", type=Path)
     a = p.parse_args()
     try:
         if a.what == "build":
             for mpi in a.mpi.split(","):
                 print(build_mpip(mpi))
+                if a.caliper:
+                    print(build_caliper(mpi))
             return 0
         out = {}
         for mpi in a.mpi.split(","):
             with tempfile.TemporaryDirectory() as tmp:
-                out[mpi] = bench(mpi, a.rounds, Path(tmp))
+                out[mpi] = bench(mpi, a.rounds, Path(tmp), a.caliper)
             print(table(mpi, out[mpi]))
             print()
         if a.json:

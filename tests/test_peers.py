@@ -100,3 +100,25 @@ def test_mpip_and_mpilens_agree_on_lammps(tmp_path):
     sent = per_rank(report, "Callsite Message Sent statistics", "Send", 7)
     for r, b in enumerate(fn(prof, "MPI_Send", "bytes_sent")):
         assert abs(sent[r] - b) <= 5e-4 * b, (r, sent[r], b)
+
+
+@pytest.mark.mpi
+def test_caliper_counts_its_own_communicator(tmp_path):
+    """Caliper (built from ../shared/peers by bench/peers.py, started in the unmodified program by a
+    preloaded library) on the ring: its MPI report has the program's calls, and an MPI_Comm_dup per
+    rank the program never made (Caliper's own, for its aggregation). mpilens keeps its own
+    communicator out of the application's profile."""
+    from peers import build_caliper
+
+    mpi = "openmpi"
+    init = build_caliper(mpi)
+    argv = [str(example(mpi, "ring")), str(N), str(SIZE)]
+    p = subprocess.run(launcher(mpi, NP) + ["-x", f"LD_PRELOAD={init}", "-x", "CALI_CONFIG=mpi-report"] + argv,
+                       env=job_env(), capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert p.returncode == 0, p.stderr
+    counts = {m.group(1): (int(m.group(2)), int(m.group(3)))
+              for m in re.finditer(r"^(MPI_\w+)\s+(\d+)\s+(\d+)\s", p.stdout + p.stderr, re.M)}
+    assert counts["MPI_Send"] == (N, N) and counts["MPI_Recv"] == (N, N) and counts["MPI_Allreduce"] == (1, 1)
+    assert counts.get("MPI_Comm_dup") == (1, 1), counts  # not the program's
+    prof = mpilens_run(mpi, launcher(mpi, NP) + argv, tmp_path).profile
+    assert "MPI_Comm_dup" not in prof["functions"] and fn(prof, "MPI_Send", "calls") == [N] * NP
