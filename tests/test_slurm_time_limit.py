@@ -1,8 +1,8 @@
 """A job that reaches its Slurm time limit (`sbatch --time`), under the single-machine Slurm of
 scripts/slurm.sh: Slurm cancels it as it does on a cluster (SIGTERM to every process of the job,
 SIGKILL after KillWait, 5 s here), `mpilens run` inside the batch script dies with it, and
-`mpilens report` afterwards has every rank, ended by SIGTERM, with exactly the steps each rank
-counted itself (examples/c/sleeper -p: one MPI_Allreduce and one MPI_Sendrecv per step).
+`mpilens report` afterwards has every rank (ended by SIGTERM, or recovered from its statistics
+file when SIGKILL came first) with exactly the steps each rank counted itself (examples/c/sleeper -p: one MPI_Allreduce and one MPI_Sendrecv per step).
 
 Slurm counts time limits in minutes and checks them every 30 s, so the job runs 60 to 95 s; it
 waits more than it computes, so this module runs beside the others (it is not `serial`)."""
@@ -39,7 +39,9 @@ def test_time_limit(slurm, tmp_path):
     q = subprocess.run([str(MPILENS), "report", str(out), "--json"], capture_output=True, text=True, env=slurm)
     assert q.returncode == 0 and "Traceback" not in q.stderr, q.stderr
     run = rundir.load(out)
-    assert [r["ended_by"] for r in run.profile["ranks"]] == ["signal 15"] * np
+    # SIGTERM's handler writes the rank's file; a rank whose handler had not finished when SIGKILL
+    # came is recovered from its statistics file instead: either way, all of its calls
+    assert all(r["ended_by"] in ("signal 15", "killed") for r in run.profile["ranks"]), run.profile["ranks"]
     # a step's calls may have completed after the rank last wrote its count, but no more
     for r, d in enumerate(done):
         a, s = fn(run.profile, "MPI_Allreduce", "calls")[r], fn(run.profile, "MPI_Sendrecv", "calls")[r]
