@@ -2,7 +2,8 @@
 scripts/slurm.sh: Slurm cancels it as it does on a cluster (SIGTERM to every process of the job,
 SIGKILL after KillWait, 5 s here), `mpilens run` inside the batch script dies with it, and
 `mpilens report` afterwards has every rank (ended by SIGTERM, or recovered from its statistics
-file when SIGKILL came first) with exactly the steps each rank counted itself (examples/c/sleeper -p: one MPI_Allreduce and one MPI_Sendrecv per step).
+file when SIGKILL came first) with exactly the steps each rank counted itself
+(examples/c/sleeper -p: one MPI_Allreduce and one MPI_Sendrecv per step).
 
 Slurm counts time limits in minutes and checks them every 30 s, so the job runs 60 to 95 s; it
 waits more than it computes, so this module runs beside the others (it is not `serial`)."""
