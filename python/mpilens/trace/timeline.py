@@ -539,21 +539,11 @@ def match_messages(tl: Timeline) -> Messages:
         # of its key in its phase was started must be a message sent before the trace began
         ks = _combine(ks, _phase(tl, s_src, s_time))
         kr = _combine(kr, _phase(tl, r_dst, r_post))
-        order = np.lexsort((s_time[keep_s], ks[keep_s]))
-        keys, at = np.unique(ks[keep_s][order], return_index=True)
-        first = s_time[keep_s][order][at]  # the earliest send of each key
-        pos = np.minimum(np.searchsorted(keys, kr), max(len(keys) - 1, 0))
-        before = np.where(len(keys) > 0, first[pos] if len(keys) else 0.0, np.inf)
-        before = np.where((keys[pos] == kr) if len(keys) else False, before, np.inf)
-        slack = max([e for e in tl.clock_error_s.values() if e is not None], default=0.0) + 1e-6
         # and a send started after the last receive of its key in its phase completed must be
         # received after the trace ended
-        order = np.lexsort((r_done[keep_r], kr[keep_r]))
-        rkeys = kr[keep_r][order]
-        last_at = np.r_[np.flatnonzero(rkeys[1:] != rkeys[:-1]), len(rkeys) - 1] if len(rkeys) else np.empty(0, int)
-        rkeys, last = rkeys[last_at], r_done[keep_r][order][last_at]  # the latest completion of each key
-        pos = np.minimum(np.searchsorted(rkeys, ks), max(len(rkeys) - 1, 0))
-        after = np.where((rkeys[pos] == ks) if len(rkeys) else False, last[pos] if len(rkeys) else 0.0, -np.inf)
+        before = _per_key(ks[keep_s], s_time[keep_s], np.minimum, kr, np.inf)  # each key's first send
+        after = _per_key(kr[keep_r], r_done[keep_r], np.maximum, ks, -np.inf)  # each key's last completion
+        slack = max([e for e in tl.clock_error_s.values() if e is not None], default=0.0) + 1e-6
         keep_r &= ~(r_done < before - slack)
         keep_s &= ~(s_time > after + slack)
     outside = int((~keep_s).sum() + (~keep_r).sum())
@@ -562,6 +552,22 @@ def match_messages(tl: Timeline) -> Messages:
     si, ri, us, ur = _pair(ks, s_time, kr, r_post)
     return Messages(s_ev[si], r_ev[ri], s_time[si], r_post[ri], r_done[ri], s_src[si], s_dst[si], s_tag[si],
                     s_bytes[si], us, ur, outside)
+
+
+def _per_key(keys: np.ndarray, values: np.ndarray, reduce: np.ufunc, queries: np.ndarray,
+             missing: float) -> np.ndarray:
+    """For each query key, reduce (np.minimum, np.maximum) over the values of that key; missing
+    where the key has none."""
+    out = np.full(len(queries), missing)
+    if len(keys) == 0 or len(queries) == 0:
+        return out
+    uniq, inverse = np.unique(keys, return_inverse=True)
+    per = np.full(len(uniq), missing)
+    reduce.at(per, inverse, values)
+    pos = np.minimum(np.searchsorted(uniq, queries), len(uniq) - 1)
+    hit = uniq[pos] == queries
+    out[hit] = per[pos[hit]]
+    return out
 
 
 def _phase(tl: Timeline, ranks: np.ndarray, times: np.ndarray) -> np.ndarray:
