@@ -112,20 +112,24 @@ def build_caliper(mpi: str = "openmpi") -> Path:
     return init
 
 
+def mpip_rows(report: str, section: str) -> list[list[str]]:
+    """The rows of one section of an mpiP report ("Callsite Time statistics", ...), split in columns."""
+    rows, inside = [], False
+    for line in report.splitlines():
+        if line.startswith(f"@--- {section}"):
+            inside = True
+        elif line.startswith("@---"):
+            inside = False
+        elif inside and line.strip():
+            rows.append(line.split())
+    return rows
+
+
 def mpip_calls(report: str, function: str) -> int:
     """Calls of an MPI function (mpiP's name: Send, Isend...) in an mpiP report, over all ranks: the
     "*" rows of its "Callsite Time statistics"."""
-    total, section = 0, False
-    for line in report.splitlines():
-        if line.startswith("@--- Callsite Time statistics"):
-            section = True
-        elif line.startswith("@---"):
-            section = False
-        elif section:
-            f = line.split()
-            if len(f) >= 4 and f[0] == function and f[2] == "*":
-                total += int(f[3])
-    return total
+    return sum(int(f[3]) for f in mpip_rows(report, "Callsite Time statistics")
+               if len(f) >= 4 and f[0] == function and f[2] == "*")
 
 
 def run(mpi: str, prog: str, exe_dir: Path, tool: tuple[str, Path | None, dict[str, str]] | None, tmp: Path,

@@ -14,7 +14,7 @@ import pytest
 from conftest import MPIS, ROOT, example, fn, job_env, launcher, mpilens_run
 
 sys.path.insert(0, str(ROOT / "bench"))
-from peers import build_mpip, mpip_calls  # noqa: E402
+from peers import build_mpip, mpip_calls, mpip_rows  # noqa: E402
 
 N, SIZE, NP = 7, 512, 3
 
@@ -22,17 +22,7 @@ N, SIZE, NP = 7, 512, 3
 def sent_rows(report: str, function: str) -> dict[str, str]:
     """Rank ("0", ..., "*") -> the Sum column, as printed, of mpiP's "Callsite Message Sent
     statistics" for a function."""
-    out, section = {}, False
-    for line in report.splitlines():
-        if line.startswith("@--- Callsite Message Sent statistics"):
-            section = True
-        elif line.startswith("@---"):
-            section = False
-        elif section:
-            f = line.split()
-            if len(f) == 8 and f[0] == function:
-                out[f[2]] = f[7]
-    return out
+    return {f[2]: f[7] for f in mpip_rows(report, "Callsite Message Sent statistics") if len(f) == 8 and f[0] == function}
 
 
 @pytest.mark.parametrize("mpi", MPIS)
@@ -62,16 +52,9 @@ def test_mpip_and_mpilens_count_the_ring(mpi, tmp_path):
 def per_rank(report: str, section: str, function: str, column: int) -> dict[int, float]:
     """Per rank, the sum over call sites of one column of one of mpiP's per-call-site sections."""
     out: dict[int, float] = {}
-    inside = False
-    for line in report.splitlines():
-        if line.startswith(f"@--- {section}"):
-            inside = True
-        elif line.startswith("@---"):
-            inside = False
-        elif inside:
-            f = line.split()
-            if len(f) > column and f[0] == function and f[2] != "*":
-                out[int(f[2])] = out.get(int(f[2]), 0.0) + float(f[column])
+    for f in mpip_rows(report, section):
+        if len(f) > column and f[0] == function and f[2] != "*":
+            out[int(f[2])] = out.get(int(f[2]), 0.0) + float(f[column])
     return out
 
 
