@@ -957,7 +957,9 @@ ML_HOT uint64_t ml_req_track(ml_thread_t *t, MPI_Request req, int fn, unsigned f
                              int peer, MPI_Comm comm)
 {
     if (ML_LIKELY(ml_req_lean(t)) && req != MPI_REQUEST_NULL) {
-        ml_site_t *site = t->sites ? ml_site_early(t, fn) : NULL;
+        /* with call sites off, the void site the lean path counts into: a lean completion
+         * settles this entry and adds its bytes to its site without asking */
+        ml_site_t *site = t->sites ? ml_site_early(t, fn) : &t->site_void;
         t->site_posted = site;
         if (!(flags & ML_REQ_PERSISTENT) && ml_req_shared_handle(req)) { /* complete already, and with no status worth reading */
             ml_account(t, &t->cur[fn], site, fn, peer, sent == ML_BYTES_FROM_STATUS ? 0 : sent,
