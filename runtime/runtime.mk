@@ -86,7 +86,7 @@ BIND = -include $(BUILD)/$*/gen/ml_pmpi.h
 # the generated ones with line tables only (-g1: a fifth less compile time, and a debugger still
 # shows where a wrapper is)
 GEN_CFLAGS := -g1
-GEN_SRC := wrappers_c wrappers_f ml_functions ml_config_table ml_pmpi
+GEN_SRC := wrappers_c wrappers_f ml_functions ml_config_table ml_pmpi ml_pmpi_entries
 lib_objects = $(patsubst runtime/src/%.c,$(BUILD)/$(1)/obj/%.o,$(LIB_SRC)) $(foreach g,$(GEN_SRC),$(BUILD)/$(1)/obj/gen-$(g).o)
 define runtime_rules
 $(BUILD)/$(1)/obj/%.o: runtime/src/%.c $(RUNTIME_HDR) $(RUNDIR_H) $(BUILD)/$(1)/gen/wrappers_c.c

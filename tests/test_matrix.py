@@ -172,7 +172,9 @@ def test_calls_past_the_runtime_are_named(mpi, tmp_path):
     runtime = BUILD / "lib" / f"libmpilens-{MATRIX[mpi]['family'] if mpi in MATRIX else mpi}.so"
     exports = subprocess.run(["nm", "-D", "--defined-only", str(runtime)], capture_output=True, text=True,
                              check=True).stdout.split()
-    assert called.group(2) in exports and not set(past) & set(exports)
+    # the runtime exports PMPI_ entries too (runtime/gen/binding.py), which pass a call like this one
+    # straight on to the MPI: MPI_Barrier's one count per rank below says the PMPI_Barrier was not measured
+    assert called.group(2) in exports and not {p for p in past if not p.startswith("PMPI_")} & set(exports)
     n = f"{len(past)} MPI function{'s' if len(past) > 1 else ''}"
     assert f"not measured ({n} the program or its libraries call past mpilens): {', '.join(past)}" in job.stderr
     doc = json.loads((job.rundir / "imports.json").read_text())

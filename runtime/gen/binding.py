@@ -7,12 +7,24 @@ called through a pointer, and every variable the header declares (Open MPI's pre
 MPI_F_STATUS_IGNORE, ...) is reached through a pointer; runtime/src/binding.c fills both from
 the MPI library found in the process.
 
+Other MPI tools in the same process (PMPI tools: Darshan, mpiP, Caliper) are composed with, not
+skipped (docs/tools.md):
+- a wrapper forwards the call it measures to `ml_next_Send`: the next tool's MPI_Send when a tool
+  is loaded after the runtime, else the MPI's PMPI_Send. The runtime's own calls (its MPI_Init
+  exchange, the merge at MPI_Finalize) keep calling PMPI_Send, which no tool sees;
+- a tool loaded before the runtime calls PMPI_Send from its MPI_Send, so the runtime exports
+  PMPI_Send too (for every C function it wraps): the entry runs the wrapper when an object before
+  the runtime defines MPI_Send (that call has not been measured yet), else it passes the call on
+  to whatever defines PMPI_Send after the runtime (a tool that wraps the PMPI_ names too, as
+  Darshan does to see Fortran and other tools' calls, else the MPI).
+
 Outputs:
   ml_pmpi.h   force-included into every runtime source after mpi.h: `PMPI_Send` names the pointer,
               `ompi_mpi_comm_world` the variable behind a pointer
   ml_pmpi.c   the pointers, each starting at a stub that binds the whole table on first use (a
               program may call MPI before the runtime could see its library), the stubs that stand
               for a function the running MPI lacks, and the name tables binding.c walks
+  ml_pmpi_entries.c  the exported PMPI entries
 """
 
 from __future__ import annotations
@@ -46,8 +58,10 @@ def _has_storage(ctype: str, suffix: str) -> bool:
 
 
 def generate(protos: dict[str, cheader.CPrototype], macros: set[str], preprocessed: str, mpi: str,
-             stamp: str) -> tuple[str, str]:
-    """Return (ml_pmpi.h, ml_pmpi.c) for the header's PMPI functions and extern variables."""
+             stamp: str, entries: set[str]) -> tuple[str, str, str]:
+    """Return (ml_pmpi.h, ml_pmpi.c, ml_pmpi_entries.c) for the header's PMPI functions and extern
+    variables; entries: the C functions whose wrapper is a plain export (not an ifunc), which get a
+    PMPI entry."""
     fns = [p for name, p in sorted(protos.items()) if "P" + name not in macros]
     variables = extern_variables(preprocessed) + EXTRA_VARIABLES.get(mpi, [])
     h = [stamp, "#ifndef ML_PMPI_H", "#define ML_PMPI_H", "#include <mpi.h>",
@@ -61,6 +75,7 @@ def generate(protos: dict[str, cheader.CPrototype], macros: set[str], preprocess
     for p in fns:
         h += [f"typedef __typeof__(&P{p.name}) ml_pmpi_{p.name}_t;",
               f"extern ML_BIND_HIDDEN ml_pmpi_{p.name}_t ml_pmpi_{p.name};",
+              f"extern ML_BIND_HIDDEN ml_pmpi_{p.name}_t ml_next_{p.name};",
               f"#define P{p.name} ml_pmpi_{p.name}"]
     h += ["", "/* every variable the header declares: reached through a pointer bound likewise */"]
     for ctype, name, suffix in EXTRA_VARIABLES.get(mpi, []):
@@ -73,7 +88,20 @@ def generate(protos: dict[str, cheader.CPrototype], macros: set[str], preprocess
           "int ml_bind_mpi(void);",
           "/* the path of the MPI library bound, or NULL before binding */",
           "const char *ml_bind_library(void);",
-          "typedef struct ml_bind_slot { const char *name; void **slot; void *missing; } ml_bind_slot_t;",
+          "/* a function of the table: PMPI name, its pointer, the stand-in for an MPI lacking it, the",
+          " * pointer the wrapper forwards to (the next tool's MPI_ function, else the same as slot),",
+          " * whether the runtime exports a PMPI entry for it */",
+          "typedef struct ml_bind_slot { const char *name; void **slot; void *missing; void **next; int entry; } ml_bind_slot_t;",
+          "/* per function of ml_bind_funcs: 1 when an object before the runtime defines its MPI_ name",
+          " * (its PMPI entry then runs the wrapper); ml_bind_shadows() fills it */",
+          "extern unsigned char ml_bind_shadow[];",
+          "/* per function: what its PMPI entry calls when not shadowed (set at binding; NULL before) */",
+          "extern void *ml_bind_pnext[];",
+          "extern int ml_bind_shadow_known;",
+          "void ml_bind_shadows(void);",
+          "/* calls f for every function whose calls reach another tool: before (1: an object before the",
+          " * runtime defines its MPI_ name) or after it (0: the wrapper forwards to it); object is its path */",
+          "void ml_bind_tools(void (*f)(void *arg, const char *function, const char *object, int before), void *arg);",
           f"#define ML_BIND_NFUNCS {len(fns)}",
           f"#define ML_BIND_NVARS {len(variables)}",
           "extern const ml_bind_slot_t ml_bind_funcs[ML_BIND_NFUNCS];",
@@ -93,14 +121,18 @@ def generate(protos: dict[str, cheader.CPrototype], macros: set[str], preprocess
         ret = p.ret
         call = f"ml_pmpi_{p.name}({args})"
         gone = f"ml_gone_{p.name}({args})"
-        c += [f"static {ret} ml_lazy_{p.name}({decl});", f"static {ret} ml_gone_{p.name}({decl});",
+        nxt = f"ml_next_{p.name}({args})"
+        c += [f"static {ret} ml_lazy_{p.name}({decl});", f"static {ret} ml_lazynext_{p.name}({decl});",
+              f"static {ret} ml_gone_{p.name}({decl});",
               f"ml_pmpi_{p.name}_t ml_pmpi_{p.name} = ml_lazy_{p.name};",
-              # a varargs function (MPI_Pcontrol) is passed its fixed arguments only
-              f"static {ret} ml_lazy_{p.name}({decl})", "{",
-              *([f"    if (ml_bind_mpi() != 0) {gone};", f"    else {call};"] if ret == "void" else
-                [f"    if (ml_bind_mpi() != 0) return {gone};", f"    return {call};"]),
-              "}",
-              f"static {ret} ml_gone_{p.name}({decl})", "{",
+              f"ml_pmpi_{p.name}_t ml_next_{p.name} = ml_lazynext_{p.name};"]
+        for stub, target in ((f"ml_lazy_{p.name}", call), (f"ml_lazynext_{p.name}", nxt)):
+            # a varargs function (MPI_Pcontrol) is passed its fixed arguments only
+            c += [f"static {ret} {stub}({decl})", "{",
+                  *([f"    if (ml_bind_mpi() != 0) {gone};", f"    else {target};"] if ret == "void" else
+                    [f"    if (ml_bind_mpi() != 0) return {gone};", f"    return {target};"]),
+                  "}"]
+        c += [f"static {ret} ml_gone_{p.name}({decl})", "{",
               f'    const int ml_rc = ml_bind_missing("P{p.name}");',
               *(f"    (void)a{i};" for i in range(len(p.params)))]
         if ret == "void":
@@ -111,6 +143,33 @@ def generate(protos: dict[str, cheader.CPrototype], macros: set[str], preprocess
             c += ["    (void)ml_rc;", f"    {ret} ml_zero;", "    __builtin_memset(&ml_zero, 0, sizeof ml_zero);",
                   "    return ml_zero;"]
         c.append("}")
+    index = {p.name: i for i, p in enumerate(fns)}
+    c += ["", "/* the PMPI entries' state (ml_pmpi_entries.c), filled by binding.c */",
+          f"unsigned char ml_bind_shadow[{max(len(fns), 1)}];", "int ml_bind_shadow_known;",
+          f"void *ml_bind_pnext[{max(len(fns), 1)}];"]
+    e = [stamp, '#include "ml_pmpi.h"', "",
+         "/* PMPI entries: what a tool loaded before the runtime reaches from its MPI_ wrapper (the",
+         " * wrapper runs then: the call was not measured yet); anything else calling PMPI_ directly (a",
+         " * program, Open MPI's Fortran bindings, a tool after the runtime) goes on to what defines the",
+         " * PMPI_ name after the runtime, one test and one jump on. Apart from ml_pmpi.c, which the C unit",
+         " * tests link without the wrappers these entries call. */",
+         "#pragma GCC diagnostic push", '#pragma GCC diagnostic ignored "-Wdeprecated-declarations"']
+    for p in fns:
+        if p.name not in entries:
+            continue
+        params = [cp.declare(f"a{i}") for i, cp in enumerate(p.params)]
+        args = ", ".join(f"a{i}" for i in range(len(p.params)))
+        decl = ", ".join(params) + (", ..." if p.varargs else "") if params else "void"
+        ret = "" if p.ret == "void" else "return "
+        e += [f"extern ML_BIND_HIDDEN __typeof__({p.name}) ml_self_{p.name};",
+              f'__attribute__((visibility("default"))) {p.ret} ml_entry_{p.name}({decl}) __asm__("P{p.name}");',
+              f"{p.ret} ml_entry_{p.name}({decl})", "{",
+              "    if (__builtin_expect(!__atomic_load_n(&ml_bind_shadow_known, __ATOMIC_ACQUIRE), 0)) ml_bind_shadows();",
+              f"    if (__builtin_expect(ml_bind_shadow[{index[p.name]}], 0)) {ret}ml_self_{p.name}({args});",
+              f"    {'else ' if not ret else ''}{{",
+              f"        ml_pmpi_{p.name}_t ml_f = (ml_pmpi_{p.name}_t)__atomic_load_n(&ml_bind_pnext[{index[p.name]}], __ATOMIC_ACQUIRE);",
+              f"        {ret}(ml_f != 0 ? ml_f : ml_pmpi_{p.name})({args});", "    }", "}"]
+    e += ["#pragma GCC diagnostic pop", ""]
     c += ["", "/* variables: stand-ins until bound (pointers read as NULL, scalars as 0) */"]
     for ctype, name, suffix in variables:
         if _has_storage(ctype, suffix):
@@ -119,8 +178,9 @@ def generate(protos: dict[str, cheader.CPrototype], macros: set[str], preprocess
         else:
             c.append(f"ml_var_{name}_t *ml_var_{name};")
     c += ["", "const ml_bind_slot_t ml_bind_funcs[ML_BIND_NFUNCS] = {"]
-    c += [f'    {{"P{p.name}", (void **)&ml_pmpi_{p.name}, (void *)ml_gone_{p.name}}},' for p in fns]
+    c += [f'    {{"P{p.name}", (void **)&ml_pmpi_{p.name}, (void *)ml_gone_{p.name}, (void **)&ml_next_{p.name}, '
+          f'{int(p.name in entries)}}},' for p in fns]
     c += ["};", "const ml_bind_slot_t ml_bind_vars[ML_BIND_NVARS > 0 ? ML_BIND_NVARS : 1] = {"]
-    c += [f'    {{"{name}", (void **)&ml_var_{name}, 0}},' for _, name, _ in variables] or ["    {0, 0, 0}"]
+    c += [f'    {{"{name}", (void **)&ml_var_{name}, 0, 0, 0}},' for _, name, _ in variables] or ["    {0, 0, 0, 0, 0}"]
     c += ["};", ""]
-    return "\n".join(h), "\n".join(c)
+    return "\n".join(h), "\n".join(c), "\n".join(e)

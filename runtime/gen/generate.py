@@ -7,11 +7,13 @@ itself (its mpi.h prototypes and the symbols of its Fortran library).
 
 Outputs, all in --out (the build tree; nothing generated is committed):
   ml_functions.h / ml_functions.c   function ids, names, classes of this build
-  wrappers_c.c                      C wrappers (MPI_Xxx calling PMPI_Xxx)
+  wrappers_c.c                      C wrappers (MPI_Xxx calling the next tool's MPI_Xxx, else PMPI_Xxx)
   wrappers_f.c                      Fortran wrappers (mpi_xxx_ and the other manglings)
   ml_config.h / ml_config_table.c   the settings table and the struct it fills
   ml_pmpi.h / ml_pmpi.c             the PMPI functions and mpi.h variables, bound at run time
                                     to the MPI the process loaded (binding.py)
+  ml_pmpi_entries.c                 the runtime's exported PMPI_ names, for tools loaded before
+                                    it (binding.py)
   wrapped.txt                       what was wrapped, skipped and why
 """
 
@@ -554,7 +556,10 @@ def c_wrapper(f: standard.StdFunction, proto: cheader.CPrototype, sem: Semantics
     decls = ", ".join(cp.declare(n) for cp, n in zip(proto.params, names)) or "void"
     args = ", ".join(names)
     ret = proto.ret
-    call = f"{sem.inner + '_' if sem.inner else 'PMPI_'}{f.name[4:]}({args})"
+    # the measured call goes to the next tool, or the MPI (binding.py); one not measured (nested in
+    # another wrapper, or while nothing is measured) takes ML_PASS
+    call = f"{sem.inner + '_' + f.name[4:] if sem.inner else 'ml_next_' + f.name}({args})"
+    passed = call if sem.inner else f"ML_PASS({f.name[4:]})({args})"
     if ifunc:
         # a function this mpi.h lacks (declare.py): the exported MPI_ name is an ifunc whose
         # resolver gives the wrapper only where the running MPI has the function, so that a
@@ -577,7 +582,7 @@ def c_wrapper(f: standard.StdFunction, proto: cheader.CPrototype, sem: Semantics
         # created while measuring is paused, started after it resumes: entered all the same
         body += ["    int ml_measuring;",
                  "    ml_thread_t *const ml_t = ml_enter_completion(&ml_measuring);",
-                 f"    if (ML_UNLIKELY(ml_t == NULL)) return {call};",
+                 f"    if (ML_UNLIKELY(ml_t == NULL)) return {passed};",
                  "    if (ML_UNLIKELY(!ml_measuring)) {",
                  f"        const {ret} ml_rc = {call};",
                  "        uint64_t ml_seq = 0;",
@@ -587,10 +592,10 @@ def c_wrapper(f: standard.StdFunction, proto: cheader.CPrototype, sem: Semantics
     elif sem.always:
         # a cache of the tool must not outlive the handle, measured or not
         body += ["    ml_thread_t *const ml_t = ml_enter();",
-                 f"    if (ML_UNLIKELY(ml_t == NULL)) {{ if (ml_g.ready) {sem.before}; return {call}; }}"]
+                 f"    if (ML_UNLIKELY(ml_t == NULL)) {{ if (ml_g.ready) {sem.before}; return {passed}; }}"]
     else:
         body += ["    ml_thread_t *const ml_t = ml_enter();",
-                 f"    if (ML_UNLIKELY(ml_t == NULL)) return {call};"]
+                 f"    if (ML_UNLIKELY(ml_t == NULL)) return {passed};"]
     body.append("    ML_CALLSITE(ml_t);")
     if sem.before:
         guard = f"if (ML_UNLIKELY({sem.before_when})) " if sem.before_when else ""
@@ -610,7 +615,10 @@ def c_wrapper(f: standard.StdFunction, proto: cheader.CPrototype, sem: Semantics
     body.append("    }")
     null = null_transfer(sem) if sem.moves_data else None
     body += leave_lines(f.name, sem, f"({null})" if null else None)
-    body += ["    return ml_rc;", "}", ""]
+    body += ["    return ml_rc;", "}"]
+    if not ifunc:
+        body.append(f"ML_SELF({f.name})")
+    body.append("")
     return "\n".join(body)
 
 
@@ -907,10 +915,12 @@ def main() -> int:
     (args.out / "ml_functions.c").write_text("\n".join(tab))
     (args.out / "wrappers_c.c").write_text("\n".join(c_out))
     (args.out / "wrappers_f.c").write_text("\n".join(f_out))
-    ph, pc = binding.generate(protos, macros, preprocessed, args.mpi, STAMP)
+    entries = {n for n in b.c_generated + b.c_handwritten if n not in b.declared}
+    ph, pc, pe = binding.generate(protos, macros, preprocessed, args.mpi, STAMP, entries)
     (args.out / "ml_standard.h").write_text(STAMP + declared.header)
     (args.out / "ml_pmpi.h").write_text(ph)
     (args.out / "ml_pmpi.c").write_text(pc)
+    (args.out / "ml_pmpi_entries.c").write_text(pe)
     ch, cc = config_code(args.spec / "config.yaml")
     (args.out / "ml_config.h").write_text(ch)
     (args.out / "ml_config_table.c").write_text(cc)

@@ -11,43 +11,111 @@
 #include <elf.h>
 #include <link.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ml_pmpi.h"
+
+/* this library's own dynamic section: tells its link map, and its PMPI entries, from the MPI's */
+extern ElfW(Dyn) _DYNAMIC[] __attribute__((visibility("hidden")));
+
+static int object_defines(const struct link_map *m, const char *name);
 
 static pthread_mutex_t bind_lock = PTHREAD_MUTEX_INITIALIZER;
 static int bound; /* read without the lock: __atomic */
 static char library[4096];
 
-/* The first loaded object (other than the main program) whose scope defines PMPI_Init. */
-static int find_in_object(struct dl_phdr_info *info, size_t size, void *arg)
+/* the link map of the object defining the symbol at address p, or NULL */
+static const struct link_map *object_of(const void *p)
 {
-    (void)size;
-    void **found = arg;
-    if (info->dlpi_name == NULL || info->dlpi_name[0] == '\0') return 0;
-    void *h = dlopen(info->dlpi_name, RTLD_LAZY | RTLD_NOLOAD);
-    if (h == NULL) return 0;
-    *found = dlsym(h, "PMPI_Init");
-    dlclose(h);
-    return *found != NULL;
+    Dl_info info;
+    struct link_map *m = NULL;
+    if (p == NULL || dladdr1(p, &info, (void **)&m, RTLD_DL_LINKMAP) == 0) return NULL;
+    return m;
 }
 
-/* in_global: whether the MPI is in the global scope (linked by the program, or opened with
- * RTLD_GLOBAL) */
+static int is_self(const struct link_map *m) { return m != NULL && m->l_ld == _DYNAMIC; }
+
+/* Whether address p lies in this library: the common answer for an MPI_ name (no tool before the
+ * runtime), found without dladdr, which searches an object's whole symbol table (some 10 us). */
+static uintptr_t self_lo, self_hi;
+
+static int self_range(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size, (void)arg;
+    int self = 0;
+    uintptr_t lo = UINTPTR_MAX, hi = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *const ph = &info->dlpi_phdr[i];
+        if (ph->p_type == PT_DYNAMIC && (const void *)(info->dlpi_addr + ph->p_vaddr) == (const void *)_DYNAMIC) self = 1;
+        if (ph->p_type == PT_LOAD) {
+            const uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+            if (a < lo) lo = a;
+            if (a + ph->p_memsz > hi) hi = a + ph->p_memsz;
+        }
+    }
+    if (self) self_lo = lo, self_hi = hi;
+    return self;
+}
+
+static int in_self(const void *p)
+{
+    if (self_hi == 0) dl_iterate_phdr(self_range, NULL);
+    return (uintptr_t)p >= self_lo && (uintptr_t)p < self_hi;
+}
+
+static const struct link_map *mpi_object(void);
+
+/* The MPI's own handle (its symbols first, then its dependencies': Open MPI's PMPI functions live
+ * in libmpi, some of its variables in what libmpi links), or NULL when no MPI is loaded.
+ * in_global: whether the MPI is in the global scope (linked by the program, or opened with
+ * RTLD_GLOBAL), not only opened with RTLD_LOCAL (mpi4py). */
 static void *find_mpi(int *in_global)
 {
-    void *init = dlsym(RTLD_DEFAULT, "PMPI_Init");
-    *in_global = init != NULL;
-    if (init == NULL) dl_iterate_phdr(find_in_object, &init);
-    if (init == NULL) return NULL;
-    Dl_info info;
-    if (dladdr(init, &info) == 0 || info.dli_fname == NULL) return NULL;
-    snprintf(library, sizeof library, "%s", info.dli_fname);
-    /* the defining object itself: its own symbols first, then its dependencies' (Open MPI's
-     * PMPI functions live in libmpi, some of its variables in what libmpi links) */
-    void *h = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+    const struct link_map *m = mpi_object();
+    if (m == NULL) return NULL;
+    void *g = dlsym(RTLD_DEFAULT, "PMPI_Init");
+    if (g != NULL && in_self(g)) g = dlsym(RTLD_NEXT, "PMPI_Init"); /* our entry (binding.py) */
+    *in_global = g != NULL;
+    const int program = m->l_name == NULL || m->l_name[0] == '\0';
+    if (program) {
+        if (readlink("/proc/self/exe", library, sizeof library - 1) < 0) snprintf(library, sizeof library, "the program");
+    } else {
+        snprintf(library, sizeof library, "%s", m->l_name);
+    }
+    void *h = program ? NULL : dlopen(m->l_name, RTLD_LAZY | RTLD_NOLOAD);
     return h != NULL ? h : dlopen(NULL, RTLD_LAZY);
+}
+
+/* The MPI_ function of the first tool loaded after this library that defines it, or NULL: an
+ * object defining the name that is not the MPI. Only for the functions the runtime wraps: the
+ * others never pass through it. */
+static void *next_tool_fn(const ml_bind_slot_t *s, const struct link_map *mpi)
+{
+    if (!s->entry) return NULL;
+    char name[128];
+    snprintf(name, sizeof name, "%s", s->name + 1); /* PMPI_Send -> MPI_Send */
+    void *n = dlsym(RTLD_NEXT, name);
+    if (n == NULL || n == *s->slot) return NULL;
+    const struct link_map *m = object_of(n);
+    if (m == NULL || is_self(m) || m == mpi) return NULL;
+    return n;
+}
+
+/* Where the runtime's calls go once bound (binding.py): the wrapper's measured call to the next
+ * tool's MPI_ function, else the MPI; the PMPI entry's call to whatever defines the PMPI_ name
+ * after this library (a tool wrapping PMPI_ names, as Darshan does, else the MPI). */
+static void bind_next(int i, const struct link_map *mpi)
+{
+    const ml_bind_slot_t *const s = &ml_bind_funcs[i];
+    void *n = next_tool_fn(s, mpi);
+    *s->next = n != NULL ? n : *s->slot;
+    if (s->entry) {
+        void *p = dlsym(RTLD_NEXT, s->name);
+        __atomic_store_n(&ml_bind_pnext[i], p != NULL ? p : *s->slot, __ATOMIC_RELEASE);
+    }
 }
 
 int ml_bind_mpi(void)
@@ -66,9 +134,11 @@ int ml_bind_mpi(void)
                 if (v == NULL) v = dlsym(h, ml_bind_vars[i].name);
                 if (v != NULL) *ml_bind_vars[i].slot = v;
             }
+            const struct link_map *const mpi = mpi_object();
             for (int i = 0; i < ML_BIND_NFUNCS; i++) {
                 void *f = dlsym(h, ml_bind_funcs[i].name);
                 *ml_bind_funcs[i].slot = f != NULL ? f : ml_bind_funcs[i].missing;
+                bind_next(i, mpi);
             }
             __atomic_store_n(&bound, 1, __ATOMIC_RELEASE);
         }
@@ -151,19 +221,16 @@ static int object_defines(const struct link_map *m, const char *name)
     return s != NULL && s->st_shndx != SHN_UNDEF && s->st_value != 0;
 }
 
-/* the loaded object that defines PMPI_Init, or NULL; found once (a later dlopen of an MPI is seen
- * by the next resolver that runs) */
+/* The MPI library: of the loaded objects that define PMPI_Init (but this library, which exports a
+ * PMPI entry for it), the last one. A tool may define PMPI_Init too (Darshan wraps the PMPI_ names,
+ * to see what other tools call): it finds the real function after itself, so it is loaded before
+ * the MPI. Not kept: an MPI opened later (mpi4py's dlopen) comes after any tool preloaded. */
 static const struct link_map *mpi_object(void)
 {
-    static const struct link_map *found;
-    const struct link_map *m = __atomic_load_n(&found, __ATOMIC_ACQUIRE);
-    if (m != NULL) return m;
-    for (m = _r_debug.r_map; m != NULL; m = m->l_next)
-        if (object_defines(m, "PMPI_Init")) {
-            __atomic_store_n(&found, m, __ATOMIC_RELEASE);
-            return m;
-        }
-    return NULL;
+    const struct link_map *found = NULL;
+    for (const struct link_map *m = _r_debug.r_map; m != NULL; m = m->l_next)
+        if (m->l_ld != _DYNAMIC && object_defines(m, "PMPI_Init")) found = m;
+    return found;
 }
 
 /* Before this library is relocated (another object relocated first binds to one of its ifuncs),
@@ -177,6 +244,55 @@ int ml_bind_mpi_lacks(const char *name)
     if (relocated_check != relocated_mark) return 0; /* not relocated yet: wrap, as before ifuncs */
     const struct link_map *m = mpi_object();
     return m != NULL && !object_defines(m, name);
+}
+
+/* ---- tools loaded before this library
+ *
+ * The first object in the global scope that defines MPI_Send, when it is not this library nor an
+ * MPI, is a tool loaded before the runtime (preloaded ahead of it, or linked into the program): the
+ * program's MPI_Send reaches it, and its PMPI_Send reaches the runtime's entry, which then runs the
+ * wrapper (binding.py). Found once, at the first PMPI entry called or when the run is described. */
+static pthread_once_t shadows_once = PTHREAD_ONCE_INIT;
+
+static const struct link_map *tool_before(const char *mpi_name, const struct link_map *mpi)
+{
+    const void *const g = dlsym(RTLD_DEFAULT, mpi_name);
+    if (g == NULL || in_self(g)) return NULL; /* the common case, without dladdr */
+    const struct link_map *m = object_of(g);
+    return m != NULL && !is_self(m) && m != mpi ? m : NULL;
+}
+
+static void find_shadows(void)
+{
+    const struct link_map *const mpi = mpi_object();
+    for (int i = 0; i < ML_BIND_NFUNCS; i++)
+        if (ml_bind_funcs[i].entry && tool_before(ml_bind_funcs[i].name + 1, mpi) != NULL) ml_bind_shadow[i] = 1;
+    __atomic_store_n(&ml_bind_shadow_known, 1, __ATOMIC_RELEASE);
+}
+
+void ml_bind_shadows(void) { pthread_once(&shadows_once, find_shadows); }
+
+static const char *object_name(const struct link_map *m)
+{
+    return m->l_name != NULL && m->l_name[0] != '\0' ? m->l_name : "the program";
+}
+
+void ml_bind_tools(void (*f)(void *arg, const char *function, const char *object, int before), void *arg)
+{
+    ml_bind_shadows();
+    const struct link_map *const mpi = mpi_object();
+    for (int i = 0; i < ML_BIND_NFUNCS; i++) {
+        const ml_bind_slot_t *const s = &ml_bind_funcs[i];
+        if (!s->entry) continue;
+        if (ml_bind_shadow[i]) {
+            const struct link_map *m = tool_before(s->name + 1, mpi);
+            if (m != NULL) f(arg, s->name + 1, object_name(m), 1);
+        }
+        if (__atomic_load_n(&bound, __ATOMIC_ACQUIRE) && *s->next != *s->slot) {
+            const struct link_map *m = object_of(*s->next);
+            if (m != NULL) f(arg, s->name + 1, object_name(m), 0);
+        }
+    }
 }
 
 const char *ml_bind_library(void)

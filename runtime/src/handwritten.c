@@ -17,7 +17,7 @@ ML_EXPORT int MPI_Init(int *argc, char ***argv)
     ml_mpi_init_enter(ML_FN_MPI_Init);
     const uint64_t t0 = ml_now();
     ml_before_mpi_init();
-    const int rc = PMPI_Init(argc, argv);
+    const int rc = ml_next_MPI_Init(argc, argv);
     if (rc == MPI_SUCCESS) {
         int provided = MPI_THREAD_SINGLE;
         PMPI_Query_thread(&provided);
@@ -32,7 +32,7 @@ ML_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provid
     ml_mpi_init_enter(ML_FN_MPI_Init_thread);
     const uint64_t t0 = ml_now();
     ml_before_mpi_init();
-    const int rc = PMPI_Init_thread(argc, argv, required, provided);
+    const int rc = ml_next_MPI_Init_thread(argc, argv, required, provided);
     if (rc == MPI_SUCCESS) ml_init_after_mpi_init(*provided, t0);
     ml_mpi_init_leave(ML_FN_MPI_Init_thread);
     return rc;
@@ -42,7 +42,7 @@ ML_EXPORT int MPI_Finalize(void)
 {
     ml_mpi_finalize_enter();
     ml_finalize_before_mpi_finalize();
-    const int rc = PMPI_Finalize();
+    const int rc = ml_next_MPI_Finalize();
     ml_mpi_finalize_leave();
     return rc;
 }
@@ -57,14 +57,14 @@ ML_EXPORT int MPI_Abort(MPI_Comm comm, int errorcode)
         ml_leave(t, ML_FN_MPI_Abort, t0, t0); /* counted; it does not return */
     }
     ml_abort_dump();
-    return PMPI_Abort(comm, errorcode);
+    return t != NULL ? ml_next_MPI_Abort(comm, errorcode) : ML_PASS(Abort)(comm, errorcode);
 }
 
 ML_EXPORT int MPI_Pcontrol(const int level, ...)
 {
     ml_memory_mark(ML_MEM_MARK_PCONTROL, NULL, level);
     ml_pcontrol(level);
-    return PMPI_Pcontrol(level);
+    return ML_PASS(Pcontrol)(level);
 }
 
 /* ------------------------------------------------------------------------------- completion */
@@ -100,7 +100,7 @@ ML_HOT int lean_wait(ml_thread_t *l, MPI_Request *request, int *flag, MPI_Status
     MPI_Status local;
     if (need && status == MPI_STATUS_IGNORE) status = &local;
     const uint64_t t0 = ml_lean_start(l, fn, sampled);
-    const int rc = test ? PMPI_Test(request, flag, status) : PMPI_Wait(request, status);
+    const int rc = test ? ml_next_MPI_Test(request, flag, status) : ml_next_MPI_Wait(request, status);
     const uint64_t t1 = ml_lean_stop(t0, sampled);
     ml_counting(l);
     if (traced) l->done_at = t1;
@@ -142,19 +142,19 @@ ML_HOT int lean_try_wait(MPI_Request *request, int *flag, MPI_Status *status, ui
 
 ML_EXPORT int MPI_Wait(MPI_Request *request, MPI_Status *status)
 {
-    if (ML_UNLIKELY(request == NULL)) return PMPI_Wait(request, status);
+    if (ML_UNLIKELY(request == NULL)) return ML_PASS(Wait)(request, status);
     int lean_rc;
     if (ML_LIKELY(lean_try_wait(request, NULL, status, ML_LEAN_RA(), &lean_rc))) return lean_rc;
     int measuring;
     ml_thread_t *const t = ml_enter_completion(&measuring);
-    if (ML_UNLIKELY(t == NULL)) return PMPI_Wait(request, status);
+    if (ML_UNLIKELY(t == NULL)) return ML_PASS(Wait)(request, status);
     ML_CALLSITE(t);
     ml_claim_t c;
     ml_req_claim(*request, &c);
     MPI_Status local;
     if (ml_claim_needs_status(&c) && status == MPI_STATUS_IGNORE) status = &local;
     const uint64_t t0 = ml_completion_start(t, ML_FN_MPI_Wait, measuring);
-    const int rc = PMPI_Wait(request, status);
+    const int rc = ml_next_MPI_Wait(request, status);
     const uint64_t t1 = t->done_at = ml_stop(t0);
     ml_counting(t);
     if (rc == MPI_SUCCESS)
@@ -167,19 +167,19 @@ ML_EXPORT int MPI_Wait(MPI_Request *request, MPI_Status *status)
 
 ML_EXPORT int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
 {
-    if (ML_UNLIKELY(request == NULL || flag == NULL)) return PMPI_Test(request, flag, status);
+    if (ML_UNLIKELY(request == NULL || flag == NULL)) return ML_PASS(Test)(request, flag, status);
     int lean_rc;
     if (ML_LIKELY(lean_try_wait(request, flag, status, ML_LEAN_RA(), &lean_rc))) return lean_rc;
     int measuring;
     ml_thread_t *const t = ml_enter_completion(&measuring);
-    if (ML_UNLIKELY(t == NULL)) return PMPI_Test(request, flag, status);
+    if (ML_UNLIKELY(t == NULL)) return ML_PASS(Test)(request, flag, status);
     ML_CALLSITE(t);
     ml_claim_t c;
     ml_req_claim(*request, &c);
     MPI_Status local;
     if (ml_claim_needs_status(&c) && status == MPI_STATUS_IGNORE) status = &local;
     const uint64_t t0 = ml_completion_start(t, ML_FN_MPI_Test, measuring);
-    const int rc = PMPI_Test(request, flag, status);
+    const int rc = ml_next_MPI_Test(request, flag, status);
     const uint64_t t1 = t->done_at = ml_stop(t0);
     ml_counting(t);
     if (rc == MPI_SUCCESS && *flag)
@@ -200,7 +200,8 @@ ML_HOT int all(int (*wait)(int, MPI_Request *, MPI_Status *), int (*test)(int, M
 {
     int measuring;
     ml_thread_t *const t = ml_enter_completion(&measuring);
-    if (ML_UNLIKELY(t == NULL)) return wait ? wait(count, reqs, statuses) : test(count, reqs, flag, statuses);
+    if (ML_UNLIKELY(t == NULL))
+        return wait ? ML_PASS(Waitall)(count, reqs, statuses) : ML_PASS(Testall)(count, reqs, flag, statuses);
     ML_CALLSITE(t);
     /* Waitall completes every request: claimed before the call. Testall, polled, mostly completes
      * none: the handles are copied and claimed only if it completes them. */
@@ -245,7 +246,7 @@ ML_HOT int lean_waitall(ml_thread_t *l, int count, MPI_Request reqs[], MPI_Statu
      * path where the caller passed it */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wstringop-overflow"
-    const int rc = PMPI_Waitall(count, reqs, st);
+    const int rc = ml_next_MPI_Waitall(count, reqs, st);
 #pragma GCC diagnostic pop
     const uint64_t t1 = ml_lean_stop(t0, sampled);
     ml_counting(l);
@@ -294,7 +295,7 @@ ML_HOT int lean_waitall(ml_thread_t *l, int count, MPI_Request reqs[], MPI_Statu
 
 ML_EXPORT int MPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status array_of_statuses[])
 {
-    if (ML_BAD_ARRAY(count, array_of_requests)) return PMPI_Waitall(count, array_of_requests, array_of_statuses);
+    if (ML_BAD_ARRAY(count, array_of_requests)) return ML_PASS(Waitall)(count, array_of_requests, array_of_statuses);
     uint32_t v;
     ml_thread_t *const l = ml_lean_enter(&v);
     if (ML_LIKELY(l != NULL)) {
@@ -302,14 +303,14 @@ ML_EXPORT int MPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status
             return ML_LEAN_COPY(v, lean_waitall, l, count, array_of_requests, array_of_statuses, ML_LEAN_RA());
         ml_lean_leave(l, 0, 1);
     }
-    return all(PMPI_Waitall, NULL, ML_FN_MPI_Waitall, count, array_of_requests, NULL, array_of_statuses);
+    return all(ml_next_MPI_Waitall, NULL, ML_FN_MPI_Waitall, count, array_of_requests, NULL, array_of_statuses);
 }
 
 ML_EXPORT int MPI_Testall(int count, MPI_Request array_of_requests[], int *flag, MPI_Status array_of_statuses[])
 {
     if (ML_BAD_ARRAY(count, array_of_requests) || flag == NULL)
-        return PMPI_Testall(count, array_of_requests, flag, array_of_statuses);
-    return all(NULL, PMPI_Testall, ML_FN_MPI_Testall, count, array_of_requests, flag, array_of_statuses);
+        return ML_PASS(Testall)(count, array_of_requests, flag, array_of_statuses);
+    return all(NULL, ml_next_MPI_Testall, ML_FN_MPI_Testall, count, array_of_requests, flag, array_of_statuses);
 }
 
 /* Waitany and Testany: at most one request completes, the one at *index. */
@@ -320,7 +321,7 @@ ML_HOT int any(int (*wait)(int, MPI_Request *, int *, MPI_Status *),
     int measuring;
     ml_thread_t *const t = ml_enter_completion(&measuring);
     if (ML_UNLIKELY(t == NULL))
-        return wait ? wait(count, reqs, index, status) : test(count, reqs, index, flag, status);
+        return wait ? ML_PASS(Waitany)(count, reqs, index, status) : ML_PASS(Testany)(count, reqs, index, flag, status);
     ML_CALLSITE(t);
     MPI_Status local;
     if (status == MPI_STATUS_IGNORE) status = &local;
@@ -341,15 +342,15 @@ ML_HOT int any(int (*wait)(int, MPI_Request *, int *, MPI_Status *),
 ML_EXPORT int MPI_Waitany(int count, MPI_Request array_of_requests[], int *index, MPI_Status *status)
 {
     if (ML_BAD_ARRAY(count, array_of_requests) || index == NULL)
-        return PMPI_Waitany(count, array_of_requests, index, status);
-    return any(PMPI_Waitany, NULL, ML_FN_MPI_Waitany, count, array_of_requests, index, NULL, status);
+        return ML_PASS(Waitany)(count, array_of_requests, index, status);
+    return any(ml_next_MPI_Waitany, NULL, ML_FN_MPI_Waitany, count, array_of_requests, index, NULL, status);
 }
 
 ML_EXPORT int MPI_Testany(int count, MPI_Request array_of_requests[], int *index, int *flag, MPI_Status *status)
 {
     if (ML_BAD_ARRAY(count, array_of_requests) || index == NULL || flag == NULL)
-        return PMPI_Testany(count, array_of_requests, index, flag, status);
-    return any(NULL, PMPI_Testany, ML_FN_MPI_Testany, count, array_of_requests, index, flag, status);
+        return ML_PASS(Testany)(count, array_of_requests, index, flag, status);
+    return any(NULL, ml_next_MPI_Testany, ML_FN_MPI_Testany, count, array_of_requests, index, flag, status);
 }
 
 /* Waitsome and Testsome: the requests listed in indices completed; their statuses are packed. */
@@ -358,7 +359,8 @@ ML_HOT int some(int (*call)(int, MPI_Request *, int *, int *, MPI_Status *), int
 {
     int measuring;
     ml_thread_t *const t = ml_enter_completion(&measuring);
-    if (ML_UNLIKELY(t == NULL)) return call(incount, reqs, outcount, indices, statuses);
+    if (ML_UNLIKELY(t == NULL))
+        return (fn == ML_FN_MPI_Waitsome ? ML_PASS(Waitsome) : ML_PASS(Testsome))(incount, reqs, outcount, indices, statuses);
     ML_CALLSITE(t);
     const int copied = ml_remember_handles(t, incount, reqs);
     MPI_Status *st = statuses == MPI_STATUSES_IGNORE && incount > 0 ? t->scratch_status : statuses;
@@ -381,8 +383,8 @@ ML_EXPORT int MPI_Waitsome(int incount, MPI_Request array_of_requests[], int *ou
                            MPI_Status array_of_statuses[])
 {
     if (ML_BAD_ARRAY(incount, array_of_requests) || outcount == NULL || (incount > 0 && array_of_indices == NULL))
-        return PMPI_Waitsome(incount, array_of_requests, outcount, array_of_indices, array_of_statuses);
-    return some(PMPI_Waitsome, ML_FN_MPI_Waitsome, incount, array_of_requests, outcount, array_of_indices,
+        return ML_PASS(Waitsome)(incount, array_of_requests, outcount, array_of_indices, array_of_statuses);
+    return some(ml_next_MPI_Waitsome, ML_FN_MPI_Waitsome, incount, array_of_requests, outcount, array_of_indices,
                 array_of_statuses);
 }
 
@@ -390,18 +392,18 @@ ML_EXPORT int MPI_Testsome(int incount, MPI_Request array_of_requests[], int *ou
                            MPI_Status array_of_statuses[])
 {
     if (ML_BAD_ARRAY(incount, array_of_requests) || outcount == NULL || (incount > 0 && array_of_indices == NULL))
-        return PMPI_Testsome(incount, array_of_requests, outcount, array_of_indices, array_of_statuses);
-    return some(PMPI_Testsome, ML_FN_MPI_Testsome, incount, array_of_requests, outcount, array_of_indices,
+        return ML_PASS(Testsome)(incount, array_of_requests, outcount, array_of_indices, array_of_statuses);
+    return some(ml_next_MPI_Testsome, ML_FN_MPI_Testsome, incount, array_of_requests, outcount, array_of_indices,
                 array_of_statuses);
 }
 
 ML_EXPORT int MPI_Start(MPI_Request *request)
 {
     ml_thread_t *const t = request != NULL ? ml_enter() : NULL;
-    if (ML_UNLIKELY(t == NULL)) return PMPI_Start(request);
+    if (ML_UNLIKELY(t == NULL)) return ML_PASS(Start)(request);
     ML_CALLSITE(t);
     const uint64_t t0 = ml_completion_start(t, ML_FN_MPI_Start, 1);
-    const int rc = PMPI_Start(request);
+    const int rc = ml_next_MPI_Start(request);
     const uint64_t t1 = t->done_at = ml_stop(t0);
     ml_counting(t);
     if (rc == MPI_SUCCESS) ml_started(t, ML_FN_MPI_Start, t0, t1, *request, 1);
@@ -412,10 +414,10 @@ ML_EXPORT int MPI_Start(MPI_Request *request)
 ML_EXPORT int MPI_Startall(int count, MPI_Request array_of_requests[])
 {
     ml_thread_t *const t = !ML_BAD_ARRAY(count, array_of_requests) ? ml_enter() : NULL;
-    if (ML_UNLIKELY(t == NULL)) return PMPI_Startall(count, array_of_requests);
+    if (ML_UNLIKELY(t == NULL)) return ML_PASS(Startall)(count, array_of_requests);
     ML_CALLSITE(t);
     const uint64_t t0 = ml_completion_start(t, ML_FN_MPI_Startall, 1);
-    const int rc = PMPI_Startall(count, array_of_requests);
+    const int rc = ml_next_MPI_Startall(count, array_of_requests);
     const uint64_t t1 = t->done_at = ml_stop(t0);
     ml_counting(t);
     if (rc == MPI_SUCCESS)
@@ -426,15 +428,15 @@ ML_EXPORT int MPI_Startall(int count, MPI_Request array_of_requests[])
 
 ML_EXPORT int MPI_Request_free(MPI_Request *request)
 {
-    if (ML_UNLIKELY(request == NULL)) return PMPI_Request_free(request);
+    if (ML_UNLIKELY(request == NULL)) return ML_PASS(Request_free)(request);
     int measuring;
     ml_thread_t *const t = ml_enter_completion(&measuring);
-    if (ML_UNLIKELY(t == NULL)) return PMPI_Request_free(request);
+    if (ML_UNLIKELY(t == NULL)) return ML_PASS(Request_free)(request);
     ML_CALLSITE(t);
     ml_claim_t c;
     ml_req_claim(*request, &c);
     const uint64_t t0 = ml_completion_start(t, ML_FN_MPI_Request_free, measuring);
-    const int rc = PMPI_Request_free(request);
+    const int rc = ml_next_MPI_Request_free(request);
     const uint64_t t1 = t->done_at = ml_stop(t0);
     ml_counting(t);
     if (rc == MPI_SUCCESS)
@@ -449,12 +451,31 @@ ML_EXPORT int MPI_Cancel(MPI_Request *request)
 {
     ml_cancel_noted();
     ml_thread_t *const t = ml_enter();
-    if (ML_UNLIKELY(t == NULL)) return PMPI_Cancel(request);
+    if (ML_UNLIKELY(t == NULL)) return ML_PASS(Cancel)(request);
     ML_CALLSITE(t);
     const uint64_t t0 = ml_completion_start(t, ML_FN_MPI_Cancel, 1);
-    const int rc = PMPI_Cancel(request);
+    const int rc = ml_next_MPI_Cancel(request);
     const uint64_t t1 = t->done_at = ml_stop(t0);
     ml_counting(t);
     ml_finish(t, ML_FN_MPI_Cancel, t0, t1, 1);
     return rc;
 }
+
+/* the wrappers above, for the PMPI entries (binding.py): called by a tool loaded before the runtime */
+ML_SELF(MPI_Init)
+ML_SELF(MPI_Init_thread)
+ML_SELF(MPI_Finalize)
+ML_SELF(MPI_Abort)
+ML_SELF(MPI_Pcontrol)
+ML_SELF(MPI_Wait)
+ML_SELF(MPI_Test)
+ML_SELF(MPI_Waitall)
+ML_SELF(MPI_Testall)
+ML_SELF(MPI_Waitany)
+ML_SELF(MPI_Testany)
+ML_SELF(MPI_Waitsome)
+ML_SELF(MPI_Testsome)
+ML_SELF(MPI_Start)
+ML_SELF(MPI_Startall)
+ML_SELF(MPI_Request_free)
+ML_SELF(MPI_Cancel)

@@ -102,6 +102,60 @@ static void write_command(FILE *f)
     fputc(']', f);
 }
 
+/* ---- other MPI tools in the process (binding.c): "tools": [{"object", "position", "functions"}] */
+#define MAX_TOOLS 16
+typedef struct {
+    char object[1024];
+    int before;
+} tool_t;
+typedef struct {
+    tool_t tools[MAX_TOOLS];
+    int n;
+    FILE *f;      /* printing: the functions of tools[pick] */
+    int pick, count;
+} tools_t;
+
+static void tool_seen(void *arg, const char *function, const char *object, int before)
+{
+    tools_t *const t = arg;
+    (void)function;
+    for (int i = 0; i < t->n; i++)
+        if (t->tools[i].before == before && strcmp(t->tools[i].object, object) == 0) return;
+    if (t->n == MAX_TOOLS) return;
+    snprintf(t->tools[t->n].object, sizeof t->tools[t->n].object, "%s", object);
+    t->tools[t->n++].before = before;
+}
+
+static void tool_function(void *arg, const char *function, const char *object, int before)
+{
+    tools_t *const t = arg;
+    const tool_t *const want = &t->tools[t->pick];
+    if (want->before != before || strcmp(want->object, object) != 0) return;
+    fputs(t->count++ ? ", " : "", t->f);
+    ml_json_str(t->f, function);
+}
+
+/* Which tools the calls pass through besides the runtime: one loaded before it reaches the wrappers
+ * through its PMPI_ calls (its own call sites are then what the wrappers see), one after it gets
+ * every call the wrappers forward. */
+static void write_tools(FILE *f)
+{
+    static tools_t t; /* large; rank 0 only, not reentrant */
+    memset(&t, 0, sizeof t);
+    ml_bind_tools(tool_seen, &t);
+    fputs("  \"tools\": [", f);
+    t.f = f;
+    for (t.pick = 0; t.pick < t.n; t.pick++) {
+        fputs(t.pick ? ",\n    {\"object\": " : "\n    {\"object\": ", f);
+        ml_json_str(f, t.tools[t.pick].object);
+        fprintf(f, ", \"position\": \"%s\", \"functions\": [", t.tools[t.pick].before ? "before" : "after");
+        t.count = 0;
+        ml_bind_tools(tool_function, &t);
+        fputs("]}", f);
+    }
+    fputs(t.n ? "\n  ],\n" : "],\n", f);
+}
+
 static int write_meta(int finished)
 {
     char path[4200], tmp[4300];
@@ -127,6 +181,7 @@ static int write_meta(int finished)
     if (ml_bind_library() != NULL) ml_json_str(f, ml_bind_library());
     else fputs("null", f);
     fprintf(f, "},\n  \"wrappers\": {\"c\": %d, \"fortran\": %d},\n", ML_N_C_WRAPPERS, ML_N_F_WRAPPERS);
+    write_tools(f);
     fprintf(f, "  \"nranks\": %d,\n  \"hosts\": [", ml_g.size);
     /* distinct hosts, then each rank's index into them */
     int *index = calloc((size_t)ml_g.size, sizeof(int));

@@ -312,6 +312,23 @@ ML_HOT ml_thread_t *ml_enter_thread(void)
     return t;
 }
 
+/* Whether the calling thread is inside a wrapper: a call it makes now is part of another one
+ * (an MPI calling itself, a tool after the runtime calling MPI_, a Fortran binding calling C). */
+static inline int ml_nested(void)
+{
+    const ml_thread_t *const t = ml_tls;
+    return t != NULL && t->depth != 0;
+}
+
+/* Where a wrapper sends a call it does not measure (binding.py): a nested one to the MPI itself, as
+ * the call it is part of reaches every tool already; any other one (before MPI_Init, measuring
+ * paused) to the next tool, which measures it all the same. */
+#define ML_PASS(name) (ml_nested() ? ml_pmpi_MPI_##name : ml_next_MPI_##name)
+
+/* A hidden name for the exported wrapper of fn, which the PMPI entries call (binding.py): a call
+ * by its exported name would go to whatever object defines it first. */
+#define ML_SELF(fn) extern __typeof__(fn) ml_self_##fn __attribute__((alias(#fn), visibility("hidden")));
+
 /* The lean path's generation for statistics reset reset_gen times: odd, so never 0 (the global's
  * "off") nor ML_LEAN_NEVER (a thread's "not for this run"), and below the variant bits. */
 #define ML_LEAN_NEVER 2u
