@@ -268,7 +268,9 @@ def plan_run(command: list[str], mpi: str | None, outdir: Path | None, settings:
     env["MPILENS_RUN_TOKEN"] = token
 
     forwarded = dict(tool_env, LD_PRELOAD=preload)
-    argv = list(command)
+    argv, user_preload = merge_preload(list(command), kind, ":".join(map(str, libs)), env.get("LD_PRELOAD", ""))
+    if user_preload:
+        del forwarded["LD_PRELOAD"]
     if kind == "openmpi":
         extra = [x for k, v in forwarded.items() for x in ("-x", f"{k}={v}")]
         argv = [argv[0], *extra, *argv[1:]]
@@ -289,6 +291,42 @@ def plan_run(command: list[str], mpi: str | None, outdir: Path | None, settings:
                          f"or its libraries call past mpilens): {names}")
     return Plan(argv=argv, env=env, mpi=mpi, launcher=kind, outdir=out, created_outdir=created,
                 program=Path(program) if program else None, notes=notes, imports=imported)
+
+
+def merge_preload(argv: list[str], kind: str, ours: str, env_preload: str) -> tuple[list[str], bool]:
+    """Put the runtime first in an LD_PRELOAD that the launcher's own options set (Open MPI's
+    `-x LD_PRELOAD=V` or `-x LD_PRELOAD`, Hydra's `-genv LD_PRELOAD V` and `-env LD_PRELOAD V`, srun's
+    `--export=...,LD_PRELOAD=V`): the user's value would replace the runtime's otherwise, and the
+    libraries it names (Darshan, mpiP) come after the runtime, which then passes every call it
+    measures on to them (docs/tools.md). Return the new argv and whether the user set one."""
+    out = list(argv)
+    found = False
+    joined = lambda v: ":".join(x for x in (ours, v) if x)  # noqa: E731
+    i = 1
+    while i < len(out):
+        a = out[i]
+        if kind == "openmpi" and a in ("-x", "--x") and i + 1 < len(out):
+            name, eq, value = out[i + 1].partition("=")
+            if name == "LD_PRELOAD":
+                out[i + 1] = f"LD_PRELOAD={joined(value if eq else env_preload)}"
+                found = True
+            i += 2
+            continue
+        if kind == "mpich" and a in ("-genv", "-env", "--genv", "--env") and i + 2 < len(out):
+            if out[i + 1] == "LD_PRELOAD":
+                out[i + 2] = joined(out[i + 2])
+                found = True
+            i += 3
+            continue
+        if kind == "srun" and a.startswith("--export="):
+            items = a[len("--export="):].split(",")
+            for j, item in enumerate(items):
+                if item.startswith("LD_PRELOAD="):
+                    items[j] = "LD_PRELOAD=" + joined(item[len("LD_PRELOAD="):])
+                    found = True
+            out[i] = "--export=" + ",".join(items)
+        i += 1
+    return out, found
 
 
 def execute(plan: Plan) -> int:
