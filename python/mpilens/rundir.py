@@ -81,6 +81,12 @@ class Run:
             self.problems.append(f"{layout.imports_file(self.path).name} is not an {_layout.SCHEMA_IMPORTS} document")
             return []
 
+    @property
+    def tools(self) -> list[dict[str, Any]]:
+        """The other MPI tools the calls passed through, from meta.json (binding.c): [{"object",
+        "position" ("before" or "after" mpilens), "functions"}]; empty when there were none."""
+        return list((self.meta or {}).get("tools") or [])
+
     @functools.cached_property
     def trace(self) -> Any:
         """The trace of every rank as one mpilens.trace.timeline.Timeline (RunDirectoryError without one)."""

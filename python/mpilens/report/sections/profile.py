@@ -55,6 +55,17 @@ def _unmeasured(missed: list[dict[str, str]]) -> str:
         + " - these calls are in no statistic"
 
 
+def tool_sentence(tool: dict[str, Any]) -> str:
+    """What another MPI tool in the job means for the profile (docs/tools.md)."""
+    name, n = Path(tool["object"]).name, len(tool["functions"])
+    what = f"{n} MPI function{'s' if n != 1 else ''}"
+    if tool["position"] == "after":
+        return f"{name} was loaded after mpilens: every call of its {what} went on to it once measured"
+    return (f"{name} was loaded before mpilens and wraps {what}: mpilens measured them through the PMPI_ calls "
+            f"{name} makes, which include its own (a tool writing its log at MPI_Finalize), and their call sites "
+            f"are inside {name}; load mpilens first (`mpilens run` does) for a profile of the program alone")
+
+
 @section
 class SummarySection(Section):
     """The run at a glance: headline figures (HTML), the report's head (text), the run's figures (JSON)."""
@@ -89,6 +100,8 @@ class SummarySection(Section):
         missed = ctx.run.unmeasured
         if missed:
             out.append(f'<p class="note">Not measured: {escape(_unmeasured(missed))}.</p>')
+        for tool in ctx.run.tools:
+            out.append(f'<p class="note">Other MPI tool: {escape(tool_sentence(tool))}.</p>')
         if ctx.run.problems:
             out.append('<ul class="problems">' + "".join(f"<li>{escape(p)}</li>" for p in ctx.run.problems) + "</ul>")
         return "\n".join(out)
@@ -115,6 +128,8 @@ class SummarySection(Section):
         missed = run.unmeasured
         if missed:
             out.append(f"Not measured: {_unmeasured(missed)}")
+        for tool in run.tools:
+            out.append(f"Tool      : {tool_sentence(tool)}")
         for p in run.problems:
             out.append(f"Note      : {p}")
         return out
@@ -129,6 +144,8 @@ class SummarySection(Section):
             "problems": run.problems,
             # MPI functions the program or its libraries call past mpilens (imports.json)
             "unmeasured_functions": missed,
+            # other MPI tools the calls passed through (meta.json): object, position, functions
+            "tools": run.tools,
             "nranks": s.nranks,
             "measured_ranks": s.measured_ranks,
             "wall_time_s": spread(s.wall),
