@@ -112,6 +112,34 @@ def build_caliper(mpi: str = "openmpi") -> Path:
     return init
 
 
+def build_darshan(mpi: str = "openmpi") -> Path:
+    """Darshan's runtime built with the MPI's compiler wrapper (as ../shared/peers/README.md says:
+    logs to $DARSHAN_LOGPATH, no job id) and its utilities (darshan-parser, an independent reader of
+    its logs), installed under build/peers/; returns the prefix (lib/libdarshan.so, bin/darshan-parser)."""
+    archives = sorted(PEERS.glob("darshan-*.tar.gz"))
+    if not archives:
+        raise BenchError(f"no darshan-*.tar.gz in {PEERS}")
+    digest = hashlib.sha256(archives[-1].read_bytes()).hexdigest()[:12]
+    home = ROOT / "build" / "peers" / f"darshan-{digest}-{mpi}"
+    done = home / "bin" / "darshan-parser"
+    if done.is_file() and (home / "lib" / "libdarshan.so").is_file():
+        return home
+    with tempfile.TemporaryDirectory(dir=ROOT / "build") as tmp:
+        subprocess.run(["tar", "xzf", str(archives[-1]), "-C", tmp], check=True)
+        (src,) = [p for p in Path(tmp).iterdir() if p.is_dir()]
+        steps = [(src, ["./prepare.sh"]),
+                 (src / "darshan-runtime", ["./configure", "--with-log-path-by-env=DARSHAN_LOGPATH",
+                                            "--with-jobid-env=NONE", f"--prefix={home}", f"CC=mpicc.{mpi}"]),
+                 (src / "darshan-runtime", ["make", "-j2"]), (src / "darshan-runtime", ["make", "install"]),
+                 (src / "darshan-util", ["./configure", f"--prefix={home}"]),
+                 (src / "darshan-util", ["make", "-j2"]), (src / "darshan-util", ["make", "install"])]
+        for cwd, cmd in steps:
+            p = subprocess.run(cmd, cwd=cwd, env=base_env(mpi), capture_output=True, text=True)
+            if p.returncode != 0:
+                raise BenchError(f"building Darshan: {' '.join(cmd)} failed:\n{p.stdout[-2000:]}\n{p.stderr[-2000:]}")
+    return home
+
+
 def mpip_rows(report: str, section: str) -> list[list[str]]:
     """The rows of one section of an mpiP report ("Callsite Time statistics", ...), split in columns."""
     rows, inside = [], False

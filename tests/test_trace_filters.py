@@ -57,6 +57,7 @@ def any_mpi(request):
     return request.param
 
 
+@pytest.mark.mpi
 def test_pcontrol_phases(any_mpi, tmp_path):
     """`pcontrol onoff 5 6 7`: 5 steps, MPI_Pcontrol(0), 6 steps, MPI_Pcontrol(1), 7 steps. With
     MPILENS_TRACE_PCONTROL the trace starts off and MPI_Pcontrol(1) opens it: the trace has the 7
@@ -83,6 +84,7 @@ def test_pcontrol_phases(any_mpi, tmp_path):
     assert set(m.bytes.tolist()) == {300}
 
 
+@pytest.mark.mpi
 def test_some_ranks_and_functions_left_out(any_mpi, tmp_path):
     """Ranks 1-2 of 4 trace the ring (N sends to the right, N receives from the left), without its
     MPI_Allreduce nor the setup calls: two trace files, with N sends and N receives each and nothing
