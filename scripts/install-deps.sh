@@ -19,6 +19,7 @@ packages=(
   python3-h5py-mpi libhdf5-mpich-dev  # parallel HDF5 (Open MPI via h5py, MPICH via h5pcc) for the I/O tests
   otf2-tools                        # otf2-print reads the OTF2 exports back in the tests
   lmod                              # loads the modulefile of `make install` in tests/test_install.py
+  autoconf automake libtool zlib1g-dev  # Darshan from ../shared/peers (bench/peers.py, tests/test_tools_together.py)
 )
 
 missing=()
