@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -93,6 +94,7 @@ def test_a_rank_killed_by_sigkill_is_reported(mpi, tmp_path):
     # each rank's last call ended after its 4 sleeps of 20 ms at least (its wall time is up to then)
     assert all(r["wall_time_s"] >= 0.08 for r in p["ranks"]), p["ranks"]
     assert any("recovered from" in x and "ended without writing anything" in x for x in run.problems), run.problems
+    assert not any("ended in MPI_Finalize" in x for x in run.problems), run.problems  # killed mid-run
     doc = report_json(job.rundir)
     assert doc["measured_ranks"] == np and doc["complete"] is False
     text = cli("report", str(job.rundir)).stdout
@@ -422,7 +424,8 @@ def test_killed_during_the_finalize_merge(mpi, tmp_path):
     """ring 7 512 on 3 ranks (7 MPI_Send and 7 MPI_Recv of 512 bytes per rank, one MPI_Allreduce):
     rank 0 is killed as it puts the merged profile in place (tests/data/die_at_profile.c, preloaded
     after the runtime), the others waiting for it in MPI_Finalize, then ended by the launcher. The
-    half-done profile is not taken for one; every rank is reported with all of its calls."""
+    half-done profile is not taken for one; every rank is reported with all of its calls, and as
+    ended in MPI_Finalize."""
     shim = tmp_path / "libdie.so"
     subprocess.run(["cc", "-shared", "-fPIC", "-O2", "-o", str(shim), str(Path(__file__).parent / "data" /
                                                                              "die_at_profile.c"), "-ldl"], check=True)
@@ -436,3 +439,8 @@ def test_killed_during_the_finalize_merge(mpi, tmp_path):
     assert fn(p, "MPI_Send", "calls") == [7] * 3 and fn(p, "MPI_Recv", "bytes_recv") == [7 * 512] * 3
     assert fn(p, "MPI_Allreduce", "calls") == [1] * 3
     assert report_json(job.rundir)["measured_ranks"] == 3
+    # the ranks recovered from their statistics files had stopped measuring in MPI_Finalize (the file's
+    # state says so): rank 0 alone under Open MPI, whose other ranks wrote their partial files as the
+    # launcher ended them; all three under Hydra, which kills them with SIGKILL
+    assert re.search(r"rank(s 0-2| 0) ended in MPI_Finalize, while mpilens gathered and merged the profile",
+                     " ".join(run.problems)), run.problems

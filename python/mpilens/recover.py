@@ -59,6 +59,7 @@ class Recovered(Virtual):
     inside_call: bool = False  # it ended inside an MPI call (not counted)
     counting: bool = False  # it ended while counting a call that had returned (maybe counted in part)
     given_up_s: float | None = None  # when the file system could not hold its statistics any more
+    finalizing: bool = False  # it ended in MPI_Finalize, after measuring stopped (the merge of the profile)
 
 
 def _stats_files(run_dir: str | Path, have: set[int], problems: list[str], what: str, read: Any) -> list[Any]:
@@ -226,7 +227,8 @@ def _recover(fd: int, names_path: Path, rank: int) -> Recovered:
     given_up = [s.tick_given_up for s in sections if s.state == 2]
     return Recovered("", rank, data, last, inside_call=any(s.depth == 1 for s in current),
                      counting=any(s.depth == 2 for s in current),
-                     given_up_s=max(min(given_up) - head["tick_end"], 0) / rate / 1e9 if given_up else None)
+                     given_up_s=max(min(given_up) - head["tick_end"], 0) / rate / 1e9 if given_up else None,
+                     finalizing=head["state"] == 3)
 
 
 def _rate(head: dict[str, Any]) -> float | None:

@@ -286,7 +286,11 @@ def _recovered_note(recovered: list[recover.Recovered], running: bool) -> list[s
         head = (f"{who} ended without writing anything (killed: SIGKILL, the OOM killer, a time limit or the "
                 f"launcher): {'its' if one else 'their'} statistics up to {'its' if one else 'their'} last counted call")
     out = [f"{head} ({when} after MPI_Init) are recovered from {where}"]
-    inside = [r.rank for r in rs if r.inside_call]
+    finalizing = [r.rank for r in rs if r.finalizing]
+    if finalizing:
+        out.append(f"rank{'' if len(finalizing) == 1 else 's'} {_ranges(finalizing)} ended in MPI_Finalize, while "
+                   "mpilens gathered and merged the profile: every call before MPI_Finalize is counted")
+    inside = [r.rank for r in rs if r.inside_call and not r.finalizing]
     if inside:
         out.append(f"rank{'' if len(inside) == 1 else 's'} {_ranges(inside)} ended inside an MPI call "
                    "(that call is not counted)")

@@ -671,6 +671,7 @@ void ml_finalize_before_mpi_finalize(void)
 {
     if (!ml_g.ready) return;
     ml_set_active(0);
+    ml_stats_finalizing();
     catch_up_all();
     /* the tick rate is fixed now, between MPI_Init and here, so that every file the modes write
      * from here on converts ticks with the rate of the profile */

@@ -33,6 +33,8 @@ void ml_stats_dropped_regions(uint64_t n);
 void ml_stats_name(int kind, uint32_t id, uint32_t aux, uint64_t aux64, const char *name);
 /* the rank's measurements are whole in the profile or its partial file: the files are removed */
 void ml_stats_remove(void);
+/* MPI_Finalize began (measuring stopped): the statistics file says so */
+void ml_stats_finalizing(void);
 /* io.c's records and accesses in the file (at ml_io_start): 0 and the places, with the counters
  * of accesses and of files dropped it must keep there; -1 when they are not in the file */
 int ml_stats_io_map(void **files, void **accesses, uint64_t **count_accesses, uint64_t **count_dropped);

@@ -383,6 +383,13 @@ static void stats_written(void)
     if (head != NULL) __atomic_store_n(&head->state, 2, __ATOMIC_RELEASE);
 }
 
+/* MPI_Finalize began: measuring stopped, the profile is being gathered and merged. A rank killed
+ * from here on is reported as ended in MPI_Finalize, with every call it made before. */
+void ml_stats_finalizing(void)
+{
+    if (head != NULL) __atomic_store_n(&head->state, 3, __ATOMIC_RELEASE);
+}
+
 /* The profile is written: the files go (the mappings stay valid until the process ends). */
 void ml_stats_remove(void)
 {
