@@ -172,3 +172,54 @@ def test_request_completed_with_call_sites_off(mpi, tmp_path):
     assert fn(prof, "MPI_File_iwrite", "bytes_sent") == [1024] * P
     assert fn(prof, "MPI_Wait", "calls") == [1] * P
     assert os.path.isfile(job.rundir / "profile.json")
+
+
+@pytest.mark.parametrize("kind,argv,expected", [
+    ("openmpi", ["mpirun", "-x", "LD_PRELOAD=/d.so", "-np", "2", "a"],
+     ["mpirun", "-x", "LD_PRELOAD=/ml.so:/d.so", "-np", "2", "a"]),
+    ("openmpi", ["mpirun", "-x", "LD_PRELOAD", "a"], ["mpirun", "-x", "LD_PRELOAD=/ml.so:/env.so", "a"]),
+    ("openmpi", ["mpirun", "-x", "OTHER=1", "a"], None),
+    ("mpich", ["mpiexec", "-genv", "LD_PRELOAD", "/d.so", "-n", "2", "a"],
+     ["mpiexec", "-genv", "LD_PRELOAD", "/ml.so:/d.so", "-n", "2", "a"]),
+    ("mpich", ["mpiexec", "-n", "1", "-env", "LD_PRELOAD", "/d.so", "a"],
+     ["mpiexec", "-n", "1", "-env", "LD_PRELOAD", "/ml.so:/d.so", "a"]),
+    ("srun", ["srun", "--export=ALL,LD_PRELOAD=/d.so", "a"], ["srun", "--export=ALL,LD_PRELOAD=/ml.so:/d.so", "a"]),
+    ("mpich", ["mpiexec", "-x", "LD_PRELOAD=/d.so", "a"], None),  # not Hydra's option: left alone
+])
+def test_the_runtime_goes_first_in_the_launchers_preload(kind, argv, expected):
+    """`mpilens run` puts the runtime first in an LD_PRELOAD set by the launcher's own option (the
+    user's value would replace the runtime's); other options are left as they are."""
+    from mpilens import launch
+
+    out, found = launch.merge_preload(argv, kind, "/ml.so", "/env.so")
+    assert (out, found) == ((expected, True) if expected else (argv, False))
+
+
+@pytest.mark.mpi
+@pytest.mark.matrix
+def test_a_users_preload_through_every_launcher(tmp_path):
+    """A library of the user's own, preloaded through the launcher's option, and the runtime both load in
+    every rank, on every MPI of the matrix (Open MPI's -x, Hydra's -genv for MPICH and Intel MPI): the
+    library marks each process it loads in, and the profile is exact."""
+    from conftest import MATRIX, matrix_env
+
+    shim = tmp_path / "libmark.so"
+    src = tmp_path / "mark.c"
+    src.write_text('#include <stdio.h>\n#include <stdlib.h>\n#include <unistd.h>\n'
+                   '__attribute__((constructor)) static void mark(void) {\n'
+                   '    const char *d = getenv("MARK_DIR"); if (!d) return;\n'
+                   '    char p[4096]; snprintf(p, sizeof p, "%s/%d", d, (int)getpid());\n'
+                   '    FILE *f = fopen(p, "w"); if (f) fclose(f);\n}\n')
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(shim), str(src)], check=True)
+    for mpi in [*MPIS, *(m for m in MATRIX if not MATRIX[m].get("portability"))]:
+        marks = tmp_path / f"marks-{mpi}"
+        marks.mkdir()
+        env = (matrix_env(mpi) if mpi in MATRIX else job_env())
+        env = dict(env, MARK_DIR=str(marks))
+        family = MATRIX[mpi]["family"] if mpi in MATRIX else mpi
+        opt = ["-x", f"LD_PRELOAD={shim}", "-x", "MARK_DIR"] if family == "openmpi" else \
+            ["-genv", "LD_PRELOAD", str(shim)]
+        job = mpilens_run(mpi, launcher(mpi, 2) + opt + [str(example(mpi, "ring")), "3", "64"], tmp_path / mpi,
+                          env=env)
+        assert fn(job.profile, "MPI_Send", "calls") == [3, 3], mpi
+        assert len(list(marks.iterdir())) == 2, mpi  # the two ranks
