@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import MPILENS, job_env, launcher, mpilens_run, run_example
+from conftest import MPILENS, example, job_env, launcher, mpilens_run, run_example
 from mpilens import _layout as L
 
 SIZES = ("0-100", "100-1K", "1K-10K", "10K-100K", "100K-1M", "1M-4M", "4M-10M", "10M-100M", "100M-1G", "1G+")
@@ -521,3 +521,28 @@ def test_damaged_io_file_is_named(tmp_path):
     (job.rundir / "io" / "rank-000000.bin").write_bytes(b"garbage!")
     p = subprocess.run([str(MPILENS), "io", str(job.rundir)], capture_output=True, text=True)
     assert p.returncode != 0 and "rank-000000.bin: not an mpilens I/O file" in p.stderr
+
+
+def test_file_names_that_are_not_utf8(mpi, tmp_path):
+    """iofile in two directories whose names differ in one byte that is not UTF-8 (Latin-1 é and è):
+    two distinct files, each named with the bytes the file system has (read back from --json), shown
+    as \\xXX in the text and HTML; before, both bytes became U+FFFD and the two files one."""
+    root = os.fsencode(tmp_path)
+    dirs = [root + b"/caf\xe9", root + b"/caf\xe8"]
+    for d in dirs:
+        os.mkdir(d)
+    argv = launcher(mpi, 2) + [str(example(mpi, "iofile"))]
+    for i, d in enumerate(dirs):
+        mpilens_run(mpi, argv + [os.fsdecode(d)], tmp_path, outdir=tmp_path / f"run{i}")
+    names = set()
+    for i, d in enumerate(dirs):
+        doc = json.loads(subprocess.run([str(MPILENS), "io", str(tmp_path / f"run{i}"), "--json"], capture_output=True,
+                                        check=True).stdout)
+        shared = [f for f in doc["files"] if f["name"].endswith("/shared.dat")]
+        assert len(shared) == 1 and shared[0]["bytes_written"] == 7168 * 2
+        name = shared[0]["name"].encode("utf-8", "surrogateescape")
+        assert name == d + b"/shared.dat" and os.path.exists(name)  # the file on disk, byte for byte
+        names.add(name)
+        text = subprocess.run([str(MPILENS), "io", str(tmp_path / f"run{i}")], capture_output=True, check=True).stdout
+        assert b"caf\\x%02x/shared.dat" % d[-1] in text
+    assert len(names) == 2

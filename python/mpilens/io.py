@@ -113,7 +113,7 @@ def _string(data: bytes, pos: int, path: Path) -> tuple[str, int]:
     n = int.from_bytes(data[pos:pos + 2], "little")
     if pos + 2 + n > len(data):
         raise RunDirectoryError(f"{path}: truncated in a file name")
-    return data[pos + 2:pos + 2 + n].decode("utf-8", "replace"), pos + 2 + n
+    return data[pos + 2:pos + 2 + n].decode("utf-8", "surrogateescape"), pos + 2 + n
 
 
 def read_file(path: Path) -> dict[str, Any]:
