@@ -14,7 +14,8 @@ skipped (docs/tools.md):
   exchange, the merge at MPI_Finalize) keep calling PMPI_Send, which no tool sees;
 - a tool loaded before the runtime calls PMPI_Send from its MPI_Send, so the runtime exports
   PMPI_Send too (for every C function it wraps): the entry runs the wrapper when an object before
-  the runtime defines MPI_Send (that call has not been measured yet), else it passes the call on
+  the runtime defines MPI_Send and the call comes from that MPI_Send (it passes on a call of the
+  program, not measured yet; the tool's own calls are not the program's), else it passes the call on
   to whatever defines PMPI_Send after the runtime (a tool that wraps the PMPI_ names too, as
   Darshan does to see Fortran and other tools' calls, else the MPI).
 
@@ -99,6 +100,12 @@ def generate(protos: dict[str, cheader.CPrototype], macros: set[str], preprocess
           "extern void *ml_bind_pnext[];",
           "extern int ml_bind_shadow_known;",
           "void ml_bind_shadows(void);",
+          "/* whether the call of shadowed function i made from return address ra passes on a call of the",
+          " * program (the tool's MPI_ function is on the stack), not one of the tool's own */",
+          "int ml_bind_forwarded(int i, const void *ra);",
+          "/* whether a PMPI tool is loaded before the runtime; whether address p is in the code of one */",
+          "int ml_bind_tool_before(void);",
+          "int ml_bind_in_tool_before(const void *p);",
           "/* calls f for every function whose calls reach another tool: before (1: an object before the",
           " * runtime defines its MPI_ name) or after it (0: the wrapper forwards to it); object is its path */",
           "void ml_bind_tools(void (*f)(void *arg, const char *function, const char *object, int before), void *arg);",
@@ -165,8 +172,16 @@ def generate(protos: dict[str, cheader.CPrototype], macros: set[str], preprocess
               f'__attribute__((visibility("default"))) {p.ret} ml_entry_{p.name}({decl}) __asm__("P{p.name}");',
               f"{p.ret} ml_entry_{p.name}({decl})", "{",
               "    if (__builtin_expect(!__atomic_load_n(&ml_bind_shadow_known, __ATOMIC_ACQUIRE), 0)) ml_bind_shadows();",
-              f"    if (__builtin_expect(ml_bind_shadow[{index[p.name]}], 0)) {ret}ml_self_{p.name}({args});",
-              f"    {'else ' if not ret else ''}{{",
+              f"    if (__builtin_expect(ml_bind_shadow[{index[p.name]}], 0) && "
+              f"ml_bind_forwarded({index[p.name]}, __builtin_return_address(0))) {{",
+              # not a tail call: the wrapper's return address must be here, not in the tool, whose
+              # own calls the wrapper leaves out (core.c: ml_enter_after_reset)
+              *([f"        ml_self_{p.name}({args});", '        __asm__ volatile("");', "        return;"]
+                if p.ret == "void" else
+                [f"        const {p.ret} ml_rc = ml_self_{p.name}({args});", '        __asm__ volatile("");',
+                 "        return ml_rc;"]),
+              "    }",
+              "    {",
               f"        ml_pmpi_{p.name}_t ml_f = (ml_pmpi_{p.name}_t)__atomic_load_n(&ml_bind_pnext[{index[p.name]}], __ATOMIC_ACQUIRE);",
               f"        {ret}(ml_f != 0 ? ml_f : ml_pmpi_{p.name})({args});", "    }", "}"]
     e += ["#pragma GCC diagnostic pop", ""]

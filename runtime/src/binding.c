@@ -9,6 +9,7 @@
  */
 #include <dlfcn.h>
 #include <elf.h>
+#include <execinfo.h>
 #include <link.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -262,15 +263,118 @@ static const struct link_map *tool_before(const char *mpi_name, const struct lin
     return m != NULL && !is_self(m) && m != mpi ? m : NULL;
 }
 
+/* The body of the earlier tool's MPI_ function, per shadowed function: a PMPI_ call made from it
+ * (or from a function it called) passes on a call of the program; one made from anywhere else is
+ * the tool's own (Darshan writing its log at MPI_Finalize, mpiP gathering its report), which the
+ * program never made. hi == 0: the body's size is not known (every call counts). */
+static struct {
+    uintptr_t lo, hi;         /* the function */
+    uintptr_t obj_lo, obj_hi; /* the tool's loaded segments */
+} tool_body[ML_BIND_NFUNCS];
+
+/* the address range of a loaded object's segments */
+struct range_query {
+    const struct link_map *m;
+    uintptr_t lo, hi;
+};
+
+static int object_range(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    struct range_query *q = arg;
+    if (info->dlpi_addr != q->m->l_addr || info->dlpi_name == NULL || q->m->l_name == NULL ||
+        strcmp(info->dlpi_name, q->m->l_name) != 0)
+        return 0;
+    q->lo = UINTPTR_MAX, q->hi = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *const ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD) continue;
+        const uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+        if (a < q->lo) q->lo = a;
+        if (a + ph->p_memsz > q->hi) q->hi = a + ph->p_memsz;
+    }
+    return 1;
+}
+
+/* the loaded segments of each tool loaded before the runtime */
+#define MAX_TOOLS_BEFORE 8
+static struct {
+    uintptr_t lo, hi;
+} tools_before[MAX_TOOLS_BEFORE];
+static int ntools_before;
+
 static void find_shadows(void)
 {
     const struct link_map *const mpi = mpi_object();
-    for (int i = 0; i < ML_BIND_NFUNCS; i++)
-        if (ml_bind_funcs[i].entry && tool_before(ml_bind_funcs[i].name + 1, mpi) != NULL) ml_bind_shadow[i] = 1;
+    struct range_query q = {0};
+    for (int i = 0; i < ML_BIND_NFUNCS; i++) {
+        const struct link_map *const m = ml_bind_funcs[i].entry ? tool_before(ml_bind_funcs[i].name + 1, mpi) : NULL;
+        if (m == NULL) continue;
+        const void *const g = dlsym(RTLD_DEFAULT, ml_bind_funcs[i].name + 1);
+        Dl_info info;
+        const ElfW(Sym) *sym = NULL;
+        if (q.m != m) {
+            q.m = m, q.lo = q.hi = 0;
+            dl_iterate_phdr(object_range, &q);
+            int known = 0;
+            for (int t = 0; t < ntools_before; t++) known |= tools_before[t].lo == q.lo;
+            if (!known && q.hi != 0 && ntools_before < MAX_TOOLS_BEFORE)
+                tools_before[ntools_before].lo = q.lo, tools_before[ntools_before++].hi = q.hi;
+        }
+        if (dladdr1(g, &info, (void **)&sym, RTLD_DL_SYMENT) != 0 && sym != NULL && sym->st_size > 0 && q.hi != 0) {
+            tool_body[i].lo = (uintptr_t)g, tool_body[i].hi = (uintptr_t)g + sym->st_size;
+            tool_body[i].obj_lo = q.lo, tool_body[i].obj_hi = q.hi;
+        }
+        ml_bind_shadow[i] = 1;
+    }
     __atomic_store_n(&ml_bind_shadow_known, 1, __ATOMIC_RELEASE);
 }
 
+static int in_body(int i, const void *p) { return (uintptr_t)p >= tool_body[i].lo && (uintptr_t)p < tool_body[i].hi; }
+
+static int in_tool(int i, uintptr_t p) { return p >= tool_body[i].obj_lo && p < tool_body[i].obj_hi; }
+
+/* Return addresses into the earlier tool from which its calls are its own (it never passes a call
+ * of the program on from there): found once by a walk of the stack, kept. */
+#define OWN_PLACES 1024
+static uintptr_t own_places[OWN_PLACES];
+
+static size_t place_slot(uintptr_t ra) { return (size_t)((ra >> 4) * 0x9E3779B97F4A7C15ull >> 54) % OWN_PLACES; }
+
+int ml_bind_forwarded(int i, const void *ra)
+{
+    const uintptr_t key = (uintptr_t)ra;
+    if (tool_body[i].hi == 0) return 1; /* the tool's function of unknown size: every call counts */
+    /* from outside the tool: its wrapper's last act, a tail call (Darshan's MPI_Finalize jumps to
+     * PMPI_Finalize), returns straight to its caller */
+    if (!in_tool(i, key)) return 1;
+    if (__atomic_load_n(&own_places[place_slot(key)], __ATOMIC_RELAXED) == key) return 0;
+    /* The tool's MPI_ function on the stack (Darshan's wrapper calls PMPI_ itself, mpiP's through a
+     * helper), called from outside the tool: a call of the program. Called from inside the tool, or
+     * not on the stack at all: the tool's own (Darshan's log, written at MPI_Finalize through its own
+     * MPI-IO wrappers; mpiP's report gathered with PMPI_ calls). */
+    void *frames[10];
+    const int n = backtrace(frames, 10);
+    for (int k = 1; k < n; k++)
+        if (in_body(i, frames[k])) return k + 1 >= n || !in_tool(i, (uintptr_t)frames[k + 1]);
+    __atomic_store_n(&own_places[place_slot(key)], key, __ATOMIC_RELAXED);
+    return 0;
+}
+
 void ml_bind_shadows(void) { pthread_once(&shadows_once, find_shadows); }
+
+int ml_bind_tool_before(void)
+{
+    ml_bind_shadows();
+    return ntools_before > 0;
+}
+
+int ml_bind_in_tool_before(const void *p)
+{
+    for (int t = 0; t < ntools_before; t++)
+        if ((uintptr_t)p >= tools_before[t].lo && (uintptr_t)p < tools_before[t].hi) return 1;
+    return 0;
+}
 
 static const char *object_name(const struct link_map *m)
 {

@@ -486,6 +486,7 @@ void ml_init_after_mpi_init(int thread_level, uint64_t t_begin)
     }
     ml_g.thread_level = thread_level;
     ml_g.multiple = thread_level == MPI_THREAD_MULTIPLE;
+    ml_g.tool_before = ml_bind_tool_before();
     ml_g.t_init_begin = t_begin;
     PMPI_Comm_dup(MPI_COMM_WORLD, &ml_g.comm);
     PMPI_Comm_set_name(ml_g.comm, "mpilens");
@@ -593,6 +594,8 @@ void ml_init_after_mpi_init(int thread_level, uint64_t t_begin)
         no_lean = "no tick counter";
     else if (ml_callsite_depth() > 1)
         no_lean = "call sites deeper than 1";
+    else if (ml_g.tool_before)
+        no_lean = "a PMPI tool loaded before mpilens";
     ml_g.lean_ok = no_lean == NULL;
     for (ml_thread_t *t = __atomic_load_n(&ml_g.threads, __ATOMIC_ACQUIRE); t != NULL; t = t->next)
         ml_thread_lean_refresh(t);
@@ -719,8 +722,11 @@ void ml_thread_catch_up(ml_thread_t *t)
     ml_thread_lean_refresh(t);
 }
 
-ml_thread_t *ml_enter_after_reset(void)
+ml_thread_t *ml_enter_after_reset(const void *ra)
 {
+    /* Darshan, loaded before the runtime, calls MPI_Info_create and MPI_File_get_position for its
+     * own records: not the program's calls */
+    if (ML_UNLIKELY(ml_g.tool_before) && ml_bind_in_tool_before(ra)) return NULL;
     ml_thread_t *t = ml_enter_thread();
     if (t != NULL && ml_thread_stale(t)) ml_thread_catch_up(t);
     return t;
@@ -783,6 +789,7 @@ void ml_pcontrol(int level)
 
 void ml_set_active(int active)
 {
+    if (active == 1 && ml_g.tool_before) active = 2; /* the slow way, which knows the tool's calls */
     const uint32_t gen = __atomic_load_n(&ml_g.reset_gen, __ATOMIC_ACQUIRE);
     __atomic_store_n(&ml_g.lean_gen, active != 0 && ml_g.lean_ok ? ml_lean_gen_of(gen) : 0u, __ATOMIC_RELEASE);
     __atomic_store_n(&ml_g.active, active, __ATOMIC_RELEASE);

@@ -268,6 +268,9 @@ typedef struct ml_global {
      * read at every call of its wrappers, is 0 while not measuring and otherwise the odd
      * generation of the statistics (ml_lean_gen_of(reset_gen)) */
     int lean_ok;
+    /* a PMPI tool is loaded before the runtime (binding.c): every measured call takes the slow way
+     * (ml_g.active 2, no lean path), where one made from the tool's own code is left out */
+    int tool_before;
     uint32_t lean_gen;
     uint32_t type_gen;  /* bumped by MPI_Type_free: cached datatype sizes are stale */
     uint32_t reset_gen; /* bumped by MPI_Pcontrol(2) */
@@ -353,13 +356,15 @@ static inline int ml_thread_stale(const ml_thread_t *t)
 {
     return t->reset_gen != __atomic_load_n(&ml_g.reset_gen, __ATOMIC_ACQUIRE);
 }
-ml_thread_t *ml_enter_after_reset(void);
+/* ra: the wrapper's return address (a call from a tool loaded before the runtime is its own, not
+ * the program's: not measured) */
+ml_thread_t *ml_enter_after_reset(const void *ra);
 
 /* Start measuring a call: the thread's state, or NULL to just call through. */
 ML_HOT ml_thread_t *ml_enter(void)
 {
     const int a = __atomic_load_n(&ml_g.active, __ATOMIC_RELAXED);
-    if (ML_UNLIKELY(a != 1)) return a == 0 ? NULL : ml_enter_after_reset();
+    if (ML_UNLIKELY(a != 1)) return a == 0 ? NULL : ml_enter_after_reset(__builtin_return_address(0));
     return ml_enter_thread();
 }
 

@@ -61,9 +61,10 @@ def tool_sentence(tool: dict[str, Any]) -> str:
     what = f"{n} MPI function{'s' if n != 1 else ''}"
     if tool["position"] == "after":
         return f"{name} was loaded after mpilens: every call of its {what} went on to it once measured"
-    return (f"{name} was loaded before mpilens and wraps {what}: mpilens measured them through the PMPI_ calls "
-            f"{name} makes, which include its own (a tool writing its log at MPI_Finalize), and their call sites "
-            f"are inside {name}; load mpilens first (`mpilens run` does) for a profile of the program alone")
+    return (f"{name} was loaded before mpilens and wraps {what}: mpilens measured the program's calls through "
+            f"the PMPI_ calls {name} passes on, its own calls left out; every call took mpilens' slower general "
+            f"path, and the call sites of those {n} functions are not the program's (load mpilens first, as "
+            "`mpilens run` does, for both)")
 
 
 @section
