@@ -303,6 +303,10 @@ static struct {
 } tools_before[MAX_TOOLS_BEFORE];
 static int ntools_before;
 
+/* the unwinder that tells a tool's calls apart: libunwind's unw_backtrace (tens of ns for a few
+ * frames, callsite.c uses it too), else glibc's backtrace (some 2 us) */
+static int (*walk_stack)(void **, int) = backtrace;
+
 static void find_shadows(void)
 {
     const struct link_map *const mpi = mpi_object();
@@ -326,6 +330,11 @@ static void find_shadows(void)
             tool_body[i].obj_lo = q.lo, tool_body[i].obj_hi = q.hi;
         }
         ml_bind_shadow[i] = 1;
+    }
+    if (ntools_before > 0) { /* its own namespace: nothing of it replaces the process's unwinder */
+        void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+        void *f = h != NULL ? dlsym(h, "unw_backtrace") : NULL;
+        if (f != NULL) *(void **)&walk_stack = f;
     }
     __atomic_store_n(&ml_bind_shadow_known, 1, __ATOMIC_RELEASE);
 }
@@ -354,7 +363,7 @@ int ml_bind_forwarded(int i, const void *ra)
      * not on the stack at all: the tool's own (Darshan's log, written at MPI_Finalize through its own
      * MPI-IO wrappers; mpiP's report gathered with PMPI_ calls). */
     void *frames[10];
-    const int n = backtrace(frames, 10);
+    const int n = walk_stack(frames, 10);
     for (int k = 1; k < n; k++)
         if (in_body(i, frames[k])) return k + 1 >= n || !in_tool(i, (uintptr_t)frames[k + 1]);
     __atomic_store_n(&own_places[place_slot(key)], key, __ATOMIC_RELAXED);
