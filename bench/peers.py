@@ -12,6 +12,8 @@ Each round runs, in a fresh random order, the plain programs and each tool confi
     mpilens 1/64     profile mode, MPILENS_TIME_SAMPLE=64
     mpiP -k 0        mpiP without call-site stack walks (its cheapest)
     mpiP             mpiP's default (call sites one level deep)
+    mpilens + mpiP   both in one job (LD_PRELOAD=runtime:libmpiP.so, mpiP -k 0): each call measured by
+                     mpilens, then passed on to mpiP (docs/tools.md)
     Caliper          CALI_CONFIG=mpi-report (with --caliper)
 
 and compares each with the plain run of the same round (sharing the machine's drift): per
@@ -171,6 +173,13 @@ def run(mpi: str, prog: str, exe_dir: Path, tool: tuple[str, Path | None, dict[s
         kind, lib, settings = tool
         if kind == "mpilens":
             cmd += tool_env_args(mpi, lib, cwd / "out", "profile", settings)
+        elif kind == "mpilens+mpiP":  # the runtime first, mpiP after it in the same preload
+            args = tool_env_args(mpi, lib, cwd / "out", "profile", {"MPIP": "-k 0"})
+            after = str(settings["after"])
+            cmd += [f"{a}:{after}" if a.startswith("LD_PRELOAD=") else a for a in args]
+            if mpi != "openmpi":
+                i = cmd.index("LD_PRELOAD")
+                cmd[i + 1] += f":{after}"
         else:
             pairs = [("LD_PRELOAD", str(lib)), *settings.items()]
             for k, v in pairs:
@@ -180,14 +189,18 @@ def run(mpi: str, prog: str, exe_dir: Path, tool: tuple[str, Path | None, dict[s
     if r.returncode != 0:
         raise BenchError(f"failed (exit {r.returncode}): {' '.join(cmd)}\n{r.stdout}\n{r.stderr}")
     fn = "Send" if prog == "pingpong" else "Isend"
-    if tool is not None and tool[0] == "mpilens":
+    if tool is not None and tool[0].startswith("mpilens"):
         prof = json.loads((cwd / "out" / "profile.json").read_text())
         if sum(prof["functions"][f"MPI_{fn}"]["calls"]) <= 0:
             raise BenchError(f"mpilens measured no MPI_{fn}: {' '.join(cmd)}")
+    if tool is not None and tool[0] == "mpilens+mpiP":
+        reports = list(cwd.glob("*.mpiP"))
+        if len(reports) != 1 or mpip_calls(reports[0].read_text(), fn) <= 0:
+            raise BenchError(f"mpiP after mpilens wrote no report counting {fn}: {' '.join(cmd)}")
     elif tool is not None and tool[0] == "caliper":
         if not re.search(rf"^MPI_{fn}\s+\d+", r.stdout + r.stderr, re.M):
             raise BenchError(f"Caliper reported no MPI_{fn}: {' '.join(cmd)}\n{r.stdout[-500:]}\n{r.stderr[-500:]}")
-    elif tool is not None:
+    elif tool is not None and tool[0] == "mpiP":
         reports = list(cwd.glob("*.mpiP"))
         if len(reports) != 1 or mpip_calls(reports[0].read_text(), fn) <= 0:
             raise BenchError(f"mpiP wrote no report counting {fn}: {' '.join(cmd)}\n{r.stdout[-500:]}")
@@ -202,7 +215,8 @@ def bench(mpi: str, rounds: int, tmp: Path, caliper: bool = False) -> dict[str, 
     ours = copy_runtimes(mpi, {"now": ROOT / "build" / "lib"}, tmp)["now"]
     mpip = build_mpip(mpi)
     configs = {"mpilens": ("mpilens", ours, {}), "mpilens 1/64": ("mpilens", ours, {"MPILENS_TIME_SAMPLE": "64"}),
-               "mpiP -k 0": ("mpiP", mpip, {"MPIP": "-k 0"}), "mpiP": ("mpiP", mpip, {"MPIP": ""})}
+               "mpiP -k 0": ("mpiP", mpip, {"MPIP": "-k 0"}), "mpiP": ("mpiP", mpip, {"MPIP": ""}),
+               "mpilens + mpiP -k 0": ("mpilens+mpiP", ours, {"after": str(mpip)})}
     if caliper:
         configs["Caliper"] = ("caliper", build_caliper(mpi), {"CALI_CONFIG": "mpi-report"})
     ratios: dict[str, dict[str, list[float]]] = {c: {"hop": [], "rate": []} for c in configs}
