@@ -27,6 +27,8 @@ Usage: .venv/bin/python bench/peers.py [--rounds N] [--mpi openmpi,mpich] [--cal
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fcntl
 import hashlib
 import json
 import random
@@ -57,6 +59,16 @@ PEERS = ROOT.parent / "shared" / "peers"
 MPIP_ARCHIVE = "mpiP-*.tar.gz"
 
 
+@contextlib.contextmanager
+def _building(home: Path):
+    """Hold the lock of one peer build (build/peers/NAME.lock): two test workers or benchmarks that
+    want the same build wait for the one that makes it, then find it made."""
+    home.parent.mkdir(parents=True, exist_ok=True)
+    with open(home.parent / f"{home.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 def build_mpip(mpi: str = "openmpi") -> Path:
     """libmpiP.so built with the MPI's compiler wrapper, once per archive and MPI (build/peers/), as
     ../shared/peers/README.md says: no libunwind, no bfd (call sites as addresses)."""
@@ -69,6 +81,14 @@ def build_mpip(mpi: str = "openmpi") -> Path:
     lib = home / "libmpiP.so"
     if lib.is_file():
         return lib
+    with _building(home):
+        if not lib.is_file():
+            _make_mpip(archive, home, mpi)
+    return lib
+
+
+def _make_mpip(archive: Path, home: Path, mpi: str) -> None:
+    lib = home / "libmpiP.so"
     with tempfile.TemporaryDirectory(dir=ROOT / "build") as tmp:
         subprocess.run(["tar", "xzf", str(archive), "-C", tmp], check=True)
         (src,) = [p for p in Path(tmp).iterdir() if p.is_dir()]
@@ -80,7 +100,6 @@ def build_mpip(mpi: str = "openmpi") -> Path:
         home.mkdir(parents=True, exist_ok=True)
         shutil.copy2(src / "libmpiP.so", home / "libmpiP.so.tmp")
         (home / "libmpiP.so.tmp").replace(lib)
-    return lib
 
 
 def build_caliper(mpi: str = "openmpi") -> Path:
@@ -95,8 +114,16 @@ def build_caliper(mpi: str = "openmpi") -> Path:
     init = home / "libcalinit.so"
     if init.is_file():
         return init
+    with _building(home):
+        if not init.is_file():
+            _make_caliper(archives[-1], home, mpi)
+    return init
+
+
+def _make_caliper(archive: Path, home: Path, mpi: str) -> None:
+    init = home / "libcalinit.so"
     with tempfile.TemporaryDirectory(dir=ROOT / "build") as tmp:
-        subprocess.run(["tar", "xzf", str(archives[-1]), "-C", tmp], check=True)
+        subprocess.run(["tar", "xzf", str(archive), "-C", tmp], check=True)
         (src,) = [p for p in Path(tmp).iterdir() if p.is_dir()]
         (src / "build").mkdir()
         cxx = "mpicxx.openmpi" if mpi == "openmpi" else "mpicxx.mpich"
@@ -111,7 +138,6 @@ def build_caliper(mpi: str = "openmpi") -> Path:
     lib = home / "lib"
     subprocess.run(["cc", "-shared", "-fPIC", "-o", str(init), str(c), f"-L{lib}", f"-Wl,-rpath,{lib}", "-lcaliper"],
                    check=True)
-    return init
 
 
 def build_darshan(mpi: str = "openmpi") -> Path:
@@ -126,8 +152,16 @@ def build_darshan(mpi: str = "openmpi") -> Path:
     done = home / "bin" / "darshan-parser"
     if done.is_file() and (home / "lib" / "libdarshan.so").is_file():
         return home
+    with _building(home):
+        if not done.is_file():
+            _make_darshan(archives[-1], home, mpi)
+    return home
+
+
+def _make_darshan(archive: Path, home: Path, mpi: str) -> None:
+    """darshan-runtime, then darshan-util (its darshan-parser last: the mark of a whole build)."""
     with tempfile.TemporaryDirectory(dir=ROOT / "build") as tmp:
-        subprocess.run(["tar", "xzf", str(archives[-1]), "-C", tmp], check=True)
+        subprocess.run(["tar", "xzf", str(archive), "-C", tmp], check=True)
         (src,) = [p for p in Path(tmp).iterdir() if p.is_dir()]
         steps = [(src, ["./prepare.sh"]),
                  (src / "darshan-runtime", ["./configure", "--with-log-path-by-env=DARSHAN_LOGPATH",
@@ -139,7 +173,6 @@ def build_darshan(mpi: str = "openmpi") -> Path:
             p = subprocess.run(cmd, cwd=cwd, env=base_env(mpi), capture_output=True, text=True)
             if p.returncode != 0:
                 raise BenchError(f"building Darshan: {' '.join(cmd)} failed:\n{p.stdout[-2000:]}\n{p.stderr[-2000:]}")
-    return home
 
 
 def mpip_rows(report: str, section: str) -> list[list[str]]:
