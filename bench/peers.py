@@ -21,7 +21,11 @@ configuration, the median over rounds of (with / without) for the 8-byte hop and
 with bootstrap 95 % intervals. Every tool run is checked to have measured (mpilens: profile.json
 counts the calls; mpiP: its report counts them).
 
+With --lammps, Debian's LAMMPS instead (in.indent, bench/lammps.py's setting): its loop time plain,
+under mpilens, under mpiP -k 0 and under both, interleaved the same way.
+
 Usage: .venv/bin/python bench/peers.py [--rounds N] [--mpi openmpi,mpich] [--caliper] [--json FILE]
+       .venv/bin/python bench/peers.py --lammps [--rounds N]
        .venv/bin/python bench/peers.py build [--mpi openmpi] [--caliper]   (prints the libraries' paths)
 """
 from __future__ import annotations
@@ -266,6 +270,57 @@ def bench(mpi: str, rounds: int, tmp: Path, caliper: bool = False) -> dict[str, 
     return ratios
 
 
+def lammps(rounds: int, tmp: Path) -> tuple[str, dict[str, list[float]]]:
+    """Debian's LAMMPS (in.indent, two runs of 30,000 steps, 2 ranks bound to cores; bench/lammps.py)
+    plain, under mpilens, under mpiP -k 0 and under both, in a fresh random order each round: per
+    configuration the ratios of LAMMPS' own loop time (the sum of its two runs) to the plain run's,
+    and the plain loop times."""
+    from lammps import INDENT, LOOP_RE, lammps_mpi
+
+    exe = shutil.which("lmp")
+    if exe is None or not (INDENT / "in.indent").is_file():
+        raise BenchError("lmp or its indent example is missing: `make deps` installs lammps and lammps-examples")
+    mpi = lammps_mpi(exe)
+    work = tmp / "indent"
+    shutil.copytree(INDENT, work)
+    ours = copy_runtimes(mpi, {"now": ROOT / "build" / "lib"}, tmp)["now"]
+    mpip = str(build_mpip(mpi))
+
+    def args(pairs: list[tuple[str, str]]) -> list[str]:
+        return [x for k, v in pairs for x in (["-x", f"{k}={v}"] if mpi == "openmpi" else ["-genv", k, v])]
+
+    configs = {"mpilens": args([("LD_PRELOAD", str(ours))]), "mpiP -k 0": args([("LD_PRELOAD", mpip), ("MPIP", "-k 0")]),
+               "mpilens + mpiP -k 0": args([("LD_PRELOAD", f"{ours}:{mpip}"), ("MPIP", "-k 0")])}
+    ratios: dict[str, list[float]] = {c: [] for c in configs}
+    ratios["plain loop time, s"] = []
+    rng = random.Random(11)
+    for r in range(rounds):
+        order = [None, *configs]
+        rng.shuffle(order)
+        loop = {}
+        for c in order:
+            for old in work.glob("*.mpiP"):
+                old.unlink()
+            out = tmp / "lammps-run"
+            shutil.rmtree(out, ignore_errors=True)
+            cmd = launcher(mpi, "core") + (configs[c] + args([("MPILENS_OUTPUT", str(out))]) if c else []) + \
+                [exe, "-in", "in.indent", "-log", "none"]
+            p = subprocess.run(cmd, capture_output=True, text=True, env=base_env(mpi), cwd=work, timeout=600)
+            loops = LOOP_RE.findall(p.stdout)
+            if p.returncode != 0 or len(loops) != 2:
+                raise BenchError(f"LAMMPS failed: {' '.join(cmd)}\n{p.stdout[-1000:]}\n{p.stderr[-1000:]}")
+            if c and "mpiP" in c and len(list(work.glob("*.mpiP"))) != 1:
+                raise BenchError(f"mpiP wrote no report: {' '.join(cmd)}")
+            if c and "mpilens" in c and not (out / "profile.json").is_file():
+                raise BenchError(f"mpilens wrote no profile: {' '.join(cmd)}")
+            loop[c] = sum(float(t) for t, _ in loops)
+        for c in configs:
+            ratios[c].append(loop[c] / loop[None])
+        ratios["plain loop time, s"].append(loop[None])
+        log(f"LAMMPS ({mpi}): round {r + 1} of {rounds}")
+    return mpi, ratios
+
+
 def table(mpi: str, ratios: dict[str, dict[str, list[float]]]) -> str:
     lines = [f"{mpi}: with / without, median over rounds (95 % interval)", "",
              "| tool | 8 B hop | message rate kept |", "|---|---:|---:|"]
@@ -284,6 +339,8 @@ def main() -> int:
     p.add_argument("--rounds", type=int, default=15)
     p.add_argument("--mpi", default="openmpi")
     p.add_argument("--caliper", action="store_true", help="also build and measure Caliper (a few minutes to build)")
+    p.add_argument("--lammps", action="store_true",
+                   help="instead: Debian's LAMMPS loop time under mpilens, mpiP and both (its MPI's)")
     p.add_argument("--json", type=Path)
     a = p.parse_args()
     try:
@@ -292,6 +349,17 @@ def main() -> int:
                 print(build_mpip(mpi))
                 if a.caliper:
                     print(build_caliper(mpi))
+            return 0
+        if a.lammps:
+            with tempfile.TemporaryDirectory() as tmp:
+                mpi, loop = lammps(a.rounds, Path(tmp))
+            print(f"LAMMPS in.indent ({mpi}, 2 ranks): loop time with / without, median over rounds (95 % interval)\n")
+            print("| tool | loop time |\n|---|---:|")
+            for c, v in loop.items():
+                lo, hi = bootstrap_median_ci(v)
+                print(f"| {c} | {statistics.median(v):.3f} ({lo:.3f}–{hi:.3f}) |")
+            if a.json:
+                a.json.write_text(json.dumps({"lammps": {mpi: loop}}, indent=1))
             return 0
         out = {}
         for mpi in a.mpi.split(","):
