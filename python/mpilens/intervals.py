@@ -31,7 +31,7 @@ class Intervals:
 
 def read_file(path: Path) -> tuple[int, np.ndarray, int]:
     """Return (rank, pairs[k, 2], dropped) of one intervals file."""
-    data = path.read_bytes()
+    data = layout.read_regular(path)  # a regular file only: a FIFO or a device would hang or never end
     head = L.INTERVALS_HEADER
     if len(data) < head.size or data[:8] != L.MAGIC_INTERVALS:
         raise RunDirectoryError(f"{path.name} is not an mpilens intervals file")

@@ -226,11 +226,13 @@ def load(rundir: Path) -> PapiRun:
     parsed: dict[int, dict[str, Any]] = {}
     for f in files:
         try:
-            d = json.loads(f.read_text())
+            d = json.loads(layout.read_regular(f).decode())  # a regular file only (a FIFO would hang)
+            if not isinstance(d, dict):
+                raise ValueError("not a JSON object")
             if d.get("schema") != SCHEMA:
                 raise ValueError(f"schema is {d.get('schema')!r}, expected {SCHEMA!r}")
             parsed[int(d["rank"])] = d
-        except (OSError, ValueError, KeyError, TypeError) as err:
+        except (OSError, ValueError, KeyError, TypeError, RunDirectoryError) as err:
             problems.append(f"{f}: unreadable ({err})")
     if not parsed:
         raise RunDirectoryError(f"{folder} holds no readable rank file" + (f": {problems[0]}" if problems else ""))
@@ -244,14 +246,18 @@ def load(rundir: Path) -> PapiRun:
             problems.append(f"rank {r}: no {layout.relative('papi', rank=r)} (the rank did not reach MPI_Finalize?)")
             ranks.append(None)
             continue
-        regions = {}
-        for x in d.get("regions", []):
-            path = x["path"] or ROOT_NAME
-            regions[path] = Region(path, float(x["compute_s"]), int(x["phases"]), list(x["compute"]), list(x["mpi"]))
-        ranks.append(RankCounts(r, list(d.get("events", [])), d.get("read", "calls"), int(d.get("reads", 0)),
-                                float(d.get("read_cost_ns", 0.0)), int(d.get("threads", 0)),
-                                int(d.get("unread_calls", 0)), regions,
-                                dict(d.get("functions", {}))))
+        try:
+            regions = {}
+            for x in d.get("regions", []):
+                path = x["path"] or ROOT_NAME
+                regions[path] = Region(path, float(x["compute_s"]), int(x["phases"]), list(x["compute"]), list(x["mpi"]))
+            ranks.append(RankCounts(r, list(d.get("events", [])), d.get("read", "calls"), int(d.get("reads", 0)),
+                                    float(d.get("read_cost_ns", 0.0)), int(d.get("threads", 0)),
+                                    int(d.get("unread_calls", 0)), regions,
+                                    dict(d.get("functions", {}))))
+        except (ValueError, KeyError, TypeError, AttributeError) as err:
+            problems.append(f"rank {r}: {layout.relative('papi', rank=r)} is damaged ({err}); the rank is left out")
+            ranks.append(None)
     return PapiRun(rundir, nranks, events, first.get("read", "calls"), int(first.get("min_us", 0)),
                    bool(first.get("multiplex")),
                    first.get("refused", ""), first.get("off_reason", ""), ranks, problems)

@@ -22,10 +22,14 @@ def _data(ctx: Context) -> Any:
     from ...errors import RunDirectoryError
 
     def load() -> Any:
+        # what could not be read is one of the run's problems, as the trace's are (timeline.py)
         try:
-            return ctx.run.io
-        except RunDirectoryError:
+            data = ctx.run.io
+        except RunDirectoryError as err:
+            ctx.run.problems.append(f"io: {err}")
             return None
+        ctx.run.problems.extend(f"io: {p}" for p in data.problems if f"io: {p}" not in ctx.run.problems)
+        return data
     return ctx.once("io", load)
 
 
