@@ -60,13 +60,21 @@ RUNS |= {
     **{f"ensemble{i}-openmpi": ("openmpi", "imbalance", 3, ["3", "1000"], {}) for i in (1, 2, 3)},
     # every mode's files at once (for the damaged-file tests of tests/test_fuzz.py)
     "modes-openmpi": ("openmpi", "ring", 2, ["5", "2048"], {"MPILENS_MODE": "profile,counters,memory,mpit"}),
+    # the other files the readers take, for the same tests: MPI-IO records and accesses
+    # (examples/c/iofile.c, in a directory of its own: {tmp}), PAPI counters and intervals
+    "files-openmpi": ("openmpi", "iofile", 2, ["{tmp}"], {"MPILENS_MODE": "profile,papi", "MPILENS_INTERVALS": "1"}),
+    # MPI_Pcontrol(3) and (4) snapshots (examples/c/pcontrol.c: snapshot 3 2)
+    "snapshot-openmpi": ("openmpi", "pcontrol", 2, ["snapshot", "3", "2"], {}),
 }
 
 
 def make(name: str) -> dict:
     mpi, exe, np, args, settings = RUNS[name]
     with tempfile.TemporaryDirectory() as tmp:
-        job = conftest.run_example(mpi, exe, np, Path(tmp), args, settings=settings, check=False)
+        work = Path(tmp) / "work"
+        work.mkdir()
+        job = conftest.run_example(mpi, exe, np, Path(tmp), [a.replace("{tmp}", str(work)) for a in args],
+                                   settings=settings, check=False)
         if job.returncode != 0 and "-a" not in args:  # only the aborted runs end so
             raise SystemExit(f"make-test-runs: {name} failed (exit {job.returncode}):\n{job.stderr}")
         dest = OUT / name

@@ -23,7 +23,8 @@ import pytest
 from conftest import RUNS
 from mpilens import cli
 
-RUN_NAMES = ["ring-trace-openmpi", "aborted-openmpi", "aborted-mpich", "late_sender-mpich", "modes-openmpi"]
+RUN_NAMES = ["ring-trace-openmpi", "aborted-openmpi", "aborted-mpich", "late_sender-mpich", "modes-openmpi",
+             "files-openmpi", "snapshot-openmpi"]
 
 
 def _half(p: Path) -> None:
@@ -104,8 +105,13 @@ COMMANDS = {
     "perfetto": lambda d: ["export", "perfetto", str(d), "-o", str(d.parent / "out.perfetto-trace"), "--quiet"],
     "caliper": lambda d: ["export", "caliper", str(d), "-o", str(d.parent / "out.caliper.json"), "--quiet"],
     "estimate": lambda d: ["trace", str(d), "--estimate", "--under", "1K", "--json"],
+    "io": lambda d: ["io", str(d), "--json"],
+    "papi": lambda d: ["papi", str(d), "--json"],
+    # one rank's intervals are too few for a model: its one clear error, or another one
+    "variability": lambda d: ["model", "variability", str(d), "--json", "--quiet"],
+    "snapshot": lambda d: ["report", str(d), "--snapshot", "2", "--json", "--quiet"],
 }
-COMPARED = {"report", "trace", "imbalance", "counters", "memory", "mpit"}
+COMPARED = {"report", "trace", "imbalance", "counters", "memory", "mpit", "io", "papi", "snapshot"}
 
 
 def run_cli(args: list[str], seconds: int = 60) -> tuple[int, str, str]:
@@ -141,7 +147,11 @@ READERS = {"ring-trace-openmpi": ["report", "trace", "imbalance", "chrome", "hat
            # two of its ranks killed by the launcher's SIGKILL: recovered from ranks/*.stats
            "aborted-mpich": ["report", "imbalance"],
            "late_sender-mpich": ["report", "trace", "chrome", "perfetto"],
-           "modes-openmpi": ["report", "counters", "memory", "mpit"]}
+           "modes-openmpi": ["report", "counters", "memory", "mpit"],
+           # MPI-IO records and accesses, PAPI's files, the intervals
+           "files-openmpi": ["report", "io", "papi", "variability"],
+           # MPI_Pcontrol(3|4) snapshots
+           "snapshot-openmpi": ["report", "snapshot"]}
 JSON_ONLY = {"types", "array"}
 CASES = [pytest.param(n, f, d, id=f"{n}:{f}:{d}") for n in RUN_NAMES for f in _files(n) for d in DAMAGE
          if d not in JSON_ONLY or f.endswith((".json", ".jsonl"))]
