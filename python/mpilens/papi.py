@@ -166,8 +166,9 @@ class PapiRun:
                 work.append(None)
                 continue
             regs = list(r.regions.values()) if scope is None else [x for x in r.regions.values() if x.path == scope]
-            times.append(sum(x.compute_s for x in regs))
-            work.append(float(sum(x.compute[self.events.index(ev)] for x in regs)) if ev else None)
+            # a rank that read nothing (no event could be counted) has no compute time: unknown, not 0
+            times.append(sum(x.compute_s for x in regs) if regs else None)
+            work.append(float(sum(x.compute[self.events.index(ev)] for x in regs)) if ev and regs else None)
         return _verdict(scope or "whole run", times, work, ev)
 
 
@@ -271,7 +272,8 @@ def summary(run: PapiRun) -> dict[str, Any]:
             per_rank.append(None)
             continue
         c = r.compute()
-        per_rank.append({"rank": r.rank, "compute_s": r.compute_s, "compute": dict(zip(run.events, c)),
+        per_rank.append({"rank": r.rank, "compute_s": r.compute_s if r.regions else None,  # nothing read: unknown
+                         "compute": dict(zip(run.events, c)),
                          "mpi": dict(zip(run.events, r.mpi())), "derived": run.derived(c, r.compute_s),
                          "reads": r.reads, "unread_calls": r.unread_calls, "read_cost_ns": r.read_cost_ns,
                          "threads": r.threads})

@@ -64,7 +64,8 @@ def cmd_papi(a: argparse.Namespace) -> int:
     for r in s["ranks"]:
         if r is None:
             continue
-        rows.append([str(r["rank"]), f"{r['compute_s']:.4f}"] + [_num(r["compute"][e]) for e in ev]
+        time_s = "-" if r["compute_s"] is None else f"{r['compute_s']:.4f}"  # nothing read: not 0
+        rows.append([str(r["rank"]), time_s] + [_num(r["compute"][e]) for e in ev]
                     + [_num(r["derived"].get(d)) for d in derived_names]
                     + [f"{r['read_cost_ns'] / 1000:.2f}"])
     for line in _table(["rank", "time s"] + ev + derived_names + ["read us"], rows):

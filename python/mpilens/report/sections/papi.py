@@ -62,7 +62,8 @@ class PapiSection(Section):
             return "".join(out)
         derived = sorted({k for r in s["ranks"] if r for k in r["derived"]} |
                          {k for g in s["regions"] for k in g["derived"]})
-        rows = [[_td(str(r["rank"]), True), _td(round(r["compute_s"], 6))] + [_td(r["compute"][e]) for e in ev]
+        rows = [[_td(str(r["rank"]), True), _td(None if r["compute_s"] is None else round(r["compute_s"], 6))]
+                + [_td(r["compute"][e]) for e in ev]
                 + [_td(r["derived"].get(d)) for d in derived] + [_td(round(r["read_cost_ns"] / 1000, 2))]
                 for r in s["ranks"] if r]
         out.append("<h3>Per rank</h3>" + _table("papi-ranks", ["Rank", "Time (s)"] + ev + derived + ["Read (us)"], rows))
