@@ -118,7 +118,9 @@ def _string(data: bytes, pos: int, path: Path) -> tuple[str, int]:
 
 def read_file(path: Path) -> dict[str, Any]:
     """One rank's io file: header fields, records (RankRecord), accesses (io_access array), functions."""
-    data = layout.read_regular(path)  # a regular file only: a FIFO or a device would hang or never end
+    # a regular file only (a FIFO or a device would hang or never end); a rank recovered from its
+    # statistics file comes as its bytes (recover.Virtual)
+    data = path.read_bytes() if isinstance(path, recover.Virtual) else layout.read_regular(path)
     head = L.IO_HEADER
     if len(data) < head.size or data[:8] != L.MAGIC_IO:
         raise RunDirectoryError(f"{path}: not an mpilens I/O file (magic {data[:8]!r})")
