@@ -39,32 +39,47 @@ static const struct link_map *object_of(const void *p)
 
 static int is_self(const struct link_map *m) { return m != NULL && m->l_ld == _DYNAMIC; }
 
-/* Whether address p lies in this library: the common answer for an MPI_ name (no tool before the
- * runtime), found without dladdr, which searches an object's whole symbol table (some 10 us). */
-static uintptr_t self_lo, self_hi;
+/* The address range of the loaded object whose dynamic section is at `dynamic` (a link map's l_ld;
+ * this library's is _DYNAMIC): from its lowest segment's start to its highest one's end. */
+struct segments {
+    const void *dynamic;
+    uintptr_t lo, hi;
+};
 
-static int self_range(struct dl_phdr_info *info, size_t size, void *arg)
+static int segments_of(struct dl_phdr_info *info, size_t size, void *arg)
 {
-    (void)size, (void)arg;
-    int self = 0;
+    (void)size;
+    struct segments *q = arg;
+    int found = 0;
     uintptr_t lo = UINTPTR_MAX, hi = 0;
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *const ph = &info->dlpi_phdr[i];
-        if (ph->p_type == PT_DYNAMIC && (const void *)(info->dlpi_addr + ph->p_vaddr) == (const void *)_DYNAMIC) self = 1;
+        const uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+        if (ph->p_type == PT_DYNAMIC && (const void *)a == q->dynamic) found = 1;
         if (ph->p_type == PT_LOAD) {
-            const uintptr_t a = info->dlpi_addr + ph->p_vaddr;
             if (a < lo) lo = a;
             if (a + ph->p_memsz > hi) hi = a + ph->p_memsz;
         }
     }
-    if (self) self_lo = lo, self_hi = hi;
-    return self;
+    if (found) q->lo = lo, q->hi = hi;
+    return found;
 }
+
+static struct segments object_segments(const void *dynamic)
+{
+    struct segments q = {dynamic, 0, 0};
+    dl_iterate_phdr(segments_of, &q);
+    return q;
+}
+
+/* Whether address p lies in this library: the common answer for an MPI_ name (no tool before the
+ * runtime), found without dladdr, which searches an object's whole symbol table (some 10 us). */
+static struct segments self;
 
 static int in_self(const void *p)
 {
-    if (self_hi == 0) dl_iterate_phdr(self_range, NULL);
-    return (uintptr_t)p >= self_lo && (uintptr_t)p < self_hi;
+    if (self.hi == 0) self = object_segments(_DYNAMIC);
+    return (uintptr_t)p >= self.lo && (uintptr_t)p < self.hi;
 }
 
 static const struct link_map *mpi_object(void);
@@ -272,35 +287,9 @@ static struct {
     uintptr_t obj_lo, obj_hi; /* the tool's loaded segments */
 } tool_body[ML_BIND_NFUNCS];
 
-/* the address range of a loaded object's segments */
-struct range_query {
-    const struct link_map *m;
-    uintptr_t lo, hi;
-};
-
-static int object_range(struct dl_phdr_info *info, size_t size, void *arg)
-{
-    (void)size;
-    struct range_query *q = arg;
-    if (info->dlpi_addr != q->m->l_addr || info->dlpi_name == NULL || q->m->l_name == NULL ||
-        strcmp(info->dlpi_name, q->m->l_name) != 0)
-        return 0;
-    q->lo = UINTPTR_MAX, q->hi = 0;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *const ph = &info->dlpi_phdr[i];
-        if (ph->p_type != PT_LOAD) continue;
-        const uintptr_t a = info->dlpi_addr + ph->p_vaddr;
-        if (a < q->lo) q->lo = a;
-        if (a + ph->p_memsz > q->hi) q->hi = a + ph->p_memsz;
-    }
-    return 1;
-}
-
 /* the loaded segments of each tool loaded before the runtime */
 #define MAX_TOOLS_BEFORE 8
-static struct {
-    uintptr_t lo, hi;
-} tools_before[MAX_TOOLS_BEFORE];
+static struct segments tools_before[MAX_TOOLS_BEFORE];
 static int ntools_before;
 
 /* the unwinder that tells a tool's calls apart: libunwind's unw_backtrace (tens of ns for a few
@@ -310,16 +299,17 @@ static int (*walk_stack)(void **, int) = backtrace;
 static void find_shadows(void)
 {
     const struct link_map *const mpi = mpi_object();
-    struct range_query q = {0};
+    const struct link_map *tool = NULL;
+    struct segments q = {0};
     for (int i = 0; i < ML_BIND_NFUNCS; i++) {
         const struct link_map *const m = ml_bind_funcs[i].entry ? tool_before(ml_bind_funcs[i].name + 1, mpi) : NULL;
         if (m == NULL) continue;
         const void *const g = dlsym(RTLD_DEFAULT, ml_bind_funcs[i].name + 1);
         Dl_info info;
         const ElfW(Sym) *sym = NULL;
-        if (q.m != m) {
-            q.m = m, q.lo = q.hi = 0;
-            dl_iterate_phdr(object_range, &q);
+        if (tool != m) {
+            tool = m;
+            q = object_segments(m->l_ld);
             int known = 0;
             for (int t = 0; t < ntools_before; t++) known |= tools_before[t].lo == q.lo;
             if (!known && q.hi != 0 && ntools_before < MAX_TOOLS_BEFORE)
