@@ -73,6 +73,13 @@ def _building(home: Path):
         yield
 
 
+def _unpacked(archive: Path, into: Path) -> Path:
+    """The source tree of a peer's archive, unpacked into a directory: its one top folder."""
+    subprocess.run(["tar", "xzf", str(archive), "-C", str(into)], check=True)
+    (src,) = [p for p in into.iterdir() if p.is_dir()]
+    return src
+
+
 def build_mpip(mpi: str = "openmpi") -> Path:
     """libmpiP.so built with the MPI's compiler wrapper, once per archive and MPI (build/peers/), as
     ../shared/peers/README.md says: no libunwind, no bfd (call sites as addresses)."""
@@ -94,8 +101,7 @@ def build_mpip(mpi: str = "openmpi") -> Path:
 def _make_mpip(archive: Path, home: Path, mpi: str) -> None:
     lib = home / "libmpiP.so"
     with tempfile.TemporaryDirectory(dir=ROOT / "build") as tmp:
-        subprocess.run(["tar", "xzf", str(archive), "-C", tmp], check=True)
-        (src,) = [p for p in Path(tmp).iterdir() if p.is_dir()]
+        src = _unpacked(archive, Path(tmp))
         env = dict(base_env(mpi), CC=f"mpicc.{mpi}", F77=f"mpif77.{mpi}", LOGNAME="mpilens")
         for cmd in (["./configure", "--disable-libunwind", "--disable-bfd"], ["make", "shared"]):
             p = subprocess.run(cmd, cwd=src, env=env, capture_output=True, text=True)
@@ -127,8 +133,7 @@ def build_caliper(mpi: str = "openmpi") -> Path:
 def _make_caliper(archive: Path, home: Path, mpi: str) -> None:
     init = home / "libcalinit.so"
     with tempfile.TemporaryDirectory(dir=ROOT / "build") as tmp:
-        subprocess.run(["tar", "xzf", str(archive), "-C", tmp], check=True)
-        (src,) = [p for p in Path(tmp).iterdir() if p.is_dir()]
+        src = _unpacked(archive, Path(tmp))
         (src / "build").mkdir()
         cxx = "mpicxx.openmpi" if mpi == "openmpi" else "mpicxx.mpich"
         for cmd in (["cmake", "-DWITH_MPI=On", f"-DMPI_C_COMPILER=mpicc.{mpi}", f"-DMPI_CXX_COMPILER={cxx}",
@@ -165,8 +170,7 @@ def build_darshan(mpi: str = "openmpi") -> Path:
 def _make_darshan(archive: Path, home: Path, mpi: str) -> None:
     """darshan-runtime, then darshan-util (its darshan-parser last: the mark of a whole build)."""
     with tempfile.TemporaryDirectory(dir=ROOT / "build") as tmp:
-        subprocess.run(["tar", "xzf", str(archive), "-C", tmp], check=True)
-        (src,) = [p for p in Path(tmp).iterdir() if p.is_dir()]
+        src = _unpacked(archive, Path(tmp))
         steps = [(src, ["./prepare.sh"]),
                  (src / "darshan-runtime", ["./configure", "--with-log-path-by-env=DARSHAN_LOGPATH",
                                             "--with-jobid-env=NONE", f"--prefix={home}", f"CC=mpicc.{mpi}"]),
