@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -247,6 +248,34 @@ def test_the_runtime_goes_first_in_the_launchers_preload(kind, argv, expected):
 
     out, found = launch.merge_preload(argv, kind, "/ml.so", "/env.so")
     assert (out, found) == ((expected, True) if expected else (argv, False))
+
+
+@pytest.mark.parametrize("command,expected", [
+    (["mpirun", "-np", "2", "a.out"], (["mpirun", "-np", "2", "a.out"], {})),
+    (["env", "LD_LIBRARY_PATH=/x/lib", "PATH=/x/bin:/usr/bin", "mpiexec", "-np", "2", "a.out"],
+     (["mpiexec", "-np", "2", "a.out"], {"LD_LIBRARY_PATH": "/x/lib", "PATH": "/x/bin:/usr/bin"})),
+    (["/usr/bin/env", "A=1=2", "--", "B=3", "a.out"], (["B=3", "a.out"], {"A": "1=2"})),
+    (["env", "mpirun", "a.out"], (["mpirun", "a.out"], {})),
+])
+def test_an_env_prefix_sets_the_jobs_environment(command, expected):
+    """`env NAME=VALUE ... LAUNCHER ...` (one side of `mpilens repeat` on another MPI): the assignments
+    become the job's environment, in which mpilens also finds the launcher and the program's MPI."""
+    from mpilens import launch
+
+    assert launch.split_env_prefix(command) == expected
+
+
+@pytest.mark.parametrize("command,why", [
+    (["env", "-i", "mpirun", "a.out"], "env -i: mpilens run takes only NAME=VALUE assignments"),
+    (["env", "A-B=1", "mpirun"], "'A-B' is not an environment variable's name"),
+    (["env", "A=1"], "env with no command after its assignments"),
+])
+def test_an_env_prefix_that_does_more_is_refused(command, why):
+    from mpilens import launch
+    from mpilens.errors import LaunchError
+
+    with pytest.raises(LaunchError, match=re.escape(why)):
+        launch.split_env_prefix(command)
 
 
 @pytest.mark.mpi

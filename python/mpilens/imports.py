@@ -29,10 +29,11 @@ SCHEMA = _layout.SCHEMA_IMPORTS
 MPI_NAME = re.compile(r"^(P?MPIX?_[A-Za-z]\w*|p?mpix?_[a-z0-9_]+)$")
 
 
-def _dependencies(program: str) -> list[str]:
-    """The shared libraries the program loads, by ldd (paths that exist)."""
+def _dependencies(program: str, env: dict[str, str] | None = None) -> list[str]:
+    """The shared libraries the program loads, by ldd with the job's environment (paths that exist)."""
     try:
-        out = subprocess.run(["ldd", program], capture_output=True, text=True, timeout=60, errors="replace").stdout
+        out = subprocess.run(["ldd", program], capture_output=True, text=True, timeout=60, errors="replace",
+                             env=env).stdout
     except (OSError, subprocess.TimeoutExpired):
         return []
     paths = re.findall(r"=>\s+(/\S+)\s+\(0x", out)
@@ -70,12 +71,13 @@ def _c_name(symbol: str) -> str:
     return s
 
 
-def find(program: str, runtime: str, mpi: str, helpers: Path | None) -> dict[str, Any]:
+def find(program: str, runtime: str, mpi: str, helpers: Path | None,
+         env: dict[str, str] | None = None) -> dict[str, Any]:
     """The imports.json document for a program run with the runtime library `runtime`."""
     ours = exported(runtime)
     excluded = _excluded(helpers)
     users, mpi_defines = [], set()
-    for path in [program, *_dependencies(program)]:
+    for path in [program, *_dependencies(program, env)]:
         syms = _dyn_symbols(path)
         if syms is None:
             continue

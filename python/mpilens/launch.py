@@ -38,13 +38,40 @@ class Plan:
     imports: dict | None = None  # imports.json: the MPI functions the program calls past the runtime
 
 
-def _which(name: str) -> str | None:
+def _which(name: str, env: dict[str, str] | None = None) -> str | None:
     if "/" in name:
         return name if os.path.isfile(name) and os.access(name, os.X_OK) else None
-    return shutil.which(name)
+    return shutil.which(name, path=(env if env is not None else os.environ).get("PATH"))
 
 
-def launcher_kind(exe: str) -> str:
+def split_env_prefix(command: list[str]) -> tuple[list[str], dict[str, str]]:
+    """`env NAME=VALUE ... LAUNCHER ...` (how a user gives one side of `mpilens repeat` the environment
+    of another MPI): return the command after the assignments and the assignments. env's options
+    other than the assignments change more than the environment and are refused."""
+    if not command or os.path.basename(command[0]) != "env":
+        return command, {}
+    assigned: dict[str, str] = {}
+    i = 1
+    while i < len(command):
+        a = command[i]
+        if a == "--":
+            i += 1
+            break
+        if a.startswith("-"):
+            raise LaunchError(f"env {a}: mpilens run takes only NAME=VALUE assignments before the launcher")
+        name, eq, value = a.partition("=")
+        if not eq:
+            break
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            raise LaunchError(f"env {a}: {name!r} is not an environment variable's name")
+        assigned[name] = value
+        i += 1
+    if i >= len(command):
+        raise LaunchError("env with no command after its assignments: mpilens run -- env NAME=VALUE mpirun ...")
+    return command[i:], assigned
+
+
+def launcher_kind(exe: str, env: dict[str, str] | None = None) -> str:
     """Return which launcher family an executable is: openmpi (ORTE, PRRTE), mpich (MPICH's Hydra,
     and every launcher built on it: Intel MPI's mpirun and mpiexec, MVAPICH's) or srun."""
     base = os.path.basename(exe)
@@ -57,7 +84,7 @@ def launcher_kind(exe: str) -> str:
         if "hydra" in name or "mpich" in name:
             return "mpich"
     try:
-        out = subprocess.run([exe, "--version"], capture_output=True, text=True, errors="replace", timeout=20)
+        out = subprocess.run([exe, "--version"], capture_output=True, text=True, errors="replace", timeout=20, env=env)
         text = out.stdout + out.stderr
     except (OSError, subprocess.TimeoutExpired) as err:
         raise LaunchError(f"cannot run {exe} --version to identify the launcher: {err}") from err
@@ -77,7 +104,7 @@ def _is_elf(path: str) -> bool:
         return False
 
 
-def find_program(args: list[str]) -> str | None:
+def find_program(args: list[str], env: dict[str, str] | None = None) -> str | None:
     """Return the program a launcher runs: the first argument that is an executable linking an MPI
     library, else the first executable file. Launcher options may name executables of their own (an
     rsh agent: `-launcher-exec AGENT`, `--mca plm_rsh_agent AGENT`, `-launcher ssh`), which link no
@@ -86,9 +113,9 @@ def find_program(args: list[str]) -> str | None:
     for a in args:
         if a.startswith("-"):
             continue
-        path = _which(a)
+        path = _which(a, env)
         if path and os.path.isfile(path) and not os.path.isdir(path):
-            if program_mpi(path)[0] is not None:
+            if program_library(path, env)[0] is not None:
                 return path
             first = first or path
     return first
@@ -122,14 +149,15 @@ def program_mpi(program: str) -> tuple[str | None, str]:
     return flavor, why
 
 
-def program_library(program: str) -> tuple[str | None, str, str | None]:
-    """Return (flavor or None, how it was decided, the MPI library's path when ldd found it)."""
+def program_library(program: str, env: dict[str, str] | None = None) -> tuple[str | None, str, str | None]:
+    """Return (flavor or None, how it was decided, the MPI library's path when ldd found it), with the
+    job's environment (its LD_LIBRARY_PATH decides the library)."""
     if not _is_elf(program):
         return None, "script", None
     if INTERPRETERS.match(os.path.basename(program)):
         return None, "interpreter", None
     try:
-        out = subprocess.run(["ldd", program], capture_output=True, text=True, timeout=30).stdout
+        out = subprocess.run(["ldd", program], capture_output=True, text=True, timeout=30, env=env).stdout
     except (OSError, subprocess.TimeoutExpired):
         return None, "ldd failed", None
     for line in out.splitlines():
@@ -211,14 +239,18 @@ def plan_run(command: list[str], mpi: str | None, outdir: Path | None, settings:
     """Decide how to run command under mpilens; raise LaunchError/ConfigError on bad input."""
     if not command:
         raise LaunchError("no command given: mpilens run [options] -- mpirun -np 4 ./app")
-    first = _which(command[0])
+    typed = command
+    command, assigned = split_env_prefix(command)
+    env = dict(os.environ)
+    env.update(assigned)
+    first = _which(command[0], env)
     if first is None:
         raise LaunchError(f"{command[0]!r} not found (not on PATH and not an executable file)")
     notes: list[str] = []
     base = os.path.basename(command[0])
     if base in LAUNCHERS or os.path.basename(os.path.realpath(first)) in LAUNCHERS:
-        kind = launcher_kind(first)
-        program = find_program(command[1:])
+        kind = launcher_kind(first, env)
+        program = find_program(command[1:], env)
         if program is None and mpi is None:
             tried = [a for a in command[1:] if not a.startswith("-") and not a.isdigit()]
             raise LaunchError("no program to run among the launcher's arguments"
@@ -227,7 +259,7 @@ def plan_run(command: list[str], mpi: str | None, outdir: Path | None, settings:
     else:
         kind, program = "none", first
 
-    flavor, why, library = program_library(program) if program else (None, "no program found", None)
+    flavor, why, library = program_library(program, env) if program else (None, "no program found", None)
     if mpi is None:
         if flavor is not None:
             mpi = flavor
@@ -251,12 +283,11 @@ def plan_run(command: list[str], mpi: str | None, outdir: Path | None, settings:
     for name in ("MPILENS_OUTPUT", "MPILENS_COMMAND", "MPILENS_RUN_TOKEN"):
         if name in settings:
             raise ConfigError(f"{name} is set by mpilens run itself" + (" (use -o DIR)" if name == "MPILENS_OUTPUT" else ""))
-    env = dict(os.environ)
     env.update(settings)
     out = check_outdir(outdir if outdir is not None else default_outdir(program))
     tool_env = {k: v for k, v in env.items() if k.startswith("MPILENS_")}
     tool_env["MPILENS_OUTPUT"] = str(out)
-    tool_env["MPILENS_COMMAND"] = json.dumps(command)
+    tool_env["MPILENS_COMMAND"] = json.dumps(typed)
     libs = preload_libraries(mpi, env.get("MPILENS_MODE", "profile"))
     preload = ":".join([*map(str, libs), *([env["LD_PRELOAD"]] if env.get("LD_PRELOAD") else [])])
     env.update(tool_env)
@@ -283,7 +314,7 @@ def plan_run(command: list[str], mpi: str | None, outdir: Path | None, settings:
         env["LD_PRELOAD"] = preload
     imported = None
     if program and _is_elf(program):
-        imported = imports.find(program, str(build_info.runtime_library(mpi)), mpi, build_info.helper_dir(mpi))
+        imported = imports.find(program, str(build_info.runtime_library(mpi)), mpi, build_info.helper_dir(mpi), env)
         missed = imports.unmeasured_names(imported)
         if missed:
             names = ", ".join(sorted({n for n, _ in missed}))
