@@ -29,6 +29,8 @@ from typing import Any
 
 import numpy as np
 
+from . import units
+from .callsites import callsites, location
 from .errors import MpilensError, RunDirectoryError
 from .rundir import Run
 from .rundir import load as load_run
@@ -200,8 +202,6 @@ def run_values(profile: dict[str, Any], ranks: str = "mean",
 
 def site_name(site: dict[str, Any]) -> str:
     """How a call site is named in a comparison: "file:line in function" (or the function)."""
-    from .callsites import location
-
     where = location(site)
     return f"{where} in {site['symbol']}" if site.get("line") else where
 
@@ -403,7 +403,6 @@ def compare(a: Side | Sequence[str | Path], b: Side | Sequence[str | Path], *, r
     def sites_of(run: Run) -> list[dict[str, Any]] | None:
         if not by_site:
             return None
-        from .callsites import callsites
         return callsites(run)
 
     va = [run_values(r.profile, ranks, sites_of(r)) for r in sa.runs]
@@ -480,8 +479,6 @@ def _fmt_p(p: float | None) -> str:
 
 def render_text(c: Comparison, show_all: bool = False, min_share: float = 0.001, stats: bool = False) -> str:
     """Return the comparison as text: header, then the tree as a table."""
-    from . import units
-
     out = [f"mpilens compare: A (baseline) {len(c.a.runs)} runs vs B (experimental) {len(c.b.runs)} runs"]
     for s in (c.a, c.b):
         desc = s.description()

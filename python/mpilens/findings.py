@@ -6,7 +6,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from . import _layout as L
 from . import units
+from .errors import RunDirectoryError
 from .rundir import Run
 from .summary import Summary
 
@@ -136,8 +138,6 @@ def find(run: Run, s: Summary) -> list[Finding]:
                                f"bytes: rank {top['src']} -> rank {top['dst']} ({units.size(top['bytes'])}).",
                                dict(top)))
     if "io" in run.modes:
-        from .errors import RunDirectoryError
-
         try:
             out += io_findings(run.io)
         except RunDirectoryError:
@@ -149,8 +149,6 @@ def io_findings(data: Any) -> list[Finding]:
     """Statements about MPI-IO (a mpilens.io.IORun): small unaligned writes, independent writes to
     a shared file that a collective would batch, one rank doing all the I/O, metadata dominating."""
     import numpy as np
-
-    from . import _layout as L
 
     out: list[Finding] = []
     files = data.files()

@@ -12,6 +12,10 @@ from typing import Any
 
 import pandas as pd
 
+from . import io
+from .callsites import callsites as _sites
+from .callsites import location
+from .errors import RunDirectoryError
 from .rundir import Run
 
 FUNCTION_COLUMNS = ["region", "function", "class", "rank", "calls", "time_s", "min_s", "max_s", "bytes_sent",
@@ -68,9 +72,6 @@ def files(run: Run) -> pd.DataFrame:
     """I/O per file (MPILENS_IO): one row per (file name as opened, rank that opened it) with the
     calls by kind, bytes, times in seconds and the file system; empty when the run did no MPI-IO.
     ``df.groupby("name")[["bytes_read", "bytes_written"]].sum()`` gives the per-file totals."""
-    from . import io
-    from .errors import RunDirectoryError
-
     try:
         data = run.io
     except RunDirectoryError:
@@ -104,9 +105,6 @@ def callsites(run: Run) -> pd.DataFrame:
     line, symbol and module of its caller, and its calls, time and bytes on that rank; `path` is
     the call path as "symbol (file:line) <- ..." from the MPI call outwards (MPILENS_CALLSITE_DEPTH
     > 1), else the symbol. Empty when the run has no call sites."""
-    from .callsites import callsites as _sites
-    from .callsites import location
-
     rows = []
     for i, s in enumerate(_sites(run), 1):
         path = " <- ".join(f"{f['symbol']} ({location(f)})" if f.get("line") else f["symbol"]

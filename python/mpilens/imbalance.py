@@ -29,6 +29,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import units
 from .rundir import Run
 
 EFFICIENCY = "efficiency"
@@ -265,8 +266,6 @@ def analyze(run: Run, work: list[str] | None = None, efficiency: str | None = EF
 
 def render_text(a: Analysis, min_share: float = 0.01) -> str:
     """Return the analysis as text: one table of scopes."""
-    from . import units
-
     out = [f"mpilens imbalance: {a.run} ({a.nranks} ranks)",
            "Load = time outside MPI per rank (region: its time minus the MPI time inside it); for MPI functions, "
            "the time in the function.",

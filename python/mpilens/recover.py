@@ -9,6 +9,7 @@ any rank's partial file. Layouts: runtime/spec/rundir.yaml (stats, stats_names, 
 
 from __future__ import annotations
 
+import json
 import os
 import struct
 from dataclasses import dataclass
@@ -472,8 +473,6 @@ def recover_io(run_dir: str | Path, have: set[int], problems: list[str]) -> list
 
 def _io_file(fd: int, names_path: Path, rank: int) -> Virtual | None:
     """The io file (layout `io` of runtime/spec/rundir.yaml) of the records in a statistics file."""
-    import json
-
     import numpy as np
 
     head = _head(fd, rank)

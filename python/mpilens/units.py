@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import codecs
 import math
+import re
 from typing import Any
 
 
@@ -42,8 +43,6 @@ _SIZE = {"": 1, "b": 1, "k": 1024, "kb": 1000, "kib": 1024, "m": 1024**2, "mb": 
 def parse_size(text: str) -> float:
     """'500M', '2 GiB', '1.5GB', '4096' -> bytes (K, M, G, T and KiB... binary; KB, MB... decimal);
     ValueError for anything else."""
-    import re
-
     m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*", text)
     if not m or m.group(2).lower() not in _SIZE or float(m.group(1)) <= 0:
         raise ValueError(f"not a size: {text!r} (e.g. 500M, 2GiB, 1.5GB)")

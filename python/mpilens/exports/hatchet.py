@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import safefile
+from ..callsites import callsites, location
 from ..errors import MpilensError
 from ..rundir import Run
 from . import Exporter, Option, exporter
@@ -68,8 +69,6 @@ def build_callpath_tree(run: Run) -> list[TreeNode]:
     ``main`` -> the frames of each site from the outermost inwards ("symbol (file:line)") -> the
     MPI function, whose metrics are the site's. Sites that share their outer frames share those
     nodes; a frame's inclusive time is the time of the MPI calls made under it."""
-    from ..callsites import callsites, location
-
     profile = run.profile
     n = profile["nranks"]
     measured = measured_ranks(profile["ranks"])

@@ -28,8 +28,9 @@ from typing import Any
 
 import numpy as np
 
-from .. import layout
+from .. import intervals, layout, rundir
 from ..errors import RunDirectoryError
+from ..trace import reader, timeline
 
 BSP_SCHEMA = "mpilens.bsp/1"
 
@@ -74,8 +75,6 @@ class Sample:
 
 
 def _from_rundir(path: Path, skip: int | None) -> Sample:
-    from .. import intervals, rundir
-
     iv = intervals.load(path)
     run = rundir.load(path)
     hosts = [str(r.get("host") or "?") for r in run.profile.get("ranks", [])]
@@ -93,9 +92,6 @@ SYNC_COLLECTIVES = {"MPI_Barrier", "MPI_Allreduce", "MPI_Reduce_scatter", "MPI_R
 
 
 def _from_trace(path: Path, skip: int | None, load_timeline: Callable[[], Any] | None = None) -> Sample:
-    from .. import rundir
-    from ..trace import reader, timeline
-
     tl = load_timeline() if load_timeline is not None else timeline.load(path)
     col = tl.collectives
     sync = np.isin(col.fn, tl.fn_ids(SYNC_COLLECTIVES | {n + "_c" for n in SYNC_COLLECTIVES}))

@@ -21,11 +21,13 @@ See bootstrap.py for the method and assumptions of each.
 from __future__ import annotations
 
 import math
+import textwrap
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from ..errors import MpilensError
 from . import bootstrap as bs
 from . import emma, gev
 from .data import Sample
@@ -166,8 +168,6 @@ def _units(calib: list[Sample]) -> tuple[list[np.ndarray], list[np.ndarray], int
 
 def analyze(calib: list[Sample], measured: list[Sample], opts: Options) -> Result:
     """Fit, diagnose, predict and score; see the module docstring."""
-    from ..errors import MpilensError
-
     if not calib:
         raise MpilensError("no calibration runs")
     p0s = sorted({s.nranks for s in calib})
@@ -528,7 +528,6 @@ def plot(result: Result, path: str, title: str | None = None) -> None:
     ax.set_xticklabels([str(s) for s in scales])
     ax.set_xlabel("ranks")
     ax.set_ylabel(f"runtime of {c['intervals']} intervals (s)")
-    import textwrap
 
     title = title or "Predicted (median, 95 % interval) vs measured runtime"
     if no_interval:

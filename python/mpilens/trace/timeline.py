@@ -12,8 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from .. import claim, layout
+from .. import claim, io, layout
 from .. import meta as meta_file
+from ..callsites import PYTHON, location, site_frame, symbolise
+from ..errors import RunDirectoryError
 from . import reader
 from .filters import RecordFilters
 
@@ -151,9 +153,6 @@ class Timeline:
         if number == 0 or not self.sites:
             return None
         if self._symbolised is None:
-            from .. import layout
-            from ..callsites import PYTHON, site_frame, symbolise
-
             wanted = {f[site_frame(f)] for _, f in self.sites.values() if f}
             wanted = {(m, a) for m, a in wanted if m is not None and not m.startswith(PYTHON)}
             cache = layout.callsites_cache_file(self.rundir) if self.rundir is not None else None
@@ -183,7 +182,6 @@ class Timeline:
         s = self.site_of(rank, thread, number)
         if s is None:
             return None
-        from ..callsites import location
 
         return f"{location(s)} ({s['symbol']})" if s.get("line") else str(s["symbol"])
 
@@ -372,8 +370,6 @@ def load(rundir: str | Path, progress: Callable[[str], None] | None = None) -> T
         filters.window = (window_ns[0] - origin, window_ns[1] - origin)
     io_files: dict[int, list[str]] = {}
     if len(ev) and (ev["kind"] == reader.IO).any():  # names of the files the io events refer to
-        from .. import io
-        from ..errors import RunDirectoryError
 
         for path in layout.io_files(rundir):
             try:

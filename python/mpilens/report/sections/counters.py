@@ -9,6 +9,8 @@ import io
 from html import escape
 from typing import Any
 
+from ...units import counter as format_value
+from ..heatmap import draw_heatmap
 from . import Context, Figure, Section, section
 
 HEATMAPS = ["BYTES_SENT_USER", "BYTES_SENT_MPI", "UNEXPECTED", "MAX_POSTED_RECVQ"]
@@ -47,9 +49,6 @@ class CountersSection(Section):
         if c is None:
             return None
         import matplotlib
-
-        from ...units import counter as format_value
-        from ..heatmap import draw_heatmap
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
@@ -93,7 +92,6 @@ class CountersSection(Section):
         c = counters_of(ctx)
         if c is None:
             return []
-        from ..heatmap import draw_heatmap
 
         figs = []
         for name in _shown(c):

@@ -7,6 +7,7 @@ from html import escape
 from typing import Any
 
 from ... import units
+from ...imbalance import analyze
 from . import Context, Figure, Section, legend, section
 from . import sortable_td as td
 
@@ -15,8 +16,6 @@ LOAD_COLOR, ADJ_COLOR, WORK_COLOR = "#5b8db8", "#2e7d4f", "#1d2430"
 
 def _analysis(ctx: Context) -> Any:
     """The imbalance analysis of the run, computed once per report."""
-    from ...imbalance import analyze
-
     return ctx.once("imbalance", lambda: analyze(ctx.run))
 
 

@@ -6,7 +6,10 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
+from ... import _layout as L
 from ... import units
+from ...errors import RunDirectoryError
+from .. import io_text
 from . import Context, Figure, Section, legend, section
 from . import sortable_td as td
 
@@ -19,7 +22,6 @@ def _data(ctx: Context) -> Any:
     """The run's IORun, or None when it has no I/O per file."""
     if "io" not in ctx.run.modes:
         return None
-    from ...errors import RunDirectoryError
 
     def load() -> Any:
         # what could not be read is one of the run's problems, as the trace's are (timeline.py)
@@ -39,8 +41,6 @@ def _files(ctx: Context) -> list[dict[str, Any]]:
 
 
 def _color(kind: int) -> str:
-    from ... import _layout as L
-
     if kind & L.IO_KIND_WRITE:
         return WRITE_COLOR
     if kind & L.IO_KIND_READ:
@@ -50,8 +50,6 @@ def _color(kind: int) -> str:
 
 def _timeline(data: Any) -> str:
     """Each rank's listed MPI-IO calls as bars on a time axis (inline SVG, hover for details)."""
-    from .. import io_text
-
     acc = data.accesses
     if len(acc) == 0:
         return ""
@@ -150,7 +148,6 @@ class IOSection(Section):
         files = _files(ctx)
         if not files:
             return None
-        from .. import io_text
 
         data = _data(ctx)
         out = [f"@ {self.title}"]

@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from ...units import mib as fmt_mib
+from ...units import mib_mean_std
 from . import Context, Figure, Section, section
 
 MPI_COLOR, APP_COLOR, TOTAL_COLOR = "#c8553d", "#5b8db8", "#444"
@@ -61,8 +63,6 @@ def _svg_lines(series: list[tuple[str, str, np.ndarray, np.ndarray]], title: str
 
 
 def _pm(row: dict[str, Any]) -> str:
-    from ...units import mib_mean_std
-
     return mib_mean_std(row)
 
 
@@ -73,8 +73,6 @@ class MemorySection(Section):
     id, title, order = "memory", "Memory: MPI and application", 40
 
     def html(self, ctx: Context) -> str | None:
-        from ...units import mib as fmt_mib
-
         run = memory_of(ctx)
         if run is None:
             return None

@@ -7,6 +7,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
+from ... import mpit as mp
 from ... import recommend
 from . import Context, Figure, Section, section
 
@@ -90,7 +91,6 @@ class MpitSection(Section):
                                  f"{len(ss)} ranks</small></div>{_spark(sorted(ss, key=lambda s: s.rank))}</div>")
                 out.append('<div class="mpit-grid" style="display:flex;flex-wrap:wrap;gap:12px">' + "".join(cells)
                            + "</div>")
-                from ... import mpit as mp
 
                 for reason, names in mp.group_skipped(m.skipped).items():
                     out.append(f"<p class=\"note\">Not read: {escape(', '.join(names))} ({escape(reason)}).</p>")

@@ -6,6 +6,8 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
+from ... import papi
+from ...errors import RunDirectoryError
 from . import Context, Section, section
 
 
@@ -37,9 +39,6 @@ class PapiSection(Section):
     id, title, order = "papi", "Hardware counters (PAPI)", 80
 
     def html(self, ctx: Context) -> str | None:
-        from ... import papi
-        from ...errors import RunDirectoryError
-
         if "papi" not in ctx.run.modes:
             return None
         try:

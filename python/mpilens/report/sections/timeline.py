@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from ... import units
+from ...trace import findings, reader
 from . import Context, Figure, Section, legend, section
 
 MAX_BARS = 40_000  # calls drawn one by one; beyond, the overview is per time bin (the longest calls kept)
@@ -38,8 +39,6 @@ def timeline_of(ctx: Context):
 def findings_of(ctx: Context) -> list:
     """The findings of the run's timeline, computed once per report ([] without a trace)."""
     def find() -> list:
-        from ...trace import findings
-
         tl = timeline_of(ctx)
         return findings.find(tl) if tl is not None else []
     return ctx.once("trace_findings", find)
@@ -47,8 +46,6 @@ def findings_of(ctx: Context) -> list:
 
 def chart_data(tl: Any) -> dict[str, Any]:
     """Bars (rank row, start, end, class, function) and arrows for the canvas timeline."""
-    from ...trace import reader
-
     ev = tl.ev
     calls = np.flatnonzero(ev["kind"] == reader.CALL)
     end = float(ev["t1"].max()) if len(ev) else 0.0

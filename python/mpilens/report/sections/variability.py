@@ -9,7 +9,11 @@ from html import escape
 from typing import Any
 
 from ... import units
+from ...errors import RunDirectoryError
+from ...model import data, emma, gev
+from ...model.variability import Options, fit_row, rank_correlation
 from . import Context, Figure, Section, section
+from .timeline import timeline_of
 
 SCALES = (2, 4, 8, 16, 64)
 
@@ -23,11 +27,6 @@ def _analysis(ctx: Context) -> dict[str, Any] | None:
 def _analyse(ctx: Context) -> dict[str, Any] | None:
     try:
         import numpy as np
-
-        from ...errors import RunDirectoryError
-        from ...model import data, emma
-        from ...model.variability import Options, fit_row, rank_correlation
-        from .timeline import timeline_of
 
         try:
             s = data.load(ctx.run.path, load_timeline=lambda: timeline_of(ctx))  # a trace is loaded once
@@ -113,8 +112,6 @@ class VariabilitySection(Section):
 
         def draw(fig: Any) -> None:
             import numpy as np
-
-            from ...model import gev
 
             ax = fig.add_subplot()
             mx = s.maxima
