@@ -27,7 +27,9 @@ from conftest import (
     matrix_params,
     matrix_prefix,
     mpilens_run,
+    trace_calls,
 )
+from mpilens import counters_spc, memory
 
 FAMILIES = ["openmpi", "mpich"]
 
@@ -427,3 +429,43 @@ def test_recommendation_quotes_the_jobs_own_mpi(mpi, cvar, tmp_path):
     (one,) = r["recommendations"]
     assert one["setting"] == cvar and one["current"] == own["value"], (one, own)
     assert f"{cvar} = {own['value']} bytes" in r["evidence"][0]
+
+
+# ------------------------------------------------------------------------- every mode, every MPI
+@pytest.mark.mpi
+@pytest.mark.parametrize("mpi", [pytest.param(m, marks=pytest.mark.matrix) for m in MATRIX
+                                 if not MATRIX[m].get("portability")])
+def test_every_mode_on_every_mpi(mpi, tmp_path):
+    """The modes beyond the profile on each MPI of the matrix, in one job (`--mode
+    profile,trace,counters,memory`) of a token ring whose traffic the program fixes (traffic_p2p
+    blocking: rank r sends REPS messages of SIZE*(r+1) bytes to r+1): the profile's calls and bytes,
+    the trace's events per function (read from the trace files by the tests' own reader), the counters'
+    bytes and messages per rank, memory samples from MPI_Init to MPI_Finalize on every rank, and an
+    HTML report with each mode's section."""
+    reps, size, np_ = 40, 1000, 2
+    job = mpilens_run(mpi, [*launcher(mpi, np_), str(example(mpi, "traffic_p2p")), "blocking", str(reps), str(size)],
+                      tmp_path, settings={"MPILENS_MODE": "profile,trace,counters,memory"})
+    sent = [reps * size * (r + 1) for r in range(np_)]
+    p = job.profile
+    assert p["functions"]["MPI_Send"]["calls"] == [reps] * np_ and p["functions"]["MPI_Send"]["bytes_sent"] == sent
+    assert p["functions"]["MPI_Recv"]["bytes_recv"] == [sent[(r - 1) % np_] for r in range(np_)]
+    files = {int(f.name[5:11]): f for f in sorted((job.rundir / "trace").glob("rank-*.bin"))}
+    assert sorted(files) == list(range(np_))
+    for r, f in files.items():
+        calls = trace_calls(f)
+        assert calls["MPI_Send"] == reps and calls["MPI_Recv"] == reps, (r, calls)
+    c = counters_spc.load(job.rundir)
+    for r in range(np_):
+        assert c.value("BYTES_SENT_USER", r) == sent[r] and c.value("MESSAGES_SENT_USER", r) == reps, r
+        assert c.value("BYTES_RECEIVED_USER", r) == sent[(r - 1) % np_], r
+    m = memory.load(job.rundir)
+    assert not m.problems, m.problems
+    assert [x.rank for x in m.ranks] == list(range(np_)) and all(x.ended == "MPI_Finalize" for x in m.ranks)
+    assert all(x.init_pss > 0 for x in m.ranks)
+    html = tmp_path / "r.html"
+    rep = subprocess.run([str(MPILENS), "report", str(job.rundir), "--html", str(html)], capture_output=True,
+                         text=True, env=matrix_env(mpi), timeout=300)
+    assert rep.returncode == 0, rep.stderr
+    page = html.read_text()
+    assert all(f'id="{s}"' in page for s in ("timeline", "counters", "memory")), [
+        s for s in ("timeline", "counters", "memory") if f'id="{s}"' not in page]
