@@ -152,9 +152,11 @@ def test_committed_payloads_with_every_option(fixture_sets):
 
 def boundaries(data: bytes) -> list[int]:
     """Where each record, string and table count of a payload starts (and its end), walking the
-    spec's order of a payload (PAYLOAD_LAYOUT; version 2 has no call sites)."""
+    spec's order of a payload (PAYLOAD_LAYOUT; version 2 has no call sites, versions 2 and 3 a head
+    without its last field)."""
     at, out = 0, []
     v2 = data.startswith(L.MAGIC_PAYLOAD_V2)
+    older = v2 or data.startswith(L.MAGIC_PAYLOAD_V3)
 
     def string() -> None:
         nonlocal at
@@ -166,7 +168,7 @@ def boundaries(data: bytes) -> list[int]:
             continue
         out.append(at)
         if kind == "record":
-            at += rec.size
+            at += OLDER_HEAD.size if older and name == "payload_head" else rec.size
         elif kind == "string":
             string()
         else:
@@ -298,9 +300,17 @@ def _table(s: struct.Struct, records: list[tuple], named: bool = False) -> bytes
     return b"".join(out)
 
 
+# the head of versions 2 and 3: without recv_unknown, the spec's last field of the head
+OLDER_FIELDS = L.PAYLOAD_HEAD_FIELDS[:-1]
+OLDER_HEAD = struct.Struct(L.PAYLOAD_HEAD.format[:-1])
+assert L.PAYLOAD_HEAD_FIELDS[-1] == "recv_unknown" and OLDER_HEAD.size == L.PAYLOAD_HEAD.size - 8
+
+
 def encode(head: dict[str, Any], host: bytes, tables: dict[str, list[tuple]], depth: int = 0,
-           intervals: tuple[int, int] = (0, 0), v2: bool = False) -> bytes:
-    """A payload in this test's own encoding of the spec's order (docs/run-directory.md)."""
+           intervals: tuple[int, int] = (0, 0), version: int = 4) -> bytes:
+    """A payload in this test's own encoding of the spec's order (docs/run-directory.md), of version
+    4 (today's), 3 (no recv_unknown in the head) or 2 (nor call sites)."""
+    v2 = version == 2
     body = [_string(host), _table(L.PAYLOAD_REGION, tables["regions"], True),
             _table(L.PAYLOAD_FUNCTION, tables["functions"], True), _table(L.PAYLOAD_STAT, tables["stats"]),
             _table(L.PAYLOAD_SIZE, tables["sizes"]), _table(L.PAYLOAD_PEER, tables["matrix"]),
@@ -311,9 +321,10 @@ def encode(head: dict[str, Any], host: bytes, tables: dict[str, list[tuple]], de
                  _table(L.PAYLOAD_SITE, tables["sites"]), _table(L.PAYLOAD_FRAME, tables["frames"])]
     body.append(L.PAYLOAD_TAIL.pack(*intervals, L.MAGIC_PAYLOAD_END))
     data = b"".join(body)
-    fields = dict(head, magic=L.MAGIC_PAYLOAD_V2 if v2 else L.MAGIC_PAYLOAD,
-                  total_length=L.PAYLOAD_HEAD.size + len(data))
-    return L.PAYLOAD_HEAD.pack(*(fields[f] for f in L.PAYLOAD_HEAD_FIELDS)) + data
+    magic = {2: L.MAGIC_PAYLOAD_V2, 3: L.MAGIC_PAYLOAD_V3, 4: L.MAGIC_PAYLOAD}[version]
+    struct_, names = (L.PAYLOAD_HEAD, L.PAYLOAD_HEAD_FIELDS) if version == 4 else (OLDER_HEAD, OLDER_FIELDS)
+    fields = dict(head, magic=magic, total_length=struct_.size + len(data))
+    return struct_.pack(*(fields[f] for f in names)) + data
 
 
 # names of any bytes: UTF-8 of 1 to 4 bytes, bytes that are not UTF-8 (a lone continuation, an
@@ -339,7 +350,7 @@ def _double(rng: random.Random) -> float:
                        float("nan"), rng.uniform(-1e6, 1e6), float(rng.randrange(1000)), rng.random()])
 
 
-def generated(rng: random.Random, rank: int, nranks: int, names: list[bytes], v2: bool = False) -> bytes:
+def generated(rng: random.Random, rank: int, nranks: int, names: list[bytes], version: int = 4) -> bytes:
     """One rank's payload of random tables that name things from `names` (shared among the ranks,
     so that they match), with ids and paths that are sometimes unknown, out of range or repeated."""
     pick = lambda: rng.choice(names)  # noqa: E731
@@ -376,10 +387,11 @@ def generated(rng: random.Random, rank: int, nranks: int, names: list[bytes], v2
     head = dict(rank=rank, nranks=nranks, complete=rng.choice([0, 1, 1, 2]), reason=rng.choice([0, 1, 2, 3, 4, 5, 6, 99]),
                 signo=rng.choice([0, 0, 9, 15]), nthreads=rng.choice([1, 4, (1 << 32) - 1]), wall_ns=_u64(rng),
                 mpi_ns=_u64(rng), mpi_se_ns=_u64(rng), init_ns=_u64(rng), dropped_requests=_u64(rng),
-                dropped_regions=rng.choice([0, 3]), region_mismatch=_u64(rng), requests_outstanding=rng.randrange(5))
+                dropped_regions=rng.choice([0, 3]), region_mismatch=_u64(rng), requests_outstanding=rng.randrange(5),
+                recv_unknown=rng.choice([0, 0, 6, _u64(rng)]))
     tables = dict(regions=regions, functions=functions, stats=stats, sizes=sizes, matrix=matrix,
                   counter_names=counter_names, counters=counters, modules=modules, sites=sites, frames=frames)
-    return encode(head, pick(), tables, rng.choice([0, 2, 2, 8]), (_u64(rng), rng.randrange(9)), v2)
+    return encode(head, pick(), tables, rng.choice([0, 2, 2, 8]), (_u64(rng), rng.randrange(9)), version)
 
 
 def test_generated_payloads(tmp_path):
@@ -394,7 +406,7 @@ def test_generated_payloads(tmp_path):
         files = []
         for i, r in enumerate(ranks + ([ranks[0]] if seed % 5 == 0 else [])):  # seed % 5: a rank twice
             p = tmp_path / f"{seed}-{i}.payload"
-            p.write_bytes(generated(rng, r, nranks, names, v2=rng.random() < 0.15))
+            p.write_bytes(generated(rng, r, nranks, names, version=rng.choice([2, 3, 4, 4, 4, 4, 4])))
             files.append(p)
         if seed % 3 == 0:  # several payloads in one file
             together = tmp_path / f"{seed}-all.payload"
@@ -426,7 +438,8 @@ def test_generated_extremes(tmp_path):
     empty = dict(regions=[], functions=[(5, 0, b"MPI_Send")], stats=[], sizes=[], matrix=[], counter_names=[],
                  counters=[], modules=[], sites=[], frames=[])
     head = dict(rank=0, nranks=2, complete=1, reason=0, signo=0, nthreads=1, wall_ns=top, mpi_ns=top, mpi_se_ns=top,
-                init_ns=top, dropped_requests=top, dropped_regions=top, region_mismatch=top, requests_outstanding=top)
+                init_ns=top, dropped_requests=top, dropped_regions=top, region_mismatch=top, requests_outstanding=top,
+                recv_unknown=top)
 
     def write(name: str, *payloads: bytes) -> Path:
         p = tmp_path / name

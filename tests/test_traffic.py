@@ -43,12 +43,14 @@ def bin_of(nbytes: int) -> int:
     return nbytes.bit_length()
 
 
-def check_run(p: dict, np: int) -> None:
-    """A complete profile of np ranks in which nothing was dropped."""
+def check_run(p: dict, np: int, unfilled: int = 0) -> None:
+    """A complete profile of np ranks in which nothing was dropped (but `unfilled` receives whose
+    status the MPI left unfilled)."""
     assert p["nranks"] == np
     assert p["complete"] is True
     assert [r["rank"] for r in p["ranks"]] == list(range(np))
-    assert all(v == 0 for v in p["dropped"].values()), p["dropped"]
+    assert p["dropped"] == {"requests_untracked": 0, "region_paths": 0, "region_mismatches": 0,
+                            "requests_outstanding_at_finalize": 0, "receive_sizes_unknown": unfilled}, p["dropped"]
     for r in range(np):  # time in MPI is the functions' time (computed from them at MPI_Finalize)
         total = sum(f["time_s"][r] for f in p["functions"].values())
         assert p["ranks"][r]["mpi_time_s"] == pytest.approx(total, rel=1e-6, abs=1e-6), (r, total)
@@ -494,8 +496,16 @@ def test_mpi4_functions(mpi, tmp_path):
     assert parrived, job.stdout
     bad = {int(r): int(n) for r, n in re.findall(r"mpi4 rank=(\d+) isendrecv_bad_status=(\d+)", job.stdout)}
     assert sorted(bad) == [0, 1], job.stdout
+    # The received size of MPI_Isendrecv can only come from its completion status, which MPICH-family
+    # MPIs (MPICH 4.0 and 5.0, Intel MPI) leave unfilled: the program checks the status of every other
+    # completion itself and counts those that do not describe the receive. Where all it checked were
+    # unfilled, none of the receives has a knowable size: mpilens must count none of their bytes and
+    # say how many it could not count; where all were right, it counts them all exactly.
+    checked = (reps + 1) // 2
+    assert set(bad.values()) <= {0, checked} and len(set(bad.values())) == 1, job.stdout
+    status_unfilled = bad[0] == checked
     p = job.profile
-    check_run(p, np)
+    check_run(p, np, unfilled=np * reps if status_unfilled else 0)
     isr = lambda r: [size * (r + 1) + i for i in range(reps)]  # noqa: E731
     send_c = [(size + i) * INT for i in range(reps)] if large_count else []
     part = parts * pcount * DOUBLE
@@ -513,15 +523,8 @@ def test_mpi4_functions(mpi, tmp_path):
         "MPI_Request_free": {"calls": [1] * np},
         "MPI_Barrier": {"calls": [1] * np},
     }
-    # The received size of MPI_Isendrecv can only come from its completion status. Where the MPI
-    # itself fills that status wrongly (MPICH 4.0.2 returns a stale or empty one: the program
-    # checks it with its own MPI_Wait status and counts the mismatches), the exact value is not
-    # knowable; everything else is still checked exactly, and the received bytes are checked as
-    # soon as the MPI reports them correctly.
-    status_broken = any(bad.values())
-    if status_broken:
-        isendrecv_recv = expected["MPI_Isendrecv"]["bytes_recv"]
-        expected["MPI_Isendrecv"]["bytes_recv"] = None
+    if status_unfilled:
+        expected["MPI_Isendrecv"]["bytes_recv"] = [0] * np
     check_functions(p, expected)
     assert matrix(p) == {
         (0, 1): (2 * reps + len(send_c), sum(isr(0)) + sum(send_c) + reps * part),
@@ -531,8 +534,3 @@ def test_mpi4_functions(mpi, tmp_path):
     assert hist(p, "MPI_Recv_c") == expected_hist(np, lambda r: send_c if r == 1 else [])
     assert hist(p, "MPI_Psend_init") == expected_hist(np, lambda r: [part] * reps if r == 0 else [])
     assert hist(p, "MPI_Precv_init") == expected_hist(np, lambda r: [part] * reps if r == 1 else [])
-    if status_broken:
-        pytest.xfail(f"{mpi}: MPI_Wait on an MPI_Isendrecv request returns a status that does not describe the "
-                     f"receive (MPI bug, see the program output), so MPI_Isendrecv bytes_recv "
-                     f"{fn(p, 'MPI_Isendrecv', 'bytes_recv')} cannot be "
-                     f"checked against {isendrecv_recv}; all other MPI-4 accounting matched")

@@ -70,6 +70,9 @@ def find(run: Run, s: Summary) -> list[Finding]:
                 "region_mismatches": f"{n} region ends did not match the innermost open region.",
                 "requests_outstanding_at_finalize": f"{n} requests were still outstanding at MPI_Finalize; their "
                                                     "bytes are not counted.",
+                "receive_sizes_unknown": f"{n} receives completed with a status that is not theirs (MPICH-family MPIs "
+                                         "complete MPI_Isendrecv so): their received bytes are unknown and not "
+                                         "counted; the bytes sent, and the matrix (sender side), are exact.",
             }.get(what, f"{what}: {n}"), {what: n}))
 
     if s.sampling:  # estimated times: say when the sampling error is large enough to matter

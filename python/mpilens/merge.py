@@ -44,6 +44,9 @@ NS_PER_S = 1_000_000_000
 EXACT = 1 << 53  # below it a count of nanoseconds is a double exactly (float64 division is then exact-rounded)
 HEAD, TAIL = L.PAYLOAD_HEAD, L.PAYLOAD_TAIL
 _H = {name: i for i, name in enumerate(L.PAYLOAD_HEAD_FIELDS)}
+# the head of versions 2 and 3: the same without recv_unknown (its last field, a u64)
+assert L.PAYLOAD_HEAD_FIELDS[-1] == "recv_unknown" and HEAD.format.endswith("Q")
+HEAD_V3 = struct.Struct(HEAD.format[:-1])
 MAGIC_LEN = len(L.MAGIC_PAYLOAD)
 FAMILY = L.MAGIC_PAYLOAD[:4]  # merge.c checks these 4 bytes first: a payload of some version
 _U32, _U16 = struct.Struct("<I"), struct.Struct("<H")
@@ -98,6 +101,7 @@ class _Payload:
     frames: tuple[int, int]
     intervals_recorded: int
     intervals_dropped: int
+    unknown_counted: bool  # the head counts receives of unknown size (version 4 on)
 
     def table(self, where: tuple[int, int], dtype: np.dtype) -> np.ndarray:
         """An unnamed table's records."""
@@ -117,20 +121,24 @@ def _parse(data: bytes, at: int) -> tuple[_Payload | None, int, str]:
     if avail < 4 or start[:4] != FAMILY:
         return None, 0, "not an mpilens payload (bad magic)"
     v2 = avail >= MAGIC_LEN and start == L.MAGIC_PAYLOAD_V2
-    if avail >= MAGIC_LEN and not v2 and start != L.MAGIC_PAYLOAD:
+    v3 = avail >= MAGIC_LEN and start == L.MAGIC_PAYLOAD_V3
+    if avail >= MAGIC_LEN and not v2 and not v3 and start != L.MAGIC_PAYLOAD:
         # printf's %.8s stops at a zero byte; bytes that are not UTF-8 read as they would from its stderr
         shown = start.split(b"\0", 1)[0].decode("utf-8", "backslashreplace")
         return None, 0, f"a payload of another version (magic {shown}; this mpilens reads {L.MAGIC_PAYLOAD.decode()})"
-    if avail < HEAD.size:
+    head_s = HEAD_V3 if v2 or v3 else HEAD
+    if avail < head_s.size:
         return None, 0, f"truncated: {avail} bytes, less than the head of a payload"
-    head = HEAD.unpack_from(data, at)
+    head = head_s.unpack_from(data, at)
+    if head_s is HEAD_V3:
+        head = (*head, 0)  # not counted by those versions (unknown_counted below)
     total = head[_H["total_length"]]
     if total > avail:
         return None, 0, f"truncated: {avail} of {total} bytes"
-    if total < HEAD.size + TAIL.size:
+    if total < head_s.size + TAIL.size:
         return None, 0, f"damaged head (length {total})"
     end = at + total
-    p = at + HEAD.size
+    p = at + head_s.size
 
     def u32() -> int:
         nonlocal p
@@ -196,7 +204,7 @@ def _parse(data: bytes, at: int) -> tuple[_Payload | None, int, str]:
     if marker != L.MAGIC_PAYLOAD_END or p + TAIL.size != end:
         return None, 0, "missing end marker"
     return _Payload(data, head, host, regions, functions, stats, sizes, matrix, counter_names, counters, depth,
-                    modules, sites, frames, recorded, dropped), total, ""
+                    modules, sites, frames, recorded, dropped, not (v2 or v3)), total, ""
 
 
 def split(data: bytes) -> tuple[list[_Payload], str | None]:
@@ -801,6 +809,8 @@ class _Merge:
                           "region_paths": int(h["dropped_regions"].sum()),
                           "region_mismatches": int(h["region_mismatch"].sum()),
                           "requests_outstanding_at_finalize": int(h["requests_outstanding"].sum())}
+        if all(ranks[r].unknown_counted for r in present):  # not said of payloads that did not count them
+            doc["dropped"]["receive_sizes_unknown"] = int(h["recv_unknown"].sum())
         return doc
 
 

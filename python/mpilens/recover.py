@@ -146,6 +146,9 @@ class _Section:
         base = head["sections_at"] + n * sb
         s = dict(zip(L.STATS_SECTION_FIELDS, L.STATS_SECTION.unpack(_pread(fd, base, L.STATS_SECTION.size,
                                                                              f"thread section {n}"))))
+        if s["magic"] == L.MAGIC_STATS_SECTION_V1:
+            raise Damaged(f"thread section {n} was written by an earlier mpilens (magic {L.MAGIC_STATS_SECTION_V1!r}): "
+                          "report it with that version")
         if s["magic"] != L.MAGIC_STATS_SECTION:
             raise _Starting
         self.state, self.tick_given_up = s["state"], s["tick_given_up"]
@@ -166,6 +169,7 @@ class _Section:
         self.reset_gen = scalar("at_reset_gen", "<I")
         self.dropped_requests = scalar("at_dropped_requests", "<Q")
         self.region_mismatch = scalar("at_region_mismatch", "<Q")
+        self.recv_unknown = scalar("at_recv_unknown", "<Q")
         self.requests_open = scalar("at_requests_open", "<q") + scalar("at_rq_live", "<I") + scalar("at_rr_live", "<I")
         # the rows of the region paths the process named only (those of the others are holes)
         self.blocks = array("blocks", L.STATS_FSTAT_DTYPE, npaths * nfunc, paths * nfunc).reshape(npaths, nfunc)
@@ -460,7 +464,8 @@ def _payload(head: dict[str, Any], names: dict[int, dict[int, Any]], threads: li
                    dropped_requests=sum(t.dropped_requests for t in threads),
                    dropped_regions=head["dropped_regions"],
                    region_mismatch=sum(t.region_mismatch for t in threads),
-                   requests_outstanding=max(sum(t.requests_open for t in threads), 0))
+                   requests_outstanding=max(sum(t.requests_open for t in threads), 0),
+                   recv_unknown=sum(t.recv_unknown for t in threads))
     return b"".join(out), (wall / 1e9 if last > head["tick_end"] else None)
 
 

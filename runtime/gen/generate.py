@@ -77,6 +77,7 @@ class Semantics:
     inner: str | None = None  # the wrapper calls <inner>_<name without MPI_> instead of PMPI_<...>
     sync: bool = False
     handwritten: bool = False
+    status_probe: bool = False  # the MPI may complete it with a status not its own (ml_status_probe)
 
     @property
     def moves_data(self) -> bool:
@@ -111,7 +112,7 @@ def load_semantics(path: Path, functions: list[standard.StdFunction]) -> tuple[d
         if name not in by_name:
             raise SystemExit(f"semantics.yaml: {name} is not a function of the MPI standard")
         unknown = set(e) - {"class", "send", "recv", "peer", "source", "matrix", "request", "before", "before_when",
-                            "after", "always", "inner", "sync", "handwritten"}
+                            "after", "always", "inner", "sync", "handwritten", "status_probe"}
         if unknown:
             raise SystemExit(f"semantics.yaml: {name}: unknown keys {sorted(unknown)}")
         if e["class"] not in CLASSES:
@@ -125,7 +126,10 @@ def load_semantics(path: Path, functions: list[standard.StdFunction]) -> tuple[d
             always=bool(e.get("always")), inner=e.get("inner"),
             handwritten=bool(e.get("handwritten")),
             sync=bool(e.get("sync")) and e.get("request") is None,
+            status_probe=bool(e.get("status_probe")),
         )
+        if sem.status_probe and (sem.request is None or sem.recv != "status"):
+            raise SystemExit(f"semantics.yaml: {name}: status_probe needs a request whose bytes come from its status")
         params = {p.name for p in by_name[name].params}
         for what in ("send", "recv", "before", "before_when", "after"):
             expr = getattr(sem, what)
@@ -301,6 +305,9 @@ def accounting(fn: str, sem: Semantics, lang: str, req_expr: str, status_expr: s
     if sem.request is not None:
         # everything the entry holds is computed before it becomes visible to other threads
         flags = "ML_REQ_PERSISTENT" if sem.request == "persistent" else "0"
+        if sem.status_probe:  # its received size is unknown where this MPI's status is not its own
+            unknown = f"(ml_status_probe(ML_FN_{fn}) ? 0u : ML_REQ_SIZE_UNKNOWN)"
+            flags = unknown if flags == "0" else f"{flags} | {unknown}"
         sent_v, recv_v, peer_v = request_values(sem, lang, status_expr)
         call = (f"ml_seq = ml_req_track(ml_t, {req_expr}, ML_FN_{fn}, {flags}, {sent_v}, {recv_v}, {peer_v}, "
                 f"{comm or 'MPI_COMM_NULL'});")
@@ -470,9 +477,11 @@ def io_lines(f: standard.StdFunction, sem: Semantics, lang: str) -> tuple[list[s
 
 def lean_eligible(sem: Semantics) -> bool:
     """Whether a C wrapper gets a lean path (runtime/src/lean.h): the point-to-point calls that
-    start or make a transfer. Persistent requests, the other classes and the Fortran bindings take
-    the general path."""
-    return sem.cls == "p2p" and sem.request in (None, "nonblocking") and sem.moves_data and not sem.inner
+    start or make a transfer. Persistent requests, those whose status the MPI may not fill with their
+    own (status_probe: their entries may carry ML_REQ_SIZE_UNKNOWN), the other classes and the
+    Fortran bindings take the general path."""
+    return (sem.cls == "p2p" and sem.request in (None, "nonblocking") and sem.moves_data and not sem.inner
+            and not sem.status_probe)
 
 
 def lean_expr(expr: str) -> str:

@@ -59,6 +59,7 @@ static void skip_table(cursor_t *c, size_t record, int named)
 
 typedef struct rankrec {
     int present;
+    int unknown_counted; /* the payload's head counts receives of unknown size (version 4 on) */
     ml_payload_head_t head;
     ml_payload_tail_t tail;
     const char *host;
@@ -82,12 +83,17 @@ static int parse_payload(cursor_t *c, rankrec_t *r, char *why, size_t whylen)
         return -1;
     }
     const int v2 = avail >= ML_MAGIC_LEN && memcmp(c->p, ML_MAGIC_PAYLOAD_V2, ML_MAGIC_LEN) == 0;
-    if (avail >= ML_MAGIC_LEN && !v2 && memcmp(c->p, ML_MAGIC_PAYLOAD, ML_MAGIC_LEN) != 0) {
+    const int v3 = avail >= ML_MAGIC_LEN && memcmp(c->p, ML_MAGIC_PAYLOAD_V3, ML_MAGIC_LEN) == 0;
+    if (avail >= ML_MAGIC_LEN && !v2 && !v3 && memcmp(c->p, ML_MAGIC_PAYLOAD, ML_MAGIC_LEN) != 0) {
         snprintf(why, whylen, "a payload of another version (magic %.8s; this mpilens reads %s)", c->p,
                  ML_MAGIC_PAYLOAD);
         return -1;
     }
-    take(c, &r->head, sizeof r->head);
+    /* the heads of versions 2 and 3 end before recv_unknown, which they did not count */
+    const size_t head_len = v2 || v3 ? offsetof(ml_payload_head_t, recv_unknown) : sizeof r->head;
+    memset(&r->head, 0, sizeof r->head);
+    r->unknown_counted = !(v2 || v3);
+    take(c, &r->head, head_len);
     if (c->bad) {
         snprintf(why, whylen, "truncated: %zu bytes, less than the head of a payload", avail);
         return -1;
@@ -97,11 +103,11 @@ static int parse_payload(cursor_t *c, rankrec_t *r, char *why, size_t whylen)
         snprintf(why, whylen, "truncated: %zu of %llu bytes", avail, (unsigned long long)total);
         return -1;
     }
-    if (total < sizeof r->head + sizeof r->tail) {
+    if (total < head_len + sizeof r->tail) {
         snprintf(why, whylen, "damaged head (length %llu)", (unsigned long long)total);
         return -1;
     }
-    cursor_t body = {c->p, c->p - sizeof r->head + total, 0};
+    cursor_t body = {c->p, c->p - head_len + total, 0};
     c->p = body.end;
     r->host = str(&body, &r->hostlen);
     r->regions = body;
@@ -878,8 +884,8 @@ int ml_merge_profile(FILE *f, const char *payloads, size_t len, const ml_merge_o
         return -1;
     }
 
-    uint64_t wall = 0, dropped_req = 0, dropped_reg = 0, mismatch = 0, outstanding = 0;
-    int complete = 1, any = 0;
+    uint64_t wall = 0, dropped_req = 0, dropped_reg = 0, mismatch = 0, outstanding = 0, unknown = 0;
+    int complete = 1, any = 0, unknown_counted = 1;
     for (int r = 0; r < nranks; r++) {
         const rankrec_t *x = &ranks[r];
         complete &= x->present && x->head.complete;
@@ -890,6 +896,8 @@ int ml_merge_profile(FILE *f, const char *payloads, size_t len, const ml_merge_o
         dropped_reg += x->head.dropped_regions;
         mismatch += x->head.region_mismatch;
         outstanding += x->head.requests_outstanding;
+        unknown += x->head.recv_unknown;
+        unknown_counted &= x->unknown_counted;
     }
     fputs("{\n  \"schema\": \"" ML_SCHEMA_PROFILE "\",\n  \"tool\": {\"name\": \"mpilens\"", f);
     if (o->version) fprintf(f, ", \"version\": \"%s\"", o->version);
@@ -963,9 +971,12 @@ int ml_merge_profile(FILE *f, const char *payloads, size_t len, const ml_merge_o
         fprintf(f, "], \"files\": \"%s\"}", "ranks/intervals-NNNNNN.bin");
     }
     fprintf(f, ",\n  \"dropped\": {\"requests_untracked\": %llu, \"region_paths\": %llu, \"region_mismatches\": %llu, "
-               "\"requests_outstanding_at_finalize\": %llu}",
+               "\"requests_outstanding_at_finalize\": %llu",
             (unsigned long long)dropped_req, (unsigned long long)dropped_reg, (unsigned long long)mismatch,
             (unsigned long long)outstanding);
+    /* not said when a payload came from a runtime that did not count them (version 2 or 3) */
+    if (unknown_counted) fprintf(f, ", \"receive_sizes_unknown\": %llu", (unsigned long long)unknown);
+    fputs("}", f);
     if (o->gather_s >= 0)
         fprintf(f, ",\n  \"tool_cost\": {\"finalize_gather_s\": %.6f, \"payload_bytes\": %zu}", o->gather_s, len);
     fputs("\n}\n", f);

@@ -239,8 +239,9 @@ typedef struct ml_thread {
     ml_site_t *site_last[ML_NFUNC];
     uint64_t site_key_mask; /* ~0 with call sites on; 0 (their keys all 0, site_void's) when off */
     uint32_t site_shift, site_cap, site_used, site_fast;
-    /* what could not be measured */
-    uint64_t dropped_requests, region_mismatch;
+    /* what could not be measured; recv_unknown: receives whose size the MPI did not report
+     * (ML_REQ_SIZE_UNKNOWN), whose bytes are therefore not counted */
+    uint64_t dropped_requests, region_mismatch, recv_unknown;
     /* the statistics file (stats.c): this thread's section is in it (1) or in memory only (0), at
      * stats_offset; the region paths whose rows the thread has used ([max_paths]) */
     int stats_kept;
@@ -615,6 +616,10 @@ ML_HOT int64_t ml_status_bytes(const MPI_Status *st)
 #define ML_REQ_WORLD 8u /* started on MPI_COMM_WORLD (counters mode: ranks are world ranks) */
 #define ML_REQ_FULL 16u /* entered while trace or counters mode watch requests: completed by requests.c */
 #define ML_REQ_POSTED_AT 32u /* a receive counters mode watches: t_post holds when it was posted */
+/* a receive whose size the MPI does not report: its completion status is not the operation's
+ * (MPICH-family MPIs complete MPI_Isendrecv with a status left from another request; the first such
+ * call of a process finds out, ml_status_probe) */
+#define ML_REQ_SIZE_UNKNOWN 64u
 
 /* An outstanding nonblocking or persistent operation: its bytes are accounted at completion.
  * One cache line: a window of outstanding receives touches a line per entry, not two (the tables
@@ -650,6 +655,10 @@ ML_HOT int64_t ml_req_sent(const ml_req_t *e) { return e->flags & ML_REQ_POSTED_
 #define ML_REQ_BUSY (~(uintptr_t)1) /* being filled: not yet visible to lookups */
 
 int ml_requests_init(size_t capacity);
+/* Whether the completion status of fn (MPI_Isendrecv, MPI_Isendrecv_replace and their _c forms)
+ * describes its receive in this MPI: asked once per process and function, with a message to
+ * itself on the tool's own communicator. MPICH 4.0 and 5.0 and Intel MPI 2021 answer no. */
+int ml_status_probe(int fn);
 /* Enter a new operation: the function that started it, flags, its bytes (or ML_BYTES_FROM_STATUS)
  * and destination world rank (-1: none), its call site (NULL: looked up here, from t->ra);
  * returns its trace sequence number (0 outside trace mode). A full table counts it as dropped.
@@ -984,6 +993,7 @@ ML_HOT uint64_t ml_req_track(ml_thread_t *t, MPI_Request req, int fn, unsigned f
         ml_site_t *site = t->sites ? ml_site_early(t, fn) : &t->site_void;
         t->site_posted = site;
         if (!(flags & ML_REQ_PERSISTENT) && ml_req_shared_handle(req)) { /* complete already, and with no status worth reading */
+            if (flags & ML_REQ_SIZE_UNKNOWN) t->recv_unknown++;
             ml_account(t, &t->cur[fn], site, fn, peer, sent == ML_BYTES_FROM_STATUS ? 0 : sent,
                        recv == ML_BYTES_FROM_STATUS ? 0 : recv);
             return 0;

@@ -221,7 +221,7 @@ void ml_payload_write(ml_sink_t *s, int complete, int reason, int signo)
     ml_thread_t *const threads = __atomic_load_n(&ml_g.threads, __ATOMIC_ACQUIRE);
     uint32_t nthreads = 0;
     const uint32_t npaths = ml_region_count();
-    uint64_t mpi_ticks = 0, dropped_req = 0, mismatch = 0;
+    uint64_t mpi_ticks = 0, dropped_req = 0, mismatch = 0, unknown = 0;
     double mpi_var = 0;
     for (ml_thread_t *t = threads; t; t = t->next) {
         nthreads++;
@@ -237,6 +237,7 @@ void ml_payload_write(ml_sink_t *s, int complete, int reason, int signo)
             }
         dropped_req += t->dropped_requests;
         mismatch += t->region_mismatch;
+        unknown += t->recv_unknown;
     }
 
     ml_payload_head_t head = {
@@ -255,6 +256,7 @@ void ml_payload_write(ml_sink_t *s, int complete, int reason, int signo)
         .dropped_regions = ml_g.dropped_regions,
         .region_mismatch = mismatch,
         .requests_outstanding = ml_requests_outstanding(),
+        .recv_unknown = unknown,
     };
     memcpy(head.magic, ML_MAGIC_PAYLOAD, ML_MAGIC_LEN);
     put_record(s, head);

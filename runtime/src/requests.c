@@ -16,6 +16,7 @@
  * A handle is not unique: MPICH gives every operation that completes at once the same built-in
  * handle, Open MPI one shared request for operations on MPI_PROC_NULL. So a handle may have several
  * entries; completing it takes any one of them, and they are interchangeable. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -295,6 +296,7 @@ uint64_t ml_req_track_slow(ml_thread_t *t, MPI_Request req, int fn, unsigned fla
     if (ML_UNLIKELY(ml_spc_on) && !(flags & ML_REQ_PERSISTENT)) ml_spc_posted(t, &e);
     if (!(flags & ML_REQ_PERSISTENT) && ml_req_shared_handle(req)) {
         /* complete already, and with no status worth reading */
+        if (flags & ML_REQ_SIZE_UNKNOWN) t->recv_unknown++;
         const int64_t s = sent == ML_BYTES_FROM_STATUS ? 0 : sent, r = recv == ML_BYTES_FROM_STATUS ? 0 : recv;
         ml_req_account(t, &e, s, r);
         if (ML_UNLIKELY(ml_spc_on)) ml_spc_done(t, &e, NULL, s, r);
@@ -418,6 +420,12 @@ static void settle(ml_thread_t *t, ml_req_t *e, int persistent, const MPI_Status
         if (ML_UNLIKELY(ml_spc_on)) ml_spc_done(t, e, NULL, -1, -1); /* it left the queue, nothing moved */
         return;
     }
+    /* a status that is not the operation's says nothing of its receive: its bytes are not counted,
+     * and the completion has no status (no source, for the trace and the counters) */
+    if (e->flags & ML_REQ_SIZE_UNKNOWN) {
+        t->recv_unknown++;
+        st = NULL;
+    }
     const int64_t posted_sent = ml_req_sent(e);
     const int64_t sent = posted_sent != ML_BYTES_FROM_STATUS ? posted_sent : (st ? ml_status_bytes(st) : 0);
     const int64_t recv = e->recv != ML_BYTES_FROM_STATUS ? e->recv : (st ? ml_status_bytes(st) : 0);
@@ -468,4 +476,43 @@ void ml_req_completed_slow(ml_thread_t *t, MPI_Request req, const MPI_Status *st
     ml_claim_t c;
     ml_req_claim_slow(req, &c);
     ml_req_done(t, &c, st, err == MPI_SUCCESS); /* completed in error: nothing moved */
+}
+
+/* ------------------------------------------------------------------ whose status is it */
+/* MPICH-family MPIs (MPICH 4.0 and 5.0, Intel MPI 2021) complete MPI_Isendrecv and
+ * MPI_Isendrecv_replace with a status that is not the operation's: what a recycled request held
+ * (another message's source, tag and size), or nothing. Nothing in that status tells it apart, so
+ * the MPI is asked once per process and function: a message of 3 bytes to itself, on the tool's own
+ * communicator (no application receive can match it), whose status must say so. */
+#define PROBE_TAG 0x4d4c /* under the least MPI_TAG_UB the standard allows (32767) */
+static pthread_once_t probe_once[2] = {PTHREAD_ONCE_INIT, PTHREAD_ONCE_INIT};
+static int probe_own[2]; /* 1: the status is the operation's */
+
+static void probe(int replace)
+{
+    int me = -1;
+    if (PMPI_Comm_rank(ml_g.comm, &me) != MPI_SUCCESS) return;
+    char buf[8] = {1, 2, 3};
+    MPI_Request r = MPI_REQUEST_NULL;
+    MPI_Status st;
+    memset(&st, 0, sizeof st);
+    st.MPI_SOURCE = st.MPI_TAG = -7; /* neither a rank nor a tag, nor a wildcard */
+    const int rc = replace ? PMPI_Isendrecv_replace(buf, 3, MPI_BYTE, me, PROBE_TAG, me, PROBE_TAG, ml_g.comm, &r)
+                           : PMPI_Isendrecv(buf, 3, MPI_BYTE, me, PROBE_TAG, buf + 4, 4, MPI_BYTE, me, PROBE_TAG,
+                                            ml_g.comm, &r);
+    if (rc != MPI_SUCCESS || PMPI_Wait(&r, &st) != MPI_SUCCESS) return;
+    int n = -1;
+    PMPI_Get_count(&st, MPI_BYTE, &n);
+    probe_own[replace] = st.MPI_SOURCE == me && st.MPI_TAG == PROBE_TAG && n == 3;
+    ml_log(1, "MPI_Isendrecv%s: the MPI's completion status %s the operation's (said %d bytes from %d, tag %d)",
+           replace ? "_replace" : "", probe_own[replace] ? "is" : "is not", n, st.MPI_SOURCE, st.MPI_TAG);
+}
+static void probe_plain(void) { probe(0); }
+static void probe_replace(void) { probe(1); }
+
+int ml_status_probe(int fn)
+{
+    const int replace = fn == ML_FN_MPI_Isendrecv_replace || fn == ML_FN_MPI_Isendrecv_replace_c;
+    pthread_once(&probe_once[replace], replace ? probe_replace : probe_plain);
+    return probe_own[replace];
 }

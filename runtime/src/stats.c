@@ -286,6 +286,7 @@ void ml_stats_section_ready(ml_thread_t *t)
     h->at_reset_gen = base + offsetof(ml_thread_t, reset_gen);
     h->at_dropped_requests = base + offsetof(ml_thread_t, dropped_requests);
     h->at_region_mismatch = base + offsetof(ml_thread_t, region_mismatch);
+    h->at_recv_unknown = base + offsetof(ml_thread_t, recv_unknown);
     h->at_sampling = base + offsetof(ml_thread_t, sampling);
     h->at_requests_open = base + offsetof(ml_thread_t, requests_open);
     h->at_rq_live = base + offsetof(ml_thread_t, rq_live);
