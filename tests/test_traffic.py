@@ -534,3 +534,32 @@ def test_mpi4_functions(mpi, tmp_path):
     assert hist(p, "MPI_Recv_c") == expected_hist(np, lambda r: send_c if r == 1 else [])
     assert hist(p, "MPI_Psend_init") == expected_hist(np, lambda r: [part] * reps if r == 0 else [])
     assert hist(p, "MPI_Precv_init") == expected_hist(np, lambda r: [part] * reps if r == 1 else [])
+
+
+# ------------------------------------------------------------------------------- MPI Sessions
+def test_a_program_that_uses_sessions_only(mpi, tmp_path):
+    """examples/c/sessions: MPI_Session_init, a communicator of mpi://WORLD, a token ring, one
+    MPI_Allreduce, two sessions ended in another order than begun, no MPI_Init. Measured from the
+    first MPI_Session_init to the last MPI_Session_finalize: every call in between, the bytes per
+    rank and the matrix in world ranks, as the program's arguments fix them."""
+    np, reps, size = 4, 6, 100
+    job = run_example(mpi, "sessions", np, tmp_path, [str(reps), str(size)], check=False)
+    lacking = re.search(r"sessions: no MPI Sessions \((MPI_VERSION [\d.]+)\)", job.stdout)
+    if lacking:  # and no MPI call at all: mpilens says so
+        assert job.returncode == 1 and "never called MPI_Init (nor MPI_Session_init)" in job.stderr, job.stderr
+        pytest.skip(f"{mpi} has no MPI Sessions ({lacking.group(1)})")
+    assert job.returncode == 0, job.stderr
+    assert f"sessions: {reps} messages, sum of ranks {np * (np - 1) // 2}" in job.stdout, job.stdout
+    p = job.profile
+    check_run(p, np)
+    sent = [reps * size * (r + 1) for r in range(np)]
+    check_functions(p, {
+        "MPI_Send": {"calls": [reps] * np, "bytes_sent": sent},
+        "MPI_Recv": {"calls": [reps] * np, "bytes_recv": [sent[(r - 1) % np] for r in range(np)]},
+        "MPI_Allreduce": {"calls": [1] * np, "bytes_sent": [INT] * np, "bytes_recv": [INT] * np},
+        # the first MPI_Session_init starts the measurements, the last MPI_Session_finalize ends them
+        "MPI_Session_init": {"calls": [1] * np},
+        "MPI_Session_finalize": {"calls": [1] * np},
+        "MPI_Comm_create_from_group": {"calls": [1] * np},
+    })
+    assert matrix(p) == {(r, (r + 1) % np): (reps, sent[r]) for r in range(np)}

@@ -86,7 +86,8 @@ def cmd_run(a: argparse.Namespace) -> int:
                 d.rmdir()
             except OSError:
                 pass
-    _err(f"nothing was measured: {plan.program or cmd[0]} never called MPI_Init under mpilens (exit status {status})")
+    _err(f"nothing was measured: {plan.program or cmd[0]} never called MPI_Init (nor MPI_Session_init) under mpilens "
+         f"(exit status {status})")
     return status or 1
 
 

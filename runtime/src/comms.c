@@ -57,7 +57,7 @@ static uint64_t group_uid(const ml_comm_t *c, MPI_Comm comm)
     }
     MPI_Group local, world;
     PMPI_Comm_group(comm, &local);
-    PMPI_Comm_group(MPI_COMM_WORLD, &world);
+    PMPI_Comm_group(ml_g.world, &world);
     int *all = malloc((size_t)(c->size + n) * 2 * sizeof(int));
     if (all == NULL) return h;
     int *ranks = all + c->size + n;
@@ -91,7 +91,7 @@ static int fill(ml_comm_t *c, MPI_Comm comm)
     if (c->world == NULL) return -1;
     int *ranks = c->world + n;
     for (int i = 0; i < n; i++) ranks[i] = i;
-    PMPI_Comm_group(MPI_COMM_WORLD, &world);
+    PMPI_Comm_group(ml_g.world, &world);
     /* ranks outside MPI_COMM_WORLD (spawned or connected jobs) come back MPI_UNDEFINED */
     PMPI_Group_translate_ranks(peers, n, ranks, world, c->world);
     for (int i = 0; i < n; i++)

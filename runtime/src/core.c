@@ -475,11 +475,22 @@ static int claim_outdir(char *out, size_t n, char *why, size_t wn)
     return -1;
 }
 
+static void init_world(MPI_Comm world, int thread_level, uint64_t t_begin);
+static void end_session(void);
+
 void ml_init_after_mpi_init(int thread_level, uint64_t t_begin)
 {
+    ml_g.world_model = 1;
+    init_world(MPI_COMM_WORLD, thread_level, t_begin);
+}
+
+/* Start measuring, the world being `world` (MPI_COMM_WORLD or a session's mpi://WORLD). */
+static void init_world(MPI_Comm world, int thread_level, uint64_t t_begin)
+{
     if (ml_g.ready || ml_g.finalized) return;
-    PMPI_Comm_rank(MPI_COMM_WORLD, &ml_g.rank);
-    PMPI_Comm_size(MPI_COMM_WORLD, &ml_g.size);
+    ml_g.world = world;
+    PMPI_Comm_rank(world, &ml_g.rank);
+    PMPI_Comm_size(world, &ml_g.size);
     if (!ml_g.config_ok) {
         if (ml_g.rank == 0) ml_log(0, "%s; running the application without mpilens", ml_g.config_error);
         return;
@@ -488,7 +499,7 @@ void ml_init_after_mpi_init(int thread_level, uint64_t t_begin)
     ml_g.multiple = thread_level == MPI_THREAD_MULTIPLE;
     ml_g.tool_before = ml_bind_tool_before();
     ml_g.t_init_begin = t_begin;
-    PMPI_Comm_dup(MPI_COMM_WORLD, &ml_g.comm);
+    PMPI_Comm_dup(world, &ml_g.comm);
     PMPI_Comm_set_name(ml_g.comm, "mpilens");
 
     /* rank 0 creates and claims the run directory; everyone learns its name and whether it worked */
@@ -705,7 +716,102 @@ void ml_finalize_before_mpi_finalize(void)
     if (written) ml_stats_remove();
     __atomic_store_n(&ml_g.ready, 0, __ATOMIC_RELEASE);
     ml_g.finalized = 1;
+    /* no mode watches calls any more (a wrapper this thread is in, MPI_Session_finalize's, returns
+     * through the observers) */
+    for (ml_thread_t *t = __atomic_load_n(&ml_g.threads, __ATOMIC_ACQUIRE); t != NULL; t = t->next)
+        __atomic_store_n(&t->observe, 0u, __ATOMIC_RELAXED);
     PMPI_Comm_free(&ml_g.comm);
+    end_session();
+}
+
+/* ------------------------------------------------------------------------------- MPI Sessions */
+/* A program that starts MPI with MPI_Session_init rather than MPI_Init is measured from its first
+ * MPI_Session_init to its last MPI_Session_finalize (while MPI_Init has not been called: otherwise
+ * MPI_Init and MPI_Finalize bound the measurements, as they do in every other program). The world
+ * is a communicator of the mpi://WORLD process set in a session of the tool's own, so that it
+ * outlives whichever session the program ends first; making it is collective over the world's
+ * processes, as MPI_Init is: each waits in its first MPI_Session_init until all have reached
+ * theirs. The generated wrappers of MPI_Session_init and MPI_Session_finalize call these
+ * (semantics.yaml, `inner: ml_lifetime`). */
+static int thread_level_of(MPI_Session session)
+{
+    MPI_Info info = MPI_INFO_NULL;
+    char value[64] = {0};
+    int len = (int)sizeof value - 1, flag = 0;
+    if (PMPI_Session_get_info(session, &info) == MPI_SUCCESS && info != MPI_INFO_NULL) {
+        PMPI_Info_get_string(info, "thread_level", &len, value, &flag);
+        PMPI_Info_free(&info);
+    }
+    static const struct { const char *name; int level; } levels[] = {
+        {"MPI_THREAD_SINGLE", MPI_THREAD_SINGLE}, {"MPI_THREAD_FUNNELED", MPI_THREAD_FUNNELED},
+        {"MPI_THREAD_SERIALIZED", MPI_THREAD_SERIALIZED}, {"MPI_THREAD_MULTIPLE", MPI_THREAD_MULTIPLE}};
+    for (size_t i = 0; flag && i < sizeof levels / sizeof levels[0]; i++)
+        if (strcmp(value, levels[i].name) == 0) return levels[i].level;
+    return MPI_THREAD_MULTIPLE; /* not said: the level every use is safe at */
+}
+
+static int session_world(MPI_Comm *world)
+{
+    MPI_Group group = MPI_GROUP_NULL;
+    if (PMPI_Session_init(MPI_INFO_NULL, MPI_ERRORS_RETURN, &ml_g.session) != MPI_SUCCESS) return -1;
+    ml_g.own_session = 1;
+    int rc = PMPI_Group_from_session_pset(ml_g.session, "mpi://WORLD", &group);
+    if (rc == MPI_SUCCESS)
+        rc = PMPI_Comm_create_from_group(group, "org.mpilens.world", MPI_INFO_NULL, MPI_ERRORS_RETURN, world);
+    if (group != MPI_GROUP_NULL) PMPI_Group_free(&group);
+    if (rc != MPI_SUCCESS) {
+        PMPI_Session_finalize(&ml_g.session);
+        ml_g.own_session = 0;
+        return -1;
+    }
+    return 0;
+}
+
+/* The tool's world and session go at its end (or at the program's last MPI_Session_finalize when
+ * it could not start). */
+static void end_session(void)
+{
+    if (!ml_g.own_session) return;
+    if (ml_g.world != MPI_COMM_WORLD && ml_g.world != MPI_COMM_NULL) PMPI_Comm_free(&ml_g.world);
+    PMPI_Session_finalize(&ml_g.session);
+    ml_g.own_session = 0;
+}
+
+int ml_lifetime_Session_init(MPI_Info info, MPI_Errhandler errhandler, MPI_Session *session)
+{
+    const int first = !ml_g.ready && !ml_g.finalized && !ml_g.world_model && !ml_g.own_session;
+    if (first) ml_mpi_init_enter(ML_FN_MPI_Session_init);
+    const uint64_t t0 = ml_now();
+    if (first) ml_before_mpi_init();
+    const int rc = ml_next_MPI_Session_init(info, errhandler, session);
+    if (rc == MPI_SUCCESS) __atomic_add_fetch(&ml_g.user_sessions, 1, __ATOMIC_ACQ_REL);
+    if (rc == MPI_SUCCESS && first) {
+        MPI_Comm world = MPI_COMM_NULL;
+        if (session_world(&world) == 0) {
+            init_world(world, thread_level_of(*session), t0);
+        } else {
+            ml_g.world = MPI_COMM_NULL;
+            ml_log(0, "cannot make a communicator of the process set mpi://WORLD in a session; running the "
+                      "application without mpilens");
+        }
+    }
+    if (first) ml_mpi_init_leave(ML_FN_MPI_Session_init);
+    return rc;
+}
+
+int ml_lifetime_Session_finalize(MPI_Session *session)
+{
+    const int last = __atomic_sub_fetch(&ml_g.user_sessions, 1, __ATOMIC_ACQ_REL) == 0;
+    const int ends = last && ml_g.own_session && !ml_g.world_model;
+    if (ends && ml_g.ready) {
+        ml_mpi_finalize_enter();
+        ml_finalize_before_mpi_finalize(); /* ends the tool's session too */
+    } else if (ends) {
+        end_session(); /* the tool could not start */
+    }
+    const int rc = ml_next_MPI_Session_finalize(session);
+    if (ends && ml_g.finalized) ml_mpi_finalize_leave();
+    return rc;
 }
 
 /* ------------------------------------------------------------------------------- MPI_Pcontrol */

@@ -279,7 +279,15 @@ typedef struct ml_global {
      * MPI_Test_cancelled decides whether the operation moved anything. A flag of the process, not
      * of the request: a cancel racing with another thread's wait writes into no request entry. */
     int cancels;
-    MPI_Comm comm;      /* duplicate of MPI_COMM_WORLD for the tool's own traffic */
+    MPI_Comm comm;      /* duplicate of the world (below) for the tool's own traffic */
+    /* the processes' world, whose ranks the profile, matrix and trace name: MPI_COMM_WORLD, or in a
+     * program that starts MPI with MPI_Session_init a communicator of the mpi://WORLD process set,
+     * made in a session of the tool's own (session) */
+    MPI_Comm world;
+    MPI_Session session; /* the tool's own session, when own_session (started by MPI_Session_init) */
+    int own_session;
+    int world_model;     /* MPI_Init was called: the tool ends at MPI_Finalize */
+    int user_sessions;   /* sessions the program has open */
     ml_config_t config;
     char config_error[512];
     char outdir[4096];
@@ -1103,6 +1111,10 @@ void ml_init_after_mpi_init(int thread_level, uint64_t t_begin);
 void ml_mpi_init_leave(int fn);      /* the MPI_Init wrapper returns */
 void ml_mpi_finalize_enter(void);    /* the MPI_Finalize wrapper is entered */
 void ml_finalize_before_mpi_finalize(void);
+/* MPI_Session_init and MPI_Session_finalize (their wrappers call these, `inner: ml_lifetime`):
+ * a program that uses MPI Sessions only is measured from the first to the last (core.c) */
+int ml_lifetime_Session_init(MPI_Info info, MPI_Errhandler errhandler, MPI_Session *session);
+int ml_lifetime_Session_finalize(MPI_Session *session);
 void ml_mpi_finalize_leave(void);    /* PMPI_Finalize returned */
 void ml_pcontrol(int level);
 void ml_abort_dump(void);

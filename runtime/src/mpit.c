@@ -371,7 +371,7 @@ static void start_session(void)
             periodic ? "true" : "false", session_ok ? "true" : "false");
     if (!session_ok) return;
     add_pvars_for(MPI_COMM_NULL, "");
-    add_pvars_for(MPI_COMM_WORLD, "MPI_COMM_WORLD");
+    add_pvars_for(ml_g.world, "MPI_COMM_WORLD");
     if (ml_g.rank == 0) {
         if (pvars_total == 0)
             ml_log(0, "this MPI exposes no MPI_T performance variables; the mpit series are absent");

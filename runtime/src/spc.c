@@ -567,7 +567,7 @@ static void pvars_open(void)
             continue;
         }
         struct pvar *p = &S.pvars[S.npvars];
-        MPI_Comm world = MPI_COMM_WORLD;
+        MPI_Comm world = ml_g.world;
         if (PMPI_T_pvar_handle_alloc(S.session, idx, bind == MPI_T_BIND_MPI_COMM ? (void *)&world : NULL, &p->handle,
                                      &p->count) != MPI_SUCCESS || p->count < 1 || p->count > 1 << 20) {
             absent(w->name, "handle allocation failed");

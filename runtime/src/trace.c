@@ -353,7 +353,7 @@ static int local_world_ranks(MPI_Comm comm, int n, int *out)
     if (ranks == NULL) return -1;
     MPI_Group local, world;
     PMPI_Comm_group(comm, &local);
-    PMPI_Comm_group(MPI_COMM_WORLD, &world);
+    PMPI_Comm_group(ml_g.world, &world);
     for (int i = 0; i < n; i++) ranks[i] = i;
     PMPI_Group_translate_ranks(local, n, ranks, world, out);
     for (int i = 0; i < n; i++)
@@ -585,7 +585,7 @@ static int open_trace(void)
 {
     ml_trace_data_bytes = (size_t)ml_g.config.trace_buffer_kb * 1024;
     nbuffers = (uint32_t)ml_g.config.trace_buffers;
-    const ml_comm_t *w = ml_comm_get(MPI_COMM_WORLD);
+    const ml_comm_t *w = ml_comm_get(ml_g.world);
     ml_trace_world_uid = w ? (uint32_t)w->uid : 0;
     if (ml_stream_open(&out, ML_STREAM_TRACE, 0) != 0) return -1;
     write_json_block(ML_MAGIC_TRACE_HEAD, 0);
