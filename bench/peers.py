@@ -24,8 +24,12 @@ counts the calls; mpiP: its report counts them).
 With --lammps, Debian's LAMMPS instead (in.indent, bench/lammps.py's setting): its loop time plain,
 under mpilens, under mpiP -k 0 and under both, interleaved the same way.
 
+With --apps, Debian's NetPIPE (8-byte one-way time, 1 MiB throughput) and, on MPICH, the Intel MPI
+Benchmarks' IMB-MPI1 PingPong (8 bytes): plain, under mpilens, mpiP -k 0 and both, interleaved.
+
 Usage: .venv/bin/python bench/peers.py [--rounds N] [--mpi openmpi,mpich] [--caliper] [--json FILE]
        .venv/bin/python bench/peers.py --lammps [--rounds N]
+       .venv/bin/python bench/peers.py --apps [--rounds N] [--mpi openmpi,mpich]
        .venv/bin/python bench/peers.py build [--mpi openmpi] [--caliper]   (prints the libraries' paths)
 """
 from __future__ import annotations
@@ -325,6 +329,72 @@ def lammps(rounds: int, tmp: Path) -> tuple[str, dict[str, list[float]]]:
     return mpi, ratios
 
 
+IMPI_IMB = ROOT / "build" / "mpis" / "impi" / "bin" / "IMB-MPI1"
+NETPIPE = {"openmpi": "NPopenmpi", "mpich": "NPmpich2"}
+IMB_RE = re.compile(r"^\s+8\s+\d+\s+([\d.]+)\s", re.M)
+
+
+def apps(mpi: str, rounds: int, tmp: Path) -> dict[str, dict[str, list[float]]]:
+    """Two applications nobody here wrote, plain and under each tool, in a fresh random order each
+    round: Debian's NetPIPE (NPopenmpi / NPmpich2) at 8 bytes (its one-way time) and at 1 MiB (its
+    throughput), and on MPICH the Intel MPI Benchmarks' IMB-MPI1 PingPong at 8 bytes (the binary of
+    the impi-rt wheel, which links libmpi.so.12, run on Debian's MPICH through that soname). Per
+    configuration the ratios with / without of each measure, and the plain values."""
+    exe = shutil.which(NETPIPE[mpi])
+    if exe is None:
+        raise BenchError(f"{NETPIPE[mpi]} is missing: `make deps` installs netpipe-openmpi and netpipe-mpich2")
+    ours = copy_runtimes(mpi, {"now": ROOT / "build" / "lib"}, tmp)["now"]
+    mpip = str(build_mpip(mpi))
+    env = base_env(mpi)
+    soname = tmp / "abi"
+    if mpi == "mpich" and IMPI_IMB.is_file():
+        soname.mkdir()
+        (soname / "libmpi.so.12").symlink_to(next(Path("/usr/lib").rglob("libmpich.so.12")))
+        env["LD_LIBRARY_PATH"] = f"{soname}:{env.get('LD_LIBRARY_PATH', '')}"
+
+    def args(pairs: list[tuple[str, str]]) -> list[str]:
+        return [x for k, v in pairs for x in (["-x", f"{k}={v}"] if mpi == "openmpi" else ["-genv", k, v])]
+
+    configs = {"mpilens": [("LD_PRELOAD", str(ours))], "mpiP -k 0": [("LD_PRELOAD", mpip), ("MPIP", "-k 0")],
+               "mpilens + mpiP -k 0": [("LD_PRELOAD", f"{ours}:{mpip}"), ("MPIP", "-k 0")]}
+    programs = {"NetPIPE 8 B one-way time": [exe, "-l", "8", "-u", "8", "-o", "np.out"],
+                "NetPIPE 1 MiB throughput": [exe, "-l", "1048576", "-u", "1048576", "-o", "np.out"]}
+    if soname.is_dir():
+        programs["IMB PingPong 8 B time"] = [str(IMPI_IMB), "PingPong", "-msglog", "3:3", "-iter", "20000",
+                                             "-iter_policy", "off"]
+    out: dict[str, dict[str, list[float]]] = {c: {m: [] for m in programs} for c in configs}
+    out["plain"] = {m: [] for m in programs}
+    rng = random.Random(13)
+    for r in range(rounds):
+        for measure, argv in programs.items():
+            order = [None, *configs]
+            rng.shuffle(order)
+            got = {}
+            for c in order:
+                cwd = tmp / "app-run"
+                shutil.rmtree(cwd, ignore_errors=True)
+                cwd.mkdir()
+                extra = args([*configs[c], ("MPILENS_OUTPUT", str(cwd / "out"))]) if c else []
+                cmd = launcher(mpi, "core") + extra + argv
+                p = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=cwd, timeout=600)
+                if p.returncode != 0:
+                    raise BenchError(f"failed (exit {p.returncode}): {' '.join(cmd)}\n{p.stdout[-800:]}\n{p.stderr[-800:]}")
+                if c and "mpiP" in c and len(list(cwd.glob("*.mpiP"))) != 1:
+                    raise BenchError(f"mpiP wrote no report: {' '.join(cmd)}")
+                if c and "mpilens" in c and not (cwd / "out" / "profile.json").is_file():
+                    raise BenchError(f"mpilens wrote no profile: {' '.join(cmd)}")
+                if measure.startswith("NetPIPE"):
+                    size, mbps, secs = (cwd / "np.out").read_text().split()[:3]
+                    got[c] = float(secs) if "time" in measure else float(mbps)
+                else:
+                    got[c] = float(IMB_RE.search(p.stdout).group(1))
+            for c in configs:
+                out[c][measure].append(got[c] / got[None])
+            out["plain"][measure].append(got[None])
+        log(f"applications ({mpi}): round {r + 1} of {rounds}")
+    return out
+
+
 def table(mpi: str, ratios: dict[str, dict[str, list[float]]]) -> str:
     lines = [f"{mpi}: with / without, median over rounds (95 % interval)", "",
              "| tool | 8 B hop | message rate kept |", "|---|---:|---:|"]
@@ -345,6 +415,8 @@ def main() -> int:
     p.add_argument("--caliper", action="store_true", help="also build and measure Caliper (a few minutes to build)")
     p.add_argument("--lammps", action="store_true",
                    help="instead: Debian's LAMMPS loop time under mpilens, mpiP and both (its MPI's)")
+    p.add_argument("--apps", action="store_true",
+                   help="instead: NetPIPE (and on MPICH the Intel MPI Benchmarks' PingPong) under mpilens, mpiP and both")
     p.add_argument("--json", type=Path)
     a = p.parse_args()
     try:
@@ -364,6 +436,25 @@ def main() -> int:
                 print(f"| {c} | {statistics.median(v):.3f} ({lo:.3f}–{hi:.3f}) |")
             if a.json:
                 a.json.write_text(json.dumps({"lammps": {mpi: loop}}, indent=1))
+            return 0
+        if a.apps:
+            res = {}
+            for mpi in a.mpi.split(","):
+                with tempfile.TemporaryDirectory() as tmp:
+                    res[mpi] = apps(mpi, a.rounds, Path(tmp))
+                measures = list(res[mpi]["plain"])
+                print(f"{mpi}: with / without, median over rounds (95 % interval); plain: median\n")
+                print("| tool | " + " | ".join(measures) + " |\n|---|" + "---:|" * len(measures))
+                for c, v in res[mpi].items():
+                    cells = []
+                    for m in measures:
+                        lo, hi = bootstrap_median_ci(v[m])
+                        cells.append(f"{statistics.median(v[m]):.4g}" if c == "plain" else
+                                     f"{statistics.median(v[m]):.3f} ({lo:.3f}–{hi:.3f})")
+                    print(f"| {c} | " + " | ".join(cells) + " |")
+                print()
+            if a.json:
+                a.json.write_text(json.dumps({"apps": res}, indent=1))
             return 0
         out = {}
         for mpi in a.mpi.split(","):
