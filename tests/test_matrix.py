@@ -29,7 +29,7 @@ from conftest import (
     mpilens_run,
     trace_calls,
 )
-from mpilens import counters_spc, memory
+from mpilens import counters_spc, memory, rundir
 
 FAMILIES = ["openmpi", "mpich"]
 
@@ -469,3 +469,50 @@ def test_every_mode_on_every_mpi(mpi, tmp_path):
     page = html.read_text()
     assert all(f'id="{s}"' in page for s in ("timeline", "counters", "memory")), [
         s for s in ("timeline", "counters", "memory") if f'id="{s}"' not in page]
+
+
+@pytest.mark.apps
+@pytest.mark.parametrize("a,b", [("openmpi", "openmpi5"), ("openmpi5", "mpich5")])
+def test_repeat_and_compare_two_mpis_on_mpi4py_ringtest(a, b, tmp_path):
+    """seeds/002's use case on a program nobody here wrote: mpi4py's own ring benchmark (`python -m
+    mpi4py.bench ringtest`, the same code in Debian's mpi4py 3.1 and the wheels' 4.1) on Debian's
+    Open MPI 4.1 against Open MPI 5.0, and on Open MPI 5.0 against MPICH 5.0, each side with its own
+    MPI's environment (`env PATH=...`), interleaved by `mpilens repeat`. Every run counts what the
+    benchmark's source says it does (each rank SKIP + LOOP sends and receives of SIZE bytes), and
+    `mpilens compare` names each side by its MPI and version, in the text and the HTML report."""
+    size, skip, loop = 64, 10, 200
+    bench = ["-m", "mpi4py.bench", "ringtest", "-n", str(size), "-s", str(skip), "-l", str(loop)]
+    names = {"openmpi": "Open MPI v4.1", "openmpi5": f"Open MPI v{MATRIX['openmpi5']['packages'][0].split('==')[1]}",
+             "mpich5": f"MPICH Version: {MATRIX['mpich5']['packages'][0].split('==')[1]}"}
+
+    def side(mpi: str) -> str:
+        if mpi not in MATRIX:  # Debian's MPI and Debian's mpi4py
+            return " ".join([*launcher(mpi, 2), "/usr/bin/python3", *bench])
+        prefix = matrix_prefix(mpi)
+        return " ".join(["env", f"PATH={prefix / 'bin'}:/usr/bin:/bin", *launcher(mpi, 2), "python", *bench])
+
+    rep = subprocess.run([str(MPILENS), "repeat", "-n", "3", "-o", str(tmp_path / "ab"), "--a", side(a), "--b", side(b)],
+                         capture_output=True, text=True, env=job_env(), timeout=900)
+    assert rep.returncode == 0, rep.stderr
+    runs = {s: sorted((tmp_path / "ab").glob(f"{s}-*")) for s in ("a", "b")}
+    assert len(runs["a"]) == len(runs["b"]) == 3
+    n = skip + loop
+
+    def per_rank(p: dict, name: str, key: str) -> list[int]:
+        # mpi4py 4 calls the large-count functions (MPI_Send_c) where the MPI has them (MPICH 5)
+        found = [p["functions"][f][key] for f in (name, f"{name}_c") if f in p["functions"]]
+        return [sum(v) for v in zip(*found)]
+
+    for d in runs["a"] + runs["b"]:
+        p = rundir.load(d).profile
+        assert per_rank(p, "MPI_Send", "calls") == [n, n] and per_rank(p, "MPI_Recv", "calls") == [n, n], d
+        assert per_rank(p, "MPI_Send", "bytes_sent") == [n * size] * 2, d
+        assert per_rank(p, "MPI_Recv", "bytes_recv") == [n * size] * 2, d
+    html = tmp_path / "c.html"
+    cmp = subprocess.run([str(MPILENS), "compare", *map(str, runs["a"]), "--vs", *map(str, runs["b"]), "--html", str(html)],
+                         capture_output=True, text=True, env=job_env(), timeout=300)
+    assert cmp.returncode == 0, cmp.stderr
+    assert re.search(rf"^  A: .*; {re.escape(names[a])}", cmp.stdout, re.M), cmp.stdout
+    assert re.search(rf"^  B: .*; {re.escape(names[b])}", cmp.stdout, re.M), cmp.stdout
+    page = html.read_text()
+    assert names[a] in page and names[b] in page
