@@ -1,4 +1,5 @@
-"""Fortran (mpif.h and `use mpi`) applications under mpilens, both MPIs.
+"""Fortran (mpif.h and `use mpi`) applications under mpilens, both of Debian's MPIs (and the mpif.h
+traffic on Intel MPI, built with its own mpif90).
 
 The Fortran wrappers pass their arguments untouched to the MPI library's Fortran entry point and
 account the call under its C name. These tests check, with exact numbers derived from the MPI
@@ -18,7 +19,7 @@ import re
 
 import pytest
 
-from conftest import example, fn, plain_run, run_example
+from conftest import MPIS, example, fn, plain_run, run_example
 
 NP = 4
 
@@ -63,6 +64,7 @@ def observed(functions: dict) -> dict[str, tuple[list[int], list[int], list[int]
     return {k: (v["calls"], v["bytes_sent"], v["bytes_recv"]) for k, v in functions.items()}
 
 
+@pytest.mark.parametrize("mpi", [*MPIS, pytest.param("impi", marks=pytest.mark.matrix)])
 def test_ftraffic_exact(mpi, tmp_path):
     job = run_example(mpi, "ftraffic", NP, tmp_path)
     assert f"ftraffic: ok {NP}" in job.stdout, job.stdout + job.stderr
@@ -90,6 +92,7 @@ def test_ftraffic_exact(mpi, tmp_path):
                      **{(r, (r - 1) % NP): (1, ISEND_LEFT) for r in range(NP)}}
 
 
+@pytest.mark.parametrize("mpi", [*MPIS, pytest.param("impi", marks=pytest.mark.matrix)])
 def test_ftraffic_regions(mpi, tmp_path):
     p = run_example(mpi, "ftraffic", NP, tmp_path).profile
     assert p["dropped"]["region_mismatches"] == 0
