@@ -104,6 +104,8 @@ COMMANDS = {
     "hatchet": lambda d: ["export", "hatchet", str(d), "-o", str(d.parent / "out.hatchet.json"), "--quiet"],
     "perfetto": lambda d: ["export", "perfetto", str(d), "-o", str(d.parent / "out.perfetto-trace"), "--quiet"],
     "caliper": lambda d: ["export", "caliper", str(d), "-o", str(d.parent / "out.caliper.json"), "--quiet"],
+    "otf2": lambda d: ["export", "otf2", str(d), "-o", str(d.parent / "out-otf2"), "--quiet"],
+    "parquet": lambda d: ["export", "parquet", str(d), "-o", str(d.parent / "out.parquet"), "--quiet"],
     "estimate": lambda d: ["trace", str(d), "--estimate", "--under", "1K", "--json"],
     "io": lambda d: ["io", str(d), "--json"],
     "papi": lambda d: ["papi", str(d), "--json"],
@@ -193,3 +195,22 @@ def test_damage_is_named_never_a_traceback(name, file, damage, tmp_path):
         if clean_status == 0 and _comparable(doc) != _comparable(json.loads(clean_out)):
             named = doc.get("problems") or doc.get("complete") is False
             assert named, f"{command}: a different result with nothing named as wrong"
+
+
+# OTF2 and Parquet read the trace as the other exports do, through libraries of their own (otf2,
+# pyarrow): each damage of the files they read, on one traced run
+EXPORT_FILES = ["trace/rank-000000.bin", "meta.json", "profile.json", "maps/rank-000000.json"]
+
+
+@pytest.mark.parametrize("file,damage", [pytest.param(f, d, id=f"{f}:{d}") for f in EXPORT_FILES for d in DAMAGE
+                                         if d not in JSON_ONLY or f.endswith(".json")])
+def test_otf2_and_parquet_exports_of_damaged_runs(file, damage, tmp_path):
+    run = tmp_path / "late_sender-mpich"
+    shutil.copytree(RUNS / "late_sender-mpich", run, symlinks=True)
+    DAMAGE[damage](run / file)
+    for command in ("otf2", "parquet"):
+        status, _, err = run_cli(COMMANDS[command](run))
+        assert "Traceback" not in err, err
+        assert status in (0, 2) and "usage:" not in err, (command, status, err)
+        if status == 2:
+            assert len([x for x in err.splitlines() if x.startswith("mpilens")]) == 1, (command, err)
