@@ -101,6 +101,7 @@ EX_LINK = -L$(abspath $(BUILD)/lib) -Wl,-rpath,$(abspath $(BUILD)/lib) -lmpilens
 EX_LIBS_papi_sde := -lpapi
 # Fortran examples that need the preprocessor (they see ML_EXAMPLE_MPI_<mpi>): EX_FFLAGS_<example>
 EX_FFLAGS_f08large := -cpp
+EX_FFLAGS_fsessions := -cpp
 
 examples: $(foreach m,$(MPIS),$(addprefix $(BUILD)/$(m)/examples/,$(EXAMPLES_C) $(EXAMPLES_F) $(EXAMPLES_CXX) libsites.so))
 

@@ -301,3 +301,27 @@ def test_f08_large_count(mpi, tmp_path):
     }
     assert {(m["src"], m["dst"]): (m["messages"], m["bytes"]) for m in p["matrix"]} == {(0, 1): (2, 600),
                                                                                         (1, 0): (1, 200)}
+
+
+# ----------------------------------------------------------------------------- MPI Sessions
+def test_f08_sessions_only(mpi, tmp_path):
+    """examples/fortran/fsessions.f90 starts MPI with MPI_Session_init from mpi_f08 and never calls
+    MPI_Init: measured from its MPI_Session_init to its MPI_Session_finalize, every call with its
+    bytes, the matrix in the ranks of mpi://WORLD. Open MPI 4.1 has no Sessions: the program makes
+    no MPI call, and mpilens says nothing was measured."""
+    job = run_example(mpi, "fsessions", NP, tmp_path, check=False)
+    if "fsessions: no MPI Sessions" in job.stdout:
+        assert mpi == "openmpi" and job.returncode == 1 and "nor MPI_Session_init" in job.stderr, job.stderr
+        pytest.skip("Open MPI 4.1 implements MPI 3.1: no Sessions")
+    assert job.returncode == 0 and f"fsessions: ok {NP}" in job.stdout, job.stdout + job.stderr
+    p = job.profile
+    assert p["complete"] is True and p["nranks"] == NP
+    msg = 100 * 4
+    # its one session's MPI_Session_init and MPI_Session_finalize bound the measurements
+    assert observed(p["functions"]) == per_rank(NP, {
+        "MPI_Send": (5, 5 * msg, 0), "MPI_Recv": (5, 0, 5 * msg), "MPI_Allreduce": (1, 4, 4),
+        "MPI_Group_from_session_pset": (1, 0, 0), "MPI_Comm_create_from_group": (1, 0, 0),
+        "MPI_Group_free": (1, 0, 0), "MPI_Comm_rank": (1, 0, 0), "MPI_Comm_size": (1, 0, 0),
+        "MPI_Comm_free": (1, 0, 0)})
+    assert {(m["src"], m["dst"]): (m["messages"], m["bytes"]) for m in p["matrix"]} == {
+        (r, (r + 1) % NP): (5, 5 * msg) for r in range(NP)}

@@ -686,9 +686,10 @@ def f_wrapper(f: standard.StdFunction, proto: cheader.CPrototype, sem: Semantics
     def convert(names: list[str]) -> list[str]:
         return [fortran_conversion(n, cparams[n], fmap[n], sem) for n in names]
 
+    name = f"ml_{b}core_{f.name}" if sem.inner == "ml_lifetime" else f"ml_{b}_{f.name}"
     body = [f"typedef void (*{ftype})({', '.join(['void *'] * len(fparams) + ['size_t'] * nstr)});",
             f"static {ftype} ml_{b}real_{f.name};",
-            f"static void ml_{b}_{f.name}({', '.join(formals)})", "{",
+            f"static void {name}({', '.join(formals)})", "{",
             f"    {ftype} ml_real = ml_{b}real_{f.name};",
             f"    if (ML_UNLIKELY(ml_real == NULL)) ml_real = ml_{b}real_{f.name} = ({ftype}){resolve};",
             ]
@@ -774,8 +775,35 @@ def f_wrapper(f: standard.StdFunction, proto: cheader.CPrototype, sem: Semantics
     body.append("    }")
     body += leave_lines(f.name, sem, "(ml_null)" if null else None)
     export = f"ML_F08_NAME(ml_f08_{f.name}, {f08[0]})" if f08 else f"ML_FORTRAN_NAMES(ml_f_{f.name}, {lower}, {lower.upper()})"
-    body += ["}", export, ""]
+    body += ["}"]
+    if sem.inner == "ml_lifetime":
+        body += lifetime_f_wrapper(f, b, formals, actuals)
+    body += [export, ""]
     return "\n".join(body)
+
+
+def lifetime_f_wrapper(f: standard.StdFunction, b: str, formals: list[str], actuals: list[str]) -> list[str]:
+    """MPI_SESSION_INIT and MPI_SESSION_FINALIZE of a Fortran binding start and end the
+    measurements as the C ones do (core.c, ml_session_*): the generated wrapper above becomes the
+    core of one that calls those around it."""
+    assert f.name in ("MPI_Session_init", "MPI_Session_finalize"), f.name
+    core = f"ml_{b}core_{f.name}"
+    out = [f"static void ml_{b}_{f.name}({', '.join(formals)})", "{",
+           "    MPI_Fint ml_own_ierror = MPI_SUCCESS;",
+           "    if (ierror_f == NULL) ierror_f = &ml_own_ierror; /* mpi_f08: IERROR is OPTIONAL */"]
+    if f.name == "MPI_Session_init":
+        out += ["    const int ml_first = ml_session_init_begin();",
+                "    const uint64_t ml_s0 = ml_now();",
+                f"    {core}({', '.join(actuals)});",
+                "    MPI_Session ml_session;",
+                "    const int ml_ok = *(const MPI_Fint *)ierror_f == MPI_SUCCESS;",
+                "    if (ml_ok) ml_session = PMPI_Session_f2c(*(const MPI_Fint *)session_f);",
+                "    ml_session_init_end(ml_first, ml_ok ? &ml_session : NULL, ml_s0);"]
+    else:
+        out += ["    const int ml_ends = ml_session_finalize_begin();",
+                f"    {core}({', '.join(actuals)});",
+                "    ml_session_finalize_end(ml_ends);"]
+    return out + ["}"]
 
 
 # ------------------------------------------------------------------------------------- config

@@ -777,15 +777,27 @@ static void end_session(void)
     ml_g.own_session = 0;
 }
 
-int ml_lifetime_Session_init(MPI_Info info, MPI_Errhandler errhandler, MPI_Session *session)
+/* An outer wrapper (a Fortran binding's) is starting the measurements: the C wrapper the MPI's
+ * Fortran library may call inside it (MPICH's mpif.h binding calls the C MPI_Session_init) leaves
+ * that to it. */
+static int session_starting;
+
+int ml_session_init_begin(void)
 {
-    const int first = !ml_g.ready && !ml_g.finalized && !ml_g.world_model && !ml_g.own_session;
-    if (first) ml_mpi_init_enter(ML_FN_MPI_Session_init);
-    const uint64_t t0 = ml_now();
-    if (first) ml_before_mpi_init();
-    const int rc = ml_next_MPI_Session_init(info, errhandler, session);
-    if (rc == MPI_SUCCESS) __atomic_add_fetch(&ml_g.user_sessions, 1, __ATOMIC_ACQ_REL);
-    if (rc == MPI_SUCCESS && first) {
+    const int first = !ml_g.ready && !ml_g.finalized && !ml_g.world_model && !ml_g.own_session && !session_starting;
+    if (first) {
+        session_starting = 1;
+        ml_mpi_init_enter(ML_FN_MPI_Session_init);
+        ml_before_mpi_init();
+    }
+    return first;
+}
+
+void ml_session_init_end(int first, const MPI_Session *session, uint64_t t0)
+{
+    if (session != NULL) __atomic_add_fetch(&ml_g.user_sessions, 1, __ATOMIC_ACQ_REL);
+    if (!first) return;
+    if (session != NULL && !ml_g.ready && !ml_g.own_session) {
         MPI_Comm world = MPI_COMM_NULL;
         if (session_world(&world) == 0) {
             init_world(world, thread_level_of(*session), t0);
@@ -795,11 +807,11 @@ int ml_lifetime_Session_init(MPI_Info info, MPI_Errhandler errhandler, MPI_Sessi
                       "application without mpilens");
         }
     }
-    if (first) ml_mpi_init_leave(ML_FN_MPI_Session_init);
-    return rc;
+    ml_mpi_init_leave(ML_FN_MPI_Session_init);
+    session_starting = 0;
 }
 
-int ml_lifetime_Session_finalize(MPI_Session *session)
+int ml_session_finalize_begin(void)
 {
     const int last = __atomic_sub_fetch(&ml_g.user_sessions, 1, __ATOMIC_ACQ_REL) == 0;
     const int ends = last && ml_g.own_session && !ml_g.world_model;
@@ -809,8 +821,28 @@ int ml_lifetime_Session_finalize(MPI_Session *session)
     } else if (ends) {
         end_session(); /* the tool could not start */
     }
-    const int rc = ml_next_MPI_Session_finalize(session);
+    return ends;
+}
+
+void ml_session_finalize_end(int ends)
+{
     if (ends && ml_g.finalized) ml_mpi_finalize_leave();
+}
+
+int ml_lifetime_Session_init(MPI_Info info, MPI_Errhandler errhandler, MPI_Session *session)
+{
+    const int first = ml_session_init_begin();
+    const uint64_t t0 = ml_now();
+    const int rc = ml_next_MPI_Session_init(info, errhandler, session);
+    ml_session_init_end(first, rc == MPI_SUCCESS ? session : NULL, t0);
+    return rc;
+}
+
+int ml_lifetime_Session_finalize(MPI_Session *session)
+{
+    const int ends = ml_session_finalize_begin();
+    const int rc = ml_next_MPI_Session_finalize(session);
+    ml_session_finalize_end(ends);
     return rc;
 }
 

@@ -1111,10 +1111,15 @@ void ml_init_after_mpi_init(int thread_level, uint64_t t_begin);
 void ml_mpi_init_leave(int fn);      /* the MPI_Init wrapper returns */
 void ml_mpi_finalize_enter(void);    /* the MPI_Finalize wrapper is entered */
 void ml_finalize_before_mpi_finalize(void);
-/* MPI_Session_init and MPI_Session_finalize (their wrappers call these, `inner: ml_lifetime`):
+/* MPI_Session_init and MPI_Session_finalize (their C wrappers call these, `inner: ml_lifetime`):
  * a program that uses MPI Sessions only is measured from the first to the last (core.c) */
 int ml_lifetime_Session_init(MPI_Info info, MPI_Errhandler errhandler, MPI_Session *session);
 int ml_lifetime_Session_finalize(MPI_Session *session);
+/* the same around any binding's call (the Fortran wrappers): begin before it, end after it */
+int ml_session_init_begin(void);
+void ml_session_init_end(int first, const MPI_Session *session, uint64_t t0); /* NULL: the call failed */
+int ml_session_finalize_begin(void);
+void ml_session_finalize_end(int ends);
 void ml_mpi_finalize_leave(void);    /* PMPI_Finalize returned */
 void ml_pcontrol(int level);
 void ml_abort_dump(void);
