@@ -516,3 +516,28 @@ def test_repeat_and_compare_two_mpis_on_mpi4py_ringtest(a, b, tmp_path):
     assert re.search(rf"^  B: .*; {re.escape(names[b])}", cmp.stdout, re.M), cmp.stdout
     page = html.read_text()
     assert names[a] in page and names[b] in page
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("mpi", [pytest.param(m, marks=pytest.mark.matrix) for m in MATRIX
+                                 if not MATRIX[m].get("portability")])
+def test_io_per_file_on_every_mpi(mpi, tmp_path):
+    """MPI-IO per file (on by default) on each MPI of the matrix: examples/c/iofile's two files, as
+    the file system has them (every byte of shared.dat written once, rank0.dat 300 bytes) and as the
+    program reads them back, per file and per rank."""
+    np_ = 3
+    data = tmp_path / "data"
+    data.mkdir()
+    job = mpilens_run(mpi, [*launcher(mpi, np_), str(example(mpi, "iofile")), str(data)], tmp_path)
+    assert f"iofile: ok {np_}" in job.stdout, job.stdout
+    shared, rank0 = data / "shared.dat", data / "rank0.dat"
+    p = subprocess.run([str(MPILENS), "io", str(job.rundir), "--json"], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    files = {f["name"]: f for f in json.loads(p.stdout)["files"]}
+    assert set(files) == {str(shared), str(rank0)}
+    s, z = files[str(shared)], files[str(rank0)]
+    assert s["bytes_written"] == shared.stat().st_size == 7168 * np_ and s["bytes_read"] == np_ * (4096 + 256)
+    assert [r["bytes_written"] for r in s["per_rank"]] == [4 * 256 + 4096 + 2 * 1024] * np_
+    assert [r["bytes_read"] for r in s["per_rank"]] == [4096 + 256] * np_
+    assert s["opens"] == s["closes"] == np_ and s["ranks"] == list(range(np_))
+    assert z["bytes_written"] == rank0.stat().st_size == 300 and z["ranks"] == [0] and z["bytes_read"] == 0
