@@ -28,8 +28,9 @@ MSGLOG = "2:4"  # message sizes 0, 4, 8 and 16 bytes
 ITER = 20
 
 
-def imb(mpi: str, name: str) -> str:
-    """An IMB binary of Intel MPI's wheel (it links libmpi.so.12, the MPICH ABI's soname)."""
+def imb(name: str) -> str:
+    """An IMB binary of Intel MPI's wheel, whichever MPI runs it (it links libmpi.so.12, the MPICH
+    ABI's soname)."""
     return str(matrix_prefix("impi") / "bin" / name)
 
 
@@ -73,7 +74,7 @@ def test_imb_mpi1_pingpong_and_allreduce(mpi, tmp_path):
     """IMB-MPI1 PingPong and Allreduce: every MPI_Send, MPI_Recv and MPI_Allreduce of IMB's schedule,
     their bytes per rank, and the ping-pong's messages in the matrix, exactly; the same binary on
     Intel MPI and on MPICH 5, each run naming the library it ran on."""
-    job, t = run_imb(mpi, tmp_path, [imb(mpi, "IMB-MPI1"), "PingPong", "Allreduce", "-msglog", MSGLOG,
+    job, t = run_imb(mpi, tmp_path, [imb("IMB-MPI1"), "PingPong", "Allreduce", "-msglog", MSGLOG,
                                      "-iter", str(ITER), "-iter_policy", "off"])
     (pingpong,), (allreduce,) = t["PingPong"], t["Allreduce"]
     assert [size for size, _ in pingpong] == [0, 4, 8, 16] and {n for _, n in pingpong} == {ITER}, t
@@ -99,7 +100,7 @@ def test_imb_mpi1_pingpong_and_allreduce(mpi, tmp_path):
 def test_imb_nbc_iallreduce(tmp_path):
     """IMB-NBC Iallreduce on Intel MPI: each run of IMB's schedule times the operation alone and
     overlapped with computation, so twice the calls; each completed by one MPI_Wait."""
-    job, t = run_imb("impi", tmp_path, [imb("impi", "IMB-NBC"), "Iallreduce", "-msglog", MSGLOG,
+    job, t = run_imb("impi", tmp_path, [imb("IMB-NBC"), "Iallreduce", "-msglog", MSGLOG,
                                         "-iter", str(ITER), "-iter_policy", "off"])
     (rows,) = t["Iallreduce"]
     assert len(rows) == 4, t
@@ -116,7 +117,7 @@ def test_imb_nbc_iallreduce(tmp_path):
 def test_imb_rma_unidir_put(tmp_path):
     """IMB-RMA Unidir_put on Intel MPI, in both of IMB's modes (a table each): rank 0 puts into rank
     1's window, rank 1 makes no RMA call; the puts' bytes are rank 0's."""
-    job, t = run_imb("impi", tmp_path, [imb("impi", "IMB-RMA"), "Unidir_put", "-msglog", MSGLOG,
+    job, t = run_imb("impi", tmp_path, [imb("IMB-RMA"), "Unidir_put", "-msglog", MSGLOG,
                                         "-iter", str(ITER), "-iter_policy", "off"])
     modes = t["Unidir_put"]
     assert len(modes) == 2 and all(len(rows) == 4 for rows in modes), t
@@ -134,7 +135,7 @@ def test_imb_mt_pingpong_with_threads(tmp_path):
     """IMB-MT PingPongMT on Intel MPI with two OpenMP threads per rank under MPI_THREAD_MULTIPLE:
     every thread's sends and receives, counted per rank, and two threads per rank in the profile."""
     counts, repeat, warmup, threads = [1, 8], 50, 5, 2
-    job, t = run_imb("impi", tmp_path, [imb("impi", "IMB-MT"), "PingPongMT", "-count", ",".join(map(str, counts)),
+    job, t = run_imb("impi", tmp_path, [imb("IMB-MT"), "PingPongMT", "-count", ",".join(map(str, counts)),
                                         "-repeat", str(repeat), "-warmup", str(warmup), "-thread_level", "multiple"],
                      OMP_NUM_THREADS=str(threads))
     (rows,) = t["PingPongMT"]
@@ -155,7 +156,7 @@ def test_compare_intel_mpi_against_mpich_on_imb(tmp_path):
     args = ["PingPong", "-msglog", "3:3", "-iter", "50", "-iter_policy", "off"]
     sides = {side: " ".join(["env", f"LD_LIBRARY_PATH={matrix_prefix(mpi) / 'lib'}",
                              f"PATH={matrix_prefix(mpi) / 'bin'}:/usr/bin:/bin", *launcher(mpi, 2),
-                             imb(mpi, "IMB-MPI1"), *args])
+                             imb("IMB-MPI1"), *args])
              for side, mpi in (("a", "mpich5"), ("b", "impi"))}
     env = imb_env("impi")
     rep = subprocess.run([str(MPILENS), "repeat", "-n", "3", "-o", str(tmp_path / "ab"), "--a", sides["a"],
