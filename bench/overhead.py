@@ -236,15 +236,17 @@ def launcher(mpi: str, bind: str) -> list[str]:
     return ["mpirun.mpich", "-np", "2", "-bind-to", bind]
 
 
+def env_args(mpi: str, pairs: list[tuple[str, str]]) -> list[str]:
+    """The launcher's options that set each NAME=VALUE in the ranks' environment."""
+    return [x for k, v in pairs for x in (["-x", f"{k}={v}"] if family(mpi) == "openmpi" else ["-genv", k, v])]
+
+
 def tool_env_args(mpi: str, lib: Path, outdir: Path, mode: str, settings: dict[str, str]) -> list[str]:
     preload = str(lib)
     if "memory" in mode.split(","):  # memory mode's interposer, copied next to the runtime
         preload = f"{lib.parent / 'libmpilens-memory.so'}:{preload}"
-    pairs = [("LD_PRELOAD", preload), ("MPILENS_OUTPUT", str(outdir)), ("MPILENS_MODE", mode), *settings.items()]
-    args: list[str] = []
-    for k, v in pairs:
-        args += ["-x", f"{k}={v}"] if family(mpi) == "openmpi" else ["-genv", k, v]
-    return args
+    return env_args(mpi, [("LD_PRELOAD", preload), ("MPILENS_OUTPUT", str(outdir)), ("MPILENS_MODE", mode),
+                          *settings.items()])
 
 
 def run_once(mpi: str, prog: str, exe_dir: Path, prog_args: list[str], bind: str, lib: Path | None,

@@ -58,6 +58,7 @@ from overhead import (  # noqa: E402
     bootstrap_median_ci,
     compile_programs,
     copy_runtimes,
+    env_args,
     launcher,
     log,
     tool_env_args,
@@ -226,9 +227,7 @@ def run(mpi: str, prog: str, exe_dir: Path, tool: tuple[str, Path | None, dict[s
                 i = cmd.index("LD_PRELOAD")
                 cmd[i + 1] += f":{after}"
         else:
-            pairs = [("LD_PRELOAD", str(lib)), *settings.items()]
-            for k, v in pairs:
-                cmd += ["-x", f"{k}={v}"] if mpi == "openmpi" else ["-genv", k, v]
+            cmd += env_args(mpi, [("LD_PRELOAD", str(lib)), *settings.items()])
     cmd += [str(exe_dir / prog), "20", "1"]
     r = subprocess.run(cmd, capture_output=True, text=True, env=base_env(mpi), timeout=600, cwd=cwd)
     if r.returncode != 0:
@@ -294,11 +293,9 @@ def lammps(rounds: int, tmp: Path) -> tuple[str, dict[str, list[float]]]:
     ours = copy_runtimes(mpi, {"now": ROOT / "build" / "lib"}, tmp)["now"]
     mpip = str(build_mpip(mpi))
 
-    def args(pairs: list[tuple[str, str]]) -> list[str]:
-        return [x for k, v in pairs for x in (["-x", f"{k}={v}"] if mpi == "openmpi" else ["-genv", k, v])]
-
-    configs = {"mpilens": args([("LD_PRELOAD", str(ours))]), "mpiP -k 0": args([("LD_PRELOAD", mpip), ("MPIP", "-k 0")]),
-               "mpilens + mpiP -k 0": args([("LD_PRELOAD", f"{ours}:{mpip}"), ("MPIP", "-k 0")])}
+    configs = {"mpilens": env_args(mpi, [("LD_PRELOAD", str(ours))]),
+               "mpiP -k 0": env_args(mpi, [("LD_PRELOAD", mpip), ("MPIP", "-k 0")]),
+               "mpilens + mpiP -k 0": env_args(mpi, [("LD_PRELOAD", f"{ours}:{mpip}"), ("MPIP", "-k 0")])}
     ratios: dict[str, list[float]] = {c: [] for c in configs}
     ratios["plain loop time, s"] = []
     rng = random.Random(11)
@@ -311,7 +308,7 @@ def lammps(rounds: int, tmp: Path) -> tuple[str, dict[str, list[float]]]:
                 old.unlink()
             out = tmp / "lammps-run"
             shutil.rmtree(out, ignore_errors=True)
-            cmd = launcher(mpi, "core") + (configs[c] + args([("MPILENS_OUTPUT", str(out))]) if c else []) + \
+            cmd = launcher(mpi, "core") + (configs[c] + env_args(mpi, [("MPILENS_OUTPUT", str(out))]) if c else []) + \
                 [exe, "-in", "in.indent", "-log", "none"]
             p = subprocess.run(cmd, capture_output=True, text=True, env=base_env(mpi), cwd=work, timeout=600)
             loops = LOOP_RE.findall(p.stdout)
@@ -352,9 +349,6 @@ def apps(mpi: str, rounds: int, tmp: Path) -> dict[str, dict[str, list[float]]]:
         (soname / "libmpi.so.12").symlink_to(next(Path("/usr/lib").rglob("libmpich.so.12")))
         env["LD_LIBRARY_PATH"] = f"{soname}:{env.get('LD_LIBRARY_PATH', '')}"
 
-    def args(pairs: list[tuple[str, str]]) -> list[str]:
-        return [x for k, v in pairs for x in (["-x", f"{k}={v}"] if mpi == "openmpi" else ["-genv", k, v])]
-
     configs = {"mpilens": [("LD_PRELOAD", str(ours))], "mpiP -k 0": [("LD_PRELOAD", mpip), ("MPIP", "-k 0")],
                "mpilens + mpiP -k 0": [("LD_PRELOAD", f"{ours}:{mpip}"), ("MPIP", "-k 0")]}
     programs = {"NetPIPE 8 B one-way time": [exe, "-l", "8", "-u", "8", "-o", "np.out"],
@@ -374,7 +368,7 @@ def apps(mpi: str, rounds: int, tmp: Path) -> dict[str, dict[str, list[float]]]:
                 cwd = tmp / "app-run"
                 shutil.rmtree(cwd, ignore_errors=True)
                 cwd.mkdir()
-                extra = args([*configs[c], ("MPILENS_OUTPUT", str(cwd / "out"))]) if c else []
+                extra = env_args(mpi, [*configs[c], ("MPILENS_OUTPUT", str(cwd / "out"))]) if c else []
                 cmd = launcher(mpi, "core") + extra + argv
                 p = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=cwd, timeout=600)
                 if p.returncode != 0:

@@ -170,6 +170,32 @@ def mpilens_run(mpi: str | None, argv: list[str], tmp_path: Path, *, settings: d
     return Job(p.returncode, p.stdout, p.stderr, out)
 
 
+@dataclass
+class Comparison:
+    """`mpilens repeat` of two commands and `mpilens compare` of their runs."""
+
+    a: list[Path]  # the run directories of each side
+    b: list[Path]
+    text: str  # compare's text report
+    html: str  # its HTML report
+
+
+def repeat_and_compare(a: str, b: str, tmp_path: Path, env: dict[str, str], runs: int = 3) -> Comparison:
+    """Run `mpilens repeat -n RUNS --a A --b B` (commands as one string each), then `mpilens compare`
+    of the two sides in text and HTML, as a user does; every step must succeed."""
+    out = tmp_path / "ab"
+    rep = subprocess.run([str(MPILENS), "repeat", "-n", str(runs), "-o", str(out), "--a", a, "--b", b],
+                         capture_output=True, text=True, env=env, timeout=900)
+    assert rep.returncode == 0, rep.stderr
+    sides = {s: sorted(out.glob(f"{s}-*")) for s in ("a", "b")}
+    assert len(sides["a"]) == len(sides["b"]) == runs, sides
+    html = tmp_path / "compare.html"
+    cmp = subprocess.run([str(MPILENS), "compare", *map(str, sides["a"]), "--vs", *map(str, sides["b"]), "--html",
+                          str(html)], capture_output=True, text=True, env=env, timeout=300)
+    assert cmp.returncode == 0, cmp.stderr
+    return Comparison(sides["a"], sides["b"], cmp.stdout, html.read_text())
+
+
 def mpirun(mpi: str, np: int, argv: list[str], tmp_path: Path, **kw) -> Job:
     """Run argv on np ranks with the MPI's own launcher, under mpilens."""
     return mpilens_run(mpi, launcher(mpi, np) + argv, tmp_path, **kw)

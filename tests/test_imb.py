@@ -14,12 +14,11 @@ count, and its #bytes column is the count times the datatype's size times the th
 from __future__ import annotations
 
 import re
-import subprocess
 from html import escape as html_escape
 
 import pytest
 
-from conftest import MATRIX, MPILENS, fn, launcher, matrix_env, matrix_prefix, mpilens_run
+from conftest import MATRIX, fn, launcher, matrix_env, matrix_prefix, mpilens_run, repeat_and_compare
 
 pytestmark = [pytest.mark.mpi, pytest.mark.apps, pytest.mark.matrix]
 
@@ -158,19 +157,9 @@ def test_compare_intel_mpi_against_mpich_on_imb(tmp_path):
                              f"PATH={matrix_prefix(mpi) / 'bin'}:/usr/bin:/bin", *launcher(mpi, 2),
                              imb("IMB-MPI1"), *args])
              for side, mpi in (("a", "mpich5"), ("b", "impi"))}
-    env = imb_env("impi")
-    rep = subprocess.run([str(MPILENS), "repeat", "-n", "3", "-o", str(tmp_path / "ab"), "--a", sides["a"],
-                          "--b", sides["b"]], capture_output=True, text=True, env=env, timeout=600)
-    assert rep.returncode == 0, rep.stderr
-    a, b = sorted(map(str, (tmp_path / "ab").glob("a-*"))), sorted(map(str, (tmp_path / "ab").glob("b-*")))
-    assert len(a) == len(b) == 3
-    html = tmp_path / "c.html"
-    cmp = subprocess.run([str(MPILENS), "compare", *a, "--vs", *b, "--html", str(html)], capture_output=True,
-                         text=True, env=env, timeout=300)
-    assert cmp.returncode == 0, cmp.stderr
+    c = repeat_and_compare(sides["a"], sides["b"], tmp_path, imb_env("impi"))
     versions = {mpi: MATRIX[mpi]["packages"][0].split("==")[1] for mpi in ("mpich5", "impi")}  # the pins
     names = {"mpich5": f"MPICH Version: {versions['mpich5']}", "impi": f"Intel(R) MPI Library {versions['impi']} "}
-    assert re.search(rf"^  A: env .*/mpich5/bin/mpiexec .*; {re.escape(names['mpich5'])}$", cmp.stdout, re.M), cmp.stdout
-    assert re.search(rf"^  B: env .*/impi/bin/mpirun .*; {re.escape(names['impi'])}", cmp.stdout, re.M), cmp.stdout
-    page = html.read_text()
-    assert all(html_escape(name) in page for name in names.values()), names
+    assert re.search(rf"^  A: env .*/mpich5/bin/mpiexec .*; {re.escape(names['mpich5'])}$", c.text, re.M), c.text
+    assert re.search(rf"^  B: env .*/impi/bin/mpirun .*; {re.escape(names['impi'])}", c.text, re.M), c.text
+    assert all(html_escape(name) in c.html for name in names.values()), names

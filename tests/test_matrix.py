@@ -27,6 +27,7 @@ from conftest import (
     matrix_params,
     matrix_prefix,
     mpilens_run,
+    repeat_and_compare,
     trace_calls,
 )
 from mpilens import counters_spc, memory, rundir
@@ -377,20 +378,10 @@ def test_repeat_and_compare_across_two_mpis(tmp_path):
         versions[mpi] = re.search(r"\((?:Open MPI|OpenRTE)\) (\S+)", out).group(1)
     sides = {side: " ".join([*launcher(mpi, 2), str(example(mpi, "ring"))])
              for side, mpi in (("a", "openmpi"), ("b", "openmpi5"))}
-    env = job_env()
-    rep = subprocess.run([str(MPILENS), "repeat", "-n", "3", "-o", str(tmp_path / "ab"), "--a", sides["a"],
-                          "--b", sides["b"]], capture_output=True, text=True, env=env, timeout=600)
-    assert rep.returncode == 0, rep.stderr
-    a, b = sorted(map(str, (tmp_path / "ab").glob("a-*"))), sorted(map(str, (tmp_path / "ab").glob("b-*")))
-    assert len(a) == len(b) == 3
-    html = tmp_path / "c.html"
-    cmp = subprocess.run([str(MPILENS), "compare", *a, "--vs", *b, "--html", str(html)], capture_output=True,
-                         text=True, env=env, timeout=300)
-    assert cmp.returncode == 0, cmp.stderr
-    assert re.search(rf"^  A: .*; Open MPI v{re.escape(versions['openmpi'])}$", cmp.stdout, re.M), cmp.stdout
-    assert re.search(rf"^  B: .*; Open MPI v{re.escape(versions['openmpi5'])}$", cmp.stdout, re.M), cmp.stdout
-    page = html.read_text()
-    assert f"Open MPI v{versions['openmpi']}" in page and f"Open MPI v{versions['openmpi5']}" in page
+    c = repeat_and_compare(sides["a"], sides["b"], tmp_path, job_env())
+    assert re.search(rf"^  A: .*; Open MPI v{re.escape(versions['openmpi'])}$", c.text, re.M), c.text
+    assert re.search(rf"^  B: .*; Open MPI v{re.escape(versions['openmpi5'])}$", c.text, re.M), c.text
+    assert f"Open MPI v{versions['openmpi']}" in c.html and f"Open MPI v{versions['openmpi5']}" in c.html
 
 
 @pytest.mark.matrix
@@ -491,11 +482,7 @@ def test_repeat_and_compare_two_mpis_on_mpi4py_ringtest(a, b, tmp_path):
         prefix = matrix_prefix(mpi)
         return " ".join(["env", f"PATH={prefix / 'bin'}:/usr/bin:/bin", *launcher(mpi, 2), "python", *bench])
 
-    rep = subprocess.run([str(MPILENS), "repeat", "-n", "3", "-o", str(tmp_path / "ab"), "--a", side(a), "--b", side(b)],
-                         capture_output=True, text=True, env=job_env(), timeout=900)
-    assert rep.returncode == 0, rep.stderr
-    runs = {s: sorted((tmp_path / "ab").glob(f"{s}-*")) for s in ("a", "b")}
-    assert len(runs["a"]) == len(runs["b"]) == 3
+    c = repeat_and_compare(side(a), side(b), tmp_path, job_env())
     n = skip + loop
 
     def per_rank(p: dict, name: str, key: str) -> list[int]:
@@ -503,19 +490,14 @@ def test_repeat_and_compare_two_mpis_on_mpi4py_ringtest(a, b, tmp_path):
         found = [p["functions"][f][key] for f in (name, f"{name}_c") if f in p["functions"]]
         return [sum(v) for v in zip(*found)]
 
-    for d in runs["a"] + runs["b"]:
+    for d in c.a + c.b:
         p = rundir.load(d).profile
         assert per_rank(p, "MPI_Send", "calls") == [n, n] and per_rank(p, "MPI_Recv", "calls") == [n, n], d
         assert per_rank(p, "MPI_Send", "bytes_sent") == [n * size] * 2, d
         assert per_rank(p, "MPI_Recv", "bytes_recv") == [n * size] * 2, d
-    html = tmp_path / "c.html"
-    cmp = subprocess.run([str(MPILENS), "compare", *map(str, runs["a"]), "--vs", *map(str, runs["b"]), "--html", str(html)],
-                         capture_output=True, text=True, env=job_env(), timeout=300)
-    assert cmp.returncode == 0, cmp.stderr
-    assert re.search(rf"^  A: .*; {re.escape(names[a])}", cmp.stdout, re.M), cmp.stdout
-    assert re.search(rf"^  B: .*; {re.escape(names[b])}", cmp.stdout, re.M), cmp.stdout
-    page = html.read_text()
-    assert names[a] in page and names[b] in page
+    assert re.search(rf"^  A: .*; {re.escape(names[a])}", c.text, re.M), c.text
+    assert re.search(rf"^  B: .*; {re.escape(names[b])}", c.text, re.M), c.text
+    assert names[a] in c.html and names[b] in c.html
 
 
 @pytest.mark.mpi
