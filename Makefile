@@ -90,10 +90,11 @@ python/mpilens/_build.py: VERSION Makefile
 # runtime/runtime.mk's, and mpilens-merge: the merge rank 0 runs at MPI_Finalize as a program of
 # its own (no MPI in it), which the tests hold the Python reader's merge against
 runtime: $(BUILD)/bin/mpilens-merge
-$(BUILD)/bin/mpilens-merge: runtime/src/merge_main.c runtime/src/merge.c runtime/src/merge.h runtime/src/json.c \
-                            runtime/src/json.h $(RUNDIR_H)
+$(BUILD)/bin/mpilens-merge: runtime/src/tools/merge_main.c runtime/src/core/merge.c runtime/src/core/merge.h \
+                            runtime/src/core/json.c runtime/src/core/json.h $(RUNDIR_H)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -I$(BUILD)/gen -o $@ runtime/src/merge_main.c runtime/src/merge.c runtime/src/json.c -lm
+	$(CC) $(CFLAGS) -Iruntime/src/core -I$(BUILD)/gen -o $@ runtime/src/tools/merge_main.c runtime/src/core/merge.c \
+	  runtime/src/core/json.c -lm
 
 # ---------------------------------------------------------------- examples, one build per MPI
 EX_LINK = -L$(abspath $(BUILD)/lib) -Wl,-rpath,$(abspath $(BUILD)/lib) -lmpilens-annotate -lpthread -lm
@@ -133,23 +134,23 @@ UNIT_CFLAGS = $(filter-out -O2,$(CFLAGS)) -O0 -Wno-format-truncation -fsanitize=
 UNITS := $(BUILD)/tests/test_merge $(foreach m,$(MPIS),$(BUILD)/$(m)/tests/test_tables) $(BUILD)/openmpi/tests/test_files
 units: $(UNITS)
 
-$(BUILD)/tests/test_merge: tests/c/test_merge.c tests/c/unit.h runtime/src/merge.c runtime/src/merge.h runtime/src/json.c \
-                           runtime/src/json.h $(RUNDIR_H)
+$(BUILD)/tests/test_merge: tests/c/test_merge.c tests/c/unit.h runtime/src/core/merge.c runtime/src/core/merge.h \
+                           runtime/src/core/json.c runtime/src/core/json.h $(RUNDIR_H)
 	@mkdir -p $(dir $@)
-	$(CC) $(UNIT_CFLAGS) -Iruntime/src -I$(BUILD)/gen -o $@ $< runtime/src/merge.c runtime/src/json.c -lm
+	$(CC) $(UNIT_CFLAGS) -Iruntime/src/core -I$(BUILD)/gen -o $@ $< runtime/src/core/merge.c runtime/src/core/json.c -lm
 
 # the safe files: files.c (and the binding to the MPI it calls), with one MPI's headers
-$(BUILD)/%/tests/test_files: tests/c/test_files.c tests/c/unit.h runtime/src/files.c runtime/src/binding.c \
+$(BUILD)/%/tests/test_files: tests/c/test_files.c tests/c/unit.h runtime/src/core/files.c runtime/src/core/binding.c \
                              $(BUILD)/%/gen/wrappers_c.c \
                              $(RUNTIME_HDR) $(RUNDIR_H)
 	@mkdir -p $(dir $@)
-	mpicc.$* $(UNIT_CFLAGS) $(BIND) -Iruntime/src -Iruntime/include -I$(BUILD)/$*/gen -I$(BUILD)/gen -o $@ $< \
-	  runtime/src/files.c runtime/src/binding.c $(BUILD)/$*/gen/ml_pmpi.c -ldl -lpthread
+	mpicc.$* $(UNIT_CFLAGS) $(BIND) $(RUNTIME_INC) -Iruntime/include -I$(BUILD)/$*/gen -I$(BUILD)/gen -o $@ $< \
+	  runtime/src/core/files.c runtime/src/core/binding.c $(BUILD)/$*/gen/ml_pmpi.c -ldl -lpthread
 
 $(BUILD)/%/tests/test_tables: tests/c/test_tables.c tests/c/unit.h $(BUILD)/%/gen/wrappers_c.c $(LIB_SRC) $(RUNTIME_HDR) \
                               $(RUNDIR_H)
 	@mkdir -p $(dir $@)
-	mpicc.$* $(UNIT_CFLAGS) $(BIND) -Iruntime/src -Iruntime/include -I$(BUILD)/$*/gen -I$(BUILD)/gen -o $@ $< \
+	mpicc.$* $(UNIT_CFLAGS) $(BIND) $(RUNTIME_INC) -Iruntime/include -I$(BUILD)/$*/gen -I$(BUILD)/gen -o $@ $< \
 	  $(LIB_SRC) $(BUILD)/$*/gen/ml_functions.c $(BUILD)/$*/gen/ml_config_table.c $(BUILD)/$*/gen/ml_pmpi.c \
 	  -ldl -lpthread -lm
 

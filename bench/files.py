@@ -3,7 +3,7 @@
 
 A real job of 1024 ranks does not fit this machine (a 64-rank ring under mpilens takes over three
 minutes on its two cores), so the ranks are simulated: bench/files_sim.c runs the runtime's file
-writing code (runtime/src/files.c, compiled in unchanged) in one process per simulated rank, each
+writing code (runtime/src/core/files.c, compiled in unchanged) in one process per simulated rank, each
 with its world rank and, per host, the group MPI_Comm_split_type gives it with 16 ranks per host.
 Each rank writes the streams its mode writes (the runtime's modes, default settings: call sites
 at depth 1 write maps/ in every mode) as the modes do: series in pieces, whole files once. The
@@ -45,7 +45,7 @@ MODES = {
     "ended early (partial payloads)": (["maps", "partial"], []),
     "one MPI_Pcontrol snapshot": (["maps", "snapshot"], []),
 }
-# files runtime/src/spc.c makes itself (not through files.c), added here: counters mode's live view,
+# files runtime/src/modes/counters/counters.c makes itself (not through files.c), added here: counters mode's live view,
 # memory-mapped in place, live/rank-NNNNNN.spc per rank, or per host live/group-NNNNNN.spc (a slot per rank)
 LIVE = {"counters": 1}
 
@@ -54,7 +54,7 @@ def build(mpi: str) -> Path:
     exe = ROOT / "build" / "bench" / "files_sim"
     exe.parent.mkdir(parents=True, exist_ok=True)
     subprocess.run([f"mpicc.{mpi}", "-std=c11", "-D_GNU_SOURCE", "-O2", "-Iruntime/src", "-Iruntime/include",
-                    f"-Ibuild/{mpi}/gen", "-Ibuild/gen", "-o", str(exe), "bench/files_sim.c", "runtime/src/files.c"],
+                    f"-Ibuild/{mpi}/gen", "-Ibuild/gen", "-o", str(exe), "bench/files_sim.c", "runtime/src/core/files.c"],
                    cwd=ROOT, check=True)
     return exe
 

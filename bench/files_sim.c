@@ -1,4 +1,4 @@
-/* files_sim: the runtime's file writing (runtime/src/files.c, compiled in unchanged) for many
+/* files_sim: the runtime's file writing (runtime/src/core/files.c, compiled in unchanged) for many
  * simulated ranks on simulated hosts, to count the files each mode leaves at a scale this
  * machine cannot run as a real job (bench/files.py drives it; bench/RESULTS.md, "Files per mode").
  *

@@ -45,10 +45,15 @@ CFLAGS := -std=c11 -D_GNU_SOURCE -O2 -g -fPIC -fvisibility=hidden -Wall -Wextra 
 # frame instead of pushed and popped, 3 instructions fewer around each wrapped MPI_Isend or
 # MPI_Irecv (7 arguments; bench/hotpath.py: 6 per send + receive pair)
 LIB_CFLAGS := $(if $(filter x86_64,$(shell uname -m)),-maccumulate-outgoing-args)
-RUNTIME_SRC := $(wildcard runtime/src/*.c)
-RUNTIME_HDR := $(wildcard runtime/src/*.h) runtime/include/mpilens.h
-LIB_SRC := $(filter-out runtime/src/check.c runtime/src/annotate_stub.c runtime/src/mpit_list.c \
-             runtime/src/memory_interpose.c runtime/src/merge_main.c,$(RUNTIME_SRC))
+# runtime/src: core/ (the process's life, settings, statistics, requests, the profile's files),
+# calls/ (the hand-written wrappers and the per-call dispatch), modes/<mode>/ (one folder per mode,
+# and modes.c, their table), tools/ (the helper programs). Sources include headers by name, from
+# any of these folders.
+RUNTIME_DIRS := $(sort $(dir $(wildcard runtime/src/*/*.[ch] runtime/src/*/*/*.[ch])))
+RUNTIME_INC := $(patsubst %/,-I%,$(RUNTIME_DIRS))
+RUNTIME_SRC := $(wildcard runtime/src/*/*.c runtime/src/*/*/*.c)
+RUNTIME_HDR := $(wildcard runtime/src/*/*.h runtime/src/*/*/*.h) runtime/include/mpilens.h
+LIB_SRC := $(filter-out runtime/src/tools/% runtime/src/modes/memory/memory_interpose.c,$(RUNTIME_SRC))
 GEN_INPUT := runtime/spec/semantics.yaml runtime/spec/config.yaml runtime/spec/rundir.yaml \
              $(filter-out runtime/gen/mpicc_probe.py,$(wildcard runtime/gen/*.py))
 # the run directory's layouts, generated from runtime/spec/rundir.yaml for C, Python and the docs
@@ -91,27 +96,29 @@ lib_objects = $(patsubst runtime/src/%.c,$(BUILD)/$(1)/obj/%.o,$(LIB_SRC)) $(for
 define runtime_rules
 $(BUILD)/$(1)/obj/%.o: runtime/src/%.c $(RUNTIME_HDR) $(RUNDIR_H) $(BUILD)/$(1)/gen/wrappers_c.c
 	@mkdir -p $$(dir $$@)
-	$(CC_$(1)) $(CFLAGS) $(LIB_CFLAGS) -include $(BUILD)/$(1)/gen/ml_pmpi.h -Iruntime/src -Iruntime/include \
+	$(CC_$(1)) $(CFLAGS) $(LIB_CFLAGS) -include $(BUILD)/$(1)/gen/ml_pmpi.h $(RUNTIME_INC) -Iruntime/include \
 	  -I$(BUILD)/$(1)/gen -I$(BUILD)/gen -c -o $$@ $$<
 $(BUILD)/$(1)/obj/gen-%.o: $(BUILD)/$(1)/gen/wrappers_c.c $(RUNTIME_HDR) $(RUNDIR_H)
 	@mkdir -p $$(dir $$@)
-	$(CC_$(1)) $(CFLAGS) $(GEN_CFLAGS) $(LIB_CFLAGS) -include $(BUILD)/$(1)/gen/ml_pmpi.h -Iruntime/src -Iruntime/include \
+	$(CC_$(1)) $(CFLAGS) $(GEN_CFLAGS) $(LIB_CFLAGS) -include $(BUILD)/$(1)/gen/ml_pmpi.h $(RUNTIME_INC) -Iruntime/include \
 	  -I$(BUILD)/$(1)/gen -I$(BUILD)/gen -c -o $$@ $(BUILD)/$(1)/gen/$$*.c
 $(BUILD)/lib/libmpilens-$(1).so: $(call lib_objects,$(1))
 	@mkdir -p $$(dir $$@)
 	$(CC_$(1)) -shared -Wl,--as-needed -o $$@ $$^ -ldl -lpthread -lm
 
-$(HELPERS)/$(1)/mpilens-check: runtime/src/check.c runtime/src/config.c runtime/src/trace_filter.c runtime/src/ml_trace_filter.h \
-                               runtime/src/mpit_common.c runtime/src/mpit_common.h $(BUILD)/$(1)/gen/wrappers_c.c $(RUNDIR_H)
+$(HELPERS)/$(1)/mpilens-check: runtime/src/tools/check.c runtime/src/core/config.c runtime/src/modes/settings_checks.c \
+                               runtime/src/modes/trace/trace_filter.c runtime/src/modes/trace/ml_trace_filter.h runtime/src/modes/mpit/mpit_common.c \
+                               runtime/src/modes/mpit/mpit_common.h $(BUILD)/$(1)/gen/wrappers_c.c $(RUNDIR_H)
 	@mkdir -p $$(dir $$@)
-	$(CC_$(1)) $(CFLAGS) -Iruntime/src -I$(BUILD)/$(1)/gen -I$(BUILD)/gen -o $$@ runtime/src/check.c runtime/src/config.c \
-	  runtime/src/trace_filter.c runtime/src/mpit_common.c $(BUILD)/$(1)/gen/ml_config_table.c \
+	$(CC_$(1)) $(CFLAGS) $(RUNTIME_INC) -I$(BUILD)/$(1)/gen -I$(BUILD)/gen -o $$@ runtime/src/tools/check.c runtime/src/core/config.c \
+	  runtime/src/modes/settings_checks.c runtime/src/modes/trace/trace_filter.c runtime/src/modes/mpit/mpit_common.c $(BUILD)/$(1)/gen/ml_config_table.c \
 	  $(BUILD)/$(1)/gen/ml_functions.c -lm
 
 # mpilens-mpit: lists the MPI_T variables of one MPI as JSON (`mpilens mpit list`)
-$(HELPERS)/$(1)/mpilens-mpit: runtime/src/mpit_list.c runtime/src/mpit_common.c runtime/src/mpit_common.h
+$(HELPERS)/$(1)/mpilens-mpit: runtime/src/tools/mpit_list.c runtime/src/modes/mpit/mpit_common.c \
+                               runtime/src/modes/mpit/mpit_common.h
 	@mkdir -p $$(dir $$@)
-	$(CC_$(1)) $(CFLAGS) -Iruntime/src -o $$@ runtime/src/mpit_list.c runtime/src/mpit_common.c
+	$(CC_$(1)) $(CFLAGS) $(RUNTIME_INC) -o $$@ runtime/src/tools/mpit_list.c runtime/src/modes/mpit/mpit_common.c
 
 $(HELPERS)/$(1)/runtime.json: runtime/gen/mpicc_probe.py $(BUILD)/lib/libmpilens-$(1).so
 	@mkdir -p $$(dir $$@)
@@ -125,10 +132,10 @@ $(foreach m,$(RUNTIMES),$(eval $(call runtime_rules,$(m))))
 
 # memory mode's interposer of malloc & co (no MPI in it): preloaded with the runtime in memory mode
 # only; its references to the runtime's symbols are resolved when both are loaded
-$(BUILD)/lib/libmpilens-memory.so: runtime/src/memory_interpose.c runtime/src/memory_interpose.h
+$(BUILD)/lib/libmpilens-memory.so: runtime/src/modes/memory/memory_interpose.c runtime/src/modes/memory/memory_interpose.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -shared -o $@ $< -ldl
 
-$(BUILD)/lib/libmpilens-annotate.so: runtime/src/annotate_stub.c runtime/include/mpilens.h
+$(BUILD)/lib/libmpilens-annotate.so: runtime/src/tools/annotate_stub.c runtime/include/mpilens.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -fvisibility=default -Iruntime/include -shared -o $@ $<

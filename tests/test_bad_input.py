@@ -173,7 +173,7 @@ BAD_SETTINGS = [
     pytest.param("set", "MPILENS_TIME_SAMPLE", "0", "out of range", id="set-time-sample-0"),
     pytest.param("set", "MPILENS_P2P_BINS", "", "not a list of 1 to 15", id="set-p2p-bins-empty"),
 ]
-# No case for "'X' is not available in this version of mpilens" (runtime/src/config.c): every list
+# No case for "'X' is not available in this version of mpilens" (runtime/src/core/config.c): every list
 # choice in runtime/spec/config.yaml is available (MPILENS_MODE's `available` names all its choices,
 # MPILENS_COUNTERS has none), and the mask is compiled into the runtime, so no real run reaches it.
 

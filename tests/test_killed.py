@@ -1,5 +1,5 @@
 """Nothing lost when a job dies: ranks killed without a chance to write (SIGKILL, the OOM killer,
-a launcher ending the job) are reported from their statistics files (runtime/src/stats.c,
+a launcher ending the job) are reported from their statistics files (runtime/src/core/stats.c,
 python/mpilens/recover.py), with counts exact up to their last completed call.
 
 The oracle is the program: examples/c/sleeper.c does one MPI_Allreduce of 4 bytes and one

@@ -39,7 +39,7 @@ FAMILIES = ["openmpi", "mpich"]
 @pytest.mark.parametrize("family", FAMILIES)
 def test_runtime_links_no_mpi(family):
     """No DT_NEEDED on an MPI library and no undefined MPI symbol: everything of the MPI is bound at
-    run time (runtime/src/binding.c), so one build serves every version of its family."""
+    run time (runtime/src/core/binding.c), so one build serves every version of its family."""
     lib = BUILD / "lib" / f"libmpilens-{family}.so"
     dyn = subprocess.run(["readelf", "-d", str(lib)], capture_output=True, text=True, check=True).stdout
     needed = re.findall(r"\(NEEDED\)\s+Shared library: \[(.+?)\]", dyn)

@@ -1,4 +1,4 @@
-"""The Python merge (python/mpilens/merge.py) is mpilens-merge (runtime/src/merge_main.c and merge.c,
+"""The Python merge (python/mpilens/merge.py) is mpilens-merge (runtime/src/tools/merge_main.c and merge.c,
 the merge rank 0 runs at MPI_Finalize): for every input, the same document (json.loads of the
 program's output: the same keys in the same order, the same values, ints and floats alike, floats
 bit for bit) and the same problems (its stderr lines, in order).

@@ -22,7 +22,7 @@ from conftest import MPILENS, fn, run_example
 
 N = 8
 ITERS, WAITS, SLOW_US, FAST_US = 3000, 2000, 2000, 200
-WARMUP = 16  # runtime/src/ml.h ML_SAMPLE_WARMUP
+WARMUP = 16  # runtime/src/core/ml.h ML_SAMPLE_WARMUP
 
 
 def sampled_run(mpi, tmp_path, n=N, waits=WAITS, slow_us=SLOW_US, fast_us=FAST_US):

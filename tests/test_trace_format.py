@@ -1,4 +1,4 @@
-"""The trace file format (runtime/src/trace.c) and its reader: every field form of the compact
+"""The trace file format (runtime/src/modes/trace/trace.c) and its reader: every field form of the compact
 events, blocks of one buffer written apart, a lost block, long gaps in a real run, and the
 64-byte events of older traces."""
 

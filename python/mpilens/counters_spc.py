@@ -1,4 +1,4 @@
-"""Reader of the counters mode (SPC-style low-level counters, runtime/src/spc.c).
+"""Reader of the counters mode (SPC-style low-level counters, runtime/src/modes/counters/counters.c).
 
 A run directory of the counters mode holds:
   counters/layout.json        names, types, offsets, bin rules, eager limits, pvars found or absent

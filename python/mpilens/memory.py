@@ -1,6 +1,6 @@
 """Memory mode: read memory/rank-NNNNNN.bin and tell MPI's memory from the application's.
 
-The runtime (runtime/src/memory.c) writes, per rank, a 64-byte header and 64-byte records:
+The runtime (runtime/src/modes/memory/memory.c) writes, per rank, a 64-byte header and 64-byte records:
 residency samples (PSS, RSS, with the allocation counters of the moment), the residency before and
 after each MPI call (smaps method), region and MPI_Pcontrol marks, and at the end a table of what
 each MPI function allocated and freed. This module turns them into per-rank timelines

@@ -1,5 +1,5 @@
 """The merge of per-rank payloads into a profile.json document, in Python: a port of
-runtime/src/merge.c, the merge rank 0 runs at MPI_Finalize, and of runtime/src/merge_main.c,
+runtime/src/core/merge.c, the merge rank 0 runs at MPI_Finalize, and of runtime/src/tools/merge_main.c,
 mpilens-merge, the program that ran that merge for `mpilens report` on the payload files of a run
 that did not reach MPI_Finalize (ranks/rank-NNNNNN.partial), of an MPI_Pcontrol snapshot
 (pcontrol/NNNN/rank-NNNNNN.bin) and of ranks recovered from their statistics files (recover.py).
@@ -320,7 +320,7 @@ def _number(v: float) -> int | float:
     s = f"{v:.17g}"
     if "inf" in s:
         raise RunDirectoryError(f"the merge of these payloads writes no valid JSON: a user counter's value is {s} "
-                                "(runtime/src/merge.c prints it with %.17g)")
+                                "(runtime/src/core/merge.c prints it with %.17g)")
     return v if "." in s or "e" in s else int(s)
 
 
@@ -336,7 +336,7 @@ def _tool(version: str | None, mpi: str | None) -> dict[str, Any]:
         return json.loads(text + "}")
     except json.JSONDecodeError as err:
         raise RunDirectoryError(f"the merge writes no valid JSON with version {version!r} and MPI {mpi!r} "
-                                f"(written unescaped by runtime/src/merge.c): {err}") from None
+                                f"(written unescaped by runtime/src/core/merge.c): {err}") from None
 
 
 class _Merge:

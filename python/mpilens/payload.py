@@ -2,7 +2,7 @@
 (ranks/rank-NNNNNN.partial) or of an MPI_Pcontrol snapshot (pcontrol/NNNN/rank-NNNNNN.bin).
 
 They are merged by mpilens.merge, the Python port of the merge rank 0 runs at MPI_Finalize
-(runtime/src/merge.c), so a partial profile has exactly the keys and values a complete one would
+(runtime/src/core/merge.c), so a partial profile has exactly the keys and values a complete one would
 have, with no compiler and no build of the runtime. The payload's layout is in
 runtime/spec/rundir.yaml (docs/run-directory.md)."""
 

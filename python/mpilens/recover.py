@@ -2,7 +2,7 @@
 OOM killer, a time limit, a launcher ending the job) writes nothing at its end, but every thread's
 statistics were a shared mapping of ranks/rank-NNNNNN.stats, which the kernel keeps (the runtime's
 stats.c). This module reads such a file with the names file beside it and makes the rank's payload
-from it, as the rank itself would have at its end (runtime/src/payload.c: the same sums over
+from it, as the rank itself would have at its end (runtime/src/core/payload.c: the same sums over
 threads, the same estimates under MPILENS_TIME_SAMPLE), so the merge (merge.py) takes it like
 any rank's partial file. Layouts: runtime/spec/rundir.yaml (stats, stats_names, payload).
 """

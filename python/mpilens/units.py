@@ -82,7 +82,7 @@ def mib_mean_std(row: dict[str, Any]) -> str:
 
 
 # Names are bytes from the application; the run directory's JSON carries a byte that is not UTF-8
-# as the escape \udcXX (runtime/src/json.h), which Python reads as a lone surrogate (what its
+# as the escape \udcXX (runtime/src/core/json.h), which Python reads as a lone surrogate (what its
 # "surrogateescape" makes of such a byte). Shown, it is \xXX; its bytes are name.encode("utf-8",
 # "surrogateescape").
 _SHOWN = {0xDC80 + b: f"\\x{b + 0x80:02x}" for b in range(0x80)}

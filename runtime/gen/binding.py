@@ -4,7 +4,7 @@ The runtime links no MPI library (no DT_NEEDED on libmpi): one build serves ever
 ABI family, and a program that opens its MPI itself (mpi4py's dlopen with RTLD_LOCAL) gets the
 MPI it chose, not the one the runtime was built with. So every PMPI function of the header is
 called through a pointer, and every variable the header declares (Open MPI's predefined handles,
-MPI_F_STATUS_IGNORE, ...) is reached through a pointer; runtime/src/binding.c fills both from
+MPI_F_STATUS_IGNORE, ...) is reached through a pointer; runtime/src/core/binding.c fills both from
 the MPI library found in the process.
 
 Other MPI tools in the same process (PMPI tools: Darshan, mpiP, Caliper) are composed with, not

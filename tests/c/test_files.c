@@ -1,4 +1,4 @@
-/* Unit tests of the runtime's safe files (runtime/src/files.c), with no MPI job: a run directory
+/* Unit tests of the runtime's safe files (runtime/src/core/files.c), with no MPI job: a run directory
  * whose files and folders an attacker replaced by symbolic links or hard links before the job
  * writes them. Every write lands in the run directory or fails; the files the links point to are
  * never touched. Built with files.c alone (and ml.h's types), against one MPI's library. */

@@ -1,4 +1,4 @@
-/* Unit tests of the merge of per-rank payloads into profile.json (runtime/src/merge.c), with no MPI:
+/* Unit tests of the merge of per-rank payloads into profile.json (runtime/src/core/merge.c), with no MPI:
  * on the payload files of a real run (tests/data/runs/aborted-*: three ranks, MPI_Abort after three
  * steps, so each rank's statistics are in ranks/rank-N.partial).
  *

@@ -1,4 +1,4 @@
-/* Unit tests of a thread's request tables (runtime/src/ml.h, requests.c), with no MPI job: random
+/* Unit tests of a thread's request tables (runtime/src/core/ml.h, requests.c), with no MPI job: random
  * sequences of inserts and removals checked against a plain list of what should be there, for
  * handles shaped as the MPI of the build makes them (Open MPI: pointers to request objects; MPICH:
  * 32-bit handles with their kind in the top bits), drawn from a small pool so that the same handle

@@ -1,7 +1,7 @@
 """What a trace leaves out, and what an export selects: the syntax of ranks (``0-3,8``), time windows
 (``START:END`` in seconds) and function lists (names and classes), as MPILENS_TRACE_RANKS,
 MPILENS_TRACE_WINDOW and MPILENS_TRACE_EXCLUDE take them at record time (the runtime parses them
-too: runtime/src/trace_filter.c) and ``mpilens export --ranks/--window/--functions/--exclude`` at
+too: runtime/src/modes/trace/trace_filter.c) and ``mpilens export --ranks/--window/--functions/--exclude`` at
 export time; and the description of a recorded trace's filters (RecordFilters)."""
 
 from __future__ import annotations

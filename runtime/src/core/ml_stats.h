@@ -1,0 +1,48 @@
+/* Statistics that outlive the process (internal header; runtime/src/core/stats.c): each thread's
+ * statistics are a section of ranks/rank-NNNNNN.stats mapped shared, names appended to
+ * ranks/rank-NNNNNN.names. Nothing here runs per MPI call. */
+#ifndef ML_STATS_H
+#define ML_STATS_H
+#include <stddef.h>
+#include <stdint.h>
+
+struct ml_thread;
+/* At MPI_Init, before any thread attaches: where the parts of a section lie (site_bytes: the call
+ * sites' share, ml_callsite_thread_bytes). */
+void ml_stats_layout(size_t site_bytes);
+/* At MPI_Init, once the run directory is open and the clock point at MPI_Init's end is taken:
+ * create the files (tick_begin, ns_begin: the clock point at MPI_Init's entry). 0, or -1 when
+ * the rank's statistics are kept in memory only (said once). */
+int ml_stats_open(uint64_t tick_begin, uint64_t ns_begin);
+/* A new thread's section (zeroed): in the file (*kept 1, *offset its place) or in anonymous
+ * memory; NULL when there is no memory. The ml_thread_t lies ml_stats_thread_offset() in. */
+char *ml_stats_section(uint64_t *offset, int *kept);
+size_t ml_stats_thread_offset(void);
+enum { ML_STATS_HIST, ML_STATS_MATRIX, ML_STATS_SITES, ML_STATS_BLOCKS, ML_STATS_RSTATS, ML_STATS_UCOUNTS };
+/* where a part of t's section starts */
+char *ml_stats_part(struct ml_thread *t, int which);
+/* t's section header written (its call sites set up first) */
+void ml_stats_section_ready(struct ml_thread *t);
+/* t is about to use region path `path` for the first time: its rows reserved in the file */
+void ml_stats_rows(struct ml_thread *t, uint32_t path);
+/* MPI_Pcontrol(2): t's statistics zeroed (by t) */
+void ml_stats_zero(struct ml_thread *t);
+void ml_stats_reset_gen(uint32_t gen);
+void ml_stats_dropped_regions(uint64_t n);
+/* one name record (ML_STATS_NAME_*), appended; under the caller's lock */
+void ml_stats_name(int kind, uint32_t id, uint32_t aux, uint64_t aux64, const char *name);
+/* the rank's measurements are whole in the profile or its partial file: the files are removed */
+void ml_stats_remove(void);
+/* MPI_Finalize began (measuring stopped): the statistics file says so */
+void ml_stats_finalizing(void);
+/* An area for I/O per file's records (rec_bytes each) and accesses in the file, sized by
+ * MPILENS_IO_MAX_FILES and MPILENS_IO_ACCESSES: asked for before MPI_Init (io's load hook) */
+void ml_stats_io_area(size_t rec_bytes);
+/* io.c's records and accesses in the file (at ml_io_start): 0 and the places, with the counters
+ * of accesses and of files dropped it must keep there; -1 when they are not in the file */
+int ml_stats_io_map(void **files, void **accesses, uint64_t **count_accesses, uint64_t **count_dropped);
+/* [from, to) of the MPI-IO area (bytes from its start) reserved before io.c writes it */
+void ml_stats_io_reserve(size_t from, size_t to);
+/* in a child made by fork(): the sections mapped privately */
+void ml_stats_after_fork(void);
+#endif

@@ -1,0 +1,29 @@
+/* profile.json at MPI_Finalize: rank 0 merges the payloads it gathered (merge.c, the same merge
+ * mpilens-merge runs on the payload files of partial runs and snapshots). */
+#include <stdio.h>
+
+#include "merge.h"
+#include "ml.h"
+#include "ml_files.h"
+#include "ml_output.h"
+
+#ifndef ML_VERSION
+#define ML_VERSION "0"
+#endif
+
+int ml_profile_write(const char *path, const char *payloads, size_t len, int nranks, double gather_s)
+{
+    const ml_merge_opts_t o = {.nranks = nranks, .time_sample = ml_g.config.time_sample, .intervals = ml_g.intervals,
+                               .version = ML_VERSION, .mpi = ML_MPI_FLAVOR, .gather_s = gather_s};
+    char tmp[4300];
+    if (ml_file_temp_name(tmp, sizeof tmp, path) != 0) return -1;
+    FILE *f = ml_file_fopen(tmp);
+    if (f == NULL) return -1;
+    const int rc = ml_merge_profile(f, payloads, len, &o);
+    const int bad = ferror(f);
+    if (fclose(f) != 0 || bad || rc != 0) {
+        ml_file_unlink(tmp);
+        return -1;
+    }
+    return ml_file_rename(tmp, path);
+}
