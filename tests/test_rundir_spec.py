@@ -125,6 +125,43 @@ def fn(p: dict, name: str, key: str) -> list:
     return p["functions"][name][key]
 
 
+def function_entries(doc: dict) -> list[dict]:
+    """Every function entry of a profile.json: the whole run's and every region's, at any depth."""
+    out = list(doc["functions"].values())
+    todo = list(doc.get("regions") or [])
+    while todo:
+        r = todo.pop()
+        out += list((r.get("functions") or {}).values())
+        todo += r.get("regions") or []
+    return out
+
+
+def test_a_functions_fields_are_the_specs(tmp_path):
+    """profile.json's fields of a function are rundir.yaml's profile_function_fields, in that order,
+    as mpilens-merge writes them (with and without MPILENS_TIME_SAMPLE) and as the runs committed
+    from real jobs have them; and no hand-written merge or reader spells a field only functions have."""
+    fields = [(f["name"], f.get("when")) for f in SPEC["profile_function_fields"]]
+    assert [k for k, *_ in L.PROFILE_FUNCTION_FIELDS] == [k for k, _ in fields]
+    files = sorted((FIXTURE / "ranks").glob("rank-*.partial"))
+    for every in (1, 4):
+        cmd = [str(MERGE), "--nranks", "3", *(["--time-sample", str(every)] if every > 1 else []), "--", *map(str, files)]
+        doc = json.loads(subprocess.run(cmd, capture_output=True, check=True).stdout)
+        want = ["class"] + [k for k, when in fields if when is None or every > 1]
+        entries = function_entries(doc)
+        assert entries and all(list(e) == want for e in entries), (every, list(entries[0]))
+    runs = sorted(p for p in (ROOT / "tests" / "data" / "runs").glob("*/profile.json"))
+    assert len(runs) >= 10
+    for path in runs:
+        doc = json.loads(path.read_text())
+        want = ["class"] + [k for k, when in fields if when is None or doc.get("time_sample", 1) > 1]
+        assert all(list(e) == want for e in function_entries(doc)), path
+    only_functions = {k for k, _ in fields} - {"calls", "time_s", "bytes_sent", "bytes_recv"}  # others have these
+    for source in (ROOT / "runtime" / "src" / "core" / "merge.c", ROOT / "python" / "mpilens" / "merge.py",
+                   ROOT / "python" / "mpilens" / "rundir.py"):
+        text = source.read_text()
+        assert not [k for k in only_functions if f'"{k}"' in text or f'\\"{k}\\"' in text], source
+
+
 def test_committed_partial_run_merges_to_the_known_traffic(tmp_path):
     run = rundir.load(FIXTURE)
     p = run.profile

@@ -673,17 +673,18 @@ class _Merge:
         for f in sorted(series, key=lambda f: self.functions[f][0]):
             cells, ranks = series[f]
             name, cls = self.functions[f]
-            d = {k: self._dense(ranks, self.cell[k][cells]) for k in ("calls", "ns", "min", "max", "sent", "recv")}
-            no_calls = d["calls"] == 0  # a minimum or maximum over no call is not a number
-            one = {"class": L.FUNCTION_CLASS_NAMES.get(cls, "other"), "calls": self._ints(d["calls"]),
-                   "time_s": self._seconds(d["ns"]), "min_s": self._seconds(d["min"], no_calls),
-                   "max_s": self._seconds(d["max"], no_calls)}
-            if self.time_sample > 1:
-                one["timed_calls"] = self._ints(self._dense(ranks, self.cell["timed"][cells]))
-                var = self._dense(ranks, self.cell["var"][cells], np.float64)
-                one["time_s_se"] = self._seconds(_se(var))
-            one["bytes_sent"] = self._ints(d["sent"])
-            one["bytes_recv"] = self._ints(d["recv"])
+            no_calls = self._dense(ranks, self.cell["calls"][cells]) == 0  # a min or max over no call: null
+            one: dict[str, Any] = {"class": L.FUNCTION_CLASS_NAMES.get(cls, "other")}
+            # the fields as runtime/spec/rundir.yaml lists them: (key, the sum per rank, how it is written)
+            for key, source, how, when in L.PROFILE_FUNCTION_FIELDS:
+                if when == "time_sample" and self.time_sample <= 1:
+                    continue
+                if how == "seconds_se":
+                    one[key] = self._seconds(_se(self._dense(ranks, self.cell[source][cells], np.float64)))
+                    continue
+                v = self._dense(ranks, self.cell[source][cells])
+                one[key] = (self._ints(v) if how == "count" else
+                            self._seconds(v, no_calls) if how == "seconds_per_call" else self._seconds(v))
             out[_text(name)] = one  # names equal up to a zero byte: the last one stays, as in json.loads
         return out
 

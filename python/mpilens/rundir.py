@@ -17,7 +17,8 @@ from .errors import RunDirectoryError
 
 SCHEMA = _layout.SCHEMA_PROFILE
 PROFILE_SOURCE = "profile.json"  # Run.source of a run read from its aggregated profile
-FUNCTION_KEYS = ("calls", "time_s", "min_s", "max_s", "bytes_sent", "bytes_recv")
+# a function's fields every profile.json has (runtime/spec/rundir.yaml: profile_function_fields)
+FUNCTION_KEYS = tuple(key for key, _, _, when in _layout.PROFILE_FUNCTION_FIELDS if when is None)
 
 
 @dataclass

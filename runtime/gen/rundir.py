@@ -67,6 +67,10 @@ def parse_type(t: str) -> tuple[str, int]:
     return m.group(1), int(m.group(2) or 0)
 
 
+# how profile.json writes a per-function field (rundir.yaml: profile_function_fields)
+FIELD_WRITERS = ("count", "seconds", "seconds_per_call", "seconds_se")
+
+
 def load(path: Path = SPEC) -> dict:
     spec = yaml.safe_load(path.read_text())
     recs: dict[str, Record] = {}
@@ -100,6 +104,11 @@ def load(path: Path = SPEC) -> dict:
         recs[name] = Record(name, r.get("c_name", f"ml_{name}"), r.get("doc", ""), bool(r.get("packed")), fields, off,
                             union)
     spec["_records"] = recs
+    for fld in spec["profile_function_fields"]:
+        if set(fld) - {"name", "from", "as", "when", "doc"} or fld["as"] not in FIELD_WRITERS or \
+                fld.get("when") not in (None, "time_sample"):
+            raise SystemExit(f"rundir.yaml: profile_function_fields: {fld} (as: one of {FIELD_WRITERS}, "
+                             "when: time_sample)")
     return spec
 
 
@@ -237,6 +246,11 @@ def gen_c(spec: dict) -> str:
         out.append(f'_Static_assert(sizeof({r.c_name}_t) == {r.size}, "{r.name} is {r.size} bytes");')
         for f in r.fields:
             out.append(f'_Static_assert(offsetof({r.c_name}_t, {f.name}) == {f.offset}, "{r.name}.{f.name}");')
+    out += ["", "/* profile.json: the fields of each function, in order: X(key, from, as, when) (merge.c) */",
+            "#define ML_PROFILE_FUNCTION_FIELDS(X) \\"]
+    for fld in spec["profile_function_fields"]:
+        out.append(f'    X("{fld["name"]}", {fld["from"]}, {fld["as"]}, {fld.get("when", "always")}) \\')
+    out.append("    /* end */")
     out += ["", "#endif", ""]
     return "\n".join(out)
 
@@ -340,6 +354,12 @@ def gen_python(spec: dict) -> str:
             out.append(f"    ('record', {item['record']!r}, {ident(item['record'])}, None),")
         else:
             out.append(f"    ('string', {item['string']!r}, None, None),")
+    out += [")", "",
+            "# profile.json: the fields of each function, in order: (key, from, as, when); when is None",
+            "# (always) or 'time_sample' (runs with MPILENS_TIME_SAMPLE > 1 only)",
+            "PROFILE_FUNCTION_FIELDS = ("]
+    for fld in spec["profile_function_fields"]:
+        out.append(f"    ({fld['name']!r}, {fld['from']!r}, {fld['as']!r}, {fld.get('when')!r}),")
     out += [")", ""]
     return "\n".join(out)
 
@@ -403,6 +423,18 @@ def gen_doc(spec: dict) -> str:
             fmt = f"payload `{spec['payload']['magic']}`"
         out.append(f"| {fname} | `{f['path']}` | {f.get('mode') or ''} | {fmt} | {' '.join(f['writer'].split())} | "
                    f"{' '.join(f['contents'].split())} |")
+    out += ["", "## profile.json: a function's fields", "",
+            "Under `functions` (the whole run) and under each region's `functions`, each MPI function the "
+            "program called has its `class` and these fields, in this order, each a list with one value per "
+            "rank (`null` for a rank that left no data). `mpilens-merge` (runtime/src/core/merge.c) and "
+            "`python/mpilens/merge.py` write them from this list, and the readers take it from here "
+            "(`mpilens._layout.PROFILE_FUNCTION_FIELDS`).", "",
+            "| field | value per rank | in runs | what |", "|---|---|---|---|"]
+    shown = {"count": "integer", "seconds": "seconds", "seconds_per_call": "seconds (null where the rank made no call)",
+             "seconds_se": "seconds"}
+    for fld in spec["profile_function_fields"]:
+        when = "with `MPILENS_TIME_SAMPLE` > 1" if fld.get("when") == "time_sample" else "all"
+        out.append(f"| `{fld['name']}` | {shown[fld['as']]} | {when} | {fld['doc']} |")
     out += ["", "## Binary files", ""]
     recs = spec["_records"]
     for fname, f in spec["files"].items():

@@ -644,6 +644,36 @@ static void write_counters(FILE *f, table_t *t, uint32_t region, const char *ind
     fputc('}', f);
 }
 
+/* The writers of a function's fields (runtime/spec/rundir.yaml: profile_function_fields, `as`),
+ * each given the field's sums per rank (`from`) and the function's series. */
+static void field_count(FILE *f, const uint64_t *v, const series_t *s, table_t *t)
+{
+    (void)s;
+    u64_array(f, v, t);
+}
+static void field_seconds(FILE *f, const uint64_t *ns, const series_t *s, table_t *t)
+{
+    (void)s;
+    seconds_array(f, ns, NULL, t);
+}
+static void field_seconds_per_call(FILE *f, const uint64_t *ns, const series_t *s, table_t *t)
+{
+    seconds_array(f, ns, s->calls, t); /* null where the rank made no call */
+}
+static void field_seconds_se(FILE *f, const double *var, const series_t *s, table_t *t)
+{
+    (void)s;
+    uint64_t *se = malloc((size_t)t->nranks * sizeof *se);
+    if (se == NULL) {
+        t->failed = 1;
+        fputs("null", f);
+        return;
+    }
+    for (int r = 0; r < t->nranks; r++) se[r] = var[r] > 0 ? (uint64_t)__builtin_sqrt(var[r]) : 0;
+    seconds_array(f, se, NULL, t);
+    free(se);
+}
+
 static const table_t *sorting; /* qsort has no context argument in C11 */
 static int name_cmp(name_t a, name_t b)
 {
@@ -679,27 +709,20 @@ static void write_functions(FILE *f, table_t *t, uint32_t region, const char *in
         const function_t *fn = &t->functions[s->fn];
         fprintf(f, "%s\n%s  ", i ? "," : "", indent);
         ml_json_strn(f, fn->name.s, fn->name.len);
-        fprintf(f, ": {\"class\": \"%s\",\n%s    \"calls\": ",
-                fn->cls < ML_FUNCTION_CLASS_COUNT ? class_names[fn->cls] : "other", indent);
-        u64_array(f, s->calls, t);
-        fprintf(f, ",\n%s    \"time_s\": ", indent);
-        seconds_array(f, s->ns, NULL, t);
-        fprintf(f, ",\n%s    \"min_s\": ", indent);
-        seconds_array(f, s->min, s->calls, t);
-        fprintf(f, ",\n%s    \"max_s\": ", indent);
-        seconds_array(f, s->max, s->calls, t);
-        if (t->o->time_sample > 1) {
-            fprintf(f, ",\n%s    \"timed_calls\": ", indent);
-            u64_array(f, s->timed, t);
-            for (int r = 0; r < t->nranks; r++) /* the standard error, in the ns array (written last) */
-                s->ns[r] = s->var[r] > 0 ? (uint64_t)__builtin_sqrt(s->var[r]) : 0;
-            fprintf(f, ",\n%s    \"time_s_se\": ", indent);
-            seconds_array(f, s->ns, NULL, t);
+        fprintf(f, ": {\"class\": \"%s\"", fn->cls < ML_FUNCTION_CLASS_COUNT ? class_names[fn->cls] : "other");
+        /* the fields as runtime/spec/rundir.yaml lists them (ml_rundir.h) */
+        const int with[] = {[0] = 1, [1] = t->o->time_sample > 1}; /* when: always, time_sample */
+#define always 0
+#define time_sample 1
+#define FIELD(key, from, as, when)                                                                  \
+        if (with[when]) {                                                                          \
+            fprintf(f, ",\n%s    \"" key "\": ", indent);                                          \
+            field_##as(f, s->from, s, t);                                                           \
         }
-        fprintf(f, ",\n%s    \"bytes_sent\": ", indent);
-        u64_array(f, s->sent, t);
-        fprintf(f, ",\n%s    \"bytes_recv\": ", indent);
-        u64_array(f, s->recv, t);
+        ML_PROFILE_FUNCTION_FIELDS(FIELD)
+#undef FIELD
+#undef always
+#undef time_sample
         fputc('}', f);
     }
     if (k) fprintf(f, "\n%s", indent);
