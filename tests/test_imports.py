@@ -59,3 +59,20 @@ def test_a_damaged_imports_file_is_a_problem_not_a_traceback(tmp_path, content):
     assert r.returncode == 0, r.stderr
     assert "Note      : imports.json" in r.stdout, r.stdout
     assert "Not measured" not in r.stdout
+
+
+def test_fortran_procedures_the_mpi_implements_over_its_c_functions_are_measured():
+    """MPICH's Fortran library implements mpi_f08's mpi_send_f08ts_ (and mpif.h's MPI_SESSION_INIT)
+    over the C MPI_Send (MPI_Session_init), which it imports and the runtime wraps: such a call is
+    measured (tests/test_fortran.py counts examples/fortran/fsessions.f90's sends exactly), so
+    imports.json must not list it as unmeasured. The program does import names the runtime does not
+    export, so the rule is what keeps them off the list."""
+    helpers = BUILD / "libexec" / "mpilens" / "mpich"
+    ours = imports.exported(str(BUILD / "lib" / "libmpilens-mpich.so"))
+    for example in ("fsessions", "f08traffic"):
+        exe = BUILD / "mpich" / "examples" / example
+        called = {n for n, obj, defined in imports._dyn_symbols(str(exe)) if not defined and imports.MPI_NAME.match(n)}
+        assert "mpi_send_f08ts_" in called and "mpi_send_f08ts_" not in ours
+        doc = imports.find(str(exe), str(BUILD / "lib" / "libmpilens-mpich.so"), "mpich", helpers)
+        (obj,) = doc["objects"]
+        assert obj["unmeasured"] == [], obj

@@ -77,6 +77,10 @@ def find(program: str, runtime: str, mpi: str, helpers: Path | None,
     ours = exported(runtime)
     excluded = _excluded(helpers)
     users, mpi_defines = [], set()
+    # the C functions (lowercase) that each Fortran name of the MPI's libraries may call: those the
+    # library defining it imports (MPICH's libmpichfort implements mpi_send_ and mpi_send_f08ts_
+    # over MPI_Send), so that the runtime's C wrapper measures the call
+    c_entries: dict[str, set[str]] = {}
     for path in [program, *_dependencies(program, env)]:
         syms = _dyn_symbols(path)
         if syms is None:
@@ -84,6 +88,10 @@ def find(program: str, runtime: str, mpi: str, helpers: Path | None,
         defines = {n for n, _, defined in syms if defined and MPI_NAME.match(n)}
         if path != program and defines:
             mpi_defines |= defines  # a library of the MPI itself
+            calls_c = {n.lower() for n, _, defined in syms if not defined and n.startswith("MPI_") and n in ours}
+            for n in defines:
+                if n[0].islower() and _c_name(n) in calls_c:
+                    c_entries.setdefault(n, set()).add(_c_name(n))
         else:
             users.append((path, syms))
     objects = []
@@ -100,6 +108,8 @@ def find(program: str, runtime: str, mpi: str, helpers: Path | None,
         for n in calls:
             if n in ours and not n.lower().startswith("pmpi"):
                 continue
+            if n in c_entries:
+                continue  # the MPI's Fortran library calls the C function the runtime wraps
             if n.startswith("PMPI_") and n in ours and n[1:] in wraps:
                 continue
             why = excluded.get(_c_name(n))
