@@ -112,3 +112,23 @@ def test_values_no_run_writes_are_named_and_left_out(tmp_path):
     send = rundir.load(run).profile["functions"]["MPI_Send"]
     assert send["calls"][0] is None and send["time_s"][1] is None and send["calls"][1] == 5
     assert n == out["nranks"] and all(e["src"] < n for e in rundir.load(run).profile["matrix"])
+
+
+def test_where_the_measurements_started_is_read_and_checked(tmp_path):
+    """meta.json's started_by (MPI_Init, or MPI_Session_init in a program of Sessions only) is kept
+    when well formed and says where a recovered rank's times count from; anything else is dropped
+    and named."""
+    from mpilens import meta as meta_file
+    from mpilens import recover
+
+    run = committed_run("ring-openmpi", tmp_path).rundir
+    doc = json.loads((run / "meta.json").read_text())
+    for value, kept in (("MPI_Session_init", True), ("MPI_Init", True), ("MPI_Init_thread", False), (3, False)):
+        doc["started_by"] = value
+        (run / "meta.json").write_text(json.dumps(doc))
+        problems: list[str] = []
+        got = meta_file.load(run, problems)
+        assert (got.get("started_by") == value) is kept and (not problems) is kept, (value, problems)
+    note = rundir._recovered_note([recover.Recovered("ranks/stats-000001", 1, b"", last_s=2.5)], False,
+                                  "MPI_Session_init")
+    assert "rank 1 ended without writing anything" in note[0] and "(at 2.5 s after MPI_Session_init)" in note[0]

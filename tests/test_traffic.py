@@ -563,3 +563,5 @@ def test_a_program_that_uses_sessions_only(mpi, tmp_path):
         "MPI_Comm_create_from_group": {"calls": [1] * np},
     })
     assert matrix(p) == {(r, (r + 1) % np): (reps, sent[r]) for r in range(np)}
+    # every time is counted from MPI_Session_init, and the run says so (a killed rank's note too)
+    assert job.load().meta["started_by"] == "MPI_Session_init"

@@ -35,6 +35,7 @@ CHECKS = {
     "tool": lambda v, d: isinstance(v, dict),
     "modes": lambda v, d: _str_list(v),
     "finalized": lambda v, d: isinstance(v, bool),
+    "started_by": lambda v, d: v in ("MPI_Init", "MPI_Session_init"),
     "tools": lambda v, d: isinstance(v, list) and all(
         isinstance(t, dict) and isinstance(t.get("object"), str) and t.get("position") in ("before", "after")
         and _str_list(t.get("functions")) for t in v),

@@ -263,7 +263,7 @@ def load(path: str | Path) -> Run:
         detail = f" ({'; '.join(problems)})" if problems else ""
         raise RunDirectoryError(f"{path}: {why}{detail}")
     if recovered:
-        problems += _recovered_note(recovered, running is not None)
+        problems += _recovered_note(recovered, running is not None, (meta or {}).get("started_by") or "MPI_Init")
     problems.append(f"incomplete run: {nranks - len(missing)} of {nranks} ranks left data"
                     + (f" (missing: {_ranges(missing)}, which left no file at all: they did not get through "
                        "MPI_Init under mpilens, or ran on a host whose files are not in this directory)"
@@ -273,8 +273,9 @@ def load(path: str | Path) -> Run:
     return Run(path, meta, profile, "per-rank files", problems)
 
 
-def _recovered_note(recovered: list[recover.Recovered], running: bool) -> list[str]:
-    """What the report says of the ranks recovered from their statistics files."""
+def _recovered_note(recovered: list[recover.Recovered], running: bool, start: str = "MPI_Init") -> list[str]:
+    """What the report says of the ranks recovered from their statistics files (their times counted
+    from start: MPI_Init, or MPI_Session_init in a program of Sessions only)."""
     rs = sorted(recovered, key=lambda r: r.rank)
     one = len(rs) == 1
     when = ", ".join((f"rank {r.rank} " if not one else "") + (f"at {r.last_s:.3g} s" if r.last_s is not None
@@ -286,7 +287,7 @@ def _recovered_note(recovered: list[recover.Recovered], running: bool) -> list[s
     else:
         head = (f"{who} ended without writing anything (killed: SIGKILL, the OOM killer, a time limit or the "
                 f"launcher): {'its' if one else 'their'} statistics up to {'its' if one else 'their'} last counted call")
-    out = [f"{head} ({when} after MPI_Init) are recovered from {where}"]
+    out = [f"{head} ({when} after {start}) are recovered from {where}"]
     finalizing = [r.rank for r in rs if r.finalizing]
     if finalizing:
         out.append(f"rank{'' if len(finalizing) == 1 else 's'} {_ranges(finalizing)} ended in MPI_Finalize, while "

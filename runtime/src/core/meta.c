@@ -214,6 +214,11 @@ static int write_meta(int finished)
         ml_json_str(f, v ? v : ml_settings[i].default_value);
     }
     fprintf(f, "\n  },\n  \"timer\": \"%s\",\n", ml_clock_is_tsc ? "tsc" : "clock_monotonic");
+    /* where the measurements started (every time of a rank is counted from there): decided at the
+     * first write, at MPI_Init or MPI_Session_init; the tool's own session is gone at the last */
+    static const char *started_by;
+    if (started_by == NULL) started_by = ml_g.own_session ? "MPI_Session_init" : "MPI_Init";
+    fprintf(f, "  \"started_by\": \"%s\",\n", started_by);
     ml_modes_meta_json(f);
     fprintf(f, "  \"started\": \"%s\",\n  \"started_unix_s\": %lld,\n", started, started_unix);
     if (finished) {
