@@ -106,13 +106,21 @@ EX_FFLAGS_fsessions := -cpp
 
 examples: $(foreach m,$(MPIS),$(addprefix $(BUILD)/$(m)/examples/,$(EXAMPLES_C) $(EXAMPLES_F) $(EXAMPLES_CXX) libsites.so))
 
+# the annotation API's Fortran module (`use mpilens`: interfaces only, no code), for the examples;
+# gfortran's, which both Debian MPIs' mpifort use (the installs make it with the user's compiler)
+FORTRAN_MODULE := $(BUILD)/include/mpilens.mod
+$(FORTRAN_MODULE): runtime/include/mpilens.f90
+	@mkdir -p $(dir $@)
+	gfortran -c -J $(dir $@) -o $(dir $@)mpilens_f90.o $<
+
 define example_rules
 $(BUILD)/$(1)/examples/%: examples/c/%.c $(BUILD)/lib/libmpilens-annotate.so
 	@mkdir -p $$(dir $$@)
 	mpicc.$(1) -std=c11 -O2 -g -Wall -Wno-stringop-overflow -fopenmp -Iruntime/include -o $$@ $$< $(EX_LINK) $$(EX_LIBS_$$*)
-$(BUILD)/$(1)/examples/%: examples/fortran/%.f90 $(BUILD)/lib/libmpilens-annotate.so
+$(BUILD)/$(1)/examples/%: examples/fortran/%.f90 $(BUILD)/lib/libmpilens-annotate.so $(FORTRAN_MODULE)
 	@mkdir -p $$(dir $$@)
-	mpifort.$(1) -O2 -g -fallow-argument-mismatch -fopenmp $$(EX_FFLAGS_$$*) -DML_EXAMPLE_MPI_$(1) -J $$(dir $$@) -o $$@ $$< $(EX_LINK)
+	mpifort.$(1) -O2 -g -fallow-argument-mismatch -fopenmp $$(EX_FFLAGS_$$*) -DML_EXAMPLE_MPI_$(1) -J $$(dir $$@) \
+	  -I$(BUILD)/include -o $$@ $$< $(EX_LINK)
 $(BUILD)/$(1)/examples/%: examples/cxx/%.cpp $(BUILD)/lib/libmpilens-annotate.so
 	@mkdir -p $$(dir $$@)
 	mpicxx.$(1) -O2 -g -Wall -o $$@ $$< $(EX_LINK)

@@ -6,7 +6,7 @@ software is installed, without root:
     lib/libmpilens-<family>.so               the runtime for MPICC's MPI (MPICC, else mpicc on PATH)
     lib/libmpilens-memory.so, libmpilens-annotate.so, pkgconfig/mpilens.pc
     libexec/mpilens/<family>/                the runtime's helper programs and its description
-    include/mpilens.h                        the annotation API
+    include/mpilens.h, mpilens.f90, .mod     the annotation API (C; Fortran's module, source and compiled)
     lib/mpilens/python/                      a Python environment holding the mpilens package
     share/mpilens/src/                       the runtime's sources (`mpilens runtime add` builds from them)
     share/mpilens/examples/, share/doc/mpilens/
@@ -136,7 +136,8 @@ def main() -> int:
     (dest / "bin" / "mpilens").write_text(WRAPPER)
     os.chmod(dest / "bin" / "mpilens", 0o755)
     (dest / "include").mkdir(exist_ok=True)
-    shutil.copy2(ROOT / "runtime" / "include" / "mpilens.h", dest / "include" / "mpilens.h")
+    for api in ("mpilens.h", "mpilens.f90"):  # (the runtime's build made mpilens.mod beside them)
+        shutil.copy2(ROOT / "runtime" / "include" / api, dest / "include" / api)
     (dest / "lib" / "pkgconfig").mkdir(parents=True, exist_ok=True)
     (dest / "lib" / "pkgconfig" / "mpilens.pc").write_text(PKGCONFIG.format(version=version))
     docs = dest / "share" / "doc" / "mpilens"

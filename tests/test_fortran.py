@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import math
 import re
+import subprocess
 
 import pytest
 
-from conftest import MPIS, example, fn, plain_run, run_example
+from conftest import BUILD, MPIS, example, fn, plain_run, run_example
 
 NP = 4
 
@@ -325,3 +326,44 @@ def test_f08_sessions_only(mpi, tmp_path):
         "MPI_Comm_free": (1, 0, 0)})
     assert {(m["src"], m["dst"]): (m["messages"], m["bytes"]) for m in p["matrix"]} == {
         (r, (r + 1) % NP): (5, 5 * msg) for r in range(NP)}
+
+
+# ----------------------------------------------------------------------------- fmodule
+@pytest.mark.parametrize("mpi", MPIS)
+def test_annotations_through_the_fortran_module(mpi, tmp_path):
+    """examples/fortran/fmodule.f90 annotates through `use mpilens` (runtime/include/mpilens.f90):
+    `steps` visits of "step" each holding one of "halo" with its one MPI_SENDRECV, rank+1 cells
+    added per step inside "step", "efficiency" set to 1/(rank+1) at the end; the names reach the
+    runtime without the blanks Fortran pads them with."""
+    steps = 7
+    job = run_example(mpi, "fmodule", NP, tmp_path, [str(steps)])
+    assert f"fmodule: ok {NP} ranks {steps}" in job.stdout, job.stdout
+    p = job.profile
+    assert p["dropped"]["region_mismatches"] == 0
+    (step,) = p["regions"]
+    (halo,) = step["regions"]
+    assert (step["name"], halo["name"]) == ("step", "halo")
+    assert step["visits"] == [steps] * NP and halo["visits"] == [steps] * NP
+    assert fn({"functions": halo["functions"]}, "MPI_Sendrecv", "calls") == [steps] * NP
+    assert fn({"functions": halo["functions"]}, "MPI_Sendrecv", "bytes_sent") == [steps * 4] * NP
+    assert "MPI_Sendrecv" not in step["functions"]
+    assert step["counters"]["cells"] == {"kind": "sum", "values": [steps * (r + 1) for r in range(NP)]}
+    assert p["counters"]["cells"]["values"] == [steps * (r + 1) for r in range(NP)]
+    assert p["counters"]["efficiency"]["kind"] == "last"
+    assert p["counters"]["efficiency"]["values"] == pytest.approx([1 / (r + 1) for r in range(NP)])
+
+
+def test_the_fortran_module_makes_the_compiler_check_each_call(tmp_path):
+    """Without the module a default REAL passed as a counter's value compiles (and the runtime
+    reads 8 bytes of a 4-byte value); with it, gfortran refuses the call. No MPI job: the module
+    has no code to link."""
+    src = tmp_path / "wrong.f90"
+    src.write_text("program wrong\n  use mpilens\n  call mpilens_counter_add('x', 1.0)\nend program\n")
+    out = subprocess.run(["gfortran", "-c", f"-I{BUILD / 'include'}", "-J", str(tmp_path), "-o", str(tmp_path / "w.o"),
+                          str(src)], capture_output=True, text=True, cwd=tmp_path)
+    assert out.returncode != 0 and "Type mismatch in argument" in out.stderr, out.stderr
+    src.write_text("program right\n  use mpilens\n  call mpilens_counter_add('x', 1.0d0)\n"
+                   "  call mpilens_region_begin('r')\n  call mpilens_region_end('r')\nend program\n")
+    ok = subprocess.run(["gfortran", "-c", f"-I{BUILD / 'include'}", "-J", str(tmp_path), "-o", str(tmp_path / "r.o"),
+                         str(src)], capture_output=True, text=True, cwd=tmp_path)
+    assert ok.returncode == 0, ok.stderr

@@ -127,6 +127,11 @@ def test_pip_install_builds_the_runtime_against_the_mpicc_on_path(userdir, wheel
     assert [r["family"] for r in listed["runtimes"]] == ["openmpi"]
     assert listed["home"].startswith(str(venv)) and not listed["home"].startswith(str(ROOT))
     flags = as_user([mpilens, "runtime", "flags"], env).stdout.split()
+    # Fortran's `use mpilens`: the module the install made (the wheel has no mpifort: gfortran's)
+    fsrc = userdir / "uses_module.f90"
+    fsrc.write_text("program p\n  use mpilens\n  call mpilens_counter_add('x', 2.0d0)\nend program\n")
+    as_user(["gfortran", "-c", "-o", str(userdir / "uses_module.o"), str(fsrc), *[f for f in flags if f.startswith("-I")]],
+            env)
     exe = userdir / "ring"
     as_user(["mpicc", "-o", str(exe), str(src / "examples" / "c" / "ring.c"), *flags], env)
     launcher = [a.replace("{np}", "4") for a in MATRIX["openmpi5"]["launcher"]]
@@ -243,6 +248,9 @@ module load mpilens
 mpilens --version
 mpicc.mpich -o {userdir}/ring {moved}/share/mpilens/examples/c/ring.c $(pkg-config --cflags --libs mpilens)
 mpilens run -o {userdir}/run -- mpirun.mpich -np 3 {userdir}/ring 5 512
+# Fortran's `use mpilens`: the module the install made with MPICH's mpifort, found by the same flags
+mpifort.mpich -o {userdir}/fmodule {moved}/share/mpilens/examples/fortran/fmodule.f90 $(pkg-config --cflags --libs mpilens)
+mpilens run -o {userdir}/frun -- mpirun.mpich -np 3 {userdir}/fmodule 4
 module purge
 # the Tcl modulefile (Environment Modules'), which Lmod runs too, alone in a tree of modulefiles
 mkdir -p {moved}/share/tcl/mpilens && cp {moved}/share/modulefiles/mpilens/*[0-9] {moved}/share/tcl/mpilens/
@@ -252,3 +260,6 @@ module use {moved}/share/tcl && module load mpilens && echo "tcl root: $MPILENS_
     assert "mpich    MPICH" in out, out
     assert f"tcl root: {moved}\n{moved}/bin/mpilens" in out, out
     ring_counts_are_exact(userdir / "run", 5, 512, 3)
+    (step,) = json.loads((userdir / "frun" / "profile.json").read_text())["regions"]
+    assert step["name"] == "step" and step["visits"] == [4] * 3 and step["regions"][0]["visits"] == [4] * 3
+    assert step["counters"]["cells"]["values"] == [4, 8, 12]

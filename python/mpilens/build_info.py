@@ -88,14 +88,17 @@ def describe() -> str:
 
 
 def annotate_flags() -> str:
-    """The compiler and linker flags of a program that uses the annotation API (mpilens.h)."""
+    """The compiler and linker flags of a program that uses the annotation API (mpilens.h, or
+    Fortran's `use mpilens`: the same -I finds mpilens.mod)."""
     h = home()
     inc = h / "include" if h is not None and (h / "include" / "mpilens.h").is_file() else None
     if h is None or not (h / "lib" / "libmpilens-annotate.so").is_file():
         raise LaunchError("this installation has no annotation library (it has no runtime: `mpilens runtime add MPICC`)")
-    if inc is None:  # a checkout: the header is in the sources
+    more = ""
+    if inc is None:  # a checkout: the header is in the sources, Fortran's module in build/include
         inc = h.parent / "runtime" / "include"
-    return f"-I{inc} -L{h / 'lib'} -Wl,-rpath,{h / 'lib'} -lmpilens-annotate"
+        more = f" -I{h / 'include'}" if (h / "include" / "mpilens.mod").is_file() else ""
+    return f"-I{inc}{more} -L{h / 'lib'} -Wl,-rpath,{h / 'lib'} -lmpilens-annotate"
 
 
 def _missing(what: str, mpi: str) -> LaunchError:

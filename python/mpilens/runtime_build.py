@@ -62,9 +62,12 @@ def build(source: Path, mpicc: str, home: Path, python: str = sys.executable, ve
         (home / "lib").mkdir(parents=True, exist_ok=True)
         for lib in (f"libmpilens-{family}.so", "libmpilens-memory.so", "libmpilens-annotate.so"):
             _install(built / "lib" / lib, home / "lib" / lib, 0o755)
-        # the annotation API (regions, counters) for the programs to build with
+        # the annotation API (regions, counters) for the programs to build with: C's header, and
+        # Fortran's module as source and as made by the MPI's Fortran compiler (when it has one)
         (home / "include").mkdir(exist_ok=True)
         _install(source / "runtime" / "include" / "mpilens.h", home / "include" / "mpilens.h", 0o644)
+        _install(source / "runtime" / "include" / "mpilens.f90", home / "include" / "mpilens.f90", 0o644)
+        fortran_module(mpicc, home / "include", env)
         helpers = home / "libexec" / "mpilens" / family
         helpers.mkdir(parents=True, exist_ok=True)
         for f in (built / "libexec" / "mpilens" / family).iterdir():
@@ -92,6 +95,43 @@ def _install(src: Path, dest: Path, mode: int) -> None:
     shutil.copyfile(src, tmp)
     os.chmod(tmp, mode)
     os.replace(tmp, dest)
+
+
+def fortran_compiler(mpicc: str, env: dict[str, str] | None = None) -> str | None:
+    """The Fortran compiler of the MPI that MPICC belongs to: FC, else the mpifort (or mpif90) beside
+    MPICC under the same suffix (mpicc.openmpi: mpifort.openmpi), else gfortran on PATH; None when
+    there is none."""
+    env = env if env is not None else dict(os.environ)
+    if env.get("FC"):
+        return env["FC"]
+    path = shutil.which(mpicc.split()[0], path=env.get("PATH"))
+    if path:
+        where, name = os.path.split(path)
+        for fc in ("mpifort", "mpif90"):
+            candidate = os.path.join(where, name.replace("mpicc", fc, 1))
+            if "mpicc" in name and os.access(candidate, os.X_OK):
+                return candidate
+    return shutil.which("gfortran", path=env.get("PATH"))
+
+
+def fortran_module(mpicc: str, include: Path, env: dict[str, str] | None = None) -> str:
+    """Make include/mpilens.mod (`use mpilens`) from include/mpilens.f90 with the MPI's Fortran
+    compiler; a module file is the compiler's own format, so one made by another compiler is
+    removed. Returns what was done, for the install's messages."""
+    (include / "mpilens.mod").unlink(missing_ok=True)
+    fc = fortran_compiler(mpicc, env)
+    if fc is None:
+        return "no Fortran compiler: include/mpilens.f90 is there to compile with yours"
+    with tempfile.TemporaryDirectory(prefix="mpilens-fmod.") as tmp:
+        # every Fortran compiler writes the module into the directory it runs in (the option that
+        # moves it differs: -J, -module, -module-dir)
+        p = subprocess.run([*fc.split(), "-c", "-o", "mpilens.o", str((include / "mpilens.f90").resolve())], cwd=tmp,
+                           env=env, capture_output=True, text=True, errors="replace", check=False)
+        made = Path(tmp) / "mpilens.mod"
+        if p.returncode != 0 or not made.is_file():
+            return f"{fc} could not compile include/mpilens.f90; compile it with your Fortran compiler"
+        _install(made, include / "mpilens.mod", 0o644)
+    return f"include/mpilens.mod made with {fc}"
 
 
 def find_mpicc() -> str | None:
