@@ -139,7 +139,8 @@ def function_entries(doc: dict) -> list[dict]:
 def test_a_functions_fields_are_the_specs(tmp_path):
     """profile.json's fields of a function are rundir.yaml's profile_function_fields, in that order,
     as mpilens-merge writes them (with and without MPILENS_TIME_SAMPLE) and as the runs committed
-    from real jobs have them; and no hand-written merge or reader spells a field only functions have."""
+    from real jobs have them; its "dropped" keys are profile_dropped_fields; and no hand-written merge
+    or reader spells a field only functions have, nor a key of "dropped"."""
     fields = [(f["name"], f.get("when")) for f in SPEC["profile_function_fields"]]
     assert [k for k, *_ in L.PROFILE_FUNCTION_FIELDS] == [k for k, _ in fields]
     files = sorted((FIXTURE / "ranks").glob("rank-*.partial"))
@@ -155,7 +156,16 @@ def test_a_functions_fields_are_the_specs(tmp_path):
         doc = json.loads(path.read_text())
         want = ["class"] + [k for k, when in fields if when is None or doc.get("time_sample", 1) > 1]
         assert all(list(e) == want for e in function_entries(doc)), path
+    dropped = [f["name"] for f in SPEC["profile_dropped_fields"]]
+    for path in runs:
+        assert list(json.loads(path.read_text())["dropped"]) == dropped, path  # every committed run is v4
+    # the committed partial run's payloads are of version 2: what version 4 began to count is not said
+    assert all(f.read_bytes()[:8] == L.MAGIC_PAYLOAD_V2 for f in files)
+    cmd = [str(MERGE), "--nranks", "3", "--", *map(str, files)]
+    assert list(json.loads(subprocess.run(cmd, capture_output=True, check=True).stdout)["dropped"]) == [
+        f["name"] for f in SPEC["profile_dropped_fields"] if "since" not in f]
     only_functions = {k for k, _ in fields} - {"calls", "time_s", "bytes_sent", "bytes_recv"}  # others have these
+    only_functions |= set(dropped)
     for source in (ROOT / "runtime" / "src" / "core" / "merge.c", ROOT / "python" / "mpilens" / "merge.py",
                    ROOT / "python" / "mpilens" / "rundir.py"):
         text = source.read_text()

@@ -806,12 +806,11 @@ class _Merge:
                                 "dropped": [ranks[r].intervals_dropped if r in ranks else None
                                             for r in range(self.nranks)],
                                 "files": INTERVALS_FILES}
-        doc["dropped"] = {"requests_untracked": int(h["dropped_requests"].sum()),
-                          "region_paths": int(h["dropped_regions"].sum()),
-                          "region_mismatches": int(h["region_mismatch"].sum()),
-                          "requests_outstanding_at_finalize": int(h["requests_outstanding"].sum())}
-        if all(ranks[r].unknown_counted for r in present):  # not said of payloads that did not count them
-            doc["dropped"]["receive_sizes_unknown"] = int(h["recv_unknown"].sum())
+        # sums of payload_head fields, as runtime/spec/rundir.yaml lists them; one counted since
+        # version 4 is not said of payloads that did not count it
+        counted_v4 = all(ranks[r].unknown_counted for r in present)
+        doc["dropped"] = {key: int(h[source].sum()) for key, source, since in L.PROFILE_DROPPED_FIELDS
+                          if since is None or counted_v4}
         return doc
 
 

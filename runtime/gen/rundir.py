@@ -104,6 +104,10 @@ def load(path: Path = SPEC) -> dict:
         recs[name] = Record(name, r.get("c_name", f"ml_{name}"), r.get("doc", ""), bool(r.get("packed")), fields, off,
                             union)
     spec["_records"] = recs
+    heads = {f.name for f in recs["payload_head"].fields}
+    for fld in spec["profile_dropped_fields"]:
+        if set(fld) - {"name", "from", "since", "doc"} or fld["from"] not in heads or fld.get("since") not in (None, "v4"):
+            raise SystemExit(f"rundir.yaml: profile_dropped_fields: {fld} (from: a field of payload_head, since: v4)")
     for fld in spec["profile_function_fields"]:
         if set(fld) - {"name", "from", "as", "when", "doc"} or fld["as"] not in FIELD_WRITERS or \
                 fld.get("when") not in (None, "time_sample"):
@@ -251,6 +255,11 @@ def gen_c(spec: dict) -> str:
     for fld in spec["profile_function_fields"]:
         out.append(f'    X("{fld["name"]}", {fld["from"]}, {fld["as"]}, {fld.get("when", "always")}) \\')
     out.append("    /* end */")
+    out += ["", "/* profile.json: \"dropped\", each the sum of a payload_head field: X(key, from, since_v4) */",
+            "#define ML_PROFILE_DROPPED_FIELDS(X) \\"]
+    for fld in spec["profile_dropped_fields"]:
+        out.append(f'    X("{fld["name"]}", {fld["from"]}, {1 if fld.get("since") == "v4" else 0}) \\')
+    out.append("    /* end */")
     out += ["", "#endif", ""]
     return "\n".join(out)
 
@@ -360,6 +369,11 @@ def gen_python(spec: dict) -> str:
             "PROFILE_FUNCTION_FIELDS = ("]
     for fld in spec["profile_function_fields"]:
         out.append(f"    ({fld['name']!r}, {fld['from']!r}, {fld['as']!r}, {fld.get('when')!r}),")
+    out += [")", "",
+            "# profile.json: \"dropped\", each the sum over ranks of a payload_head field: (key, from, since)",
+            "PROFILE_DROPPED_FIELDS = ("]
+    for fld in spec["profile_dropped_fields"]:
+        out.append(f"    ({fld['name']!r}, {fld['from']!r}, {fld.get('since')!r}),")
     out += [")", ""]
     return "\n".join(out)
 
@@ -435,6 +449,11 @@ def gen_doc(spec: dict) -> str:
     for fld in spec["profile_function_fields"]:
         when = "with `MPILENS_TIME_SAMPLE` > 1" if fld.get("when") == "time_sample" else "all"
         out.append(f"| `{fld['name']}` | {shown[fld['as']]} | {when} | {fld['doc']} |")
+    out += ["", "`dropped` says what the runtime could not keep, summed over the ranks that left data (each "
+            "the sum of a field of their `payload_head`):", "", "| key | what |", "|---|---|"]
+    for fld in spec["profile_dropped_fields"]:
+        since = " (not said when a rank's payload is of a version before 4)" if fld.get("since") else ""
+        out.append(f"| `{fld['name']}` | {fld['doc']}{since} |")
     out += ["", "## Binary files", ""]
     recs = spec["_records"]
     for fname, f in spec["files"].items():

@@ -907,7 +907,11 @@ int ml_merge_profile(FILE *f, const char *payloads, size_t len, const ml_merge_o
         return -1;
     }
 
-    uint64_t wall = 0, dropped_req = 0, dropped_reg = 0, mismatch = 0, outstanding = 0, unknown = 0;
+    /* "dropped": sums over the ranks of payload_head fields (runtime/spec/rundir.yaml) */
+#define DROPPED_INDEX(key, from, since_v4) DROPPED_##from,
+    enum { ML_PROFILE_DROPPED_FIELDS(DROPPED_INDEX) NDROPPED };
+#undef DROPPED_INDEX
+    uint64_t wall = 0, dropped[NDROPPED + 1] = {0};
     int complete = 1, any = 0, unknown_counted = 1;
     for (int r = 0; r < nranks; r++) {
         const rankrec_t *x = &ranks[r];
@@ -915,11 +919,9 @@ int ml_merge_profile(FILE *f, const char *payloads, size_t len, const ml_merge_o
         if (!x->present) continue;
         any = 1;
         if (x->head.wall_ns > wall) wall = x->head.wall_ns;
-        dropped_req += x->head.dropped_requests;
-        dropped_reg += x->head.dropped_regions;
-        mismatch += x->head.region_mismatch;
-        outstanding += x->head.requests_outstanding;
-        unknown += x->head.recv_unknown;
+#define DROPPED_SUM(key, from, since_v4) dropped[DROPPED_##from] += x->head.from;
+        ML_PROFILE_DROPPED_FIELDS(DROPPED_SUM)
+#undef DROPPED_SUM
         unknown_counted &= x->unknown_counted;
     }
     fputs("{\n  \"schema\": \"" ML_SCHEMA_PROFILE "\",\n  \"tool\": {\"name\": \"mpilens\"", f);
@@ -993,12 +995,17 @@ int ml_merge_profile(FILE *f, const char *payloads, size_t len, const ml_merge_o
             else fprintf(f, "%snull", r ? ", " : "");
         fprintf(f, "], \"files\": \"%s\"}", "ranks/intervals-NNNNNN.bin");
     }
-    fprintf(f, ",\n  \"dropped\": {\"requests_untracked\": %llu, \"region_paths\": %llu, \"region_mismatches\": %llu, "
-               "\"requests_outstanding_at_finalize\": %llu",
-            (unsigned long long)dropped_req, (unsigned long long)dropped_reg, (unsigned long long)mismatch,
-            (unsigned long long)outstanding);
-    /* not said when a payload came from a runtime that did not count them (version 2 or 3) */
-    if (unknown_counted) fprintf(f, ", \"receive_sizes_unknown\": %llu", (unsigned long long)unknown);
+    fputs(",\n  \"dropped\": {", f);
+    int first_dropped = 1;
+    /* a field counted since version 4 is not said when a payload came from a runtime that did not
+     * count it (version 2 or 3) */
+#define DROPPED_WRITE(key, from, since_v4)                                                          \
+    if (!(since_v4) || unknown_counted) {                                                          \
+        fprintf(f, "%s\"" key "\": %llu", first_dropped ? "" : ", ", (unsigned long long)dropped[DROPPED_##from]); \
+        first_dropped = 0;                                                                         \
+    }
+    ML_PROFILE_DROPPED_FIELDS(DROPPED_WRITE)
+#undef DROPPED_WRITE
     fputs("}", f);
     if (o->gather_s >= 0)
         fprintf(f, ",\n  \"tool_cost\": {\"finalize_gather_s\": %.6f, \"payload_bytes\": %zu}", o->gather_s, len);
