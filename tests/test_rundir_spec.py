@@ -139,8 +139,9 @@ def function_entries(doc: dict) -> list[dict]:
 def test_a_functions_fields_are_the_specs(tmp_path):
     """profile.json's fields of a function are rundir.yaml's profile_function_fields, in that order,
     as mpilens-merge writes them (with and without MPILENS_TIME_SAMPLE) and as the runs committed
-    from real jobs have them; its "dropped" keys are profile_dropped_fields; and no hand-written merge
-    or reader spells a field only functions have, nor a key of "dropped"."""
+    from real jobs have them; a rank's keys are profile_rank_fields and its "dropped" keys are
+    profile_dropped_fields; and no hand-written merge or reader spells a field only functions have,
+    nor a key of "dropped" or one only ranks have."""
     fields = [(f["name"], f.get("when")) for f in SPEC["profile_function_fields"]]
     assert [k for k, *_ in L.PROFILE_FUNCTION_FIELDS] == [k for k, _ in fields]
     files = sorted((FIXTURE / "ranks").glob("rank-*.partial"))
@@ -156,6 +157,17 @@ def test_a_functions_fields_are_the_specs(tmp_path):
         doc = json.loads(path.read_text())
         want = ["class"] + [k for k, when in fields if when is None or doc.get("time_sample", 1) > 1]
         assert all(list(e) == want for e in function_entries(doc)), path
+    # each rank's keys: "rank", then profile_rank_fields; all null for a rank that left no data
+    for path in runs:
+        doc = json.loads(path.read_text())
+        want = ["rank"] + [f["name"] for f in SPEC["profile_rank_fields"]
+                           if "when" not in f or doc.get("time_sample", 1) > 1]
+        assert all(list(r) == want for r in doc["ranks"]), path
+    cmd = [str(MERGE), "--nranks", "4", "--time-sample", "4", "--", *map(str, files)]
+    ranks = json.loads(subprocess.run(cmd, capture_output=True, check=True).stdout)["ranks"]
+    assert [list(r) for r in ranks] == [["rank"] + [f["name"] for f in SPEC["profile_rank_fields"]]] * 4
+    assert [r["ended_by"] for r in ranks] == ["signal 15", "MPI_Abort", "signal 15", None]
+    assert all(v is None for k, v in ranks[3].items() if k != "rank")
     dropped = [f["name"] for f in SPEC["profile_dropped_fields"]]
     for path in runs:
         assert list(json.loads(path.read_text())["dropped"]) == dropped, path  # every committed run is v4
@@ -165,7 +177,7 @@ def test_a_functions_fields_are_the_specs(tmp_path):
     assert list(json.loads(subprocess.run(cmd, capture_output=True, check=True).stdout)["dropped"]) == [
         f["name"] for f in SPEC["profile_dropped_fields"] if "since" not in f]
     only_functions = {k for k, _ in fields} - {"calls", "time_s", "bytes_sent", "bytes_recv"}  # others have these
-    only_functions |= set(dropped)
+    only_functions |= set(dropped) | {"init_time_s", "mpi_time_s", "mpi_time_s_se", "ended_by"}
     for source in (ROOT / "runtime" / "src" / "core" / "merge.c", ROOT / "python" / "mpilens" / "merge.py",
                    ROOT / "python" / "mpilens" / "rundir.py"):
         text = source.read_text()

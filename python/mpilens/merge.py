@@ -661,6 +661,18 @@ class _Merge:
                 out[i] = None
         return out
 
+    def _rank_value(self, x: Any, source: str, how: str) -> Any:
+        """One key of a rank's entry (runtime/spec/rundir.yaml: profile_rank_fields)."""
+        if how == "text":
+            return _text(x.host)
+        value = x.head[_H[source]]
+        if how == "seconds":
+            return self._seconds1(value)
+        if how == "end_reason":
+            ended = L.END_REASON_NAMES.get(value, "unknown")
+            return f"{ended} {x.head[_H['signo']]}" if x.head[_H["signo"]] else ended
+        return value
+
     def _seconds1(self, ns: int) -> int | float:
         return ns // NS_PER_S if ns % NS_PER_S == 0 else ns / NS_PER_S
 
@@ -768,24 +780,13 @@ class _Merge:
         if self.time_sample > 1:
             doc["time_sample"] = self.time_sample
         rows = []
+        fields = [f for f in L.PROFILE_RANK_FIELDS if f[3] is None or self.time_sample > 1]
         for r in range(self.nranks):
             x = ranks.get(r)
-            if x is None:
-                row: dict[str, Any] = {"rank": r, "host": None, "wall_time_s": None, "mpi_time_s": None}
-                if self.time_sample > 1:
-                    row["mpi_time_s_se"] = None
-                row.update(init_time_s=None, threads=None, ended_by=None)
-                rows.append(row)
-                continue
-            hd = x.head
-            row = {"rank": r, "host": _text(x.host), "wall_time_s": self._seconds1(hd[_H["wall_ns"]]),
-                   "mpi_time_s": self._seconds1(hd[_H["mpi_ns"]])}
-            if self.time_sample > 1:
-                row["mpi_time_s_se"] = self._seconds1(hd[_H["mpi_se_ns"]])
-            row["init_time_s"] = self._seconds1(hd[_H["init_ns"]])
-            row["threads"] = hd[_H["nthreads"]]
-            ended = L.END_REASON_NAMES.get(hd[_H["reason"]], "unknown")
-            row["ended_by"] = f"{ended} {hd[_H['signo']]}" if hd[_H["signo"]] else ended
+            row: dict[str, Any] = {"rank": r}
+            # the keys as runtime/spec/rundir.yaml lists them, null where the rank left no data
+            for key, source, how, _ in fields:
+                row[key] = None if x is None else self._rank_value(x, source, how)
             rows.append(row)
         doc["ranks"] = rows
         doc["functions"] = self._functions(0)

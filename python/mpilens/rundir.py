@@ -211,8 +211,9 @@ def check_values(doc: dict[str, Any], problems: list[str]) -> None:
             walk_regions(where, r.get("regions"))
 
     walk_regions("", doc["regions"])
+    timed = [key for key, _, how, _ in _layout.PROFILE_RANK_FIELDS if how == "seconds"]
     for r in doc["ranks"]:
-        for k in ("wall_time_s", "mpi_time_s"):
+        for k in timed:
             if isinstance(r, dict) and not _measured(r.get(k)):
                 problems.append(f"profile.json: rank {r.get('rank')!s}'s {k} is {r.get(k)!r} (left out)")
                 r[k] = None

@@ -69,6 +69,8 @@ def parse_type(t: str) -> tuple[str, int]:
 
 # how profile.json writes a per-function field (rundir.yaml: profile_function_fields)
 FIELD_WRITERS = ("count", "seconds", "seconds_per_call", "seconds_se")
+# how profile.json writes a rank's key (rundir.yaml: profile_rank_fields)
+RANK_WRITERS = ("text", "seconds", "count", "end_reason")
 
 
 def load(path: Path = SPEC) -> dict:
@@ -105,6 +107,11 @@ def load(path: Path = SPEC) -> dict:
                             union)
     spec["_records"] = recs
     heads = {f.name for f in recs["payload_head"].fields}
+    for fld in spec["profile_rank_fields"]:
+        if set(fld) - {"name", "from", "as", "when", "doc"} or fld["from"] not in heads | {"host"} or \
+                fld["as"] not in RANK_WRITERS or fld.get("when") not in (None, "time_sample"):
+            raise SystemExit(f"rundir.yaml: profile_rank_fields: {fld} (from: a field of payload_head or host, "
+                             f"as: one of {RANK_WRITERS}, when: time_sample)")
     for fld in spec["profile_dropped_fields"]:
         if set(fld) - {"name", "from", "since", "doc"} or fld["from"] not in heads or fld.get("since") not in (None, "v4"):
             raise SystemExit(f"rundir.yaml: profile_dropped_fields: {fld} (from: a field of payload_head, since: v4)")
@@ -255,6 +262,11 @@ def gen_c(spec: dict) -> str:
     for fld in spec["profile_function_fields"]:
         out.append(f'    X("{fld["name"]}", {fld["from"]}, {fld["as"]}, {fld.get("when", "always")}) \\')
     out.append("    /* end */")
+    out += ["", "/* profile.json: the keys of each rank after \"rank\", in order: X(key, from, as, when) (merge.c) */",
+            "#define ML_PROFILE_RANK_FIELDS(X) \\"]
+    for fld in spec["profile_rank_fields"]:
+        out.append(f'    X("{fld["name"]}", {fld["from"]}, {fld["as"]}, {fld.get("when", "always")}) \\')
+    out.append("    /* end */")
     out += ["", "/* profile.json: \"dropped\", each the sum of a payload_head field: X(key, from, since_v4) */",
             "#define ML_PROFILE_DROPPED_FIELDS(X) \\"]
     for fld in spec["profile_dropped_fields"]:
@@ -370,6 +382,11 @@ def gen_python(spec: dict) -> str:
     for fld in spec["profile_function_fields"]:
         out.append(f"    ({fld['name']!r}, {fld['from']!r}, {fld['as']!r}, {fld.get('when')!r}),")
     out += [")", "",
+            "# profile.json: the keys of each rank after 'rank', in order: (key, from, as, when)",
+            "PROFILE_RANK_FIELDS = ("]
+    for fld in spec["profile_rank_fields"]:
+        out.append(f"    ({fld['name']!r}, {fld['from']!r}, {fld['as']!r}, {fld.get('when')!r}),")
+    out += [")", "",
             "# profile.json: \"dropped\", each the sum over ranks of a payload_head field: (key, from, since)",
             "PROFILE_DROPPED_FIELDS = ("]
     for fld in spec["profile_dropped_fields"]:
@@ -449,7 +466,15 @@ def gen_doc(spec: dict) -> str:
     for fld in spec["profile_function_fields"]:
         when = "with `MPILENS_TIME_SAMPLE` > 1" if fld.get("when") == "time_sample" else "all"
         out.append(f"| `{fld['name']}` | {shown[fld['as']]} | {when} | {fld['doc']} |")
-    out += ["", "`dropped` says what the runtime could not keep, summed over the ranks that left data (each "
+    out += ["", "## profile.json: a rank's keys", "",
+            "`ranks` has one entry per rank: its `rank`, then these keys in this order, each `null` for a rank "
+            "that left no data.", "", "| key | value | in runs | what |", "|---|---|---|---|"]
+    shown_rank = {"text": "string", "seconds": "seconds", "count": "integer",
+                  "end_reason": "string (`MPI_Finalize`, `MPI_Abort`, `signal 9`, ...)"}
+    for fld in spec["profile_rank_fields"]:
+        when = "with `MPILENS_TIME_SAMPLE` > 1" if fld.get("when") == "time_sample" else "all"
+        out.append(f"| `{fld['name']}` | {shown_rank[fld['as']]} | {when} | {fld['doc']} |")
+    out += ["", "## profile.json: dropped", "", "`dropped` says what the runtime could not keep, summed over the ranks that left data (each "
             "the sum of a field of their `payload_head`):", "", "| key | what |", "|---|---|"]
     for fld in spec["profile_dropped_fields"]:
         since = " (not said when a rank's payload is of a version before 4)" if fld.get("since") else ""

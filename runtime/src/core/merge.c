@@ -934,28 +934,38 @@ int ml_merge_profile(FILE *f, const char *payloads, size_t len, const ml_merge_o
     fputs(",\n  \"ranks\": [", f);
     for (int r = 0; r < nranks; r++) {
         const rankrec_t *x = &ranks[r];
-        fprintf(f, "%s\n    {\"rank\": %d, \"host\": ", r ? "," : "", r);
-        if (!x->present) {
-            fputs("null, \"wall_time_s\": null, \"mpi_time_s\": null, ", f);
-            if (o->time_sample > 1) fputs("\"mpi_time_s_se\": null, ", f);
-            fputs("\"init_time_s\": null, \"threads\": null, \"ended_by\": null}", f);
-            continue;
+        fprintf(f, "%s\n    {\"rank\": %d", r ? "," : "", r);
+        /* the keys as runtime/spec/rundir.yaml lists them (ml_rundir.h), null where the rank left
+         * no data; each `as` is written by its RANK_<as> */
+        const int with[] = {[0] = 1, [1] = o->time_sample > 1}; /* when: always, time_sample */
+#define always 0
+#define time_sample 1
+#define RANK_text(from) ml_json_strn(f, x->host, x->hostlen)
+#define RANK_seconds(from) ml_json_seconds(f, x->head.from)
+#define RANK_count(from) fprintf(f, "%llu", (unsigned long long)x->head.from)
+#define RANK_end_reason(from)                                                                        \
+        do {                                                                                       \
+            fprintf(f, "\"%s", x->head.from < ML_END_REASON_COUNT ? reasons[x->head.from] : "unknown"); \
+            if (x->head.signo) fprintf(f, " %u", x->head.signo);                                    \
+            fputc('"', f);                                                                         \
+        } while (0)
+#define RANK_FIELD(key, from, as, when)                                                             \
+        if (with[when]) {                                                                          \
+            fputs(", \"" key "\": ", f);                                                             \
+            if (x->present)                                                                        \
+                RANK_##as(from);                                                                   \
+            else                                                                                   \
+                fputs("null", f);                                                                  \
         }
-        ml_json_strn(f, x->host, x->hostlen);
-        fputs(", \"wall_time_s\": ", f);
-        ml_json_seconds(f, x->head.wall_ns);
-        fputs(", \"mpi_time_s\": ", f);
-        ml_json_seconds(f, x->head.mpi_ns);
-        if (o->time_sample > 1) {
-            fputs(", \"mpi_time_s_se\": ", f);
-            ml_json_seconds(f, x->head.mpi_se_ns);
-        }
-        fputs(", \"init_time_s\": ", f);
-        ml_json_seconds(f, x->head.init_ns);
-        fprintf(f, ", \"threads\": %u, \"ended_by\": \"%s", x->head.nthreads,
-                x->head.reason < ML_END_REASON_COUNT ? reasons[x->head.reason] : "unknown");
-        if (x->head.signo) fprintf(f, " %u", x->head.signo);
-        fputs("\"}", f);
+        ML_PROFILE_RANK_FIELDS(RANK_FIELD)
+#undef RANK_FIELD
+#undef RANK_text
+#undef RANK_seconds
+#undef RANK_count
+#undef RANK_end_reason
+#undef always
+#undef time_sample
+        fputc('}', f);
     }
     fputs("\n  ],\n  \"functions\": ", f);
     write_functions(f, &t, UINT32_MAX, "  ");
