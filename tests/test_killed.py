@@ -450,3 +450,42 @@ def test_killed_during_the_finalize_merge(mpi, tmp_path):
     # launcher ended them; all three under Hydra, which kills them with SIGKILL
     assert re.search(r"rank(s 0-2| 0) ended in MPI_Finalize, while mpilens gathered and merged the profile",
                      " ".join(run.problems)), run.problems
+
+
+@pytest.mark.mpi
+@pytest.mark.skipif(shutil.which("unshare") is None or os.geteuid() != 0,
+                    reason="a small file system of its own needs a mount namespace (root here)")
+def test_a_file_system_too_full_for_the_profile(tmp_path):
+    """Counters mode (more files) on tmpfs file systems of 300 to 900 KiB: the application runs as
+    without mpilens at every size (no SIGBUS from a mapped file); where the profile cannot be
+    written, `mpilens run` says the job reached MPI_Finalize and that the profile could not be
+    written (not that the job ended early), and `mpilens report` ends with a report or one clear
+    line (status 2, no traceback): a rank whose statistics never fitted in its file is named as
+    lost, never reported as zeros."""
+    np = 2
+    prog = [str(example("openmpi", "sleeper")), "-n", "20"]
+    plain = subprocess.run(launcher("openmpi", np) + prog, env=job_env(), capture_output=True, text=True, timeout=120)
+    assert plain.returncode == 0, plain.stderr
+    unwritten = 0
+    for size in (300, 450, 600, 750, 900):
+        mnt, copy = tmp_path / f"small{size}", tmp_path / f"copy{size}"
+        mnt.mkdir()
+        inner = (f"mount -t tmpfs -o size={size}k tmpfs {mnt} && {MPILENS} run --mode profile,counters -o {mnt}/run -- "
+                 + " ".join(launcher("openmpi", np) + prog) + f"; rc=$?; cp -a {mnt}/run {copy}; exit $rc")
+        p = subprocess.run(["unshare", "-m", "sh", "-c", inner], env=job_env(), capture_output=True, text=True,
+                           timeout=180)
+        assert p.stdout == plain.stdout and "Bus error" not in p.stderr, (size, p.stderr)
+        assert "ended before MPI_Finalize" not in p.stderr, (size, p.stderr)
+        if not (copy / "profile.json").exists():
+            unwritten += 1
+            assert p.returncode == 1 and "the job reached MPI_Finalize but mpilens could not write the profile" \
+                in p.stderr, (size, p.stderr)
+        else:
+            assert p.returncode == 0, (size, p.stderr)
+        r = cli("report", str(copy))
+        assert r.returncode in (0, 2) and "Traceback" not in r.stderr, (size, r.stderr)
+        if r.returncode == 2:
+            assert len(r.stderr.strip().splitlines()) == 1 and "nothing of the rank survives" in r.stderr, r.stderr
+        elif not (copy / "profile.json").exists():
+            assert "reached MPI_Finalize but no profile was written" in r.stdout, r.stdout
+    assert unwritten, "no size was too small for the profile: the test does not test what it says"

@@ -43,7 +43,7 @@ def _setup_run(p: argparse.ArgumentParser) -> None:
 def cmd_run(a: argparse.Namespace) -> int:
     """`mpilens run`: run the job under mpilens; the launcher's exit status (1 when nothing was measured or the job
     ended before MPI_Finalize)."""
-    from . import imports, launch, layout
+    from . import imports, launch, layout, recover
 
     cmd = a.command[1:] if a.command[:1] == ["--"] else a.command
     settings: dict[str, str] = {}
@@ -76,7 +76,15 @@ def cmd_run(a: argparse.Namespace) -> int:
     if partial or layout.meta_file(out).exists():
         what = f"partial data of {len(partial)} rank{'s' if len(partial) != 1 else ''} in {out} (`mpilens report " \
                f"{out}` shows what was measured)" if partial else f"no measurements; see {layout.meta_file(out)}"
-        _err(f"the job ended before MPI_Finalize (exit status {status}); {what}")
+        # a rank that ended in MPI_Finalize leaves its statistics file in state 3 (the merge under way);
+        # then the profile could not be written (a full file system: the runtime said so above)
+        finalizing = bool(partial) and all(recover.stats_state(f) == 3 for f in layout.files(out, "stats"))
+        if not layout.files(out, "partial") and finalizing:
+            _err(f"the job reached MPI_Finalize but mpilens could not write the profile (the lines above say why; "
+                 f"exit status {status}); `mpilens report {out}` says what of its {len(partial)} "
+                 f"rank{'s' if len(partial) != 1 else ''} survives")
+        else:
+            _err(f"the job ended before MPI_Finalize (exit status {status}); {what}")
         return status or 1  # an incomplete run is not a success, whatever the launcher says
     layout.claim_file(out).unlink(missing_ok=True)  # nothing measured: the directory is free again
     if plan.created_outdir:

@@ -32,6 +32,11 @@ class Damaged(Exception):
     """What is wrong with a statistics file."""
 
 
+class Lost(Exception):
+    """A whole statistics file whose rank's statistics never were in it (the file system could not
+    hold them): the rank has no data, which is not the same as data of zeros."""
+
+
 class _Starting(Exception):
     """A thread section not yet whole: the thread was starting when the rank ended (no statistics)."""
 
@@ -61,6 +66,7 @@ class Recovered(Virtual):
     counting: bool = False  # it ended while counting a call that had returned (maybe counted in part)
     given_up_s: float | None = None  # when the file system could not hold its statistics any more
     finalizing: bool = False  # it ended in MPI_Finalize, after measuring stopped (the merge of the profile)
+    threads_unkept: int = 0  # its threads whose statistics the file system could not hold (not in the file)
 
 
 def _stats_files(run_dir: str | Path, have: set[int], problems: list[str], what: str, read: Any) -> list[Any]:
@@ -81,6 +87,9 @@ def _stats_files(run_dir: str | Path, have: set[int], problems: list[str], what:
         except Damaged as err:
             problems.append(f"{rel} is damaged: {err}; {what} of rank {rank} {'is' if what == 'the data' else 'are'} left out")
             continue
+        except Lost as err:
+            problems.append(f"rank {rank}: {rel} holds no statistics: {err}")
+            continue
         except (RunDirectoryError, OSError) as err:
             why = str(err) if isinstance(err, RunDirectoryError) else f"{rel}: cannot read ({err.strerror})"
             problems.append(f"{why}; {what} of rank {rank} {'is' if what == 'the data' else 'are'} left out")
@@ -89,6 +98,23 @@ def _stats_files(run_dir: str | Path, have: set[int], problems: list[str], what:
             one.name = rel
             out.append(one)
     return out
+
+
+def stats_state(path: Any) -> int | None:
+    """The state of a statistics file's head (1 measuring, 2 written elsewhere, 3 in MPI_Finalize),
+    None when it cannot be read."""
+    try:
+        fd = layout.open_regular(path)
+    except (RunDirectoryError, OSError):
+        return None
+    try:
+        raw = _pread(fd, 0, L.STATS_HEAD.size, "head")
+    except Damaged:
+        return None
+    finally:
+        os.close(fd)
+    head = dict(zip(L.STATS_HEAD_FIELDS, L.STATS_HEAD.unpack(raw)))
+    return head["state"] if head["magic"] in (L.MAGIC_STATS, L.MAGIC_STATS_V1) else None
 
 
 def recover(run_dir: str | Path, have: set[int], problems: list[str]) -> list[Recovered]:
@@ -192,7 +218,7 @@ def _head(fd: int, rank: int) -> dict[str, Any]:
     if size < PAGE:
         raise Damaged(f"{size} bytes, less than its head")
     head = dict(zip(L.STATS_HEAD_FIELDS, L.STATS_HEAD.unpack(_pread(fd, 0, L.STATS_HEAD.size, "head"))))
-    if head["magic"] != L.MAGIC_STATS:
+    if head["magic"] not in (L.MAGIC_STATS, L.MAGIC_STATS_V1):  # version 1: zeros where threads_unkept is
         raise Damaged(f"it does not start with {L.MAGIC_STATS!r} (the rank was killed in MPI_Init)")
     checks = [(head["rank"] == rank, f"it names rank {head['rank']}"),
               (0 < head["nfunc"] < 65536, f"{head['nfunc']} functions"),
@@ -225,6 +251,13 @@ def _recover(fd: int, names_path: Path, rank: int) -> Recovered:
             sections.append(_Section(fd, n, head, npaths))
         except _Starting:  # the last one, begun and not finished: it counted nothing yet
             continue
+    if not sections and head["threads_unkept"]:
+        n = head["threads_unkept"]
+        when = ("it ended in MPI_Finalize before its statistics were written" if head["state"] == 3
+                else "it ended before writing them")
+        raise Lost(f"{'its thread' if n == 1 else f'its {n} threads'} counted in memory only (the file system "
+                   f"could not hold {'its' if n == 1 else 'their'} statistics) and {when}: nothing of the rank "
+                   "survives")
     current = [s for s in sections if s.reset_gen == head["reset_gen"]]  # not reset by MPI_Pcontrol(2) since
     rate = _rate(head)
     assert rate is not None  # _head checked it
@@ -233,7 +266,7 @@ def _recover(fd: int, names_path: Path, rank: int) -> Recovered:
     return Recovered("", rank, data, last, inside_call=any(s.depth == 1 for s in current),
                      counting=any(s.depth == 2 for s in current),
                      given_up_s=max(min(given_up) - head["tick_end"], 0) / rate / 1e9 if given_up else None,
-                     finalizing=head["state"] == 3)
+                     finalizing=head["state"] == 3, threads_unkept=head["threads_unkept"])
 
 
 def _rate(head: dict[str, Any]) -> float | None:

@@ -258,7 +258,7 @@ def load(path: str | Path) -> Run:
         if running is not None:
             why = f"the job is still running (pid {running} on this host): no profile.json yet and no per-rank data"
         elif not profile_file.exists():
-            why = "no profile.json (the job did not reach MPI_Finalize) and no per-rank data"
+            why = "no profile.json (the job did not reach MPI_Finalize, or it could not be written) and no per-rank data"
         else:
             why = "profile.json is unusable and there is no per-rank data"
         detail = f" ({'; '.join(problems)})" if problems else ""
@@ -270,6 +270,7 @@ def load(path: str | Path) -> Run:
                        "MPI_Init under mpilens, or ran on a host whose files are not in this directory)"
                        if missing else "")
                     + (f"; the job is still running (pid {running} on this host)" if running is not None
+                       else "; no profile was written" if recovered and all(r.finalizing for r in recovered)
                        else "; the job did not reach MPI_Finalize"))
     return Run(path, meta, profile, "per-rank files", problems)
 
@@ -285,6 +286,9 @@ def _recovered_note(recovered: list[recover.Recovered], running: bool, start: st
     where = rs[0].name if one else layout.describe("stats")
     if running:
         head = f"{who} wrote nothing yet (the job is running): {'its' if one else 'their'} statistics so far"
+    elif all(r.finalizing for r in rs):
+        head = (f"{who} reached MPI_Finalize but no profile was written (the file system was full, or the job "
+                f"was killed while mpilens merged it): {'its' if one else 'their'} statistics")
     else:
         head = (f"{who} ended without writing anything (killed: SIGKILL, the OOM killer, a time limit or the "
                 f"launcher): {'its' if one else 'their'} statistics up to {'its' if one else 'their'} last counted call")
@@ -302,6 +306,9 @@ def _recovered_note(recovered: list[recover.Recovered], running: bool, start: st
         out.append(f"rank{'' if len(counting) == 1 else 's'} {_ranges(counting)} ended while counting an MPI call "
                    "that had returned (it may be counted in part)")
     for r in rs:
+        if r.threads_unkept:
+            out.append(f"rank {r.rank}: {r.threads_unkept} of its threads counted in memory only (the file system "
+                       "could not hold their statistics): their calls are not in what was recovered")
         if r.given_up_s is not None:
             out.append(f"rank {r.rank}: the file system could not hold its statistics after {r.given_up_s:.3g} s "
                        "(those of later calls are lost)")

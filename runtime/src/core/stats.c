@@ -306,6 +306,7 @@ char *ml_stats_section(uint64_t *offset, int *kept)
             return p;
         }
         say_given_up();
+        head->threads_unkept++; /* a reader says this thread's statistics are not in the file */
         pthread_mutex_unlock(&lock);
     }
     void *m = mmap(NULL, L.bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);

@@ -20,6 +20,12 @@ MAX_RANK_ROWS = 16  # text report: ranks listed in full up to this many
 TOP = 20  # text report: functions listed
 
 
+def _share(part: float, whole: float) -> float | None:
+    """part of whole, or None (shown "n/a") when whole is 0: a run whose ranks left no time (their
+    statistics lost to a full file system) has no share to show."""
+    return part / whole if whole else None
+
+
 def _num(v: Any, text: str) -> str:
     return f'<td data-v="{"" if v is None else v}">{escape(text)}</td>'
 
@@ -119,7 +125,7 @@ class SummarySection(Section):
                       else f"  (INCOMPLETE: data from {s.measured_ranks} ranks)"))
         if s.wall and s.mpi:
             out.append(f"Wall time : {units.seconds(s.wall.max)} (slowest rank), MPI time "
-                       f"{units.percent(s.mpi.total / s.wall.total)} of the total")
+                       f"{units.percent(_share(s.mpi.total, s.wall.total))} of the total")
         if s.sampling:
             out.append(f"Timing    : {s.sampling.sentence()}")
         for c in (run.meta or {}).get("cvars_set") or []:  # MPI_T cvars mpilens set (see `mpilens mpit`)
@@ -230,7 +236,7 @@ class RanksSection(Section):
             out.append(f"(the {MAX_RANK_ROWS // 2} ranks with the most and the least MPI time of {s.nranks})")
         if s.wall and s.mpi:
             rows.append(["*", "", units.seconds(s.wall.total), units.seconds(s.mpi.total),
-                         units.percent(s.mpi.total / s.wall.total)]
+                         units.percent(_share(s.mpi.total, s.wall.total))]
                         + ([units.seconds(s.sampling.mpi_se)] if s.sampling else []) + ([""] if ended else []))
         out += text_table(["Rank", "Host", "Wall", "MPI", "MPI%"] + (["MPI ± (s.e.)"] if se else [])
                           + (["Ended by"] if ended else []), rows, {2, 3, 4, 5} if se else {2, 3, 4})

@@ -956,7 +956,11 @@ static int start_counters(void)
             snprintf(name, sizeof name, strrchr(ML_PATH_COUNTERS_LIVE, '/') + 1, ml_g.rank);
             snprintf(path, sizeof path, "%s/%s", S.livedir, name);
             S.live_fd = ml_file_create(path, O_RDWR, 0644);
-            if (S.live_fd >= 0 && ftruncate(S.live_fd, (off_t)S.live_len) == 0) {
+            /* its blocks allocated before it is mapped, as a slot's: a store to a hole of a shared
+             * mapping that a full file system cannot back would end the process with SIGBUS */
+            int rc = S.live_fd >= 0 ? posix_fallocate(S.live_fd, 0, (off_t)S.live_len) : EBADF;
+            if (rc != 0) errno = rc;
+            if (rc == 0) {
                 void *m = mmap(NULL, S.live_len, PROT_READ | PROT_WRITE, MAP_SHARED, S.live_fd, 0);
                 if (m != MAP_FAILED) S.live = m;
             }
