@@ -357,13 +357,14 @@ def test_the_fortran_module_makes_the_compiler_check_each_call(tmp_path):
     """Without the module a default REAL passed as a counter's value compiles (and the runtime
     reads 8 bytes of a 4-byte value); with it, gfortran refuses the call. No MPI job: the module
     has no code to link."""
-    src = tmp_path / "wrong.f90"
-    src.write_text("program wrong\n  use mpilens\n  call mpilens_counter_add('x', 1.0)\nend program\n")
-    out = subprocess.run(["gfortran", "-c", f"-I{BUILD / 'include'}", "-J", str(tmp_path), "-o", str(tmp_path / "w.o"),
-                          str(src)], capture_output=True, text=True, cwd=tmp_path)
-    assert out.returncode != 0 and "Type mismatch in argument" in out.stderr, out.stderr
-    src.write_text("program right\n  use mpilens\n  call mpilens_counter_add('x', 1.0d0)\n"
-                   "  call mpilens_region_begin('r')\n  call mpilens_region_end('r')\nend program\n")
-    ok = subprocess.run(["gfortran", "-c", f"-I{BUILD / 'include'}", "-J", str(tmp_path), "-o", str(tmp_path / "r.o"),
-                         str(src)], capture_output=True, text=True, cwd=tmp_path)
-    assert ok.returncode == 0, ok.stderr
+    def compile_calls(calls: str) -> subprocess.CompletedProcess:
+        src = tmp_path / "p.f90"
+        src.write_text(f"program p\n  use mpilens\n{calls}end program\n")
+        return subprocess.run(["gfortran", "-c", f"-I{BUILD / 'include'}", "-o", str(tmp_path / "p.o"), str(src)],
+                              capture_output=True, text=True, cwd=tmp_path)
+
+    wrong = compile_calls("  call mpilens_counter_add('x', 1.0)\n")
+    assert wrong.returncode != 0 and "Type mismatch in argument" in wrong.stderr, wrong.stderr
+    right = compile_calls("  call mpilens_counter_add('x', 1.0d0)\n  call mpilens_region_begin('r')\n"
+                          "  call mpilens_region_end('r')\n")
+    assert right.returncode == 0, right.stderr

@@ -137,9 +137,31 @@ def test_a_finished_run_leaves_no_statistics_files(mpi, tmp_path):
     assert left == [] and rundir.load(job.rundir).complete
 
 
+SMALL_FS = pytest.mark.skipif(shutil.which("unshare") is None or os.geteuid() != 0,
+                              reason="a small file system of its own needs a mount namespace (root here)")
+
+
+def on_small_file_systems(tmp_path: Path, sizes: tuple[int, ...], mode: str = "profile"):
+    """examples/c/sleeper -n 20 on 2 ranks without mpilens, then under `mpilens run --mode MODE` with its run
+    directory on a tmpfs of each size (KiB) in a mount namespace of its own: yields (size, the job's
+    CompletedProcess, the run directory copied out), after checking the application's output is the
+    run's without mpilens and no rank died of SIGBUS."""
+    prog = [str(example("openmpi", "sleeper")), "-n", "20"]
+    plain = subprocess.run(launcher("openmpi", 2) + prog, env=job_env(), capture_output=True, text=True, timeout=120)
+    assert plain.returncode == 0, plain.stderr
+    for size in sizes:
+        mnt, copy = tmp_path / f"small{size}", tmp_path / f"copy{size}"
+        mnt.mkdir()
+        inner = (f"mount -t tmpfs -o size={size}k tmpfs {mnt} && {MPILENS} run --mode {mode} -o {mnt}/run -- "
+                 + " ".join(launcher("openmpi", 2) + prog) + f"; rc=$?; cp -a {mnt}/run {copy}; exit $rc")
+        p = subprocess.run(["unshare", "-m", "sh", "-c", inner], env=job_env(), capture_output=True, text=True,
+                           timeout=180)
+        assert p.stdout == plain.stdout and "Bus error" not in p.stderr, (size, p.stderr)
+        yield size, p, copy
+
+
 @pytest.mark.mpi
-@pytest.mark.skipif(shutil.which("unshare") is None or os.geteuid() != 0,
-                    reason="a small file system of its own needs a mount namespace (root here)")
+@SMALL_FS
 def test_a_full_file_system_changes_nothing_for_the_application(tmp_path):
     """The run directory on a tmpfs with room for little more than the first thread sections, of
     five sizes (where it fills up varies with the ranks' timing): the application's output and exit
@@ -147,24 +169,13 @@ def test_a_full_file_system_changes_nothing_for_the_application(tmp_path):
     (said once) and the profile is still written. On tmpfs even a private mapping of the file takes
     a page of the file system at its first touch of a hole: before the sections went to anonymous
     memory, about one run in four ended in SIGBUS here."""
-    np = 2
-    prog = [str(example("openmpi", "sleeper")), "-n", "20"]
-    plain = subprocess.run(launcher("openmpi", np) + prog, env=job_env(), capture_output=True, text=True, timeout=120)
-    assert plain.returncode == 0, plain.stderr
-    for size in (1200, 1300, 1400, 1500, 1600):
-        mnt, copy = tmp_path / f"small{size}", tmp_path / f"copy{size}"
-        mnt.mkdir()
-        inner = (f"mount -t tmpfs -o size={size}k tmpfs {mnt} && {MPILENS} run -o {mnt}/run -- "
-                 + " ".join(launcher("openmpi", np) + prog) + f"; rc=$?; cp -a {mnt}/run {copy}; exit $rc")
-        p = subprocess.run(["unshare", "-m", "sh", "-c", inner], env=job_env(), capture_output=True, text=True,
-                           timeout=180)
+    for size, p, copy in on_small_file_systems(tmp_path, (1200, 1300, 1400, 1500, 1600)):
         assert p.returncode == 0, (size, p.stderr)
-        assert p.stdout == plain.stdout, p.stdout
         assert "cannot hold more" in p.stderr or "cannot keep this rank's statistics" in p.stderr, p.stderr
         run = rundir.load(copy)
         assert run.complete, run.problems
         for name in ("MPI_Allreduce", "MPI_Sendrecv"):
-            assert fn(run.profile, name, "calls") == [20] * np, (size, name)
+            assert fn(run.profile, name, "calls") == [20, 20], (size, name)
 
 
 def descendants(pid: int) -> list[int]:
@@ -453,8 +464,7 @@ def test_killed_during_the_finalize_merge(mpi, tmp_path):
 
 
 @pytest.mark.mpi
-@pytest.mark.skipif(shutil.which("unshare") is None or os.geteuid() != 0,
-                    reason="a small file system of its own needs a mount namespace (root here)")
+@SMALL_FS
 def test_a_file_system_too_full_for_the_profile(tmp_path):
     """Counters mode (more files) on tmpfs file systems of 300 to 900 KiB: the application runs as
     without mpilens at every size (no SIGBUS from a mapped file); where the profile cannot be
@@ -462,19 +472,8 @@ def test_a_file_system_too_full_for_the_profile(tmp_path):
     written (not that the job ended early), and `mpilens report` ends with a report or one clear
     line (status 2, no traceback): a rank whose statistics never fitted in its file is named as
     lost, never reported as zeros."""
-    np = 2
-    prog = [str(example("openmpi", "sleeper")), "-n", "20"]
-    plain = subprocess.run(launcher("openmpi", np) + prog, env=job_env(), capture_output=True, text=True, timeout=120)
-    assert plain.returncode == 0, plain.stderr
     unwritten = 0
-    for size in (300, 450, 600, 750, 900):
-        mnt, copy = tmp_path / f"small{size}", tmp_path / f"copy{size}"
-        mnt.mkdir()
-        inner = (f"mount -t tmpfs -o size={size}k tmpfs {mnt} && {MPILENS} run --mode profile,counters -o {mnt}/run -- "
-                 + " ".join(launcher("openmpi", np) + prog) + f"; rc=$?; cp -a {mnt}/run {copy}; exit $rc")
-        p = subprocess.run(["unshare", "-m", "sh", "-c", inner], env=job_env(), capture_output=True, text=True,
-                           timeout=180)
-        assert p.stdout == plain.stdout and "Bus error" not in p.stderr, (size, p.stderr)
+    for size, p, copy in on_small_file_systems(tmp_path, (300, 450, 600, 750, 900), "profile,counters"):
         assert "ended before MPI_Finalize" not in p.stderr, (size, p.stderr)
         if not (copy / "profile.json").exists():
             unwritten += 1

@@ -99,8 +99,8 @@ typedef struct ml_hooks {
 } ml_hooks_t;
 extern ml_hooks_t ml_hooks;
 
-/* Call every hook of one event: ML_HOOKS(region, t, 1, path, name). Test ml_hooks.n_<event>
- * first where the event is frequent. */
+/* Call every hook of one event: ML_HOOKS(region, t, 1, path, name). With no mode on that follows
+ * the event, its cost is the loop's one test of the list's length; the arguments are not evaluated. */
 #define ML_HOOKS(event, ...)                                                                     \
     for (int ml_hook_ = 0; ml_hook_ < ml_hooks.n_##event; ml_hook_++) ml_hooks.event[ml_hook_](__VA_ARGS__)
 

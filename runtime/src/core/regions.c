@@ -92,7 +92,7 @@ uint32_t ml_region_path(ml_thread_t *t, uint32_t parent, const char *name)
 
 static void set_current(ml_thread_t *t, uint32_t path)
 {
-    if (ML_UNLIKELY(ml_hooks.n_region_leaving)) ML_HOOKS(region_leaving, t); /* the counts so far: the old path's */
+    ML_HOOKS(region_leaving, t); /* the counts so far belong to the old path */
     if (ML_UNLIKELY(!t->rows_used[path])) ml_stats_rows(t, path); /* first use: its rows reserved */
     t->cur_path = path;
     t->cur = t->blocks + (size_t)path * ML_NFUNC;
@@ -111,7 +111,7 @@ void ml_region_begin(ml_thread_t *t, const char *name)
     t->region_stack[t->region_depth].t0 = ml_now();
     t->region_depth++;
     set_current(t, path);
-    if (ML_UNLIKELY(ml_hooks.n_region)) ML_HOOKS(region, t, 1, path, name);
+    ML_HOOKS(region, t, 1, path, name);
 }
 
 static void region_skip(ml_thread_t *t)
@@ -137,7 +137,7 @@ void ml_region_end(ml_thread_t *t, const char *name)
         t->region_mismatch++; /* ended out of order: close the innermost one anyway */
     t->rstats[path].visits++;
     t->rstats[path].ticks += ml_now() - t->region_stack[t->region_depth].t0;
-    if (ML_UNLIKELY(ml_hooks.n_region)) ML_HOOKS(region, t, 0, path, name);
+    ML_HOOKS(region, t, 0, path, name);
     /* the enclosing region, skipping those of disabled categories */
     uint32_t up = ML_PATH_ROOT;
     for (int d = t->region_depth - 1; d >= 0; d--)

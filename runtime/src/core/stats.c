@@ -13,7 +13,7 @@
  * before it is used: the fixed part of a section when the thread attaches, a region path's rows
  * when the thread first enters it (ml_stats_rows, off the hot path). When a reservation fails the
  * section is given up: its header says so (with the tick), and its pages are replaced, at the same
- * address and with the same contents, by anonymous memory (to_memory: not a private mapping of the
+ * address and with the same contents, by anonymous memory (keep_in_memory: not a private mapping of the
  * file, whose first touch of a hole takes a page from a tmpfs all the same), so the thread goes on
  * counting in memory and its statistics are written at MPI_Finalize as always. A thread whose section cannot be made at all
  * counts in anonymous memory from the start.
@@ -206,12 +206,9 @@ static void say_given_up(void)
 
 static ml_stats_section_t *section_of(const ml_thread_t *t) { return (ml_stats_section_t *)((char *)t - L.thread); }
 
-/* The range at `at` (len bytes, mapped from the file at off) goes on in memory that the file does
- * not back, at the same address and with the same contents: read into an anonymous copy with
- * pread, then an anonymous mapping in its place. Not a private mapping of the file: on tmpfs a
- * page of a hole is taken from the file system at its first touch even through a private mapping,
- * so a full one raises SIGBUS there, while pread reads a hole as zeros and takes nothing. 0, or -1
- * (nothing changed) when memory or the read fails. */
+/* Anonymous memory in place of the range at `at` (len bytes, mapped from the file at off), holding
+ * what the file holds (read with pread: a hole reads as zeros and takes nothing from the file
+ * system). 0, or -1 with nothing changed when memory or the read fails. */
 static int to_memory(void *at, size_t len, off_t off)
 {
     char *copy = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -235,7 +232,16 @@ static int to_memory(void *at, size_t len, off_t off)
     return 0;
 }
 
-/* A section the file system cannot hold: the thread goes on in memory (to_memory) and the file says
+/* The range at `at` goes on in memory that the file does not back, at the same address and with
+ * the same contents (to_memory). Not a private mapping of the file: on tmpfs a page of a hole is
+ * taken from the file system at its first touch even through a private mapping, so a full one
+ * raised SIGBUS there. That only when memory or the read fails, as the best left. */
+static void keep_in_memory(void *at, size_t len, off_t off)
+{
+    if (to_memory(at, len, off) != 0) mmap(at, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, stats_fd, off);
+}
+
+/* A section the file system cannot hold: the thread goes on in memory (keep_in_memory) and the file says
  * since when. */
 static void give_up(ml_thread_t *t)
 {
@@ -245,12 +251,7 @@ static void give_up(ml_thread_t *t)
     h->tick_given_up = now;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     h->state = 2;
-    if (to_memory(h, L.bytes, (off_t)t->stats_offset) != 0) {
-        /* no memory for the copy: a private mapping of the file, as good as it gets */
-        if (mmap(h, L.bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, stats_fd, (off_t)t->stats_offset) ==
-            MAP_FAILED)
-            return; /* cannot happen with the same range and file; the shared mapping stays */
-    }
+    keep_in_memory(h, L.bytes, (off_t)t->stats_offset);
     t->stats_kept = 0;
 }
 
@@ -388,8 +389,7 @@ void ml_stats_io_reserve(size_t from, size_t to)
     head->io_tick_given_up = ml_now();
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     head->io_state = 2;
-    if (to_memory(io_area, L.sections - L.io_files, (off_t)L.io_files) != 0)
-        mmap(io_area, L.sections - L.io_files, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, stats_fd, (off_t)L.io_files);
+    keep_in_memory(io_area, L.sections - L.io_files, (off_t)L.io_files);
 }
 
 /* MPI_Pcontrol(2): the thread's statistics zeroed by the thread itself. Pages given back would be
@@ -446,13 +446,10 @@ void ml_stats_after_fork(void)
     if (stats_fd < 0) return;
     for (ml_thread_t *t = __atomic_load_n(&ml_g.threads, __ATOMIC_ACQUIRE); t; t = t->next)
         if (t->stats_kept) {
-            if (to_memory(section_of(t), L.bytes, (off_t)t->stats_offset) != 0)
-                mmap(section_of(t), L.bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, stats_fd,
-                     (off_t)t->stats_offset);
+            keep_in_memory(section_of(t), L.bytes, (off_t)t->stats_offset);
             t->stats_kept = 0;
         }
-    if (io_area != NULL && to_memory(io_area, L.sections - L.io_files, (off_t)L.io_files) != 0)
-        mmap(io_area, L.sections - L.io_files, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, stats_fd, (off_t)L.io_files);
+    if (io_area != NULL) keep_in_memory(io_area, L.sections - L.io_files, (off_t)L.io_files);
     if (head != NULL) mmap(head, PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, stats_fd, 0);
     if (names_fd >= 0) close(names_fd);
     names_fd = -1;

@@ -82,8 +82,7 @@ ML_EXPORT void mpilens_counter_add(const char *name, double value)
     u->updates++;
     u->when = ml_now();
     ml_thread_t *t = ml_tls;
-    if (ML_UNLIKELY(ml_hooks.n_user_counter))
-        ML_HOOKS(user_counter, t, (uint32_t)((u - t->ucounts) % ML_MAX_COUNTERS), u->value);
+    ML_HOOKS(user_counter, t, (uint32_t)((u - t->ucounts) % ML_MAX_COUNTERS), u->value);
 }
 
 ML_EXPORT void mpilens_counter_set(const char *name, double value)
@@ -94,8 +93,7 @@ ML_EXPORT void mpilens_counter_set(const char *name, double value)
     u->updates++;
     u->when = ml_now();
     ml_thread_t *t = ml_tls;
-    if (ML_UNLIKELY(ml_hooks.n_user_counter))
-        ML_HOOKS(user_counter, t, (uint32_t)((u - t->ucounts) % ML_MAX_COUNTERS), u->value);
+    ML_HOOKS(user_counter, t, (uint32_t)((u - t->ucounts) % ML_MAX_COUNTERS), u->value);
 }
 
 /* Fortran: CALL MPILENS_COUNTER_ADD('atoms', 1.0D0), the name's length as a hidden argument. */
