@@ -1,41 +1,48 @@
 #!/usr/bin/env python3
 """mpilens beside the tools users would pick instead, measured in one sitting: mpiP (LLNL's PMPI
-profiler) and Caliper (LLNL; its MPI wrapping through GOTCHA, `CALI_CONFIG=mpi-report`), built from
-their source archives in ../shared/peers (bench/peers.py build; cached under build/peers/, one build
-per MPI; Caliper with --caliper, a few minutes), against the 8-byte ping-pong and the message rate
-of bench/overhead.py. An unmodified program does not start Caliper by itself: a three-line
-preloaded library (build/peers/.../libcalinit.so) calls cali_mpi_init() and cali_init() before main.
+profiler), Caliper (LLNL; its MPI wrapping through GOTCHA, `CALI_CONFIG=mpi-report`) and Open MPI's
+own software performance counters. mpiP and Caliper are built from their source archives in
+../shared/peers (cached under build/peers/, one build per MPI; Caliper with --caliper, a few
+minutes); Open MPI's counters are the same Open MPI version built with them compiled in
+(bench/ompi_spc_build.sh, with --spc: 15-25 minutes, once). An unmodified program does not start
+Caliper by itself: a three-line preloaded library (build/peers/.../libcalinit.so) calls
+cali_mpi_init() and cali_init() before main.
 
-Each round runs, in a fresh random order, the plain programs and each tool configuration:
+The tools (configurations):
 
-    mpilens          profile mode, every call timed (build/lib's runtime, copied first)
-    mpilens 1/64     profile mode, MPILENS_TIME_SAMPLE=64
-    mpiP -k 0        mpiP without call-site stack walks (its cheapest)
-    mpiP             mpiP's default (call sites one level deep)
-    mpilens + mpiP   both in one job (LD_PRELOAD=runtime:libmpiP.so, mpiP -k 0): each call measured by
-                     mpilens, then passed on to mpiP (docs/tools.md)
-    Caliper          CALI_CONFIG=mpi-report (with --caliper)
+    mpilens                     profile mode, every call timed (build/lib's runtime, copied first)
+    mpilens 1/64                profile mode, MPILENS_TIME_SAMPLE=64
+    mpilens trace               trace mode
+    mpiP -k 0                   mpiP without call-site stack walks (its cheapest)
+    mpiP                        mpiP's default (call sites one level deep)
+    mpilens + mpiP -k 0         both in one job (LD_PRELOAD=runtime:libmpiP.so): each call measured
+                                by mpilens, then passed on to mpiP (docs/tools.md)
+    Caliper                     CALI_CONFIG=mpi-report (--caliper)
+    Open MPI counters, built in the counters build, no counter attached (what compiling them in
+                                costs; --spc, Open MPI only)
+    Open MPI counters, all on   the same with every counter attached (mpi_spc_attach all)
 
-and compares each with the plain run of the same round (sharing the machine's drift): per
-configuration, the median over rounds of (with / without) for the 8-byte hop and the message rate,
-with bootstrap 95 % intervals. Every tool run is checked to have measured (mpilens: profile.json
-counts the calls; mpiP: its report counts them).
+The measures (--measures): the 8-byte hop and the message rate of bench/overhead.py's programs;
+Debian's NetPIPE (8-byte one-way time, 1 MiB throughput); Debian's LAMMPS loop time (in.indent,
+2 ranks, on the MPI it links); on MPICH, the Intel MPI Benchmarks' IMB-MPI1 PingPong at 8 bytes (the
+impi-rt wheel's binary, run on Debian's MPICH through libmpi.so.12).
 
-With --lammps, Debian's LAMMPS instead (in.indent, bench/lammps.py's setting): its loop time plain,
-under mpilens, under mpiP -k 0 and under both, interleaved the same way.
+Each round runs each measure plain and under each tool, in a fresh random order, and keeps the
+ratio of each tool's figure to the plain run's of the same round (they share the machine's drift):
+the table gives the median ratio over rounds with its bootstrap 95 % interval. Every tool run is
+checked to have measured: mpilens' profile.json, mpiP's report and Caliper's output count an MPI
+function the program calls; Open MPI's counters are checked once per sitting to count the message
+rate's MPI_Isend calls exactly (bench/spc.py).
 
-With --apps, Debian's NetPIPE (8-byte one-way time, 1 MiB throughput) and, on MPICH, the Intel MPI
-Benchmarks' IMB-MPI1 PingPong (8 bytes): plain, under mpilens, mpiP -k 0 and both, interleaved.
-
-Usage: .venv/bin/python bench/peers.py [--rounds N] [--mpi openmpi,mpich] [--caliper] [--json FILE]
-       .venv/bin/python bench/peers.py --lammps [--rounds N]
-       .venv/bin/python bench/peers.py --apps [--rounds N] [--mpi openmpi,mpich]
+Usage: .venv/bin/python bench/peers.py [--rounds N] [--mpi openmpi,mpich] [--measures hop,rate,...]
+                                       [--caliper] [--spc] [--json FILE]
        .venv/bin/python bench/peers.py build [--mpi openmpi] [--caliper]   (prints the libraries' paths)
 """
 from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import fcntl
 import hashlib
 import json
@@ -46,6 +53,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -61,11 +69,14 @@ from overhead import (  # noqa: E402
     env_args,
     launcher,
     log,
-    tool_env_args,
 )
 
 PEERS = ROOT.parent / "shared" / "peers"
 MPIP_ARCHIVE = "mpiP-*.tar.gz"
+IMPI_IMB = ROOT / "build" / "mpis" / "impi" / "bin" / "IMB-MPI1"
+NETPIPE = {"openmpi": "NPopenmpi", "mpich": "NPmpich2"}
+IMB_RE = re.compile(r"^\s+8\s+\d+\s+([\d.]+)\s", re.M)
+MEASURES = ("hop", "rate", "netpipe", "lammps", "imb")
 
 
 @contextlib.contextmanager
@@ -208,211 +219,206 @@ def mpip_calls(report: str, function: str) -> int:
                if len(f) >= 4 and f[0] == function and f[2] == "*")
 
 
-def run(mpi: str, prog: str, exe_dir: Path, tool: tuple[str, Path | None, dict[str, str]] | None, tmp: Path,
-        counter: list[int]) -> float:
-    """One run: the 8-byte hop (µs) or the message rate (messages/s), checked to be measured."""
-    counter[0] += 1
-    cwd = tmp / f"run-{counter[0]:04d}"
-    cwd.mkdir()
-    cmd = launcher(mpi, "core")
-    if tool is not None:
-        kind, lib, settings = tool
-        if kind == "mpilens":
-            cmd += tool_env_args(mpi, lib, cwd / "out", "profile", settings)
-        elif kind == "mpilens+mpiP":  # the runtime first, mpiP after it in the same preload
-            args = tool_env_args(mpi, lib, cwd / "out", "profile", {"MPIP": "-k 0"})
-            after = str(settings["after"])
-            cmd += [f"{a}:{after}" if a.startswith("LD_PRELOAD=") else a for a in args]
-            if mpi != "openmpi":
-                i = cmd.index("LD_PRELOAD")
-                cmd[i + 1] += f":{after}"
-        else:
-            cmd += env_args(mpi, [("LD_PRELOAD", str(lib)), *settings.items()])
-    cmd += [str(exe_dir / prog), "20", "1"]
-    r = subprocess.run(cmd, capture_output=True, text=True, env=base_env(mpi), timeout=600, cwd=cwd)
-    if r.returncode != 0:
-        raise BenchError(f"failed (exit {r.returncode}): {' '.join(cmd)}\n{r.stdout}\n{r.stderr}")
-    fn = "Send" if prog == "pingpong" else "Isend"
-    if tool is not None and tool[0].startswith("mpilens"):
-        prof = json.loads((cwd / "out" / "profile.json").read_text())
-        if sum(prof["functions"][f"MPI_{fn}"]["calls"]) <= 0:
-            raise BenchError(f"mpilens measured no MPI_{fn}: {' '.join(cmd)}")
-    if tool is not None and tool[0] == "mpilens+mpiP":
-        reports = list(cwd.glob("*.mpiP"))
-        if len(reports) != 1 or mpip_calls(reports[0].read_text(), fn) <= 0:
-            raise BenchError(f"mpiP after mpilens wrote no report counting {fn}: {' '.join(cmd)}")
-    elif tool is not None and tool[0] == "caliper":
-        if not re.search(rf"^MPI_{fn}\s+\d+", r.stdout + r.stderr, re.M):
-            raise BenchError(f"Caliper reported no MPI_{fn}: {' '.join(cmd)}\n{r.stdout[-500:]}\n{r.stderr[-500:]}")
-    elif tool is not None and tool[0] == "mpiP":
-        reports = list(cwd.glob("*.mpiP"))
-        if len(reports) != 1 or mpip_calls(reports[0].read_text(), fn) <= 0:
-            raise BenchError(f"mpiP wrote no report counting {fn}: {' '.join(cmd)}\n{r.stdout[-500:]}")
-    shutil.rmtree(cwd, ignore_errors=True)
-    if prog == "pingpong":
-        return float(dict(PP_RE.findall(r.stdout))["8"])
-    return float(MR_RE.search(r.stdout).group(3))
+@dataclasses.dataclass
+class Tool:
+    """One configuration of a sitting: what measures the run (None: the plain run)."""
+    preload: list[str] = dataclasses.field(default_factory=list)  # LD_PRELOAD, in order
+    settings: dict[str, str] = dataclasses.field(default_factory=dict)  # the ranks' environment
+    mpilens: str | None = None  # mpilens' mode: the run writes a run directory
+    mpip: bool = False  # the run writes an mpiP report
+    caliper: bool = False  # the run prints Caliper's mpi-report
+    spc: str | None = None  # Open MPI's counters build, with mpi_spc_attach none or all
 
 
-def bench(mpi: str, rounds: int, tmp: Path, caliper: bool = False) -> dict[str, dict[str, list[float]]]:
-    exe_dir = compile_programs(mpi)
-    ours = copy_runtimes(mpi, {"now": ROOT / "build" / "lib"}, tmp)["now"]
-    mpip = build_mpip(mpi)
-    configs = {"mpilens": ("mpilens", ours, {}), "mpilens 1/64": ("mpilens", ours, {"MPILENS_TIME_SAMPLE": "64"}),
-               "mpiP -k 0": ("mpiP", mpip, {"MPIP": "-k 0"}), "mpiP": ("mpiP", mpip, {"MPIP": ""}),
-               "mpilens + mpiP -k 0": ("mpilens+mpiP", ours, {"after": str(mpip)})}
+@dataclasses.dataclass
+class Measure:
+    """One program's figure of merit: its command, how to read the figure, and one MPI function
+    the program calls, which every tool must be seen to have counted."""
+    argv: list[str]
+    read: Callable[[str, Path], float]
+    function: str
+    env: dict[str, str] = dataclasses.field(default_factory=dict)
+
+
+def tools(mpi: str, tmp: Path, caliper: bool, spc: Path | None) -> dict[str, Tool]:
+    """The configurations of a sitting on one MPI (the runtime copied first: a rebuild during the
+    sitting cannot change what is measured)."""
+    ours = str(copy_runtimes(mpi, {"now": ROOT / "build" / "lib"}, tmp)["now"])
+    mpip = str(build_mpip(mpi))
+    out = {"mpilens": Tool([ours], mpilens="profile"),
+           "mpilens 1/64": Tool([ours], {"MPILENS_TIME_SAMPLE": "64"}, mpilens="profile"),
+           "mpilens trace": Tool([ours], mpilens="trace"),
+           "mpiP -k 0": Tool([mpip], {"MPIP": "-k 0"}, mpip=True),
+           "mpiP": Tool([mpip], {"MPIP": ""}, mpip=True),
+           # each call measured by mpilens, then passed on to mpiP (docs/tools.md)
+           "mpilens + mpiP -k 0": Tool([ours, mpip], {"MPIP": "-k 0"}, mpilens="profile", mpip=True)}
     if caliper:
-        configs["Caliper"] = ("caliper", build_caliper(mpi), {"CALI_CONFIG": "mpi-report"})
-    ratios: dict[str, dict[str, list[float]]] = {c: {"hop": [], "rate": []} for c in configs}
-    rng, counter = random.Random(7), [0]
-    for r in range(rounds):
-        order = [None, *configs]
-        rng.shuffle(order)
-        got = {c: (run(mpi, "pingpong", exe_dir, None if c is None else configs[c], tmp, counter),
-                   run(mpi, "msgrate", exe_dir, None if c is None else configs[c], tmp, counter)) for c in order}
-        for c in configs:
-            ratios[c]["hop"].append(got[c][0] / got[None][0])
-            ratios[c]["rate"].append(got[c][1] / got[None][1])
-        log(f"{mpi}: round {r + 1} of {rounds}")
-    return ratios
-
-
-def lammps(rounds: int, tmp: Path) -> tuple[str, dict[str, list[float]]]:
-    """Debian's LAMMPS (in.indent, two runs of 30,000 steps, 2 ranks bound to cores; bench/lammps.py)
-    plain, under mpilens, under mpiP -k 0 and under both, in a fresh random order each round: per
-    configuration the ratios of LAMMPS' own loop time (the sum of its two runs) to the plain run's,
-    and the plain loop times."""
-    from lammps import INDENT, LOOP_RE, lammps_mpi
-
-    exe = shutil.which("lmp")
-    if exe is None or not (INDENT / "in.indent").is_file():
-        raise BenchError("lmp or its indent example is missing: `make deps` installs lammps and lammps-examples")
-    mpi = lammps_mpi(exe)
-    work = tmp / "indent"
-    shutil.copytree(INDENT, work)
-    ours = copy_runtimes(mpi, {"now": ROOT / "build" / "lib"}, tmp)["now"]
-    mpip = str(build_mpip(mpi))
-
-    configs = {"mpilens": env_args(mpi, [("LD_PRELOAD", str(ours))]),
-               "mpiP -k 0": env_args(mpi, [("LD_PRELOAD", mpip), ("MPIP", "-k 0")]),
-               "mpilens + mpiP -k 0": env_args(mpi, [("LD_PRELOAD", f"{ours}:{mpip}"), ("MPIP", "-k 0")])}
-    ratios: dict[str, list[float]] = {c: [] for c in configs}
-    ratios["plain loop time, s"] = []
-    rng = random.Random(11)
-    for r in range(rounds):
-        order = [None, *configs]
-        rng.shuffle(order)
-        loop = {}
-        for c in order:
-            for old in work.glob("*.mpiP"):
-                old.unlink()
-            out = tmp / "lammps-run"
-            shutil.rmtree(out, ignore_errors=True)
-            cmd = launcher(mpi, "core") + (configs[c] + env_args(mpi, [("MPILENS_OUTPUT", str(out))]) if c else []) + \
-                [exe, "-in", "in.indent", "-log", "none"]
-            p = subprocess.run(cmd, capture_output=True, text=True, env=base_env(mpi), cwd=work, timeout=600)
-            loops = LOOP_RE.findall(p.stdout)
-            if p.returncode != 0 or len(loops) != 2:
-                raise BenchError(f"LAMMPS failed: {' '.join(cmd)}\n{p.stdout[-1000:]}\n{p.stderr[-1000:]}")
-            if c and "mpiP" in c and len(list(work.glob("*.mpiP"))) != 1:
-                raise BenchError(f"mpiP wrote no report: {' '.join(cmd)}")
-            if c and "mpilens" in c and not (out / "profile.json").is_file():
-                raise BenchError(f"mpilens wrote no profile: {' '.join(cmd)}")
-            loop[c] = sum(float(t) for t, _ in loops)
-        for c in configs:
-            ratios[c].append(loop[c] / loop[None])
-        ratios["plain loop time, s"].append(loop[None])
-        log(f"LAMMPS ({mpi}): round {r + 1} of {rounds}")
-    return mpi, ratios
-
-
-IMPI_IMB = ROOT / "build" / "mpis" / "impi" / "bin" / "IMB-MPI1"
-NETPIPE = {"openmpi": "NPopenmpi", "mpich": "NPmpich2"}
-IMB_RE = re.compile(r"^\s+8\s+\d+\s+([\d.]+)\s", re.M)
-
-
-def apps(mpi: str, rounds: int, tmp: Path) -> dict[str, dict[str, list[float]]]:
-    """Two applications nobody here wrote, plain and under each tool, in a fresh random order each
-    round: Debian's NetPIPE (NPopenmpi / NPmpich2) at 8 bytes (its one-way time) and at 1 MiB (its
-    throughput), and on MPICH the Intel MPI Benchmarks' IMB-MPI1 PingPong at 8 bytes (the binary of
-    the impi-rt wheel, which links libmpi.so.12, run on Debian's MPICH through that soname). Per
-    configuration the ratios with / without of each measure, and the plain values."""
-    exe = shutil.which(NETPIPE[mpi])
-    if exe is None:
-        raise BenchError(f"{NETPIPE[mpi]} is missing: `make deps` installs netpipe-openmpi and netpipe-mpich2")
-    ours = copy_runtimes(mpi, {"now": ROOT / "build" / "lib"}, tmp)["now"]
-    mpip = str(build_mpip(mpi))
-    env = base_env(mpi)
-    soname = tmp / "abi"
-    if mpi == "mpich" and IMPI_IMB.is_file():
-        soname.mkdir()
-        (soname / "libmpi.so.12").symlink_to(next(Path("/usr/lib").rglob("libmpich.so.12")))
-        env["LD_LIBRARY_PATH"] = f"{soname}:{env.get('LD_LIBRARY_PATH', '')}"
-
-    configs = {"mpilens": [("LD_PRELOAD", str(ours))], "mpiP -k 0": [("LD_PRELOAD", mpip), ("MPIP", "-k 0")],
-               "mpilens + mpiP -k 0": [("LD_PRELOAD", f"{ours}:{mpip}"), ("MPIP", "-k 0")]}
-    programs = {"NetPIPE 8 B one-way time": [exe, "-l", "8", "-u", "8", "-o", "np.out"],
-                "NetPIPE 1 MiB throughput": [exe, "-l", "1048576", "-u", "1048576", "-o", "np.out"]}
-    if soname.is_dir():
-        programs["IMB PingPong 8 B time"] = [str(IMPI_IMB), "PingPong", "-msglog", "3:3", "-iter", "20000",
-                                             "-iter_policy", "off"]
-    out: dict[str, dict[str, list[float]]] = {c: {m: [] for m in programs} for c in configs}
-    out["plain"] = {m: [] for m in programs}
-    rng = random.Random(13)
-    for r in range(rounds):
-        for measure, argv in programs.items():
-            order = [None, *configs]
-            rng.shuffle(order)
-            got = {}
-            for c in order:
-                cwd = tmp / "app-run"
-                shutil.rmtree(cwd, ignore_errors=True)
-                cwd.mkdir()
-                extra = env_args(mpi, [*configs[c], ("MPILENS_OUTPUT", str(cwd / "out"))]) if c else []
-                cmd = launcher(mpi, "core") + extra + argv
-                p = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=cwd, timeout=600)
-                if p.returncode != 0:
-                    raise BenchError(f"failed (exit {p.returncode}): {' '.join(cmd)}\n{p.stdout[-800:]}\n{p.stderr[-800:]}")
-                if c and "mpiP" in c and len(list(cwd.glob("*.mpiP"))) != 1:
-                    raise BenchError(f"mpiP wrote no report: {' '.join(cmd)}")
-                if c and "mpilens" in c and not (cwd / "out" / "profile.json").is_file():
-                    raise BenchError(f"mpilens wrote no profile: {' '.join(cmd)}")
-                if measure.startswith("NetPIPE"):
-                    size, mbps, secs = (cwd / "np.out").read_text().split()[:3]
-                    got[c] = float(secs) if "time" in measure else float(mbps)
-                else:
-                    got[c] = float(IMB_RE.search(p.stdout).group(1))
-            for c in configs:
-                out[c][measure].append(got[c] / got[None])
-            out["plain"][measure].append(got[None])
-        log(f"applications ({mpi}): round {r + 1} of {rounds}")
+        out["Caliper"] = Tool([str(build_caliper(mpi))], {"CALI_CONFIG": "mpi-report"}, caliper=True)
+    if spc is not None and mpi == "openmpi":
+        out["Open MPI counters, built in"] = Tool(spc="none")
+        out["Open MPI counters, all on"] = Tool(spc="all")
     return out
 
 
-def table(mpi: str, ratios: dict[str, dict[str, list[float]]]) -> str:
-    lines = [f"{mpi}: with / without, median over rounds (95 % interval)", "",
-             "| tool | 8 B hop | message rate kept |", "|---|---:|---:|"]
-    for c, v in ratios.items():
+def _netpipe(kind: str) -> Callable[[str, Path], float]:
+    def read(stdout: str, cwd: Path) -> float:
+        size, mbps, secs = (cwd / "np.out").read_text().split()[:3]
+        return float(secs) if kind == "time" else float(mbps)
+    return read
+
+
+def _lammps_loop(stdout: str, cwd: Path) -> float:
+    from lammps import LOOP_RE
+    loops = LOOP_RE.findall(stdout)
+    if len(loops) != 2:
+        raise BenchError(f"LAMMPS printed {len(loops)} loop times, not 2:\n{stdout[-1000:]}")
+    return sum(float(t) for t, _ in loops)
+
+
+def measures(mpi: str, tmp: Path, wanted: list[str]) -> tuple[dict[str, Measure], dict[str, str]]:
+    """The measures of a sitting on one MPI, of those wanted that it can run, and the environment
+    its runs share. Higher is better for the message rate and the throughput, lower for the rest."""
+    exe_dir = compile_programs(mpi)
+    env = base_env(mpi)
+    out: dict[str, Measure] = {}
+    if "hop" in wanted:
+        out["8 B hop"] = Measure([str(exe_dir / "pingpong"), "20", "1"],
+                                 lambda o, c: float(dict(PP_RE.findall(o))["8"]), "MPI_Send")
+    if "rate" in wanted:
+        out["message rate"] = Measure([str(exe_dir / "msgrate"), "20", "1"],
+                                      lambda o, c: float(MR_RE.search(o).group(3)), "MPI_Isend")
+    netpipe = shutil.which(NETPIPE[mpi])
+    if "netpipe" in wanted:
+        if netpipe is None:
+            raise BenchError(f"{NETPIPE[mpi]} is missing: `make deps` installs netpipe-openmpi and netpipe-mpich2")
+        out["NetPIPE 8 B time"] = Measure([netpipe, "-l", "8", "-u", "8", "-o", "np.out"], _netpipe("time"),
+                                          "MPI_Send")
+        out["NetPIPE 1 MiB throughput"] = Measure([netpipe, "-l", "1048576", "-u", "1048576", "-o", "np.out"],
+                                                  _netpipe("throughput"), "MPI_Send")
+    if "lammps" in wanted:
+        from lammps import INDENT, lammps_mpi
+        lmp = shutil.which("lmp")
+        if lmp is None or not (INDENT / "in.indent").is_file():
+            raise BenchError("lmp or its indent example is missing: `make deps` installs lammps and lammps-examples")
+        if lammps_mpi(lmp) == mpi:  # Debian's LAMMPS runs on the MPI it links only
+            shutil.copytree(INDENT, tmp / "indent")
+            out["LAMMPS loop time"] = Measure([lmp, "-in", str(tmp / "indent" / "in.indent"), "-log", "none"],
+                                              _lammps_loop, "MPI_Allreduce")
+    if "imb" in wanted and mpi == "mpich" and IMPI_IMB.is_file():
+        # the impi-rt wheel's binary links libmpi.so.12: Debian's MPICH through that soname
+        soname = tmp / "abi"
+        soname.mkdir()
+        (soname / "libmpi.so.12").symlink_to(next(Path("/usr/lib").rglob("libmpich.so.12")))
+        out["IMB PingPong 8 B time"] = Measure(
+            [str(IMPI_IMB), "PingPong", "-msglog", "3:3", "-iter", "20000", "-iter_policy", "off"],
+            lambda o, c: float(IMB_RE.search(o).group(1)), "MPI_Send",
+            {"LD_LIBRARY_PATH": f"{soname}:{env.get('LD_LIBRARY_PATH', '')}"})
+    return out, env
+
+
+def command(mpi: str, tool: Tool | None, measure: Measure, cwd: Path, spc: Path | None) -> list[str]:
+    if tool is not None and tool.spc is not None:
+        # the counters build's own launcher and library (same version as Debian's: the programs
+        # Debian's headers built run on it)
+        lib = f"{spc / 'lib'}:{measure.env['LD_LIBRARY_PATH']}" if "LD_LIBRARY_PATH" in measure.env else str(spc / "lib")
+        return [str(spc / "bin" / "mpirun"), *launcher(mpi, "core")[1:], "--mca", "mpi_spc_attach", tool.spc,
+                "-x", f"LD_LIBRARY_PATH={lib}", *measure.argv]
+    pairs = list(measure.env.items())
+    if tool is not None:
+        pairs += [("LD_PRELOAD", ":".join(tool.preload)), *tool.settings.items()]
+        if tool.mpilens:
+            pairs += [("MPILENS_OUTPUT", str(cwd / "out")), ("MPILENS_MODE", tool.mpilens)]
+    return launcher(mpi, "core") + env_args(mpi, pairs) + measure.argv
+
+
+def check(tool: Tool | None, measure: Measure, out: str, cwd: Path, cmd: list[str]) -> None:
+    """The tool measured the run: it counted the measure's function (Open MPI's counters are checked
+    once per sitting, spc.check_counters)."""
+    fn = measure.function
+    if tool is None:
+        return
+    if tool.mpilens:
+        prof = json.loads((cwd / "out" / "profile.json").read_text())
+        if sum(prof["functions"].get(fn, {}).get("calls", [0])) <= 0:
+            raise BenchError(f"mpilens counted no {fn}: {' '.join(cmd)}")
+    if tool.mpip:
+        reports = list(cwd.glob("*.mpiP"))
+        if len(reports) != 1 or mpip_calls(reports[0].read_text(), fn.removeprefix("MPI_")) <= 0:
+            raise BenchError(f"mpiP wrote no report counting {fn}: {' '.join(cmd)}\n{out[-500:]}")
+    if tool.caliper and not re.search(rf"^{fn}\s+\d+", out, re.M):
+        raise BenchError(f"Caliper reported no {fn}: {' '.join(cmd)}\n{out[-800:]}")
+
+
+def sitting(mpi: str, rounds: int, tmp: Path, wanted: list[str], caliper: bool,
+            spc: Path | None) -> dict[str, dict[str, list[float]]]:
+    """Every tool on every measure, interleaved: each round runs each measure plain and under each
+    tool, in a fresh random order, and keeps the ratio of each tool's figure to the plain run's of
+    the same round (they share the machine's drift). Returns {tool: {measure: [ratios]}} and, under
+    "plain", the plain figures."""
+    ms, env = measures(mpi, tmp, wanted)
+    ts = tools(mpi, tmp, caliper, spc)
+    if spc is not None and mpi == "openmpi":
+        import spc as spc_bench
+        spc_bench.check_counters(spc, compile_programs(mpi), tmp, 1)
+    out: dict[str, dict[str, list[float]]] = {t: {m: [] for m in ms} for t in ["plain", *ts]}
+    rng, n = random.Random(7), 0
+    for r in range(rounds):
+        for name, m in ms.items():
+            order = [None, *ts]
+            rng.shuffle(order)
+            got = {}
+            for t in order:
+                n += 1
+                cwd = tmp / f"run-{n:05d}"
+                cwd.mkdir()
+                cmd = command(mpi, ts.get(t), m, cwd, spc)
+                p = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=cwd, timeout=900)
+                if p.returncode != 0:
+                    raise BenchError(f"failed (exit {p.returncode}): {' '.join(cmd)}\n{p.stdout[-800:]}\n"
+                                     f"{p.stderr[-800:]}")
+                check(ts.get(t), m, p.stdout + p.stderr, cwd, cmd)
+                got[t] = m.read(p.stdout, cwd)
+                shutil.rmtree(cwd, ignore_errors=True)
+            out["plain"][name].append(got[None])
+            for t in ts:
+                out[t][name].append(got[t] / got[None])
+        log(f"{mpi}: round {r + 1} of {rounds}")
+    return out
+
+
+def table(mpi: str, res: dict[str, dict[str, list[float]]]) -> str:
+    """The sitting's table: per tool and measure, the median ratio with its bootstrap 95 % interval;
+    the plain row gives the plain medians."""
+    names = list(res["plain"])
+    lines = [f"{mpi}: with / without, median over rounds (95 % interval); plain: median", "",
+             "| tool | " + " | ".join(names) + " |", "|---|" + "---:|" * len(names)]
+    for t, v in res.items():
         cells = []
-        for k in ("hop", "rate"):
-            lo, hi = bootstrap_median_ci(v[k])
-            cells.append(f"{statistics.median(v[k]):.3f} ({lo:.3f}–{hi:.3f})")
-        lines.append(f"| {c} | {cells[0]} | {cells[1]} |")
+        for m in names:
+            if t == "plain":
+                cells.append(f"{statistics.median(v[m]):.4g}")
+            else:
+                lo, hi = bootstrap_median_ci(v[m])
+                cells.append(f"{statistics.median(v[m]):.3f} ({lo:.3f}–{hi:.3f})")
+        lines.append(f"| {t} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("what", nargs="?", choices=["bench", "build"], default="bench")
-    p.add_argument("--rounds", type=int, default=15)
-    p.add_argument("--mpi", default="openmpi")
+    p.add_argument("--rounds", type=int, default=10)
+    p.add_argument("--mpi", default="openmpi,mpich")
+    p.add_argument("--measures", default=",".join(MEASURES),
+                   help=f"of {','.join(MEASURES)} (those an MPI cannot run are left out)")
     p.add_argument("--caliper", action="store_true", help="also build and measure Caliper (a few minutes to build)")
-    p.add_argument("--lammps", action="store_true",
-                   help="instead: Debian's LAMMPS loop time under mpilens, mpiP and both (its MPI's)")
-    p.add_argument("--apps", action="store_true",
-                   help="instead: NetPIPE (and on MPICH the Intel MPI Benchmarks' PingPong) under mpilens, mpiP and both")
+    p.add_argument("--spc", action="store_true",
+                   help="also Open MPI's own counters (bench/ompi_spc_build.sh: 15-25 minutes to build, once)")
     p.add_argument("--json", type=Path)
     a = p.parse_args()
+    wanted = a.measures.split(",")
+    if not set(wanted) <= set(MEASURES):
+        p.error(f"--measures takes {','.join(MEASURES)}, not {a.measures}")
     try:
         if a.what == "build":
             for mpi in a.mpi.split(","):
@@ -420,44 +426,18 @@ def main() -> int:
                 if a.caliper:
                     print(build_caliper(mpi))
             return 0
-        if a.lammps:
-            with tempfile.TemporaryDirectory() as tmp:
-                mpi, loop = lammps(a.rounds, Path(tmp))
-            print(f"LAMMPS in.indent ({mpi}, 2 ranks): loop time with / without, median over rounds (95 % interval)\n")
-            print("| tool | loop time |\n|---|---:|")
-            for c, v in loop.items():
-                lo, hi = bootstrap_median_ci(v)
-                print(f"| {c} | {statistics.median(v):.3f} ({lo:.3f}–{hi:.3f}) |")
-            if a.json:
-                a.json.write_text(json.dumps({"lammps": {mpi: loop}}, indent=1))
-            return 0
-        if a.apps:
-            res = {}
-            for mpi in a.mpi.split(","):
-                with tempfile.TemporaryDirectory() as tmp:
-                    res[mpi] = apps(mpi, a.rounds, Path(tmp))
-                measures = list(res[mpi]["plain"])
-                print(f"{mpi}: with / without, median over rounds (95 % interval); plain: median\n")
-                print("| tool | " + " | ".join(measures) + " |\n|---|" + "---:|" * len(measures))
-                for c, v in res[mpi].items():
-                    cells = []
-                    for m in measures:
-                        lo, hi = bootstrap_median_ci(v[m])
-                        cells.append(f"{statistics.median(v[m]):.4g}" if c == "plain" else
-                                     f"{statistics.median(v[m]):.3f} ({lo:.3f}–{hi:.3f})")
-                    print(f"| {c} | " + " | ".join(cells) + " |")
-                print()
-            if a.json:
-                a.json.write_text(json.dumps({"apps": res}, indent=1))
-            return 0
-        out = {}
+        spc = None
+        if a.spc:
+            import spc as spc_bench
+            spc = spc_bench.spc_prefix()
+        res = {}
         for mpi in a.mpi.split(","):
-            with tempfile.TemporaryDirectory() as tmp:
-                out[mpi] = bench(mpi, a.rounds, Path(tmp), a.caliper)
-            print(table(mpi, out[mpi]))
+            with tempfile.TemporaryDirectory(prefix="mpilens-peers-") as tmp:
+                res[mpi] = sitting(mpi, a.rounds, Path(tmp), wanted, a.caliper, spc)
+            print(table(mpi, res[mpi]))
             print()
         if a.json:
-            a.json.write_text(json.dumps(out, indent=1))
+            a.json.write_text(json.dumps(res, indent=1))
     except BenchError as err:
         print(f"peers.py: {err}", file=sys.stderr)
         return 1
