@@ -105,3 +105,20 @@ def test_caliper_counts_its_own_communicator(tmp_path):
     assert counts.get("MPI_Comm_dup") == (1, 1), counts  # not the program's
     prof = mpilens_run(mpi, launcher(mpi, NP) + argv, tmp_path).profile
     assert "MPI_Comm_dup" not in prof["functions"] and fn(prof, "MPI_Send", "calls") == [N] * NP
+
+
+def test_the_sitting_checks_that_every_tool_measured(tmp_path):
+    """bench/peers.py's sitting, one round of the 8-byte hop on Open MPI: every tool's run is checked
+    to have counted the program's MPI_Send (else the sitting stops), and each tool gets one ratio to
+    the plain run of its round."""
+    import peers
+    res = peers.sitting("openmpi", 1, tmp_path, ["hop"], caliper=False, spc=None)
+    assert set(res) == {"plain", "mpilens", "mpilens 1/64", "mpilens trace", "mpiP -k 0", "mpiP",
+                        "mpilens + mpiP -k 0"}
+    assert all(len(v["8 B hop"]) == 1 and v["8 B hop"][0] > 0 for v in res.values())
+    # a tool that measured nothing is refused: mpilens' profile without the function
+    hop = peers.measures("openmpi", tmp_path / "m", ["hop"])[0]["8 B hop"]
+    (tmp_path / "m" / "out").mkdir(parents=True)
+    (tmp_path / "m" / "out" / "profile.json").write_text('{"functions": {}}')
+    with pytest.raises(peers.BenchError, match="counted no MPI_Send"):
+        peers.check(peers.Tool(mpilens="profile"), hop, "", tmp_path / "m", ["x"])
