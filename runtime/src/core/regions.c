@@ -107,6 +107,7 @@ void ml_region_begin(ml_thread_t *t, const char *name)
         return;
     }
     const uint32_t path = ml_region_path(t, t->cur_path, name);
+    if (ML_UNLIKELY(!t->rows_used[path])) ml_stats_rows(t, path); /* first use, before the region's time starts */
     t->region_stack[t->region_depth].path = path;
     t->region_stack[t->region_depth].t0 = ml_now();
     t->region_depth++;
