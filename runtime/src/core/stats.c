@@ -264,7 +264,7 @@ static int allocate(off_t off, off_t len)
 }
 
 /* The pages of [at, at + len) of a mapping, just reserved, faulted in writable now (Linux 5.14's
- * MADV_POPULATE_WRITE; nothing on older kernels): on a journaling file system (ext4, XFS) the first
+ * MADV_POPULATE_WRITE; nothing on older kernels): on a journaling file system such as ext4 the first
  * store to a page of a reserved but unwritten extent converts it through the journal, which took
  * 1.4-8 ms on ext4 here, once per range, and would otherwise land inside the application's first
  * region or call. Off the hot path: where the rows are reserved. */
