@@ -255,19 +255,12 @@ static void give_up(ml_thread_t *t)
     t->stats_kept = 0;
 }
 
-/* posix_fallocate: the blocks of [off, off + len) allocated, or -1 with errno (it returns the error) */
-static int allocate(off_t off, off_t len)
-{
-    const int rc = posix_fallocate(stats_fd, off, len);
-    if (rc != 0) errno = rc;
-    return rc ? -1 : 0;
-}
-
 /* The pages of [at, at + len) of a mapping, just reserved, faulted in writable now (Linux 5.14's
  * MADV_POPULATE_WRITE; nothing on older kernels): on a journaling file system such as ext4 the first
  * store to a page of a reserved but unwritten extent converts it through the journal, which took
- * 1.4-8 ms on ext4 here, once per range, and would otherwise land inside the application's first
- * region or call. Off the hot path: where the rows are reserved. */
+ * 1.4-8 ms on ext4 here, and would otherwise land inside the application's first
+ * region or call. Once per range, where it is reserved: a thread's section, a region path's rows
+ * (before the region's time starts), a chunk of MPI-IO records. */
 static void populate(void *at, size_t len)
 {
 #ifdef MADV_POPULATE_WRITE
@@ -279,12 +272,28 @@ static void populate(void *at, size_t len)
 #endif
 }
 
-static int reserve(const ml_thread_t *t, size_t from, size_t to)
+/* posix_fallocate: the blocks of [off, off + len) allocated, or -1 with errno (it returns the error) */
+static int allocate(off_t off, off_t len)
+{
+    const int rc = posix_fallocate(stats_fd, off, len);
+    if (rc != 0) errno = rc;
+    return rc ? -1 : 0;
+}
+
+/* [from, to) of a mapping at `base` of the file from `off`: its blocks allocated (allocate), then its
+ * pages faulted in (populate); -1 with errno when the file system cannot hold it */
+static int reserve_mapped(char *base, off_t off, size_t from, size_t to)
 {
     from &= ~(size_t)(PAGE - 1);
-    if (allocate((off_t)(t->stats_offset + from), (off_t)(up(to, PAGE) - from)) != 0) return -1;
-    populate((char *)section_of(t) + from, up(to, PAGE) - from);
+    to = up(to, PAGE);
+    if (allocate(off + (off_t)from, (off_t)(to - from)) != 0) return -1;
+    populate(base + from, to - from);
     return 0;
+}
+
+static int reserve(const ml_thread_t *t, size_t from, size_t to)
+{
+    return reserve_mapped((char *)section_of(t), (off_t)t->stats_offset, from, to);
 }
 
 void ml_stats_rows(ml_thread_t *t, uint32_t path)
@@ -404,8 +413,7 @@ void ml_stats_io_reserve(size_t from, size_t to)
     if (io_area == NULL || head->io_state != 1) return;
     if (to > L.sections - L.io_files) to = L.sections - L.io_files;
     if (from >= to) return;
-    from &= ~(size_t)(PAGE - 1);
-    if (allocate((off_t)(L.io_files + from), (off_t)(up(to, PAGE) - from)) == 0) return;
+    if (reserve_mapped(io_area, (off_t)L.io_files, from, to) == 0) return;
     say_given_up();
     head->io_tick_given_up = ml_now();
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
