@@ -615,9 +615,10 @@ typedef ml_spc_series_header_t series_hdr_t;
 static double rate_now(void)
 {
     if (!ml_clock_is_tsc) return 1.0;
-    const uint64_t n = ml_clock_ns();
+    uint64_t t, n;
+    ml_clock_point(&t, &n); /* both clocks read together, as at MPI_Init's end */
     if (n <= ml_g.ns_init_end + 1000000u) return S.ticks_per_ns;
-    return (double)(ml_now() - ml_g.t_init_end) / (double)(n - ml_g.ns_init_end);
+    return (double)(t - ml_g.t_init_end) / (double)(n - ml_g.ns_init_end);
 }
 
 /* Sum the threads into S.cur (run-wide watermarks); ivl gets the interval watermarks. */
