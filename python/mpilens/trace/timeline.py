@@ -37,11 +37,19 @@ class Events:
         return cls({k: np.empty(0, dtype=t) for k, t in COLUMNS.items()})
 
     @classmethod
-    def concatenate(cls, parts: list[Events]) -> Events:
-        """The events of several tables, one after the other."""
+    def concatenate(cls, parts: list[Events], consume: bool = False) -> Events:
+        """The events of several tables, one after the other. consume: the parts' columns are let go
+        one column at a time as the table grows, so that a run's whole table is never held twice
+        (the parts are left empty)."""
         if not parts:
             return cls.empty()
-        return cls({k: np.concatenate([p.columns[k] for p in parts]) for k in COLUMNS})
+        columns = {}
+        for k in COLUMNS:
+            columns[k] = np.concatenate([p.columns[k] for p in parts])
+            if consume:
+                for p in parts:
+                    p.columns[k] = p.columns[k][:0]
+        return cls(columns)
 
     def __len__(self) -> int:
         return len(self.columns["t0"])
@@ -345,7 +353,7 @@ def load(rundir: str | Path, progress: Callable[[str], None] | None = None) -> T
         del rt
         parts.append(Events(cols))
     parts.sort(key=lambda t: int(t["rank"][0]) if len(t) else 0)
-    ev = Events.concatenate(parts)
+    ev = Events.concatenate(parts, consume=True)
     del parts
     origin = 0.0
     if len(ev):
