@@ -253,13 +253,15 @@ def series_records(rundir: Path, rank: int) -> int:
 
 
 def memory_samples(rundir: Path, rank: int) -> int:
-    """Residency samples in a rank's memory file (64-byte header and records: kind u16 at 0, PSS i64
-    at 16), those a timeline has: samples and the marks of MPI_Init and MPI_Finalize, PSS read."""
+    """Residency samples in a rank's memory file (64-byte header, its record size at byte 24; records:
+    kind u16 at 0, PSS i64 at 16), those a timeline has: samples and the marks of MPI_Init and
+    MPI_Finalize, PSS read."""
     raw = (rundir / "memory" / f"rank-{rank:06d}.bin").read_bytes()
     kinds = {_layout.MEM_KIND_SAMPLE, _layout.MEM_KIND_INIT_BEGIN, _layout.MEM_KIND_INIT_END, _layout.MEM_KIND_FINAL,
              _layout.MEM_KIND_FINI_BEGIN}
+    size, = struct.unpack_from("<I", raw, 24)
     n = 0
-    for at in range(64, len(raw) - 63, 64):
+    for at in range(64, len(raw) - size + 1, size):
         kind, = struct.unpack_from("<H", raw, at)
         pss, = struct.unpack_from("<q", raw, at + 16)
         n += kind in kinds and pss >= 0

@@ -29,7 +29,8 @@ from .errors import RunDirectoryError
 LIVE_MAGIC, SERIES_MAGIC = L.MAGIC_COUNTERS_LIVE, L.MAGIC_COUNTERS_SERIES
 LIVE_HDR = L.SPC_LIVE_HEADER  # magic version nv seq t_ns ticks_per_ns updates rank pid state period_ms
 SERIES_HDR = L.SPC_SERIES_HEADER  # magic version nv rank period_ms ticks_per_ns records pad
-SERIES_REC = L.SPC_SERIES_RECORD  # t_ns final, then nv int64
+SERIES_REC = L.SPC_SERIES_RECORD  # t_ns final check, then nv int64
+SERIES_VERSION = 2  # its records carry a check (runtime/src/modes/counters/counters.c)
 # the counters shown first, in this order (seed names without OMPI_SPC_)
 MAIN = ["MPI_CALLS", "BYTES_SENT_USER", "BYTES_RECEIVED_USER", "MESSAGES_SENT_USER", "MESSAGES_RECEIVED_USER",
         "BYTES_SENT_MPI", "BYTES_RECEIVED_MPI", "COLLECTIVE_CALLS", "BYTES_PUT", "BYTES_GET", "EAGER_MESSAGES",
@@ -108,22 +109,42 @@ class Series:
     final: np.ndarray
     ticks_per_ns: float
     cut: bool = False  # the file ends inside a record (the process was killed, or the file cut short)
+    # records that fail their check (damaged): their values are unknown, the others' their own
+    # (each record holds its own interval's deltas)
+    damaged: np.ndarray | None = None
+
+    def whole(self) -> np.ndarray:
+        """Which records are whole (pass their check, or carry none: version 1)."""
+        return np.ones(len(self.t), dtype=bool) if self.damaged is None else ~self.damaged
 
 
-def read_series(path: Path, nv: int) -> Series:
-    """Read one rank's counters time series (nv values per record); a record cut short is left out."""
+def read_series(path: Path, nv: int, problems: list[str]) -> Series:
+    """Read one rank's counters time series (nv values per record); a record cut short is left out,
+    a damaged one (its check fails) is marked and named in problems."""
     raw = paths.read_regular(path)
     if len(raw) < SERIES_HDR.size or raw[:8] != SERIES_MAGIC:
         raise RunDirectoryError(f"{path}: not a counters time series")
-    _, _, fnv, rank, _, tpn, _, _ = SERIES_HDR.unpack_from(raw)
+    _, version, fnv, rank, _, tpn, _, _ = SERIES_HDR.unpack_from(raw)
     if fnv != nv:
         raise RunDirectoryError(f"{path}: {fnv} counters, layout.json says {nv}")
-    head = SERIES_REC.size // 8  # the record's head (t_ns, final) as int64 words, then the nv values
+    if version not in (1, SERIES_VERSION):
+        raise RunDirectoryError(f"{path}: a time series of version {version}, which this mpilens cannot read")
+    head = SERIES_REC.size // 8  # the record's head (t_ns, final, check) as int64 words, then the nv values
     rec = SERIES_REC.size + nv * 8
     n = (len(raw) - SERIES_HDR.size) // rec  # a record cut short by a killed process is left out
     a = np.frombuffer(raw, dtype="<i8", count=n * rec // 8, offset=SERIES_HDR.size).reshape(n, rec // 8)
-    return Series(rank, a[:, 0].astype(np.float64) * 1e-9, a[:, head:], a[:, 1] != 0, float(tpn),
-                  cut=(len(raw) - SERIES_HDR.size) % rec != 0)
+    final = (a[:, 1] & 0xFFFFFFFF) != 0  # version 1: a u64, whose high half is 0
+    damaged = None
+    if version >= 2:  # each record's check (FNV-1a of the record with its check taken as 0)
+        check = (a[:, 1] >> 32).astype(np.uint32)
+        rows = a.view(np.uint8).reshape(n, rec).copy()
+        rows[:, 12:16] = 0
+        damaged = paths.fnv1a_rows(rows) != check
+        if damaged.any():
+            problems.append(f"{path.name}: {int(damaged.sum())} of {n} snapshots fail their check (damaged): "
+                            "their intervals are unknown")
+    return Series(rank, a[:, 0].astype(np.float64) * 1e-9, a[:, head:], final, float(tpn),
+                  cut=(len(raw) - SERIES_HDR.size) % rec != 0, damaged=damaged)
 
 
 @dataclass
@@ -175,8 +196,9 @@ class Counters:
             col = s.values[:, off].astype(np.float64)
             if c["type"] == "timer":
                 col = col / (s.ticks_per_ns or self.ticks_per_ns(r)) * 1e-9  # in a container the rate is in the totals
-            m[r, : len(col)] = col
-            tt[r, : len(s.t)] = s.t
+            whole = s.whole()
+            m[r, : len(col)] = np.where(whole, col, np.nan)
+            tt[r, : len(s.t)] = np.where(whole, s.t, np.nan)
         with np.errstate(all="ignore"):
             times = np.nanmean(tt, axis=0) if n else np.zeros(0)
         return m, times
@@ -199,7 +221,7 @@ def load(rundir: str | Path) -> Counters:
         sp = series_of.get(r) or paths.path(rundir, "counters_series", rank=r)
         if sp.exists():
             try:
-                series[r] = read_series(sp, layout.nv)
+                series[r] = read_series(sp, layout.nv, problems)
                 if series[r].cut:
                     problems.append(f"{paths.relative('counters_series', rank=r)} ends before the rank's last "
                                     "snapshot (cut short): its time series is shorter")

@@ -183,16 +183,24 @@ RankFile = Path | Member
 _FNV_PRIME, _FNV_BASIS = 16777619, 2166136261
 
 
+def fnv1a_rows(rows):
+    """The FNV-1a (32 bits) of each row of a 2-D uint8 array: the check the runtime writes into a
+    record (ml_fnv1a), computed for all records at once."""
+    import numpy as np
+
+    h = np.full(len(rows), _FNV_BASIS, dtype=np.uint64)
+    for i in range(rows.shape[1]):
+        h = ((h ^ rows[:, i]) * np.uint64(_FNV_PRIME)) & np.uint64(0xFFFFFFFF)
+    return h.astype(np.uint32)
+
+
 def _checks(raw: bytes) -> list[bool]:
     """Which 32-byte index records of `raw` carry a valid check (FNV-1a of their first 28 bytes)."""
     import numpy as np
 
     rec = np.frombuffer(raw, dtype=np.uint8).reshape(-1, _layout.CONTAINER_INDEX.size)
-    h = np.full(len(rec), _FNV_BASIS, dtype=np.uint64)
-    for i in range(_layout.CONTAINER_INDEX.size - 4):
-        h = ((h ^ rec[:, i]) * np.uint64(_FNV_PRIME)) & np.uint64(0xFFFFFFFF)
     stored = rec[:, -4:].copy().view("<u4").ravel()
-    return list(h.astype(np.uint32) == stored)
+    return list(fnv1a_rows(rec[:, :-4]) == stored)
 
 
 def read_index(index: Path) -> list[tuple[int, int, int, int, int, int]]:

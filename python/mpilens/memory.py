@@ -39,6 +39,12 @@ from .errors import RunDirectoryError
 # the file's layout (runtime/spec/rundir.yaml, file `memory`): a header, then records whose last 32
 # bytes are named after their kind (sample_*, call_*, func_*, mark_name)
 HEADER, RECORD, MAGIC = L.MEM_HEADER_DTYPE, L.MEM_RECORD_DTYPE, L.MAGIC_MEMORY
+CHECKED = RECORD.fields["check"][1]  # the bytes a record's check covers
+# the 64-byte records of version 1 files (MLMEM01): the same, without check and zero
+RECORD_V1 = np.dtype({"names": [n for n in RECORD.names if n not in ("check", "zero")],
+                      "formats": [RECORD.fields[n][0] for n in RECORD.names if n not in ("check", "zero")],
+                      "offsets": [RECORD.fields[n][1] for n in RECORD.names if n not in ("check", "zero")],
+                      "itemsize": CHECKED})
 SAMPLE, INIT_BEGIN, INIT_END, FINAL = L.MEM_KIND_SAMPLE, L.MEM_KIND_INIT_BEGIN, L.MEM_KIND_INIT_END, L.MEM_KIND_FINAL
 CALL, MARK, FUNC, END, FINI_BEGIN = L.MEM_KIND_CALL, L.MEM_KIND_MARK, L.MEM_KIND_FUNC, L.MEM_KIND_END, L.MEM_KIND_FINI_BEGIN
 KINDS = (SAMPLE, INIT_BEGIN, INIT_END, FINAL, CALL, MARK, FUNC, END, FINI_BEGIN)
@@ -252,16 +258,24 @@ def read_rank(file: Path, names: list[str], local: int, method: str | None = Non
         RunDirectoryError: the file is not a memory file of mpilens.
     """
     raw = layout.read_regular(file)
-    if len(raw) < HEADER.itemsize or raw[:8] != MAGIC:
+    if len(raw) < HEADER.itemsize or raw[:8] not in (MAGIC, L.MAGIC_MEMORY_V1):
         raise RunDirectoryError(f"{file}: not an mpilens memory file (bad or missing header)")
     h = np.frombuffer(raw[:HEADER.itemsize], HEADER)[0]
     problems = []
     body = raw[HEADER.itemsize:]
-    if len(body) % RECORD.itemsize:
-        problems.append(f"{file.name}: {len(body) % RECORD.itemsize} bytes of a torn last record ignored")
-        body = body[:len(body) - len(body) % RECORD.itemsize]
-    rec = np.frombuffer(body, RECORD)
-    # records with values no run writes (a damaged file: there is no checksum) are left out and named
+    dtype = RECORD if raw[:8] == MAGIC else RECORD_V1
+    if len(body) % dtype.itemsize:
+        problems.append(f"{file.name}: {len(body) % dtype.itemsize} bytes of a torn last record ignored")
+        body = body[:len(body) - len(body) % dtype.itemsize]
+    rec = np.frombuffer(body, dtype)
+    if dtype is RECORD:  # each record's check: one that fails it is damaged, left out and named
+        rows = np.frombuffer(body, np.uint8).reshape(-1, RECORD.itemsize)
+        whole = (layout.fnv1a_rows(rows[:, :CHECKED]) == rec["check"]) & (rec["zero"] == 0)
+        if not whole.all():
+            problems.append(f"{file.name}: {int((~whole).sum())} of {len(rec)} records fail their check "
+                            "(damaged; left out)")
+            rec = rec[whole]
+    # records with values no run writes are left out and named (the only test of a version 1 file)
     fn_id = np.isin(rec["kind"], (CALL, FUNC))  # their fn is a function number + 1 (functions.txt)
     plausible = (np.isin(rec["kind"], KINDS) & (rec["pss"] >= -1) & (rec["pss"] < 1 << 50) & (rec["rss"] >= -1)
                  & (rec["rss"] < 1 << 50) & (rec["t_ns"] < np.uint64(1 << 62))

@@ -241,18 +241,21 @@ def gen_c(spec: dict) -> str:
         out.append("};")
     for r in spec["_records"].values():
         out += ["", f"/* {r.name}: {r.doc} */", f"typedef struct {'__attribute__((packed)) ' if r.packed else ''}{r.c_name} {{"]
+        in_union = False
         for f in r.fields:
-            if f.variant:
+            if f.variant:  # the union, where its first field is (its variants' fields follow it)
+                if not in_union and r.union:
+                    out.append("    union {")
+                    for vname, (vdoc, vf) in r.union.items():
+                        if len(vf) == 1:
+                            out.append(f"        {c_field(vf[0])} /* {vname} */")
+                        else:
+                            out.append("        struct { " + " ".join(c_field(f) for f in vf)
+                                       + f" }}; /* {vname}: {vdoc} */")
+                    out.append("    };")
+                in_union = True
                 continue
             out.append(f"    {c_field(f)}{f'  /* {f.doc} */' if f.doc else ''}")
-        if r.union:
-            out.append("    union {")
-            for vname, (vdoc, vf) in r.union.items():
-                if len(vf) == 1:
-                    out.append(f"        {c_field(vf[0])} /* {vname} */")
-                else:
-                    out.append("        struct { " + " ".join(c_field(f) for f in vf) + f" }}; /* {vname}: {vdoc} */")
-            out.append("    };")
         out.append(f"}} {r.c_name}_t;")
         out.append(f'_Static_assert(sizeof({r.c_name}_t) == {r.size}, "{r.name} is {r.size} bytes");')
         for f in r.fields:

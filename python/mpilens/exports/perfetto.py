@@ -384,12 +384,15 @@ def _spc_counters(tl: Timeline, notes: list[str]) -> list[_Counter]:
             v = s.values[:, off]
             start = tl.init_end[r][0]
             t = start + s.t
+            whole = s.whole()  # a damaged snapshot's values and time are unknown: left out
             if kind in ("level",):  # the level at the snapshot
                 what = "its level at each snapshot"
             else:  # the change (or the watermark) of each interval, from the interval's start
                 t = start + np.r_[0.0, s.t[:-1]]
+                whole = whole & np.r_[True, whole[:-1]]  # the start is the snapshot before
                 what = ("its watermark in each snapshot interval" if "watermark" in kind
                         else "its change in each snapshot interval")
+            t, v = t[whole], v[whole]
             if kind == "timer":  # ticks, in ns
                 v = np.rint(v.astype(np.float64) / (s.ticks_per_ns or c.ticks_per_ns(r))).astype(np.int64)
             per_rank.append((r, t, v, what))

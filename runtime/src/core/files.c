@@ -130,13 +130,6 @@ int ml_stream_open(ml_stream_t *s, int kind, unsigned item)
     return 0;
 }
 
-static uint32_t fnv1a(const void *p, size_t n)
-{
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < n; i++) h = (h ^ ((const unsigned char *)p)[i]) * 16777619u;
-    return h;
-}
-
 /* One chunk through descriptors fd and ifd; the caller makes sure no other thread of the process
  * uses them meanwhile. */
 static int put_chunk(ml_stream_t *s, int fd, int ifd, const struct iovec *v, int n, size_t total, uint32_t thread)
@@ -152,7 +145,7 @@ static int put_chunk(ml_stream_t *s, int fd, int ifd, const struct iovec *v, int
     if (end < w) return -1;
     ml_container_index_t rec = {.offset = (uint64_t)(end - w), .length = total, .rank = head.rank,
                                 .stream = head.stream, .item = head.item, .thread = thread};
-    rec.check = fnv1a(&rec, offsetof(ml_container_index_t, check));
+    rec.check = ml_fnv1a(ML_FNV1A_START, &rec, offsetof(ml_container_index_t, check));
     return write(ifd, &rec, sizeof rec) == (ssize_t)sizeof rec ? 0 : -1;
 }
 

@@ -29,6 +29,16 @@ int ml_files_grouped(void);
 /* the group's first world rank (the container's name), this rank when files are per rank */
 int ml_files_group(void);
 
+/* FNV-1a (32 bits) of n bytes, continued from h (ML_FNV1A_START for a first piece): the check of
+ * a record that a reader verifies (a container's index records, memory records, counters
+ * snapshots; python/mpilens/layout.py computes the same) */
+#define ML_FNV1A_START 2166136261u
+static inline uint32_t ml_fnv1a(uint32_t h, const void *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) h = (h ^ ((const unsigned char *)p)[i]) * 16777619u;
+    return h;
+}
+
 /* An open stream of this rank: its own file, or its chunks in the group's container. */
 typedef struct ml_stream_file {
     int kind;        /* ML_STREAM_* */

@@ -122,6 +122,7 @@ static struct {
     FILE *series;
     uint64_t nrec;
     int64_t *cur, *prev;
+    int64_t *row; /* one snapshot's values in the time series, made before its check */
     double ticks_per_ns;
     /* the snapshot thread */
     pthread_t thread;
@@ -611,6 +612,7 @@ static int64_t pvar_read(struct pvar *p)
 #define LIVE_HDR sizeof(ml_spc_live_header_t)
 typedef ml_spc_live_header_t live_hdr_t;
 typedef ml_spc_series_header_t series_hdr_t;
+#define SERIES_VERSION 2 /* its records carry a check */
 
 static double rate_now(void)
 {
@@ -669,8 +671,7 @@ static void snapshot(int final)
     }
     if (S.series != NULL) {
         /* deltas; levels and watermarks as values (watermarks of the interval) */
-        const ml_spc_series_record_t rec = {t_ns, (uint64_t)final};
-        fwrite(&rec, sizeof rec, 1, S.series);
+        ml_spc_series_record_t rec = {.t_ns = t_ns, .final = (uint32_t)final, .check = 0};
         for (size_t i = 0; i < S.nv; i++) {
             int64_t d;
             if (i == S_MAX_POSTED_RECVQ) d = ivl[0];
@@ -678,8 +679,11 @@ static void snapshot(int final)
             else if (i == S_POSTED_RECVQ) d = S.cur[i];
             else if (i >= S.nv_thread && S.pvars[i - S.nv_thread].cls != MPI_T_PVAR_CLASS_COUNTER) d = S.cur[i];
             else d = S.cur[i] - S.prev[i];
-            fwrite(&d, sizeof d, 1, S.series);
+            S.row[i] = d;
         }
+        rec.check = ml_fnv1a(ml_fnv1a(ML_FNV1A_START, &rec, sizeof rec), S.row, S.nv * sizeof *S.row);
+        fwrite(&rec, sizeof rec, 1, S.series);
+        fwrite(S.row, sizeof *S.row, S.nv, S.series);
         fflush(S.series);
         S.nrec++;
     }
@@ -929,7 +933,8 @@ static int start_counters(void)
     S.nv = S.nv_thread + (size_t)S.npvars;
     S.cur = calloc(S.nv, sizeof *S.cur);
     S.prev = calloc(S.nv, sizeof *S.prev);
-    if (S.cur == NULL || S.prev == NULL) return -1;
+    S.row = calloc(S.nv, sizeof *S.row);
+    if (S.cur == NULL || S.prev == NULL || S.row == NULL) return -1;
 
     /* files: the live view and the time series */
     char path[4400];
@@ -981,7 +986,7 @@ static int start_counters(void)
             series_hdr_t h;
             memset(&h, 0, sizeof h);
             memcpy(h.magic, ML_MAGIC_COUNTERS_SERIES, ML_MAGIC_LEN);
-            h.version = 1;
+            h.version = SERIES_VERSION;
             h.nv = (uint32_t)S.nv;
             h.rank = ml_g.rank;
             h.period_ms = (uint32_t)ml_g.config.snapshot_ms;
@@ -1108,7 +1113,7 @@ void ml_spc_finish(void)
         series_hdr_t h;
         memset(&h, 0, sizeof h);
         memcpy(h.magic, ML_MAGIC_COUNTERS_SERIES, ML_MAGIC_LEN);
-        h.version = 1;
+        h.version = SERIES_VERSION;
         h.nv = (uint32_t)S.nv;
         h.rank = ml_g.rank;
         h.period_ms = (uint32_t)ml_g.config.snapshot_ms;

@@ -13,7 +13,7 @@
  * MPI_Init is bracketed by two residency samples in both methods: the loader maps the MPI
  * library's components itself (not through mmap), so no interposer can see them.
  *
- * Records (64 bytes, see ml_mem_rec_t) go through one small buffer to memory/rank-NNNNNN.bin;
+ * Records (72 bytes with their check, see ml_mem_rec_t) go through one small buffer to memory/rank-NNNNNN.bin;
  * the timer thread flushes it every period, so the tool's memory stays bounded and a killed
  * process keeps its samples up to the last period. The tool's own memory is counted apart: its
  * mappings (registered by ml_sys_mmap) are measured with mincore at every sample, its file and
@@ -527,7 +527,7 @@ static int residency_sampled(int64_t *pss, int64_t *rss, int *exact)
 static int out_fd = -1; /* >= 0: the rank's stream is open (its file, or its chunks in a container) */
 static ml_stream_t out_stream;
 static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
-static ml_mem_rec_t outbuf[1024]; /* 64 KiB */
+static ml_mem_rec_t outbuf[1024]; /* 72 KiB */
 static size_t outn;
 static uint64_t records_written, write_errors;
 static ml_mem_rec_t early[4]; /* records made before the file is open (MPI_Init) */
@@ -540,6 +540,11 @@ static uint64_t init_ns; /* CLOCK_MONOTONIC at MPI_Init entry: time origin of th
 static void flush_locked(void)
 {
     if (outn == 0 || out_fd < 0) return;
+    /* every record leaves with its check, whichever path made it */
+    for (size_t i = 0; i < outn; i++) {
+        outbuf[i].zero = 0;
+        outbuf[i].check = ml_fnv1a(ML_FNV1A_START, &outbuf[i], offsetof(ml_mem_rec_t, check));
+    }
     if (ml_stream_write(&out_stream, outbuf, outn * sizeof outbuf[0]) != 0) write_errors++;
     records_written += outn;
     outn = 0;
