@@ -10,6 +10,7 @@ from html import escape
 from .. import __version__, units
 from ..compare import CompareNode, Comparison, _fmt_p, _fmt_ratio
 from .html import _asset
+from .sections import name_html
 
 FASTER, SLOWER, SAME = "#2e7d4f", "#b4462c", "#7a8491"
 PLOT_W, PLOT_H, SPAN, INSET = 220, 18, 3.0, 6  # forest plot: log2(ratio) from -SPAN to +SPAN
@@ -75,7 +76,7 @@ def _row(depth: int, n: CompareNode) -> str:
     color = _color(n)
     style = f' style="padding-left:{8 + 18 * depth}px"'
     kind = {"region": "region", "function": "MPI", "run": ""}.get(n.kind, "")
-    return (f'<tr title="{escape(tip)}"><td class="l"{style}>{escape(n.name)} <span class="k">{kind}</span></td>'
+    return (f'<tr title="{escape(tip)}"><td class="l"{style}>{name_html(n.name)} <span class="k">{kind}</span></td>'
             f"<td>{units.seconds(n.a.median)}</td><td>{units.seconds(n.b.median)}</td>"
             f"<td>{units.percent(n.a.cv)}</td><td>{units.percent(n.b.cv)}</td>"
             f'<td>{("+" if n.impact > 0 else "") + units.seconds(n.impact)}</td>'

@@ -14,10 +14,11 @@ from .. import __version__
 from ..findings import Finding
 from ..rundir import Run
 from ..summary import Summary
-from .sections import Context, all_sections
+from .sections import Context, all_sections, name_html
 
 # nothing from the network: styles and scripts inline, images as data: URLs
 CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
+COMMAND_MAX = 400  # characters of the command line shown under the title
 
 
 def _asset(name: str) -> str:
@@ -44,7 +45,7 @@ def render(run: Run, summary: Summary, findings: list[Finding], step: Callable[[
             continue
         nav.append(f'<a href="#{sec.id}">{escape(sec.title)}</a>')
         body.append(f'<section id="{sec.id}"><h2>{escape(sec.title)}</h2>\n{html}\n</section>')
-    cmd = (run.meta or {}).get("command")
+    cmd = (run.meta or {}).get("command")  # the whole of a long command line is in the tooltip
     command = " ".join(cmd) if isinstance(cmd, list) else ""
     lib = ((run.meta or {}).get("mpi") or {}).get("library", "")
     mpi = lib.splitlines()[0] if lib else ""
@@ -59,7 +60,8 @@ def render(run: Run, summary: Summary, findings: list[Finding], step: Callable[[
 </head>
 <body>
 <header><h1>mpilens report: {escape(run.path.name)}</h1>
-<div class="sub">{escape(command)}</div><div class="sub">{escape(mpi)} &middot; mpilens {escape(__version__)}</div></header>
+<div class="sub">{name_html(command, COMMAND_MAX)}</div>
+<div class="sub">{escape(mpi)} &middot; mpilens {escape(__version__)}</div></header>
 <nav>{"".join(nav)}</nav>
 <main>
 {chr(10).join(body)}

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from html import escape
 from typing import Any, TypeVar
 
+from ... import units
 from ...findings import Finding
 from ...rundir import Run
 from ...summary import Summary
@@ -119,6 +120,20 @@ def cell_text(value: Any, limit: int = CELL_MAX) -> str:
         keep = (limit - 1) // 2
         text = text[:keep] + "…" + text[len(text) - (limit - 1 - keep):]
     return text
+
+
+HTML_NAME_MAX = 120  # characters of a name in the HTML report; longer ones keep their start and end
+
+
+def name_html(value: Any, limit: int = HTML_NAME_MAX) -> str:
+    """A name as the HTML report shows it: escaped, control characters and bytes that were not
+    UTF-8 shown as escapes (units.printable), at most limit characters (the middle elided) with the
+    whole name in its tooltip: a 64 KiB region name neither pads every row nor hides the table."""
+    full = units.printable(str(value), controls=True)
+    if len(full) <= limit:
+        return escape(full)
+    keep = (limit - 1) // 2
+    return f'<span title="{escape(full)}">{escape(full[:keep] + "…" + full[len(full) - (limit - 1 - keep):])}</span>'
 
 
 def text_table(headers: list[str], rows: list[list[str]], right: set[int] | None = None) -> list[str]:

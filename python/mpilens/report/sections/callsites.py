@@ -13,7 +13,7 @@ from typing import Any
 from ... import units
 from ...callsites import OTHER, callsites, location
 from ...summary import spread
-from . import Context, Section, section, text_table
+from . import Context, Section, name_html, section, text_table
 
 TOP = 20  # text report: sites listed
 PER_FUNCTION = 3  # text report: heaviest sites named per top function
@@ -109,7 +109,7 @@ class CallSitesSection(Section):
             rows.append(
                 f'<tr><td data-v="{i}">{i}</td><td class="l">{escape(s["mpi_function"])}</td>'
                 f'<td class="l" title="{escape(s.get("file") or "")}">{escape(_where(s))}</td>'
-                f'<td class="l">{escape(s["symbol"] or "")}</td>'
+                f'<td class="l">{name_html(s["symbol"] or "")}</td>'
                 f'<td data-v="{calls}">{units.count(calls)}</td>'
                 f'<td data-v="{t.total if t else ""}">{units.seconds(t.total if t else None)}</td>'
                 f'<td data-v="{t.total / total if t and total > 0 else ""}">'

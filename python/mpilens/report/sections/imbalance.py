@@ -8,7 +8,7 @@ from typing import Any
 
 from ... import units
 from ...imbalance import analyze
-from . import Context, Figure, Section, legend, section
+from . import Context, Figure, Section, legend, name_html, section
 from . import sortable_td as td
 
 LOAD_COLOR, ADJ_COLOR, WORK_COLOR = "#5b8db8", "#2e7d4f", "#1d2430"
@@ -96,7 +96,7 @@ class ImbalanceSection(Section):
         rows = []
         for s in scopes:
             ld = s.load
-            cells = [f'<td class="l">{escape(s.name)}</td>', td(ld.mean, units.seconds(ld.mean)),
+            cells = [f'<td class="l">{name_html(s.name)}</td>', td(ld.mean, units.seconds(ld.mean)),
                      td(ld.max, units.seconds(ld.max)), td(ld.imbalance, units.percent(ld.imbalance)),
                      td(ld.max_over_mean, "n/a" if ld.max_over_mean is None else f"{ld.max_over_mean:.2f}"),
                      td(ld.max_rank, str(ld.max_rank)),

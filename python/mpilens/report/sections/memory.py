@@ -10,7 +10,7 @@ import numpy as np
 
 from ...units import mib as fmt_mib
 from ...units import mib_mean_std
-from . import Context, Figure, Section, section
+from . import Context, Figure, Section, name_html, section
 
 MPI_COLOR, APP_COLOR, TOTAL_COLOR = "#c8553d", "#5b8db8", "#444"
 RANK_COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
@@ -120,7 +120,7 @@ class MemorySection(Section):
         ext = run.extents()
         if ext:
             body = "".join(
-                f'<tr><td class="l">{escape(e["name"] if e["kind"] == "region" else "Pcontrol " + e["name"])}</td>'
+                f'<tr><td class="l">{name_html(e["name"] if e["kind"] == "region" else "Pcontrol " + e["name"])}</td>'
                 f'<td>{e["instances"]}</td><td>{fmt_mib(e["total_change"])}</td><td>{fmt_mib(e["mpi_change"])}</td>'
                 f'<td>{fmt_mib(e["app_change"])}</td><td>{fmt_mib(e["mpi_peak"])}</td></tr>' for e in ext)
             out.append("<h3>Regions and MPI_Pcontrol extents (change within, mean over ranks, MiB)</h3>"

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ... import units
-from . import Context, Figure, Section, section, text_table
+from . import Context, Figure, Section, name_html, section, text_table
 
 MATRIX_MAX_CELLS = 256  # matrices of more ranks are shown in blocks of ranks
 MPI_COLOR, COMPUTE_COLOR = "#c8553d", "#5b8db8"
@@ -446,7 +446,7 @@ class RegionsSection(Section):
         for r in regions:
             share = r.mpi_time.total / r.time.total if r.mpi_time and r.time and r.time.total else None
             top = r.functions[0].name if r.functions else ""
-            shown = escape(units.printable(r.name, controls=True))
+            shown = name_html(r.name)
             rows.append(f'<tr><td class="l" style="padding-left:{8 + 18 * r.depth}px">{shown}</td>'
                         + _num(r.visits.total if r.visits else None, units.count(r.visits.total if r.visits else None))
                         + _num(r.time.mean if r.time else None, units.seconds(r.time.mean if r.time else None))
