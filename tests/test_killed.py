@@ -22,7 +22,7 @@ import pytest
 from test_bad_input import children, cli, kill_env, read_until
 
 from conftest import MPILENS, MPIS, example, fn, job_env, launcher, matrix_params, mpilens_run
-from mpilens import rundir
+from mpilens import intervals, rundir
 
 
 def progress(folder: Path, np: int) -> list[int]:
@@ -310,6 +310,36 @@ def test_sigterm_then_sigkill(mpi, tmp_path):
     assert all(r["ended_by"] in ("signal 15", "killed") for r in run.profile["ranks"]), run.profile["ranks"]
     check_steps(run, done)
     assert report_json(out)["measured_ranks"] == 3
+
+
+@pytest.mark.parametrize("how", ["sigkill", "sigterm"])
+@pytest.mark.parametrize("mpi", MPIS)
+def test_compute_intervals_outlive_the_job(mpi, how, tmp_path):
+    """MPILENS_INTERVALS=1 (one interval per synchronizing collective: the sleeper's MPI_Allreduce
+    per step, 30 ms of sleep between two): SIGKILL to every rank leaves the intervals in their
+    statistics files, SIGTERM lets each rank write its intervals file; either way each rank has as
+    many intervals as MPI_Allreduce calls it finished (the steps it counted itself, or one more),
+    and each one after the first holds the program's 30 ms sleep."""
+    signals = [(signal.SIGKILL, 0.0)] if how == "sigkill" else [(signal.SIGTERM, 0.0)]
+    out, done = _kill_all_after(mpi, tmp_path, 3, 6, signals, settings={"MPILENS_INTERVALS": "1"})
+    run = rundir.load(out)
+    check_steps(run, done)
+    allreduces = fn(run.profile, "MPI_Allreduce", "calls")
+    assert run.profile["intervals"]["recorded"] == allreduces
+    files = sorted(p.name for p in (out / "ranks").glob("intervals-*.bin"))
+    iv = intervals.load(out)
+    recovered = [p for p in iv.problems if "intervals recovered from" in p]
+    if how == "sigkill":  # (mpirun may SIGTERM a rank whose SIGKILL is still to come: that one writes its own)
+        assert len(recovered) + len(files) == 3 and len(recovered) >= 2, (iv.problems, files)
+    else:  # each rank's handler writes its file (the launcher's SIGKILL comes later)
+        ended = [r["ended_by"] for r in run.profile["ranks"]]
+        assert len(files) == ended.count("signal 15") >= 2 and len(files) + len(recovered) == 3, (ended, files)
+    assert iv.compute.shape == (3, min(allreduces)) and min(allreduces) >= 6
+    assert (iv.compute[:, 1:] >= 0.030).all() and (iv.compute[:, 1:] < 5.0).all(), iv.compute
+    assert (iv.collective >= 0).all()
+    p = cli("model", "variability", str(out), "--predict", "6")
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
+    assert how == "sigterm" or "intervals recovered from" in p.stdout
 
 
 @pytest.mark.parametrize("mpi", MPIS)

@@ -484,8 +484,10 @@ def _payload(head: dict[str, Any], names: dict[int, dict[int, Any]], threads: li
                                calls=int(e["calls"]), ns=site_ns(e), sent=int(e["sent"]), recv=int(e["recv"])))
             sid += 1
     out += [struct.pack("<I", len(sites)), *sites, struct.pack("<I", len(frames)), *frames]
-    out.append(_pack(L.PAYLOAD_TAIL, L.PAYLOAD_TAIL_FIELDS, intervals_recorded=0, intervals_dropped=0,
-                     end=L.MAGIC_PAYLOAD_END))
+    kept = head["intervals_state"] in (1, 2)  # the compute intervals' counts, as payload.c's tail has them
+    out.append(_pack(L.PAYLOAD_TAIL, L.PAYLOAD_TAIL_FIELDS,
+                     intervals_recorded=min(head["intervals_count"], head["intervals_max"]) if kept else 0,
+                     intervals_dropped=head["intervals_dropped"] if kept else 0, end=L.MAGIC_PAYLOAD_END))
 
     body = b"".join(out)
     total = L.PAYLOAD_HEAD.size + len(body)
@@ -564,3 +566,44 @@ def _io_file(fd: int, names_path: Path, rank: int) -> Virtual | None:
     text = json.dumps({"functions": {str(fn): funcs[fn][2].decode("utf-8", "surrogateescape") for fn in used}})
     out.append(text.encode("utf-8", "surrogateescape") + b"\n")
     return Virtual("", rank, b"".join(out))
+
+
+# ------------------------------------------------------------------ compute intervals
+@dataclass
+class RecoveredIntervals(Virtual):
+    """One rank's intervals file made from its statistics file."""
+
+    given_up_s: float | None = None  # when the file system could not hold more of them (since MPI_Init's end)
+
+
+def recover_intervals(run_dir: str | Path, have: set[int], problems: list[str]) -> list[RecoveredIntervals]:
+    """The compute intervals (MPILENS_INTERVALS) of the ranks of run_dir that left a statistics
+    file holding some and no intervals file of their own (`have`), each as the intervals file the
+    rank would have written."""
+    return _stats_files(run_dir, have, problems, "the compute intervals", _intervals_file)
+
+
+def _intervals_file(fd: int, names_path: Path, rank: int) -> RecoveredIntervals | None:
+    """The intervals file (layout `intervals` of runtime/spec/rundir.yaml) of the pairs of ticks in a
+    statistics file: those written whole (intervals_count), up to where the file system could hold
+    them (a state of 2 is said by the reader, intervals.py)."""
+    import numpy as np
+
+    head = _head(fd, rank)
+    if head["intervals_state"] not in (1, 2):
+        return None
+    n = min(head["intervals_count"], head["intervals_max"])
+    if head["intervals_at"] % PAGE or head["intervals_at"] + 16 * n > head["size"] or \
+            head["intervals_at"] + 16 * head["intervals_max"] > head["sections_at"]:
+        raise Damaged(f"{n} compute intervals do not fit")
+    rate = _rate(head)
+    assert rate is not None  # _head checked it
+    ticks = np.frombuffer(_pread(fd, head["intervals_at"], 16 * n, "compute intervals"), dtype="<u8").reshape(n, 2)
+    pairs = np.empty((n, 2), dtype="<f8")
+    pairs[:] = ticks / rate * 1e-9
+    out = [_pack(L.INTERVALS_HEADER, L.INTERVALS_HEADER_FIELDS, magic=L.MAGIC_INTERVALS, rank=rank,
+                 nranks=head["nranks"], count=n, dropped=head["intervals_dropped"]), pairs.tobytes()]
+    given_up = head["intervals_tick_given_up"] if head["intervals_state"] == 2 else None
+    return RecoveredIntervals("", rank, b"".join(out), None if given_up is None else
+                              max(given_up - head["tick_end"], 0) / rate / 1e9)
+

@@ -81,7 +81,7 @@ def _from_rundir(path: Path, skip: int | None) -> Sample:
     if len(hosts) != iv.compute.shape[0]:
         hosts = ["?"] * iv.compute.shape[0]
     s = 1 if skip is None else skip
-    meta = {"command": (run.meta or {}).get("command"), "dropped_intervals": iv.dropped}
+    meta = {"command": (run.meta or {}).get("command"), "dropped_intervals": iv.dropped, "problems": iv.problems}
     return Sample(str(path), "rundir", iv.compute[:, s:], hosts, s, meta)
 
 
@@ -148,7 +148,7 @@ def load(path: str | Path, skip: int | None = None, load_timeline: Callable[[], 
     `load_timeline`: returns the run's trace Timeline, when the caller has it loaded already."""
     p = Path(path)
     if p.is_dir():
-        has_intervals = bool(layout.intervals_files(p))
+        has_intervals = bool(intervals.sources(p, []))  # its files, or what its statistics files hold
         has_trace = bool(layout.trace_files(p))
         if not has_intervals and has_trace:
             sample = _from_trace(p, skip, load_timeline)

@@ -184,6 +184,7 @@ def analyze(calib: list[Sample], measured: list[Sample], opts: Options) -> Resul
         if s.meta.get("dropped_intervals"):
             warnings.append(f"{s.source}: {s.meta['dropped_intervals']} intervals were not recorded (MPILENS_MAX_INTERVALS "
                             "reached); only the recorded prefix is used")
+        warnings += [f"{s.source}: {p}" for p in s.meta.get("problems", [])]  # e.g. ranks recovered after a kill
     maxima = np.concatenate([s.maxima for s in calib])
     n = len(maxima)
     inter, intra, g, unit_notes = _units(calib)

@@ -43,6 +43,16 @@ void ml_stats_io_area(size_t rec_bytes);
 int ml_stats_io_map(void **files, void **accesses, uint64_t **count_accesses, uint64_t **count_dropped);
 /* [from, to) of the MPI-IO area (bytes from its start) reserved before io.c writes it */
 void ml_stats_io_reserve(size_t from, size_t to);
+/* An area for the compute intervals (MPILENS_INTERVALS): max pairs of u64, asked for before
+ * MPI_Init (the intervals' load hook) */
+void ml_stats_intervals_area(size_t max);
+/* the intervals' pairs in the file (at their start), the first `first` bytes reserved, with the
+ * counters of pairs written and dropped it must keep there; NULL when they are not in the file */
+uint64_t *ml_stats_intervals_map(size_t first, uint64_t **count, uint64_t **dropped);
+/* [from, to) of the intervals area (bytes from its start) reserved before it is written; -1 when
+ * the file system cannot hold it: the area goes on in memory at the same address, the file says
+ * since when */
+int ml_stats_intervals_reserve(size_t from, size_t to);
 /* in a child made by fork(): the sections mapped privately */
 void ml_stats_after_fork(void);
 #endif

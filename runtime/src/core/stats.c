@@ -43,13 +43,17 @@ static char stats_path[4200], names_path[4200];
 /* Where a section's parts start, from its start (the same for every thread of the process). */
 static struct {
     size_t thread, hist, matrix, sites, blocks, rstats, ucounts, bytes, fixed;
-    /* in the file: the MPI-IO area (io.c's records, then its accesses), then the sections */
-    size_t io_files, io_accesses, sections;
+    /* in the file: the MPI-IO area (io.c's records, then its accesses), the compute intervals,
+     * then the sections */
+    size_t io_files, io_accesses, intervals, sections;
 } L;
-static char *io_area; /* mapped [L.io_files, L.sections), NULL when not in the file */
+static char *io_area; /* mapped [L.io_files, L.intervals), NULL when not in the file */
 static size_t io_rec_bytes; /* the stride of the MPI-IO records; 0: no MPI-IO area (ml_stats_io_area) */
+static char *iv_area; /* mapped [L.intervals, L.sections), NULL when not in the file */
+static size_t iv_max; /* pairs of the intervals area; 0: none (ml_stats_intervals_area) */
 
 void ml_stats_io_area(size_t rec_bytes) { io_rec_bytes = rec_bytes; }
+void ml_stats_intervals_area(size_t max) { iv_max = max; }
 
 static size_t up(size_t n, size_t to) { return (n + to - 1) / to * to; }
 
@@ -66,11 +70,12 @@ void ml_stats_layout(size_t site_bytes)
     L.rstats = up(L.blocks + paths * ML_NFUNC * sizeof(ml_fstat_t), 64);
     L.ucounts = up(L.rstats + paths * sizeof(ml_rstat_t), 64);
     L.bytes = up(L.ucounts + paths * ML_MAX_COUNTERS * sizeof(ml_ucount_t), PAGE);
-    L.io_files = L.io_accesses = L.sections = PAGE;
+    L.io_files = L.io_accesses = L.intervals = PAGE;
     if (io_rec_bytes) {
         L.io_accesses = up(L.io_files + (size_t)ml_g.config.io_max_files * io_rec_bytes, PAGE);
-        L.sections = up(L.io_accesses + (size_t)ml_g.config.io_accesses * sizeof(ml_io_access_t), PAGE);
+        L.intervals = up(L.io_accesses + (size_t)ml_g.config.io_accesses * sizeof(ml_io_access_t), PAGE);
     }
+    L.sections = up(L.intervals + iv_max * 2 * sizeof(uint64_t), PAGE);
 }
 
 size_t ml_stats_thread_offset(void) { return L.thread; }
@@ -162,6 +167,8 @@ int ml_stats_open(uint64_t tick_begin, uint64_t ns_begin)
     head->io_max_files = io_rec_bytes ? (uint64_t)ml_g.config.io_max_files : 0;
     head->io_accesses_at = L.io_accesses;
     head->io_max_accesses = io_rec_bytes ? (uint64_t)ml_g.config.io_accesses : 0;
+    head->intervals_at = L.intervals;
+    head->intervals_max = iv_max;
     head->tick_begin = tick_begin;
     head->ns_begin = ns_begin;
     head->tick_end = ml_g.t_init_end;
@@ -388,13 +395,13 @@ char *ml_stats_part(ml_thread_t *t, int which)
 /* ------------------------------------------------------------------------------- MPI-IO records */
 int ml_stats_io_map(void **files, void **accesses, uint64_t **count_accesses, uint64_t **count_dropped)
 {
-    if (stats_fd < 0 || L.sections == L.io_files) return -1;
+    if (stats_fd < 0 || L.intervals == L.io_files) return -1;
     pthread_mutex_lock(&lock);
     void *m = MAP_FAILED;
     /* the file's length covers the area (the sections come after it) before it is mapped */
     struct stat st;
     if (fstat(stats_fd, &st) == 0 && (st.st_size >= (off_t)L.sections || ftruncate(stats_fd, (off_t)L.sections) == 0))
-        m = mmap(NULL, L.sections - L.io_files, PROT_READ | PROT_WRITE, MAP_SHARED, stats_fd, (off_t)L.io_files);
+        m = mmap(NULL, L.intervals - L.io_files, PROT_READ | PROT_WRITE, MAP_SHARED, stats_fd, (off_t)L.io_files);
     pthread_mutex_unlock(&lock);
     if (m == MAP_FAILED) return -1;
     io_area = m;
@@ -411,14 +418,52 @@ int ml_stats_io_map(void **files, void **accesses, uint64_t **count_accesses, ui
 void ml_stats_io_reserve(size_t from, size_t to)
 {
     if (io_area == NULL || head->io_state != 1) return;
-    if (to > L.sections - L.io_files) to = L.sections - L.io_files;
+    if (to > L.intervals - L.io_files) to = L.intervals - L.io_files;
     if (from >= to) return;
     if (reserve_mapped(io_area, (off_t)L.io_files, from, to) == 0) return;
     say_given_up();
     head->io_tick_given_up = ml_now();
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     head->io_state = 2;
-    keep_in_memory(io_area, L.sections - L.io_files, (off_t)L.io_files);
+    keep_in_memory(io_area, L.intervals - L.io_files, (off_t)L.io_files);
+}
+
+/* ------------------------------------------------------------------------------- compute intervals */
+uint64_t *ml_stats_intervals_map(size_t first, uint64_t **count, uint64_t **dropped)
+{
+    if (stats_fd < 0 || iv_max == 0) return NULL;
+    const size_t len = L.sections - L.intervals;
+    pthread_mutex_lock(&lock);
+    void *m = MAP_FAILED;
+    struct stat st; /* as the MPI-IO area: the file's length covers the area before it is mapped */
+    if (fstat(stats_fd, &st) == 0 && (st.st_size >= (off_t)L.sections || ftruncate(stats_fd, (off_t)L.sections) == 0))
+        m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, stats_fd, (off_t)L.intervals);
+    pthread_mutex_unlock(&lock);
+    if (m == MAP_FAILED) return NULL;
+    if (reserve_mapped(m, (off_t)L.intervals, 0, first < len ? first : len) != 0) {
+        munmap(m, len);
+        say_given_up();
+        return NULL;
+    }
+    iv_area = m;
+    *count = &head->intervals_count;
+    *dropped = &head->intervals_dropped;
+    __atomic_store_n(&head->intervals_state, 1, __ATOMIC_RELEASE);
+    return m;
+}
+
+int ml_stats_intervals_reserve(size_t from, size_t to)
+{
+    if (iv_area == NULL || head->intervals_state != 1) return -1;
+    const size_t len = L.sections - L.intervals;
+    if (to > len) to = len;
+    if (from >= to || reserve_mapped(iv_area, (off_t)L.intervals, from, to) == 0) return 0;
+    say_given_up();
+    head->intervals_tick_given_up = ml_now();
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    head->intervals_state = 2;
+    keep_in_memory(iv_area, len, (off_t)L.intervals);
+    return -1;
 }
 
 /* MPI_Pcontrol(2): the thread's statistics zeroed by the thread itself. Pages given back would be
@@ -478,7 +523,8 @@ void ml_stats_after_fork(void)
             keep_in_memory(section_of(t), L.bytes, (off_t)t->stats_offset);
             t->stats_kept = 0;
         }
-    if (io_area != NULL) keep_in_memory(io_area, L.sections - L.io_files, (off_t)L.io_files);
+    if (io_area != NULL) keep_in_memory(io_area, L.intervals - L.io_files, (off_t)L.io_files);
+    if (iv_area != NULL) keep_in_memory(iv_area, L.sections - L.intervals, (off_t)L.intervals);
     if (head != NULL) mmap(head, PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, stats_fd, 0);
     if (names_fd >= 0) close(names_fd);
     names_fd = -1;

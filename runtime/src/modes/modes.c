@@ -91,8 +91,10 @@ const ml_mode_t ml_modes[] = {
         /* MPILENS_INTERVALS, not a --mode */
         .name = "intervals",
         .wanted = ml_intervals_wanted,
+        .load = ml_intervals_load,
         .init = ml_intervals_start,
         .finish = ml_intervals_finish,
+        .emergency = ml_intervals_emergency,
         .payload_tail = ml_intervals_payload,
     },
     {
