@@ -14,13 +14,20 @@ thread CPU clock) that every Linux perf_event offers.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import random
 import re
+import signal
 import subprocess
+from pathlib import Path
 
 import pytest
+from test_bad_input import read_until
+from test_killed import killed_job
 
-from conftest import BUILD, MPILENS, need_perf_events, papi_perf_event_off, run_example
+from conftest import BUILD, MPILENS, example, launcher, need_perf_events, papi_perf_event_off, run_example
 from mpilens import layout, papi
 
 PAPI = {"MPILENS_MODE": "profile,papi"}
@@ -78,6 +85,59 @@ def test_software_events_attributed_per_region_and_phase(mpi, tmp_path):
     html = tmp_path / "r.html"
     subprocess.run([str(MPILENS), "report", str(job.rundir), "--html", str(html)], capture_output=True, check=True)
     assert 'id="papi-regions"' in html.read_text()
+
+
+@pytest.mark.parametrize("how", ["sigkill", "sigterm"])
+def test_counts_of_a_killed_job_are_kept(mpi, how, tmp_path):
+    """papi_kernel's four regions, then every rank waits before MPI_Finalize ("held") and is killed:
+    by SIGKILL (nothing runs at its end) or by SIGTERM (its handler writes its partial profile).
+    Either way each rank's PAPI counts come from its statistics file, as the program defines them:
+    touch_large has 4x the page faults of touch_small (5 %), touch_small at least one per page,
+    each region its two compute phases."""
+    need_perf_events()
+    token = str(8_000_000 + random.randrange(1, 100_000))  # the ranks' iterations: how the test finds them
+    out = tmp_path / "run"
+    settings = {**SOFT, "MPILENS_SIGNALS": "0" if how == "sigkill" else "1"}
+    cmd = [str(MPILENS), "run", "-o", str(out), *(f"--set={k}={v}" for k, v in settings.items()), "--",
+           *launcher(mpi, 2), str(example(mpi, "papi_kernel")), token, str(PAGES), "held"]
+
+    def ranks(_proc) -> list[int]:
+        pids = [int(d.name) for d in Path("/proc").iterdir() if d.name.isdigit() and _is_rank(d, token)]
+        assert len(pids) == 2, pids
+        return pids
+
+    signo = signal.SIGKILL if how == "sigkill" else signal.SIGTERM
+    try:
+        killed_job(cmd, lambda proc: read_until(proc, r"^papi_kernel: held$", timeout=120), ranks, [(signo, 0.0)])
+    finally:  # a rank left behind would sleep for an hour
+        for d in Path("/proc").iterdir():
+            if d.name.isdigit() and _is_rank(d, token):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(int(d.name), signal.SIGKILL)
+    assert not list(out.glob("papi/rank-*.json"))  # no rank reached MPI_Finalize, where they are written
+    run = papi.load(out)
+    assert sum("PAPI counts recovered from" in p for p in run.problems) == 2, run.problems
+    assert run.events == ["perf::TASK-CLOCK", "perf::PAGE-FAULTS"] and run.read == "calls"
+    for rank in range(2):
+        small, large = _region(run, rank, "touch_small"), _region(run, rank, "touch_large")
+        pf_small, pf_large = run.value(small.compute, "perf::PAGE-FAULTS"), run.value(large.compute, "perf::PAGE-FAULTS")
+        assert PAGES <= pf_small <= PAGES * 1.05, (rank, pf_small)
+        assert pf_large / pf_small == pytest.approx(4.0, rel=0.05), (rank, pf_small, pf_large)
+        for path in ("loop_small", "loop_large", "touch_small", "touch_large"):
+            assert _region(run, rank, path).phases == 2
+        assert "MPI_Allreduce" in run.ranks[rank].functions and run.ranks[rank].reads > 0
+    p = subprocess.run([str(MPILENS), "papi", str(out), "--json"], capture_output=True, text=True)
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
+    assert any("recovered from" in x for x in json.loads(p.stdout)["problems"])
+
+
+def _is_rank(proc: Path, token: str) -> bool:
+    """Whether /proc/PID is a rank of papi_kernel started with `token` iterations."""
+    try:
+        return (proc / "comm").read_text().strip() == "papi_kernel" and \
+            token in (proc / "cmdline").read_bytes().decode(errors="replace").split("\0")
+    except OSError:
+        return False
 
 
 def test_software_events_from_per_host_files(mpi, tmp_path):

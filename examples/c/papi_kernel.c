@@ -19,8 +19,11 @@
  * done slower). In "slow" rank 1 gives its CPU away after each slice of the loop for twice the time
  * the slice took, as when two other busy processes share its CPU, whatever else runs on the
  * machine; "oversub" really shares its CPU with spinning processes (a clear result on an idle
- * machine only: on a loaded one the scheduler slows the other ranks too). Rank 0 prints
- * "papi_kernel: done". */
+ * machine only: on a loaded one the scheduler slows the other ranks too). MODE "held" runs what
+ * "both" runs, then (once every rank is done with them) every rank waits in an MPI_Barrier that
+ * rank 0 enters only after sleeping for an hour, after it printed "papi_kernel: held": a job to be
+ * killed before MPI_Finalize
+ * (tests/test_papi.py). Rank 0 prints "papi_kernel: done". */
 #define _GNU_SOURCE
 #include <mpi.h>
 #include <mpilens.h>
@@ -160,11 +163,21 @@ int main(int argc, char **argv)
     const long iters = argc > 1 ? atol(argv[1]) : 20000000;
     const long pages = argc > 2 ? atol(argv[2]) : 256;
     const char *mode = argc > 3 ? argv[3] : "both";
-    if (strcmp(mode, "both") == 0) {
+    const int held = strcmp(mode, "held") == 0;
+    if (strcmp(mode, "both") == 0 || held) {
         halves_timed("loop_small", loop, iters, 1);
         halves_timed("loop_large", loop, 4 * iters, 1);
         halves("touch_small", touch, pages);
         halves("touch_large", touch, 4 * pages);
+        if (held) {
+            MPI_Barrier(MPI_COMM_WORLD); /* every rank is done with its regions */
+            if (rank == 0) {
+                printf("papi_kernel: held\n");
+                fflush(stdout);
+                sleep(3600);
+            }
+            MPI_Barrier(MPI_COMM_WORLD);
+        }
     } else {
         const int slow = strcmp(mode, "oversub") == 0, third = strcmp(mode, "slow") == 0;
         pid_t hogs[HOGS] = {0};

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import _layout, layout
+from . import _layout, layout, recover
 from . import meta as meta_file
 from .errors import RunDirectoryError
 
@@ -218,16 +218,29 @@ def load(rundir: Path) -> PapiRun:
     """
     rundir = Path(rundir)
     folder = layout.papi_dir(rundir)
-    if not folder.is_dir():
-        raise RunDirectoryError(f"{rundir} has no {folder.name}/ folder: run the job with `mpilens run --mode papi`")
-    files = layout.papi_files(rundir)
-    nranks = 0
-    nranks = (meta_file.load(rundir, []) or {}).get("nranks", 0)
+    meta = meta_file.load(rundir, []) or {}
+    config = meta.get("config") if isinstance(meta.get("config"), dict) else {}
     problems: list[str] = []
+    files: list[Any] = layout.papi_files(rundir) if folder.is_dir() else []
+    have = {layout.rank_of("papi", f) for f in files}
+    # the ranks killed before they wrote theirs: their counts from their statistics files
+    recovered = recover.recover_papi(rundir, {r for r in have if r is not None}, problems) \
+        if "papi" in str(config.get("MPILENS_MODE", "")).split(",") else []
+    if not folder.is_dir() and not recovered:
+        raise RunDirectoryError(f"{rundir} has no {folder.name}/ folder: run the job with `mpilens run --mode papi`")
+    files += recovered
+    nranks = meta.get("nranks", 0)
     parsed: dict[int, dict[str, Any]] = {}
     for f in files:
         try:
-            d = json.loads(layout.read_regular(f).decode())  # a regular file only (a FIFO would hang)
+            # a regular file only (a FIFO would hang); a recovered rank comes as its bytes
+            d = json.loads(f.read_bytes() if isinstance(f, recover.Virtual) else layout.read_regular(f).decode())
+            if isinstance(f, recover.Virtual) and isinstance(d, dict):
+                # the run's settings, as the rank would have written them
+                d.update(read=config.get("MPILENS_PAPI_READ", "calls"), min_us=_int(config.get("MPILENS_PAPI_MIN_US")),
+                         multiplex=config.get("MPILENS_PAPI_MULTIPLEX") not in (None, "", "0"))
+                problems.append(f"rank {d.get('rank')}: its PAPI counts recovered from {f.name} (it ended without "
+                                "writing its papi file): up to its last read")
             if not isinstance(d, dict):
                 raise ValueError("not a JSON object")
             if d.get("schema") != SCHEMA:
@@ -238,7 +251,8 @@ def load(rundir: Path) -> PapiRun:
     if not parsed:
         raise RunDirectoryError(f"{folder} holds no readable rank file" + (f": {problems[0]}" if problems else ""))
     nranks = max(nranks, max(parsed) + 1)
-    first = parsed[min(parsed)]
+    written = [r for r in parsed if r in have]  # the run's settings from a rank that wrote its file
+    first = parsed[min(written or parsed)]
     events = list(first.get("events", []))
     ranks: list[RankCounts | None] = []
     for r in range(nranks):
@@ -301,3 +315,11 @@ def summary(run: PapiRun) -> dict[str, Any]:
             "functions": {k: {"time_s": v["time_s"], "counts": dict(zip(run.events, v["counts"]))}
                           for k, v in sorted(functions.items(), key=lambda kv: -kv[1]["time_s"])},
             "imbalance": run.imbalance().to_dict(), "problems": run.problems}
+
+
+def _int(text: Any) -> int:
+    """A setting's integer value (0 when it has none)."""
+    try:
+        return int(text)
+    except (TypeError, ValueError):
+        return 0

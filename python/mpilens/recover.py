@@ -607,3 +607,88 @@ def _intervals_file(fd: int, names_path: Path, rank: int) -> RecoveredIntervals 
     return RecoveredIntervals("", rank, b"".join(out), None if given_up is None else
                               max(given_up - head["tick_end"], 0) / rate / 1e9)
 
+
+
+# ------------------------------------------------------------------ papi mode's counts
+def recover_papi(run_dir: str | Path, have: set[int], problems: list[str]) -> list[Virtual]:
+    """The PAPI counts (papi mode) of the ranks of run_dir that left a statistics file holding some
+    and no papi file of their own (`have`), each as the rank's papi file (JSON) without the run's
+    settings (`read`, `min_us`, `multiplex`: papi.py takes them from meta.json)."""
+    return _stats_files(run_dir, have, problems, "the PAPI counts", _papi_file)
+
+
+def _region_path(regions: dict[int, Any], path: int) -> str:
+    """A region path as papi.c's files name it: "outer/inner", "" for the root."""
+    parts: list[str] = []
+    while path != 0 and len(parts) < 64:
+        parent, _, name = regions.get(path, (0, 0, f"(region path {path}: name lost)".encode()))
+        parts.append(name.decode("utf-8", "surrogateescape"))
+        path = parent
+    return "/".join(reversed(parts))
+
+
+def _papi_part(area: bytes, h: dict[str, Any], key: str, dtype: str, count: int, thread: int) -> Any:
+    """An array of a thread's PAPI counts (a numpy array of count 8-byte values at h[key])."""
+    import numpy as np
+
+    off = h[key]
+    if off < L.STATS_PAPI.size or off + 8 * count > len(area):
+        raise Damaged(f"thread section {thread}: PAPI's {key} lies outside its area")
+    return np.frombuffer(area, dtype=dtype, count=count, offset=off)
+
+
+def _papi_file(fd: int, names_path: Path, rank: int) -> Virtual | None:
+    """The papi file (python/mpilens/papi.py's format) of the counts in a statistics file's thread
+    sections (their mode areas, each a stats_papi and its arrays), summed over the threads."""
+    import numpy as np
+
+    head = _head(fd, rank)
+    names = _names(names_path)
+    named = names[L.STATS_NAME_KIND_PAPI_EVENT]
+    events = [named[i][2].decode("utf-8", "surrogateescape") for i in sorted(named)]
+    if not events or sorted(named) != list(range(len(events))):
+        return None  # papi mode counted nothing on this rank (or was not on)
+    n, paths, rate = len(events), head["max_paths"], _rate(head)
+    assert rate is not None  # _head checked it
+    nfunc = head["nfunc"]
+    compute, mpi_path = np.zeros((paths, n), np.int64), np.zeros((paths, n), np.int64)
+    mpi_fn, fn_ticks = np.zeros((nfunc, n), np.int64), np.zeros(nfunc, np.uint64)
+    compute_ticks, phases = np.zeros(paths, np.uint64), np.zeros(paths, np.uint64)
+    reads = read_ticks = unread = threads = 0
+    sb = head["section_bytes"]
+    for t in range(head["nthreads"]):
+        base = head["sections_at"] + t * sb
+        s = dict(zip(L.STATS_SECTION_FIELDS, L.STATS_SECTION.unpack(_pread(fd, base, L.STATS_SECTION.size,
+                                                                             f"thread section {t}"))))
+        if s["magic"] != L.MAGIC_STATS_SECTION or s["mode"] == 0:
+            continue
+        if s["mode"] + s["mode_bytes"] > sb or s["mode_bytes"] < L.STATS_PAPI.size:
+            raise Damaged(f"thread section {t}: its PAPI counts lie outside it")
+        area = _pread(fd, base + s["mode"], s["mode_bytes"], f"thread section {t}'s PAPI counts")
+        h = _record(L.STATS_PAPI, L.STATS_PAPI_FIELDS, area)
+        if h["events"] == 0:
+            continue  # the thread's event set did not start, or it never made an MPI call
+        if h["events"] != n or h["nfunc"] != nfunc:
+            raise Damaged(f"thread section {t}: PAPI counts of {h['events']} events and {h['nfunc']} functions "
+                          f"({n} and {nfunc} named)")
+        compute += _papi_part(area, h, "compute", "<i8", paths * n, t).reshape(paths, n)
+        mpi_path += _papi_part(area, h, "mpi_path", "<i8", paths * n, t).reshape(paths, n)
+        mpi_fn += _papi_part(area, h, "mpi_fn", "<i8", nfunc * n, t).reshape(nfunc, n)
+        compute_ticks += _papi_part(area, h, "compute_ticks", "<u8", paths, t)
+        phases += _papi_part(area, h, "phases", "<u8", paths, t)
+        fn_ticks += _papi_part(area, h, "fn_ticks", "<u8", nfunc, t)
+        reads, read_ticks, unread, threads = reads + h["reads"], read_ticks + h["read_ticks"], unread + h["unread"], \
+            threads + 1
+    if threads == 0:
+        return None
+    regions, funcs = names[L.STATS_NAME_KIND_REGION], names[L.STATS_NAME_KIND_FUNCTION]
+    doc = {"schema": L.SCHEMA_PAPI, "rank": rank, "events": events, "refused": "", "off_reason": "",
+           "threads": threads, "reads": int(reads), "unread_calls": int(unread),
+           "read_cost_ns": read_ticks / rate / reads if reads else 0.0,
+           "regions": [{"path": _region_path(regions, p), "compute_s": float(compute_ticks[p]) / rate * 1e-9,
+                        "phases": int(phases[p]), "compute": compute[p].tolist(), "mpi": mpi_path[p].tolist()}
+                       for p in range(paths) if phases[p]],
+           "functions": {funcs[f][2].decode("utf-8", "surrogateescape"):
+                         {"time_s": float(fn_ticks[f]) / rate * 1e-9, "counts": mpi_fn[f].tolist()}
+                         for f in range(nfunc) if fn_ticks[f] and f in funcs}}
+    return Virtual("", rank, json.dumps(doc).encode("utf-8", "surrogateescape"))

@@ -18,8 +18,9 @@ int ml_stats_open(uint64_t tick_begin, uint64_t ns_begin);
  * memory; NULL when there is no memory. The ml_thread_t lies ml_stats_thread_offset() in. */
 char *ml_stats_section(uint64_t *offset, int *kept);
 size_t ml_stats_thread_offset(void);
-enum { ML_STATS_HIST, ML_STATS_MATRIX, ML_STATS_SITES, ML_STATS_BLOCKS, ML_STATS_RSTATS, ML_STATS_UCOUNTS };
-/* where a part of t's section starts */
+enum { ML_STATS_HIST, ML_STATS_MATRIX, ML_STATS_SITES, ML_STATS_BLOCKS, ML_STATS_RSTATS, ML_STATS_UCOUNTS,
+       ML_STATS_MODE };
+/* where a part of t's section starts (ML_STATS_MODE: NULL when no mode asked for an area) */
 char *ml_stats_part(struct ml_thread *t, int which);
 /* t's section header written (its call sites set up first) */
 void ml_stats_section_ready(struct ml_thread *t);
@@ -31,8 +32,13 @@ void ml_stats_reset_gen(uint32_t gen);
 void ml_stats_dropped_regions(uint64_t n);
 /* one name record (ML_STATS_NAME_*), appended; under the caller's lock */
 void ml_stats_name(int kind, uint32_t id, uint32_t aux, uint64_t aux64, const char *name);
-/* the rank's measurements are whole in the profile or its partial file: the files are removed */
+/* the rank's measurements are whole in the profile: the files are removed */
 void ml_stats_remove(void);
+/* the rank's partial profile is written: the files are removed, unless a mode's area keeps them */
+void ml_stats_partial_written(void);
+/* An area of `bytes` in every thread's section for a mode's own counts, kept like the profile's
+ * (faulted in when the section is made, zero at first): asked for before MPI_Init (a load hook) */
+void ml_stats_thread_area(size_t bytes);
 /* MPI_Finalize began (measuring stopped): the statistics file says so */
 void ml_stats_finalizing(void);
 /* An area for I/O per file's records (rec_bytes each) and accesses in the file, sized by

@@ -447,8 +447,8 @@ void ml_partial_dump(int reason, int signo)
     if (!__atomic_load_n(&ml_g.ready, __ATOMIC_ACQUIRE) || ml_g.finalized) return;
     if (__atomic_exchange_n(&done, 1, __ATOMIC_ACQ_REL)) return;
     ml_set_active(0);
-    /* whole in the partial file: the statistics file is not needed any more */
+    /* whole in the partial file: the statistics file is not needed any more (but for a mode's area) */
     if (ml_payload_to_file(ml_g.partial_tmp_path, ml_g.partial_path, ML_STREAM_PARTIAL, 0, reason, signo) == 0)
-        ml_stats_remove();
+        ml_stats_partial_written();
     ml_modes_emergency(reason); /* the table of modes: trace, memory, ... */
 }

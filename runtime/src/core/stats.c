@@ -42,7 +42,7 @@ static char stats_path[4200], names_path[4200];
 
 /* Where a section's parts start, from its start (the same for every thread of the process). */
 static struct {
-    size_t thread, hist, matrix, sites, blocks, rstats, ucounts, bytes, fixed;
+    size_t thread, hist, matrix, sites, mode, blocks, rstats, ucounts, bytes, fixed;
     /* in the file: the MPI-IO area (io.c's records, then its accesses), the compute intervals,
      * then the sections */
     size_t io_files, io_accesses, intervals, sections;
@@ -52,7 +52,10 @@ static size_t io_rec_bytes; /* the stride of the MPI-IO records; 0: no MPI-IO ar
 static char *iv_area; /* mapped [L.intervals, L.sections), NULL when not in the file */
 static size_t iv_max; /* pairs of the intervals area; 0: none (ml_stats_intervals_area) */
 
+static size_t mode_bytes; /* the area of every section a mode asked for; 0: none (ml_stats_thread_area) */
+
 void ml_stats_io_area(size_t rec_bytes) { io_rec_bytes = rec_bytes; }
+void ml_stats_thread_area(size_t bytes) { mode_bytes = (bytes + 63) / 64 * 64; }
 void ml_stats_intervals_area(size_t max) { iv_max = max; }
 
 static size_t up(size_t n, size_t to) { return (n + to - 1) / to * to; }
@@ -64,8 +67,9 @@ void ml_stats_layout(size_t site_bytes)
     L.hist = up(L.thread + sizeof(ml_thread_t), 64);
     L.matrix = up(L.hist + (size_t)ML_NFUNC * ML_NBINS * sizeof(ml_hbin_t), 64);
     L.sites = up(L.matrix + (size_t)ml_g.size * sizeof(ml_peer_t), 64);
+    L.mode = up(L.sites + site_bytes, 64);
     /* the per-path rows last: reserved one path at a time */
-    L.fixed = up(L.sites + site_bytes, PAGE);
+    L.fixed = up(L.mode + mode_bytes, PAGE);
     L.blocks = L.fixed;
     L.rstats = up(L.blocks + paths * ML_NFUNC * sizeof(ml_fstat_t), 64);
     L.ucounts = up(L.rstats + paths * sizeof(ml_rstat_t), 64);
@@ -331,6 +335,7 @@ char *ml_stats_section(uint64_t *offset, int *kept)
             if (m != MAP_FAILED) {
                 p = m;
                 populate(p, L.hist); /* its header and the thread's state; the rest as it is used */
+                if (mode_bytes) populate(p + L.mode, mode_bytes); /* a mode's area: written from the start */
             }
         }
         if (p != NULL) {
@@ -375,6 +380,8 @@ void ml_stats_section_ready(ml_thread_t *t)
     h->sites = t->sites ? (uint64_t)((char *)t->sites - (char *)h) : 0;
     h->site_other = t->sites ? (uint64_t)((char *)t->site_other - (char *)h) : 0;
     h->site_frames = t->sites ? (uint64_t)((char *)t->site_frames - (char *)h) : 0;
+    h->mode = mode_bytes ? L.mode : 0;
+    h->mode_bytes = mode_bytes;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     memcpy(h->magic, ML_MAGIC_STATS_SECTION, ML_MAGIC_LEN);
 }
@@ -388,6 +395,7 @@ char *ml_stats_part(ml_thread_t *t, int which)
     case ML_STATS_SITES: return s + L.sites;
     case ML_STATS_BLOCKS: return s + L.blocks;
     case ML_STATS_RSTATS: return s + L.rstats;
+    case ML_STATS_MODE: return mode_bytes ? s + L.mode : NULL;
     default: return s + L.ucounts;
     }
 }
@@ -511,6 +519,15 @@ void ml_stats_remove(void)
     if (stats_fd < 0) return;
     ml_file_unlink(stats_path);
     ml_file_unlink(names_path);
+}
+
+/* The rank's partial profile is written (it ends without MPI_Finalize): the files go, unless a
+ * mode's area holds what the mode writes only at MPI_Finalize (papi mode's counts); the file then
+ * stays, saying that its profile is whole elsewhere. */
+void ml_stats_partial_written(void)
+{
+    if (mode_bytes) stats_written();
+    else ml_stats_remove();
 }
 
 /* A child made by fork() shares the parent's mappings: its stores must not land in the parent's

@@ -20,7 +20,10 @@
  * A read is one PAPI_read (a read(2) of the perf_event file descriptors where the kernel gives
  * no user-space counter access); its measured cost is written with the counts.
  *
- * Output: papi/rank-NNNNNN.json per rank, written at MPI_Finalize (format: docs/papi.md). */
+ * Output: papi/rank-NNNNNN.json per rank, written at MPI_Finalize (format: docs/papi.md). Until
+ * then each thread's counts live in its section of the rank's statistics file (a stats_papi and its
+ * arrays, the area papi asks for at load), so that `mpilens papi` reads them there for a rank that
+ * was killed, or ended without MPI_Finalize (python/mpilens/recover.py). */
 #include <ctype.h>
 #include <dlfcn.h>
 #include <errno.h>
@@ -35,6 +38,7 @@
 #include "ml_files.h"
 #include "ml_papi.h"
 #include "ml_counters.h"
+#include "ml_stats.h"
 
 /* The PAPI constants this file uses, from papi.h 7 (its ABI since PAPI 5); papi.h itself is not
  * needed to build the runtime. */
@@ -196,39 +200,66 @@ static void choose_events(const char *requested)
 /* ------------------------------------------------------------------------------- per thread */
 struct ml_papi_thread {
     int es;                 /* this thread's event set, or ML_PAPI_NULL when it could not start */
+    ml_stats_papi_t *head;  /* its counts' head in the statistics file (reads, read_ticks, unread, offsets) */
     int in_mpi;             /* read at the start of the current MPI call */
     uint64_t enter_tick;    /* start of the current MPI call */
-    uint64_t unread;        /* MPI calls not read on their own (MPILENS_PAPI_MIN_US) */
     uint64_t last_tick;     /* time of the last read */
     long long last[ML_PAPI_MAX_EVENTS];
+    /* the arrays, in the thread's area of the statistics file (or in memory when it has none) */
     long long *compute;     /* [max_paths][n]: between MPI calls (all of it in regions mode) */
     uint64_t *compute_ticks; /* [max_paths] */
     uint64_t *phases;       /* [max_paths]: compute stretches ended by an MPI call or a region edge */
     long long *mpi_path;    /* [max_paths][n]: inside MPI calls */
     long long *mpi_fn;      /* [ML_NFUNC][n] */
     uint64_t *mpi_fn_ticks; /* [ML_NFUNC] */
-    uint64_t reads, read_ticks;
     struct ml_papi_thread *next;
 };
 
+/* The bytes of a thread's counts for n events over `paths` region paths: a stats_papi, then its
+ * arrays (runtime/spec/rundir.yaml) */
+static size_t area_bytes(size_t n, size_t paths)
+{
+    return sizeof(ml_stats_papi_t) + (2 * paths * n + (size_t)ML_NFUNC * n) * sizeof(long long) +
+           (2 * paths + (size_t)ML_NFUNC) * sizeof(uint64_t);
+}
+
+/* The thread's arrays laid out in `area` (zeroed, area_bytes long) for ev.n events */
+static void lay_out(struct ml_papi_thread *p, char *area, size_t paths)
+{
+    const size_t n = (size_t)ev.n;
+    ml_stats_papi_t *h = (ml_stats_papi_t *)area;
+    h->nfunc = ML_NFUNC;
+    h->compute = sizeof *h;
+    h->mpi_path = h->compute + paths * n * sizeof(long long);
+    h->mpi_fn = h->mpi_path + paths * n * sizeof(long long);
+    h->compute_ticks = h->mpi_fn + (size_t)ML_NFUNC * n * sizeof(long long);
+    h->phases = h->compute_ticks + paths * sizeof(uint64_t);
+    h->fn_ticks = h->phases + paths * sizeof(uint64_t);
+    p->head = h;
+    p->compute = (long long *)(area + h->compute);
+    p->mpi_path = (long long *)(area + h->mpi_path);
+    p->mpi_fn = (long long *)(area + h->mpi_fn);
+    p->compute_ticks = (uint64_t *)(area + h->compute_ticks);
+    p->phases = (uint64_t *)(area + h->phases);
+    p->mpi_fn_ticks = (uint64_t *)(area + h->fn_ticks);
+}
+
 static struct ml_papi_thread *all_threads;
+static size_t area_paths; /* the region paths the statistics file's areas were sized for (0: none) */
 int ml_papi_regions;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void thread_start(ml_thread_t *t)
 {
-    const size_t paths = ml_g.max_paths, n = (size_t)ev.n;
+    const size_t paths = ml_g.max_paths;
     struct ml_papi_thread *p = calloc(1, sizeof *p);
     if (p == NULL) return;
-    p->compute = calloc(paths * n, sizeof(long long));
-    p->compute_ticks = calloc(paths, sizeof(uint64_t));
-    p->phases = calloc(paths, sizeof(uint64_t));
-    p->mpi_path = calloc(paths * n, sizeof(long long));
-    p->mpi_fn = calloc((size_t)ML_NFUNC * n, sizeof(long long));
-    p->mpi_fn_ticks = calloc((size_t)ML_NFUNC, sizeof(uint64_t));
+    /* the statistics file's area when the thread's section has one for these events, else memory */
+    char *area = ml_stats_part(t, ML_STATS_MODE);
+    if (area == NULL || area_paths != paths) area = calloc(1, area_bytes((size_t)ev.n, paths));
+    if (area != NULL) lay_out(p, area, paths);
     p->es = ML_PAPI_NULL;
-    if (p->compute && p->compute_ticks && p->phases && p->mpi_path && p->mpi_fn && p->mpi_fn_ticks &&
-        new_eventset(&p->es) == 0) {
+    if (area != NULL && new_eventset(&p->es) == 0) {
         int ok = 1;
         for (int i = 0; i < ev.n && ok; i++) ok = P.add_named_event(p->es, ev.names[i]) == ML_PAPI_OK;
         if (!ok || P.start(p->es) != ML_PAPI_OK || P.read(p->es, p->last) != ML_PAPI_OK) {
@@ -238,6 +269,7 @@ static void thread_start(ml_thread_t *t)
             p->es = ML_PAPI_NULL;
         }
     }
+    if (p->es != ML_PAPI_NULL) p->head->events = (uint32_t)ev.n; /* a reader takes the counts from now */
     p->last_tick = ml_now();
     pthread_mutex_lock(&lock);
     p->next = all_threads;
@@ -253,8 +285,8 @@ static inline void read_into(struct ml_papi_thread *p, long long *dst)
     const uint64_t r0 = ml_now();
     if (P.read(p->es, v) != ML_PAPI_OK) return;
     const uint64_t r1 = ml_now();
-    p->reads++;
-    p->read_ticks += r1 - r0;
+    p->head->reads++;
+    p->head->read_ticks += r1 - r0;
     for (int i = 0; i < ev.n; i++) {
         dst[i] += v[i] - p->last[i];
         p->last[i] = v[i];
@@ -297,7 +329,7 @@ void ml_papi_leave(ml_thread_t *t, int fn)
     struct ml_papi_thread *p = papi_of(t);
     if (p == NULL) return;
     if (!p->in_mpi && ml_now() - p->enter_tick < ev.min_ticks) { /* a short call after a short stretch */
-        p->unread++;
+        p->head->unread++;
         return;
     }
     long long d[ML_PAPI_MAX_EVENTS] = {0};
@@ -462,6 +494,12 @@ int ml_papi_load(char *err, size_t errlen)
     (void)err;
     (void)errlen;
     sde_open();
+    /* room for each thread's counts in its section of the statistics file: they outlive the rank */
+    const char *requested = ml_g.config.papi_events ? ml_g.config.papi_events : "";
+    if (strcmp(requested, "none") != 0) {
+        area_paths = (size_t)ml_g.config.max_regions + 2; /* ml_g.max_paths, set at MPI_Init */
+        ml_stats_thread_area(area_bytes(ML_PAPI_MAX_EVENTS, area_paths));
+    }
     return 0;
 }
 
@@ -508,6 +546,7 @@ int ml_papi_init(void)
         return 0;
     }
     ev.on = 1;
+    for (int i = 0; i < ev.n; i++) ml_stats_name(ML_STATS_NAME_PAPI_EVENT, (uint32_t)i, 0, 0, ev.names[i]);
     ml_log(1, "PAPI: counting %d events (%s%s), read at %s", ev.n, ev.names[0], ev.n > 1 ? ", ..." : "",
            ev.per_call ? "MPI calls and region boundaries" : "region boundaries");
     if (ev.per_call) ml_g.observers |= ML_OBS_PAPI;
@@ -574,9 +613,9 @@ void ml_papi_finish(void)
     for (struct ml_papi_thread *p = all_threads; p; p = p->next) {
         if (p->es == ML_PAPI_NULL) continue;
         threads++;
-        reads += p->reads;
-        unread += p->unread;
-        read_ticks += p->read_ticks;
+        reads += p->head->reads;
+        unread += p->head->unread;
+        read_ticks += p->head->read_ticks;
         for (size_t i = 0; i < paths * n; i++) {
             compute[i] += p->compute[i];
             mpi_path[i] += p->mpi_path[i];
