@@ -216,8 +216,12 @@ def read_rank(path: layout.RankFile) -> RankTrace:
         thread[i:i + count] = th
         i += count
     try:
-        _decode_compact(data, blocks, events[n_old:], thread[n_old:], site[n_old:], len(head.get("functions", [])),
-                        to_done[n_old:])
+        nfunc, at = len(head.get("functions", [])), n_old
+        for part in _decoding_chunks(blocks):  # fillings are independent: their temporaries stay small
+            n = sum(b.count for b in part)
+            _decode_compact(data, part, events[at:at + n], thread[at:at + n], site[at:at + n], nfunc,
+                            to_done[at:at + n])
+            at += n
         events, thread, site = _place_late_calls(events, thread, site, to_done, (trailer or {}).get("late_calls", []),
                                                  int(head.get("world_uid", 0)))
     except ValueError as err:
@@ -245,6 +249,25 @@ def _whole_fillings(blocks: list[_Block], name: str, problems: list[str]) -> lis
     if lost:
         problems.append(f"{name}: {lost} events after a missing block could not be decoded (skipped)")
     return kept
+
+
+DECODE_CHUNK = 1 << 18  # events decoded at a time (at least one filling; about 60 MB of temporaries)
+
+
+def _decoding_chunks(blocks: list[_Block]) -> Iterator[list[_Block]]:
+    """The blocks (in event order, _whole_fillings) in runs of whole fillings of about DECODE_CHUNK
+    events: what an event leaves out comes from the events before it in its filling only, so each
+    run decodes on its own."""
+    part: list[_Block] = []
+    n = 0
+    for b in blocks:
+        if b.first == 0 and n >= DECODE_CHUNK:
+            yield part
+            part, n = [], 0
+        part.append(b)
+        n += b.count
+    if part:
+        yield part
 
 
 def _decode_compact(data: memoryview, blocks: list[_Block], out: np.ndarray, thread: np.ndarray,
@@ -499,11 +522,14 @@ def _place_late_calls(events: np.ndarray, thread: np.ndarray, site: np.ndarray, 
         call_thread = np.concatenate([call_thread, p[:, 0]]).astype(np.uint32)
         call_site = np.concatenate([call_site, p[:, 7]]).astype(np.uint32)
     # the events in place, in their order: those not late, and the completions of the late ones
-    keep = np.sort(np.concatenate([np.flatnonzero(~late), li[~alone]]))
-    placed = events[keep]
-    is_done = late[keep]
+    # (in place in `events` when no late call is alone: no copy of the rank's events)
+    if alone.any():
+        keep = np.sort(np.concatenate([np.flatnonzero(~late), li[~alone]]))
+        placed, placed_thread, placed_site, is_done = events[keep], thread[keep], site[keep], late[keep]
+    else:
+        placed, placed_thread, placed_site, is_done = events, thread, site, late
     placed[is_done] = done
-    placed_thread, placed_site = thread[keep], np.where(is_done, 0, site[keep]).astype(np.uint32)
+    placed_site[is_done] = 0
     # each call: before the first event of its thread, in their order, that did not start before it
     where = np.empty(len(calls), dtype=np.int64)
     runs = np.flatnonzero(np.r_[True, placed_thread[1:] != placed_thread[:-1]]) if len(placed) else np.zeros(0, int)
@@ -516,14 +542,20 @@ def _place_late_calls(events: np.ndarray, thread: np.ndarray, site: np.ndarray, 
             where[mine] = lo + np.searchsorted(np.sort(placed["t0"][lo:hi]), calls["t0"][mine], side="left")
         else:  # a thread with no other event: after the threads before it
             where[mine] = np.searchsorted(placed_thread, th)
-    at = np.arange(len(placed), dtype=np.int64)
-    out = np.concatenate([placed, calls])
-    key_where = np.concatenate([at, where])
-    before = np.concatenate([np.ones(len(placed), dtype=np.int8), np.zeros(len(calls), dtype=np.int8)])
-    when = np.concatenate([np.zeros(len(placed), dtype=np.uint64), calls["t0"]])
-    order = np.lexsort((when, before, key_where))
-    return (out[order], np.concatenate([placed_thread, call_thread])[order],
-            np.concatenate([placed_site, call_site])[order])
+    # the calls in their order (those before one event by their start), each written into its place
+    # among the others: the k-th call before placed event `where` lands at where + k, and placed
+    # event i at i + the calls before it (one output array, written once)
+    order = np.lexsort((calls["t0"], where))
+    where = where[order]
+    call_at = where + np.arange(len(where), dtype=np.int64)
+    placed_at = np.arange(len(placed), dtype=np.int64)
+    placed_at += np.searchsorted(where, placed_at, side="right")
+    out = np.empty(len(placed) + len(calls), dtype=EVENT)
+    out_thread = np.empty(len(out), dtype=np.uint32)
+    out_site = np.empty(len(out), dtype=np.uint32)
+    out[placed_at], out_thread[placed_at], out_site[placed_at] = placed, placed_thread, placed_site
+    out[call_at], out_thread[call_at], out_site[call_at] = calls[order], call_thread[order], call_site[order]
+    return out, out_thread, out_site
 
 
 def _split_call_done(events: np.ndarray, thread: np.ndarray,

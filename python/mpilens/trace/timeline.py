@@ -47,8 +47,8 @@ class Events:
         for k in COLUMNS:
             columns[k] = np.concatenate([p.columns[k] for p in parts])
             if consume:
-                for p in parts:
-                    p.columns[k] = p.columns[k][:0]
+                for p in parts:  # (an empty array of its own: a slice would keep the whole column)
+                    p.columns[k] = np.empty(0, dtype=p.columns[k].dtype)
         return cls(columns)
 
     def __len__(self) -> int:
