@@ -164,13 +164,15 @@ $(BUILD)/%/tests/test_tables: tests/c/test_tables.c tests/c/unit.h $(BUILD)/%/ge
 
 # ---------------------------------------------------------------- checks
 # the fast tier: lint and every test that starts no MPI job, no application and no browser
-# (pytest.ini lists the markers; tests/conftest.py fails a test of this tier that starts one anyway)
+# (pytest.ini lists the markers; tests/conftest.py fails a test of this tier that starts one anyway),
+# on the parallel workers (nothing in it depends on timing: 58 s here against 103-118 s on one)
 FAST := not (mpi or apps or slurm or hosts or browser or matrix or install)
-# parallel test workers of `make test` (one module each; the `serial` modules then run alone)
+# parallel test workers of `make test` and `make check` (one module each; the `serial` modules of
+# `make test` then run alone)
 TEST_WORKERS ?= 2
 check: all units
 	$(VENV)/bin/ruff check python tests bench
-	MPILENS_TEST_TIER=check $(VENV)/bin/python -m pytest -q -m "$(FAST)" tests
+	MPILENS_TEST_TIER=check $(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "$(FAST)" tests
 
 # the committed run directories the fast tier reads, made again from real runs (after a change of
 # the run directory's format: tests/test_committed_runs.py says when)
