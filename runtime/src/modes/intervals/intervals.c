@@ -87,8 +87,10 @@ int ml_intervals_write(int reason)
                                   .dropped = dropped};
     memcpy(head.magic, ML_MAGIC_INTERVALS, ML_MAGIC_LEN);
     ml_sink_put(&o, &head, sizeof head);
+    /* the rate once: in a rank that ends early it is measured anew at each ask */
+    const double s_per_tick = ml_clock_is_tsc ? 1e-9 / ml_ticks_per_ns() : 1e-9;
     for (uint64_t i = 0; i < n; i++) {
-        const ml_interval_t x = {ml_ticks_to_ns(ticks[2 * i]) * 1e-9, ml_ticks_to_ns(ticks[2 * i + 1]) * 1e-9};
+        const ml_interval_t x = {(double)ticks[2 * i] * s_per_tick, (double)ticks[2 * i + 1] * s_per_tick};
         ml_sink_put(&o, &x, sizeof x);
     }
     ml_sink_flush(&o);
