@@ -269,6 +269,8 @@ SERIAL = {"test_apps", "test_compare", "test_hosts", "test_html_report", "test_i
           "test_counters_intervals", "test_trace_filters::test_time_window",
           "test_hotpath::test_lammps_benchmark_runs_a_setting_in_the_mode_it_names",
           "test_quo::test_quiesced_ranks_sleep", "test_quo::test_bindings_applied_on_this_machine",
+          # the compute time of each rank, against the work it does: wall time that jobs beside it take
+          "test_papi::test_imbalance_more_work_vs_slower_work",
           "test_quo::test_quo_footprint_in_memory_mode",
           "test_quo::test_coupled_example_same_result_in_every_mode",
           *(f"test_trace::{t}" for t in ("test_late_sender", "test_late_burst_is_one_finding", "test_late_receiver",
