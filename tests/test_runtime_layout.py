@@ -106,3 +106,17 @@ def test_the_embedded_header_holds_types_only():
     text = strip_comments((SRC / "modes" / "trace" / "trace_thread.h").read_text())
     assert not re.search(r"^[^\s#}{][^;{]*\b\w+\s*\([^)]*\)\s*[;{]", text, flags=re.M), "a function in trace_thread.h"
     assert "#include \"" not in text
+
+
+GENERATOR = [*sorted((SRC.parent / "spec").glob("*.yaml")), SRC.parent / "gen" / "generate.py"]
+
+
+@pytest.mark.parametrize("path", GENERATOR, ids=lambda p: p.name)
+def test_the_specs_and_the_generator_name_no_mode(path: Path):
+    """The wrappers reach a mode only through calls/ml_observe.h: the specs say what a function
+    means (semantics.yaml's keys), never which of a mode's functions to call, and the generator
+    spells none (comments included: a name there would be a contract with a mode)."""
+    words = set(re.findall(r"\b[A-Za-z_]\w*\b", path.read_text()))
+    for header in mode_headers():
+        used = sorted(words & mode_declared(header))
+        assert not used, f"{path.name} names {used}, declared by modes/{header.relative_to(SRC / 'modes')}"

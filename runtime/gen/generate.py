@@ -52,6 +52,8 @@ EXPR_HELPERS = {"TSIZE", "NPEERS", "RANK", "ISROOT", "ISLEAF", "CONTRIB", "INPLA
 FORGETS = {"comm": "ml_comm_forget(*comm)", "datatype": "ml_type_forget(*datatype)"}
 POSTS_RECEIVE = ("ml_observe_receives()", "ml_observe_receive(ml_t, source, tag, comm)")
 NAMES = {"comm": "ml_observe_comm_named(comm)"}
+# (lifetime, tool_pvars) -> the prefix of the function the wrapper calls instead of the MPI's
+INNER = {(True, False): "ml_lifetime", (False, True): "ml_observe"}
 
 HANDLE_F2C = {
     "MPI_Comm": "PMPI_Comm_f2c", "MPI_Datatype": "PMPI_Type_f2c", "MPI_Request": "PMPI_Request_f2c",
@@ -118,7 +120,7 @@ def load_semantics(path: Path, functions: list[standard.StdFunction]) -> tuple[d
         if name not in by_name:
             raise SystemExit(f"semantics.yaml: {name} is not a function of the MPI standard")
         unknown = set(e) - {"class", "send", "recv", "peer", "source", "matrix", "request", "forgets", "posts_receive",
-                            "names", "inner", "sync", "handwritten", "status_probe"}
+                            "names", "lifetime", "tool_pvars", "sync", "handwritten", "status_probe"}
         if unknown:
             raise SystemExit(f"semantics.yaml: {name}: unknown keys {sorted(unknown)}")
         if e["class"] not in CLASSES:
@@ -127,6 +129,8 @@ def load_semantics(path: Path, functions: list[standard.StdFunction]) -> tuple[d
             raise SystemExit(f"semantics.yaml: {name}: request must be nonblocking or persistent")
         if e.get("forgets") not in (None, *FORGETS) or e.get("names") not in (None, *NAMES):
             raise SystemExit(f"semantics.yaml: {name}: forgets must be one of {sorted(FORGETS)}, names one of {sorted(NAMES)}")
+        if e.get("lifetime") and e.get("tool_pvars"):
+            raise SystemExit(f"semantics.yaml: {name}: lifetime and tool_pvars name two functions to call instead")
         if e.get("forgets") and e.get("posts_receive"):
             raise SystemExit(f"semantics.yaml: {name}: forgets and posts_receive are two statements before the call")
         before, before_when = FORGETS.get(e.get("forgets")), None
@@ -136,7 +140,8 @@ def load_semantics(path: Path, functions: list[standard.StdFunction]) -> tuple[d
             cls=e["class"], send=e.get("send"), recv=e.get("recv"), peer=e.get("peer"), source=e.get("source"),
             matrix=e.get("matrix", e["class"] == "p2p" and e.get("peer") is not None and e.get("send") is not None),
             request=e.get("request"), before=before, before_when=before_when, after=NAMES.get(e.get("names")),
-            always=e.get("forgets") is not None, inner=e.get("inner"),
+            always=e.get("forgets") is not None,
+            inner=INNER.get((bool(e.get("lifetime")), bool(e.get("tool_pvars")))),
             handwritten=bool(e.get("handwritten")),
             sync=bool(e.get("sync")) and e.get("request") is None,
             status_probe=bool(e.get("status_probe")),
@@ -538,7 +543,7 @@ def lean_body(f: standard.StdFunction, sem: Semantics, call: str, traced: bool, 
         event = event.replace("if (ML_UNLIKELY(ml_t->observe & ML_OBS_AT_CALL))", "if (ml_rc == MPI_SUCCESS)")
         # a receive's event may wait for its completion (ml_lean_post, ML_SEQ_LATER)
         receive = sem.request is not None and request_values(sem, "c", "status") == ("0", "ML_BYTES_FROM_STATUS", "-1")
-        at = "ml_trace_recv_call_at" if receive else "ml_trace_call_at"
+        at = "ml_lean_recv_event" if receive else "ml_lean_event"
         event = re.sub(r"ml_observe_call(_inline)?\(ml_t, &ml_call\)", f"{at}(ml_t, &ml_call, ml_site->id)", event)
         assert at in event, event
         body.append(event)
@@ -557,7 +562,7 @@ def lean_block(f: standard.StdFunction, sem: Semantics, call: str) -> list[str]:
     # costs what the profile costs (a call that starts an operation keeps trace mode's, whose
     # numbering its completion's event needs; the gate drops its call's event)
     plain = "ML_LIKELY(ml_v == 0)" if sem.request is not None else \
-        f"(ML_LIKELY(ml_v == 0) || (ml_v == ML_LEAN_TRACED && ml_trace_skip[ML_FN_{f.name}]))"
+        f"(ML_LIKELY(ml_v == 0) || (ml_v == ML_LEAN_TRACED && ML_LEAN_UNTRACED(ML_FN_{f.name})))"
     return ["    {",
             "        uint32_t ml_v;",
             "        ml_thread_t *const ml_t = ml_lean_enter(&ml_v);",

@@ -76,6 +76,13 @@ ML_HOT ml_thread_t *ml_lean_enter(uint32_t *variant)
 
 /* The return address of the exported wrapper this expands in: the call site at depth 1. */
 #define ML_LEAN_RA() ((uintptr_t)__builtin_return_address(0))
+/* a blocking call whose events trace mode leaves out (MPILENS_TRACE_EXCLUDE) takes the profile's
+ * copy: the generated gates ask this, not trace mode's table by name (one byte per function) */
+#define ML_LEAN_UNTRACED(fn) (ml_trace_skip[fn])
+/* the traced copy's event of its call, written inline by trace mode (trace_event.h): a receive's may
+ * wait for its completion */
+#define ml_lean_event ml_trace_call_at
+#define ml_lean_recv_event ml_trace_recv_call_at
 
 /* Start and end time of a call: the tick counter, or with MPILENS_TIME_SAMPLE (sampled: a constant
  * of each copy of the lean path) those of ml_start (0 for a call left untimed). */

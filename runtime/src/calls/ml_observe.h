@@ -26,6 +26,19 @@ ML_HOT void ml_observe_receive(ml_thread_t *t, int source, int tag, MPI_Comm com
 {
     ml_spc_probe(t, source, tag, comm);
 }
+/* tool_pvars: the application's MPI_T pvar calls see the tool's own pvars (mpilens_*) beside the
+ * MPI's: counters mode's exposure (modes/counters/mpit_expose.c) answers them */
+#define ml_observe_T_pvar_get_num ml_exposed_T_pvar_get_num
+#define ml_observe_T_pvar_get_info ml_exposed_T_pvar_get_info
+#define ml_observe_T_pvar_get_index ml_exposed_T_pvar_get_index
+#define ml_observe_T_pvar_handle_alloc ml_exposed_T_pvar_handle_alloc
+#define ml_observe_T_pvar_handle_free ml_exposed_T_pvar_handle_free
+#define ml_observe_T_pvar_start ml_exposed_T_pvar_start
+#define ml_observe_T_pvar_stop ml_exposed_T_pvar_stop
+#define ml_observe_T_pvar_read ml_exposed_T_pvar_read
+#define ml_observe_T_pvar_readreset ml_exposed_T_pvar_readreset
+#define ml_observe_T_pvar_reset ml_exposed_T_pvar_reset
+#define ml_observe_T_pvar_write ml_exposed_T_pvar_write
 /* names: comm was named (MPI_T's cvars set per communicator name) */
 ML_HOT void ml_observe_comm_named(MPI_Comm comm)
 {
