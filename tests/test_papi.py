@@ -21,10 +21,10 @@ import random
 import re
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
-from test_bad_input import read_until
 from test_killed import killed_job
 
 from conftest import BUILD, MPILENS, example, launcher, need_perf_events, papi_perf_event_off, run_example
@@ -96,10 +96,10 @@ def test_counts_of_a_killed_job_are_kept(mpi, how, tmp_path):
     each region its two compute phases."""
     need_perf_events()
     token = str(8_000_000 + random.randrange(1, 100_000))  # the ranks' iterations: how the test finds them
-    out = tmp_path / "run"
+    out, held = tmp_path / "run", tmp_path / "held"  # held: made by rank 0 once every rank is done
     settings = {**SOFT, "MPILENS_SIGNALS": "0" if how == "sigkill" else "1"}
     cmd = [str(MPILENS), "run", "-o", str(out), *(f"--set={k}={v}" for k, v in settings.items()), "--",
-           *launcher(mpi, 2), str(example(mpi, "papi_kernel")), token, str(PAGES), "held"]
+           *launcher(mpi, 2), str(example(mpi, "papi_kernel")), token, str(PAGES), "held", str(held)]
 
     def ranks(_proc) -> list[int]:
         pids = [int(d.name) for d in Path("/proc").iterdir() if d.name.isdigit() and _is_rank(d, token)]
@@ -108,7 +108,7 @@ def test_counts_of_a_killed_job_are_kept(mpi, how, tmp_path):
 
     signo = signal.SIGKILL if how == "sigkill" else signal.SIGTERM
     try:
-        killed_job(cmd, lambda proc: read_until(proc, r"^papi_kernel: held$", timeout=120), ranks, [(signo, 0.0)])
+        killed_job(cmd, lambda proc: _wait_for(held, proc), ranks, [(signo, 0.0)])
     finally:  # a rank left behind would sleep for an hour
         for d in Path("/proc").iterdir():
             if d.name.isdigit() and _is_rank(d, token):
@@ -129,6 +129,16 @@ def test_counts_of_a_killed_job_are_kept(mpi, how, tmp_path):
     p = subprocess.run([str(MPILENS), "papi", str(out), "--json"], capture_output=True, text=True)
     assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
     assert any("recovered from" in x for x in json.loads(p.stdout)["problems"])
+
+
+def _wait_for(path: Path, proc: subprocess.Popen, seconds: float = 120) -> None:
+    """Wait until the job made path (its stdout may come later: Hydra held the line "papi_kernel:
+    held" back for over 120 s once on a loaded machine, with rank 0 sleeping past it)."""
+    deadline = time.monotonic() + seconds
+    while not path.exists():
+        assert proc.poll() is None, f"the job ended before {path.name}: {proc.communicate()}"
+        assert time.monotonic() < deadline, f"no {path} within {seconds} s"
+        time.sleep(0.05)
 
 
 def _is_rank(proc: Path, token: str) -> bool:

@@ -1,7 +1,7 @@
 /* papi_kernel: compute kernels whose PAPI counts are known, in regions of two sizes, for the
  * attribution checks of papi mode (tests/test_papi.py, docs/papi.md).
  *
- * Usage: papi_kernel [ITERS [PAGES [MODE]]]   (defaults: 20000000 iterations, 256 pages, "both")
+ * Usage: papi_kernel [ITERS [PAGES [MODE [FILE]]]]   (defaults: 20000000 iterations, 256 pages, "both")
  *
  * Regions, each split in two halves by an MPI_Allreduce (so each has two compute phases):
  *   "loop_small"  ITERS iterations of a fixed integer loop (the same instructions every iteration)
@@ -21,7 +21,8 @@
  * machine; "oversub" really shares its CPU with spinning processes (a clear result on an idle
  * machine only: on a loaded one the scheduler slows the other ranks too). MODE "held" runs what
  * "both" runs, then (once every rank is done with them) every rank waits in an MPI_Barrier that
- * rank 0 enters only after sleeping for an hour, after it printed "papi_kernel: held": a job to be
+ * rank 0 enters only after sleeping for an hour, after it printed "papi_kernel: held" and created
+ * FILE when given (a launcher may hold back the line; the file is there at once): a job to be
  * killed before MPI_Finalize
  * (tests/test_papi.py). Rank 0 prints "papi_kernel: done". */
 #define _GNU_SOURCE
@@ -174,6 +175,7 @@ int main(int argc, char **argv)
             if (rank == 0) {
                 printf("papi_kernel: held\n");
                 fflush(stdout);
+                if (argc > 4) fclose(fopen(argv[4], "w"));
                 sleep(3600);
             }
             MPI_Barrier(MPI_COMM_WORLD);
