@@ -31,7 +31,7 @@ from conftest import (
     require,
     trace_kinds,
 )
-from mpilens import counters_spc, rundir
+from mpilens import counters_spc, intervals, rundir
 from mpilens.trace import reader, timeline
 
 pytestmark = [pytest.mark.mpi, pytest.mark.apps]
@@ -472,8 +472,8 @@ def test_lammps_killed_by_sigkill_is_reported_from_every_rank(tmp_path):
     work = tmp_path / "indent"
     mpi, args = lammps_indent(work, 30000)
     out = tmp_path / "run"
-    cmd = [str(MPILENS), "run", "-o", str(out), "--set", "MPILENS_SIGNALS=0", "--", *launcher(mpi, 4), *args,
-           "-log", str(work / "log.tool")]
+    cmd = [str(MPILENS), "run", "-o", str(out), "--set", "MPILENS_SIGNALS=0", "--set", "MPILENS_INTERVALS=1", "--",
+           *launcher(mpi, 4), *args, "-log", str(work / "log.tool")]
 
     def rank0(proc) -> list[int]:
         lmp = [p for p in descendants(proc.pid) if Path(f"/proc/{p}/comm").read_text().strip().startswith("lmp")]
@@ -494,3 +494,12 @@ def test_lammps_killed_by_sigkill_is_reported_from_every_rank(tmp_path):
     peers = {r: {m["dst"] for m in p["matrix"] if m["src"] == r} for r in range(4)}
     assert peers == {0: {1, 2}, 1: {0, 3}, 2: {0, 3}, 3: {1, 2}}
     assert any("recovered from" in x for x in run.problems), run.problems
+    # the compute intervals (MPILENS_INTERVALS) from the same files: one per synchronizing collective
+    # each rank completed (LAMMPS makes them all on MPI_COMM_WORLD), as many as the calls counted
+    sync = [sum(fn(p, name, "calls")[r] for name in ("MPI_Allreduce", "MPI_Barrier", "MPI_Allgather",
+                                                      "MPI_Allgatherv", "MPI_Alltoall", "MPI_Alltoallv")
+                if name in p["functions"]) for r in range(4)]
+    assert p["intervals"]["recorded"] == sync, (p["intervals"], sync)
+    iv = intervals.load(out)
+    assert iv.compute.shape == (4, min(sync)) and sum("intervals recovered from" in x for x in iv.problems) == 4
+    assert (iv.compute >= 0).all() and (iv.collective >= 0).all()

@@ -53,8 +53,9 @@ void ml_stats_io_reserve(size_t from, size_t to);
  * MPI_Init (the intervals' load hook) */
 void ml_stats_intervals_area(size_t max);
 /* the intervals' pairs in the file (at their start), the first `first` bytes reserved, with the
- * counters of pairs written and dropped it must keep there; NULL when they are not in the file */
-uint64_t *ml_stats_intervals_map(size_t first, uint64_t **count, uint64_t **dropped);
+ * counters of pairs written and dropped it must keep there; NULL when they are not in the file.
+ * *kept 0: the file system could not hold even the first bytes (the area is in memory) */
+uint64_t *ml_stats_intervals_map(size_t first, uint64_t **count, uint64_t **dropped, int *kept);
 /* [from, to) of the intervals area (bytes from its start) reserved before it is written; -1 when
  * the file system cannot hold it: the area goes on in memory at the same address, the file says
  * since when */

@@ -400,19 +400,44 @@ char *ml_stats_part(ml_thread_t *t, int which)
     }
 }
 
-/* ------------------------------------------------------------------------------- MPI-IO records */
+/* ------------------------------------------------------------------------------- areas of the file */
+/* The areas before the sections (the MPI-IO records, the compute intervals): each mapped shared from
+ * `at`, `len` bytes, once its mode starts; its state in the head (1 kept, 2 given up at *given_up). */
+
+/* [at, at + len) mapped, the file's length first made to cover it (the sections come after the
+ * areas); NULL when it cannot be */
+static char *map_area(size_t at, size_t len)
+{
+    pthread_mutex_lock(&lock);
+    void *m = MAP_FAILED;
+    struct stat st;
+    if (fstat(stats_fd, &st) == 0 && (st.st_size >= (off_t)L.sections || ftruncate(stats_fd, (off_t)L.sections) == 0))
+        m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, stats_fd, (off_t)at);
+    pthread_mutex_unlock(&lock);
+    return m == MAP_FAILED ? NULL : m;
+}
+
+/* [from, to) of an area (offsets from its start) reserved before it is written; when the file system
+ * cannot, the area goes on in memory at the same address and the head says since when: -1 */
+static int reserve_area(char *area, size_t at, size_t len, size_t from, size_t to, uint32_t *state,
+                        uint64_t *given_up)
+{
+    if (area == NULL || *state != 1) return -1;
+    if (to > len) to = len;
+    if (from >= to || reserve_mapped(area, (off_t)at, from, to) == 0) return 0;
+    say_given_up();
+    *given_up = ml_now();
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    *state = 2;
+    keep_in_memory(area, len, (off_t)at);
+    return -1;
+}
+
 int ml_stats_io_map(void **files, void **accesses, uint64_t **count_accesses, uint64_t **count_dropped)
 {
     if (stats_fd < 0 || L.intervals == L.io_files) return -1;
-    pthread_mutex_lock(&lock);
-    void *m = MAP_FAILED;
-    /* the file's length covers the area (the sections come after it) before it is mapped */
-    struct stat st;
-    if (fstat(stats_fd, &st) == 0 && (st.st_size >= (off_t)L.sections || ftruncate(stats_fd, (off_t)L.sections) == 0))
-        m = mmap(NULL, L.intervals - L.io_files, PROT_READ | PROT_WRITE, MAP_SHARED, stats_fd, (off_t)L.io_files);
-    pthread_mutex_unlock(&lock);
-    if (m == MAP_FAILED) return -1;
-    io_area = m;
+    io_area = map_area(L.io_files, L.intervals - L.io_files);
+    if (io_area == NULL) return -1;
     *files = io_area;
     *accesses = io_area + (L.io_accesses - L.io_files);
     *count_accesses = &head->io_accesses;
@@ -421,57 +446,28 @@ int ml_stats_io_map(void **files, void **accesses, uint64_t **count_accesses, ui
     return 0;
 }
 
-/* Reserve [from, to) of the MPI-IO area (offsets from its start) before it is written; when the
- * file system cannot, the area goes on in memory (mapped privately in place) and the file says when. */
 void ml_stats_io_reserve(size_t from, size_t to)
 {
-    if (io_area == NULL || head->io_state != 1) return;
-    if (to > L.intervals - L.io_files) to = L.intervals - L.io_files;
-    if (from >= to) return;
-    if (reserve_mapped(io_area, (off_t)L.io_files, from, to) == 0) return;
-    say_given_up();
-    head->io_tick_given_up = ml_now();
-    __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    head->io_state = 2;
-    keep_in_memory(io_area, L.intervals - L.io_files, (off_t)L.io_files);
+    (void)reserve_area(io_area, L.io_files, L.intervals - L.io_files, from, to, &head->io_state,
+                       &head->io_tick_given_up);
 }
 
-/* ------------------------------------------------------------------------------- compute intervals */
-uint64_t *ml_stats_intervals_map(size_t first, uint64_t **count, uint64_t **dropped)
+uint64_t *ml_stats_intervals_map(size_t first, uint64_t **count, uint64_t **dropped, int *kept)
 {
     if (stats_fd < 0 || iv_max == 0) return NULL;
-    const size_t len = L.sections - L.intervals;
-    pthread_mutex_lock(&lock);
-    void *m = MAP_FAILED;
-    struct stat st; /* as the MPI-IO area: the file's length covers the area before it is mapped */
-    if (fstat(stats_fd, &st) == 0 && (st.st_size >= (off_t)L.sections || ftruncate(stats_fd, (off_t)L.sections) == 0))
-        m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, stats_fd, (off_t)L.intervals);
-    pthread_mutex_unlock(&lock);
-    if (m == MAP_FAILED) return NULL;
-    if (reserve_mapped(m, (off_t)L.intervals, 0, first < len ? first : len) != 0) {
-        munmap(m, len);
-        say_given_up();
-        return NULL;
-    }
-    iv_area = m;
+    iv_area = map_area(L.intervals, L.sections - L.intervals);
+    if (iv_area == NULL) return NULL;
     *count = &head->intervals_count;
     *dropped = &head->intervals_dropped;
     __atomic_store_n(&head->intervals_state, 1, __ATOMIC_RELEASE);
-    return m;
+    *kept = ml_stats_intervals_reserve(0, first) == 0;
+    return (uint64_t *)iv_area;
 }
 
 int ml_stats_intervals_reserve(size_t from, size_t to)
 {
-    if (iv_area == NULL || head->intervals_state != 1) return -1;
-    const size_t len = L.sections - L.intervals;
-    if (to > len) to = len;
-    if (from >= to || reserve_mapped(iv_area, (off_t)L.intervals, from, to) == 0) return 0;
-    say_given_up();
-    head->intervals_tick_given_up = ml_now();
-    __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    head->intervals_state = 2;
-    keep_in_memory(iv_area, len, (off_t)L.intervals);
-    return -1;
+    return reserve_area(iv_area, L.intervals, L.sections - L.intervals, from, to, &head->intervals_state,
+                        &head->intervals_tick_given_up);
 }
 
 /* MPI_Pcontrol(2): the thread's statistics zeroed by the thread itself. Pages given back would be

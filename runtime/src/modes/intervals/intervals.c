@@ -32,11 +32,8 @@ static int in_file;
 int ml_intervals_init(size_t n)
 {
     capacity = n;
-    ticks = ml_stats_intervals_map(CHUNK * 2 * sizeof(uint64_t), &file_count, &file_dropped);
-    if (ticks != NULL) {
-        in_file = 1;
-        return 0;
-    }
+    ticks = ml_stats_intervals_map(CHUNK * 2 * sizeof(uint64_t), &file_count, &file_dropped, &in_file);
+    if (ticks != NULL) return 0;
     void *p = mmap(NULL, n * 2 * sizeof(uint64_t), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
                    -1, 0);
     if (p == MAP_FAILED) return -1;
@@ -74,9 +71,8 @@ static char out_path[4300];
 /* The intervals file, written whole or not at all (a temporary name, then renamed or put into the
  * group's container). Async-signal-safe (no stdio, no allocation): also the end of a rank that
  * ends without MPI_Finalize after its partial profile, whose statistics file is then removed. */
-int ml_intervals_write(int reason)
+int ml_intervals_write(void)
 {
-    (void)reason; /* the file is the same whatever ended the rank */
     char tmp[4340];
     if (!out_path[0] || ml_file_temp_name(tmp, sizeof tmp, out_path) != 0) return -1;
     static char buffer[8192]; /* not on the stack of a signal handler */
@@ -126,16 +122,17 @@ int ml_intervals_start(void)
 
 void ml_intervals_finish(void)
 {
-    if (ml_intervals_write(ML_END_FINALIZE) != 0)
+    if (ml_intervals_write() != 0)
         ml_log(0, "could not write this rank's intervals file (%s)", strerror(errno));
 }
 
 /* the rank ends without MPI_Finalize (a signal it handles, exit, MPI_Abort): the intervals so far */
 void ml_intervals_emergency(int reason)
 {
+    (void)reason; /* the file is the same whatever ended the rank */
     if (!ml_g.intervals) return;
     ml_g.intervals = 0;
-    if (ml_intervals_write(reason) != 0) ml_log_safe(0, "could not write this rank's intervals file", NULL);
+    if (ml_intervals_write() != 0) ml_log_safe(0, "could not write this rank's intervals file", NULL);
 }
 
 /* the table's payload_tail hook (modes.c): the counts of intervals in the rank's payload */

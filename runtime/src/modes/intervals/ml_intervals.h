@@ -18,7 +18,7 @@ void ml_intervals_payload(ml_payload_tail_t *tail); /* the payload's counts of i
 
 int ml_intervals_init(size_t capacity);
 void ml_interval(MPI_Comm comm, uint64_t t0, uint64_t t1);
-int ml_intervals_write(int reason);
+int ml_intervals_write(void);
 uint64_t ml_intervals_recorded(void);
 uint64_t ml_intervals_dropped(void);
 
