@@ -101,7 +101,7 @@ def late_receivers(tl: Timeline, top: int = TOP) -> list[TraceFinding]:
     wait = np.minimum(m.recv_post_t - m.send_t, send_end - m.send_t)
     idx = np.flatnonzero(blocking & (wait > MIN_WAIT_S) & (send_end > m.recv_post_t))
     out = []
-    for i in idx[np.argsort(-wait[idx])][:top]:
+    for i in idx[np.argsort(-wait[idx], kind="stable")][:top]:
         out.append(TraceFinding(
             "late_receiver",
             f"Late receiver: rank {m.src[i]}'s {tl.functions[ev['fn'][m.send_ev[i]]]}{_at(tl, int(m.send_ev[i]))} of "
@@ -155,6 +155,16 @@ def _outliers(d: np.ndarray) -> np.ndarray:
 def irregular_durations(tl: Timeline, top: int = TOP) -> list[TraceFinding]:
     """Occurrences of the same call or region that took much longer than the others (median +
     OUTLIER_MADS median absolute deviations), per rank."""
+    calls, regions = irregular_candidates(tl)
+    found = calls + regions
+    found.sort(key=lambda x: -x[0])
+    return [f for _, f in found[:top]]
+
+
+def irregular_candidates(tl: Timeline) -> tuple[list[tuple[float, TraceFinding]], list[tuple[float, TraceFinding]]]:
+    """The irregular calls and the irregular region visits, each with how much longer than its
+    median it took, in the order of their ranks (what irregular_durations sorts: the out-of-core
+    analysis joins the ranks' own, mpilens.trace.scan)."""
     ev = tl.ev
     found: list[tuple[float, TraceFinding]] = []
     calls = np.flatnonzero(ev["kind"] == reader.CALL)
@@ -179,18 +189,18 @@ def irregular_durations(tl: Timeline, top: int = TOP) -> list[TraceFinding]:
                 rank, float(ev["t0"][i]), float(d[j]), int(max(ev["sent"][i], ev["recv"][i])),
                 {"name": name, "median_s": med, "occurrences": int(len(rows))})))
     # regions: pair begins and ends per (rank, thread)
+    in_regions: list[tuple[float, TraceFinding]] = []
     for (rank, name), (starts, durs) in _region_durations(tl).items():
         if len(durs) < 10:
             continue
         med = float(np.median(durs))
         for j in _outliers(durs):
-            found.append((float(durs[j] - med), TraceFinding(
+            in_regions.append((float(durs[j] - med), TraceFinding(
                 "irregular", f"Irregular duration: rank {rank}'s region {name} at {units.seconds(starts[j])} took "
                 f"{units.seconds(durs[j])}, against a median of {units.seconds(med)} over {len(durs)} visits.",
                 rank, float(starts[j]), float(durs[j]), None, {"name": name, "median_s": med,
                                                                "occurrences": int(len(durs))})))
-    found.sort(key=lambda x: -x[0])
-    return [f for _, f in found[:top]]
+    return found, in_regions
 
 
 def _region_durations(tl: Timeline) -> dict[tuple[int, str], tuple[np.ndarray, np.ndarray]]:

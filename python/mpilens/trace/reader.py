@@ -133,9 +133,23 @@ def _json_block(data: memoryview, pos: int) -> tuple[dict[str, Any], int]:
     return json.loads(bytes(data[pos:pos + end])), pos + end + 8
 
 
-def read_rank(path: layout.RankFile) -> RankTrace:
-    """Read one rank's trace file (its own, or its chunks in a container); raise
-    RunDirectoryError when it is not one."""
+@dataclass
+class _Layout:
+    """Where a trace file's parts are, found without decoding its events."""
+
+    data: memoryview
+    size: int
+    head: dict[str, Any]
+    trailer: dict[str, Any] | None
+    chunks: list[tuple[int, int, int]]  # 64-byte events of older traces: (offset, count, thread)
+    blocks: list[_Block]
+    clock: list[tuple[int, int]]  # (tick, ns): head, every block, trailer; sorted
+    problems: list[str]
+
+
+def _layout_of(path: layout.RankFile) -> _Layout:
+    """Find the head, the blocks and the trailer of a trace file (RunDirectoryError when it is
+    not one)."""
     if isinstance(path, layout.Member):
         data = memoryview(path.read_bytes())
         size = len(data)
@@ -204,6 +218,22 @@ def read_rank(path: layout.RankFile) -> RankTrace:
             break
     if trailer is not None:
         clock.append((trailer["tick1"], trailer["ns1"]))
+    clock.sort()
+    return _Layout(data, size, head, trailer, chunks, blocks, clock, problems)
+
+
+def clock_points(path: layout.RankFile) -> list[tuple[int, int]]:
+    """A rank's clock points (what read_rank gives as clock_points), from its blocks' heads alone."""
+    return _layout_of(path).clock
+
+
+def read_rank(path: layout.RankFile) -> RankTrace:
+    """Read one rank's trace file (its own, or its chunks in a container); raise
+    RunDirectoryError when it is not one."""
+    lay = _layout_of(path)
+    data, size, head, trailer, chunks, blocks, clock, problems = (lay.data, lay.size, lay.head, lay.trailer,
+                                                                  lay.chunks, lay.blocks, lay.clock, lay.problems)
+    del lay
     blocks = _whole_fillings(blocks, path.name, problems)
     n_old = sum(c for _, c, _ in chunks)
     events = np.empty(n_old + sum(b.count for b in blocks), dtype=EVENT)
@@ -228,7 +258,6 @@ def read_rank(path: layout.RankFile) -> RankTrace:
         raise RunDirectoryError(f"{path.name}: damaged events ({err})") from err
     del data  # the map closes when the last view of it is gone
     events, thread, site = _split_call_done(events, thread, site)
-    clock.sort()
     return RankTrace(int(head["rank"]), events, thread, head, trailer, clock, problems, file_bytes=size, site=site)
 
 
@@ -634,14 +663,32 @@ def host_alignment(files: list[layout.RankFile], host_of: list[int]) -> dict[int
     return out
 
 
-def read_all(rundir: str | Path, problems: list[str] | None = None,
-             notes: list[str] | None = None) -> Iterator[RankTrace]:
-    """Read the ranks of a run one after the other; a rank whose file cannot be read is left out
-    and named in problems (RunDirectoryError when none can be read, or problems is None); what
-    else is wrong (a damaged meta.json) goes to notes. The ranks of one host share its clocks
-    (CLOCK_MONOTONIC and the time-stamp counter): their ticks are converted with the clock points
-    of the host's first rank. Rank 0's host is the reference; every other host is aligned to it by
-    the offsets measured at MPI_Init and MPI_Finalize, the best of its ranks' (host_alignment)."""
+@dataclass
+class Clocks:
+    """How a rank's ticks become times on rank 0's clock: what read_all sets on each RankTrace
+    (its host's, from the ranks of that host and rank 0's host; host_alignment)."""
+
+    same_host_as_rank0: bool = False
+    host: str | None = None
+    host_clock_points: list[tuple[int, int]] | None = None
+    host_offsets: list[list[int]] | None = None
+    clock_error_ns: int | None = None
+
+    def apply(self, rt: RankTrace) -> RankTrace:
+        """Set these on rt (returned)."""
+        rt.same_host_as_rank0, rt.host = self.same_host_as_rank0, self.host
+        if self.host_clock_points is not None:
+            rt.host_clock_points = self.host_clock_points
+        if self.host_offsets is not None:
+            rt.host_offsets, rt.clock_error_ns = self.host_offsets, self.clock_error_ns
+        return rt
+
+
+def plan(rundir: str | Path, problems: list[str] | None = None,
+         notes: list[str] | None = None) -> list[tuple[layout.RankFile, Clocks]]:
+    """The trace files of a run, each with how its ticks are converted (read_all reads them so;
+    the out-of-core analysis, mpilens.trace.scan, hands each to a worker). A host's clock points
+    are those of its first rank whose file can be read, found from its blocks' heads alone."""
     wrong: list[str] = []
     meta = meta_file.load(rundir, wrong)
     host_of, host_names = (meta.get("rank_host"), meta.get("hosts", [])) if meta else (None, [])
@@ -653,24 +700,44 @@ def read_all(rundir: str | Path, problems: list[str] | None = None,
     files = trace_files(rundir)
     aligned = host_alignment(files, host_of) if host_of else {}
     host_clock: dict[int, list[tuple[int, int]]] = {}  # each host's first rank's clock points
-    read = 0
+    out = []
     for f in files:
+        rank = layout.rank_of("trace", f)
+        host = host_of[rank] if host_of and rank is not None and rank < len(host_of) else None
+        c = Clocks(same_host_as_rank0=host is not None and host == host_of[0])
+        if host is not None:
+            c.host = host_names[host] if host < len(host_names) else None
+            if host not in host_clock:
+                try:
+                    host_clock[host] = clock_points(f)
+                except (RunDirectoryError, OSError):
+                    pass  # read_rank names it; the host's next rank gives the points
+                # (the host's first rank converts with its own points, as read_rank finds them)
+            elif host_clock[host]:
+                c.host_clock_points = host_clock[host]
+            if host in aligned:
+                c.host_offsets, c.clock_error_ns = aligned[host]
+        out.append((f, c))
+    return out
+
+
+def read_all(rundir: str | Path, problems: list[str] | None = None,
+             notes: list[str] | None = None) -> Iterator[RankTrace]:
+    """Read the ranks of a run one after the other; a rank whose file cannot be read is left out
+    and named in problems (RunDirectoryError when none can be read, or problems is None); what
+    else is wrong (a damaged meta.json) goes to notes. The ranks of one host share its clocks
+    (CLOCK_MONOTONIC and the time-stamp counter): their ticks are converted with the clock points
+    of the host's first rank. Rank 0's host is the reference; every other host is aligned to it by
+    the offsets measured at MPI_Init and MPI_Finalize, the best of its ranks' (host_alignment)."""
+    files = plan(rundir, problems, notes)
+    read = 0
+    for f, clocks in files:
         try:
             rt = read_rank(f)
         except (RunDirectoryError, OSError) as err:
-            if problems is None or (read == 0 and f is files[-1]):
+            if problems is None or (read == 0 and f is files[-1][0]):
                 raise RunDirectoryError(str(err)) from None
             problems.append(f"{err} (rank {layout.rank_of('trace', f)}'s trace is left out)")
             continue
         read += 1
-        host = host_of[rt.rank] if host_of and rt.rank < len(host_of) else None
-        rt.same_host_as_rank0 = host is not None and host == host_of[0]
-        if host is not None:
-            rt.host = host_names[host] if host < len(host_names) else None
-            if host in host_clock:
-                rt.host_clock_points = host_clock[host]
-            else:
-                host_clock[host] = rt.clock_points
-            if host in aligned:
-                rt.host_offsets, rt.clock_error_ns = aligned[host]
-        yield rt
+        yield clocks.apply(rt)

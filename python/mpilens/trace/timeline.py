@@ -282,84 +282,143 @@ class Timeline:
         return self._collectives
 
 
+@dataclass
+class RankPart:
+    """What one rank's trace adds to a Timeline: its events (in time order per thread, times in
+    seconds on rank 0's clock, before the run's origin is taken off) and what its head and trailer
+    say. Made by rank_part, on its own for each rank (the out-of-core analysis makes them in
+    worker processes, mpilens.trace.scan); joined by assemble."""
+
+    rank: int
+    cols: dict[str, np.ndarray] | None
+    count: int
+    functions: list[str]
+    classes: list[str]
+    nranks: int
+    problems: list[str]
+    complete: bool
+    file_bytes: int
+    writer_cpu_s: float | None
+    host: str | None
+    clock_error_s: float | None
+    has_offsets: bool
+    window: tuple[float, float] | None  # the recorded window, in s on this axis (before the origin)
+    world_uid: int | None
+    realtime_at: tuple[int, int] | None  # (rank 0's ns1, its calendar time)
+    comms: list
+    regions: list[tuple[int, str]] | None  # None: no trailer
+    counters: list[tuple[str, str]] | None
+    init_end: tuple[float, int] | None
+    sites: dict[tuple[int, int, int], tuple[int, list[tuple[str | None, int]]]]
+    t_min: float  # earliest t0 (inf: no events)
+    t_max: float  # latest t1 (-inf: no events)
+    has_io: bool
+
+
+def rank_part(rt: reader.RankTrace, window_setting: bool) -> RankPart:
+    """One rank's part of the Timeline (window_setting: the run recorded a time window)."""
+    window = (rt.head.get("filter") or {}).get("window_ns")
+    win = None
+    if window_setting and isinstance(window, list) and len(window) == 2:
+        lo, hi = rt.ns_to_seconds(np.array([float(window[0]), float(max(window[1], 0))]))
+        win = (float(lo), float(hi) if window[1] >= 0 else np.inf)
+    realtime_at = world_uid = None
+    if rt.rank == 0 and "realtime_ns1" in rt.head:
+        world_uid = rt.head.get("world_uid")
+        realtime_at = (rt.head["ns1"], rt.head["realtime_ns1"])
+    t0, t1 = rt.to_seconds(rt.events["t0"]), rt.to_seconds(rt.events["t1"])
+    init_end = None
+    if "tick0" in rt.head and "ns0" in rt.head:  # the head's clock point: the end of MPI_Init
+        init_end = (float(rt.to_seconds(np.array([rt.head["tick0"]], dtype=np.uint64))[0]), int(rt.head["ns0"]))
+    # in time order per thread: records are written when a call ends, and a completion record
+    # before the call that completed it; the data is nearly sorted, which a stable sort likes
+    if len(np.unique(rt.thread)) > 1:
+        order = np.lexsort((t0, rt.thread))
+    else:
+        order = np.argsort(t0, kind="stable")
+    cols = {"rank": np.full(len(order), rt.rank, dtype=np.uint32), "thread": rt.thread[order],
+            "t0": t0[order], "t1": t1[order]}
+    for name in ("kind", "fn", "comm", "dst", "src", "stag", "rtag", "sent", "recv", "req"):
+        cols[name] = np.ascontiguousarray(rt.events[name])[order]
+    cols["site"] = (rt.site if rt.site is not None else np.zeros(len(order), dtype=np.uint32))[order]
+    sites: dict[tuple[int, int, int], tuple[int, list[tuple[str | None, int]]]] = {}
+    if rt.trailer and rt.trailer.get("sites"):
+        mods = rt.trailer.get("site_modules", [])
+        for th, number, fn, frames in rt.trailer["sites"]:
+            sites[(rt.rank, int(th), int(number))] = (int(fn), [
+                (mods[m] if m is not None and m < len(mods) else None, int(a)) for m, a in frames])
+    return RankPart(
+        rt.rank, cols, len(order), rt.functions, rt.head.get("classes", ["other"] * len(rt.functions)),
+        int(rt.head["nranks"]), list(rt.problems), rt.complete, rt.file_bytes, rt.writer_cpu_s, rt.host,
+        None if rt.clock_error_ns is None else rt.clock_error_ns * 1e-9, rt.host_offsets is not None, win,
+        world_uid, realtime_at, list((rt.trailer or {}).get("comms", [])),
+        [(p, n) for p, n in rt.trailer.get("regions", [])] if rt.trailer else None,
+        [(n, k) for n, k in rt.trailer.get("counters", [])] if rt.trailer else None,
+        init_end, sites, float(t0.min()) if len(t0) else np.inf, float(t1.max()) if len(t1) else -np.inf,
+        bool((cols["kind"] == reader.IO).any()))
+
+
 def load(rundir: str | Path, progress: Callable[[str], None] | None = None) -> Timeline:
     """Read every rank's trace of a run into one Timeline."""
-    parts, regions, counters, problems = [], {}, {}, []
-    sites: dict[tuple[int, int, int], tuple[int, list[tuple[str | None, int]]]] = {}
-    functions: list[str] = []
-    classes: list[str] = []
-    complete = True
-    nranks = 0
-    file_bytes, writer_cpu_s = 0, 0.0
-    clock_error: dict[str, float | None] = {}  # host name -> error bound (s)
-    comms: dict[int, tuple[tuple[int, ...], tuple[int, ...]]] = {}
-    world_uid = realtime_at = None  # realtime_at: (rank 0's ns1, its calendar time)
-    init_end: dict[int, tuple[float, int]] = {}  # rank -> (end of its MPI_Init in s, before the origin; ns0)
+    problems: list[str] = []
     left_out: list[str] = []  # ranks whose trace file cannot be read
-    running = claim.still_running(rundir)
     filters = RecordFilters.from_config((meta_file.load(rundir, []) or {}).get("config") or {})
-    window_ns: tuple[float, float] | None = None  # (from, until) on rank 0's clock, in s
-    traced: list[int] = []
-    ended = "the job is still running" if running is not None else "the process was killed"
+    parts = []
     for rt in reader.read_all(rundir, left_out, problems):
         if progress:
             progress(f"reading the trace of rank {rt.rank}")
-        functions, classes = rt.functions, rt.head.get("classes", ["other"] * len(rt.functions))
-        traced.append(rt.rank)
-        window = (rt.head.get("filter") or {}).get("window_ns")
-        if window_ns is None and filters.window_setting and isinstance(window, list) and len(window) == 2:
-            lo, hi = rt.ns_to_seconds(np.array([float(window[0]), float(max(window[1], 0))]))
-            window_ns = (float(lo), float(hi) if window[1] >= 0 else np.inf)
-        nranks = max(nranks, int(rt.head["nranks"]))
-        problems += rt.problems
-        complete &= rt.complete
-        file_bytes += rt.file_bytes
-        if rt.host_offsets is not None:
-            clock_error[rt.host or f"rank {rt.rank}'s host"] = (None if rt.clock_error_ns is None
-                                                                  else rt.clock_error_ns * 1e-9)
-        cpu = rt.writer_cpu_s
-        writer_cpu_s = None if cpu is None or writer_cpu_s is None else writer_cpu_s + cpu
-        if rt.rank == 0 and "realtime_ns1" in rt.head:
-            world_uid = rt.head.get("world_uid")
-            realtime_at = (rt.head["ns1"], rt.head["realtime_ns1"])
-        if rt.trailer:
-            for uid, ranks, remote in rt.trailer.get("comms", []):
-                comms.setdefault(int(uid), (tuple(ranks), tuple(remote)))
-            regions[rt.rank] = [(p, n) for p, n in rt.trailer.get("regions", [])]
-            counters[rt.rank] = [(n, k) for n, k in rt.trailer.get("counters", [])]
-        else:
-            problems.append(f"rank {rt.rank}: the trace has no trailer ({ended}): region and counter names are "
-                            "unknown")
-        t0, t1 = rt.to_seconds(rt.events["t0"]), rt.to_seconds(rt.events["t1"])
-        if "tick0" in rt.head and "ns0" in rt.head:  # the head's clock point: the end of MPI_Init
-            init_end[rt.rank] = (float(rt.to_seconds(np.array([rt.head["tick0"]], dtype=np.uint64))[0]),
-                                 int(rt.head["ns0"]))
-        # in time order per thread: records are written when a call ends, and a completion record
-        # before the call that completed it; the data is nearly sorted, which a stable sort likes
-        if len(np.unique(rt.thread)) > 1:
-            order = np.lexsort((t0, rt.thread))
-        else:
-            order = np.argsort(t0, kind="stable")
-        cols = {"rank": np.full(len(order), rt.rank, dtype=np.uint32), "thread": rt.thread[order],
-                "t0": t0[order], "t1": t1[order]}
-        for name in ("kind", "fn", "comm", "dst", "src", "stag", "rtag", "sent", "recv", "req"):
-            cols[name] = np.ascontiguousarray(rt.events[name])[order]
-        cols["site"] = (rt.site if rt.site is not None else np.zeros(len(order), dtype=np.uint32))[order]
-        if rt.trailer and rt.trailer.get("sites"):
-            mods = rt.trailer.get("site_modules", [])
-            for th, number, fn, frames in rt.trailer["sites"]:
-                sites[(rt.rank, int(th), int(number))] = (int(fn), [
-                    (mods[m] if m is not None and m < len(mods) else None, int(a)) for m, a in frames])
+        parts.append(rank_part(rt, bool(filters.window_setting)))
         del rt
-        parts.append(Events(cols))
-    parts.sort(key=lambda t: int(t["rank"][0]) if len(t) else 0)
-    ev = Events.concatenate(parts, consume=True)
-    del parts
-    origin = 0.0
+    parts.sort(key=lambda p: p.rank)
+    ev = Events.concatenate([Events(p.cols) for p in parts], consume=True)
+    for p in parts:
+        p.cols = None
+    origin = float(ev["t0"].min()) if len(ev) else 0.0
     if len(ev):
-        origin = ev["t0"].min()
         ev["t0"][:] -= origin
         ev["t1"][:] -= origin
+    return assemble(rundir, parts, ev, origin, filters, problems, left_out)
+
+
+def assemble(rundir: str | Path, parts: list[RankPart], ev: Any, origin: float, filters: RecordFilters,
+             problems: list[str], left_out: list[str]) -> Timeline:
+    """The Timeline of the ranks' parts (sorted by rank), whose events `ev` are on the run's axis
+    (their origin, the earliest t0, taken off). problems: what was found before (meta.json);
+    left_out: the ranks whose trace could not be read."""
+    regions, counters, sites, comms, clock_error, init_end = {}, {}, {}, {}, {}, {}
+    functions: list[str] = []
+    classes: list[str] = []
+    complete, nranks, file_bytes, writer_cpu_s = True, 0, 0, 0.0
+    world_uid = realtime_at = None
+    window_ns = None
+    running = claim.still_running(rundir)
+    ended = "the job is still running" if running is not None else "the process was killed"
+    for p in parts:
+        functions, classes = p.functions, p.classes
+        if window_ns is None and p.window is not None:
+            window_ns = p.window
+        nranks = max(nranks, p.nranks)
+        problems += p.problems
+        complete &= p.complete
+        file_bytes += p.file_bytes
+        if p.has_offsets:
+            clock_error[p.host or f"rank {p.rank}'s host"] = p.clock_error_s
+        cpu = p.writer_cpu_s
+        writer_cpu_s = None if cpu is None or writer_cpu_s is None else writer_cpu_s + cpu
+        if p.realtime_at is not None:
+            world_uid, realtime_at = p.world_uid, p.realtime_at
+        for uid, ranks, remote in p.comms:
+            comms.setdefault(int(uid), (tuple(ranks), tuple(remote)))
+        if p.regions is not None:
+            regions[p.rank] = p.regions
+            counters[p.rank] = p.counters
+        else:
+            problems.append(f"rank {p.rank}: the trace has no trailer ({ended}): region and counter names are "
+                            "unknown")
+        if p.init_end is not None:
+            init_end[p.rank] = p.init_end
+        sites.update(p.sites)
+    traced = [p.rank for p in parts]
     # rank 0's times are its CLOCK_MONOTONIC: its head gives the calendar time of one of them
     init_end = {r: (float(s - origin), ns) for r, (s, ns) in init_end.items()}
     realtime = None if realtime_at is None else int(realtime_at[1] + (origin * 1e9 - realtime_at[0]))
@@ -377,8 +436,7 @@ def load(rundir: str | Path, progress: Callable[[str], None] | None = None) -> T
     if window_ns is not None:
         filters.window = (window_ns[0] - origin, window_ns[1] - origin)
     io_files: dict[int, list[str]] = {}
-    if len(ev) and (ev["kind"] == reader.IO).any():  # names of the files the io events refer to
-
+    if any(p.has_io for p in parts):  # names of the files the io events refer to
         for path in layout.io_files(rundir):
             try:
                 one = io.read_file(path)
@@ -474,6 +532,17 @@ def _combine(key: np.ndarray, nth: np.ndarray) -> np.ndarray:
 
 def match_messages(tl: Timeline) -> Messages:
     """Find every point-to-point message: its send and its receive."""
+    sends, recvs = message_ends(tl)
+    return pair_ends(sends, recvs, tl.filters, tl.traced, tl.clock_error_s)[0]
+
+
+def message_ends(tl: Timeline, base: int = 0) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """The ends of the messages of tl's events: sends (where each message leaves: ev, its time t,
+    src, dst, tag, bytes, and t1 and call, the end and whether it is a blocking call of that
+    event) and receives (where each is delivered: ev, post and done times, src, dst), each with
+    its key (communicator, source, destination, tag; and the phase of a trace recorded in
+    phases). What one rank's events give is its own ends: the out-of-core analysis takes them rank
+    by rank (mpilens.trace.scan). base: added to the event indices."""
     ev = tl.ev
     calls = ev["kind"] == reader.CALL
     done = np.flatnonzero(ev["kind"] == reader.DONE)
@@ -532,30 +601,44 @@ def match_messages(tl: Timeline) -> Messages:
     r_dst = ev["rank"][r_ev].astype(np.int32)
     ks = _key(s_comm, s_src, s_dst, s_tag)
     kr = _key(r_comm.astype(np.uint32), r_src.astype(np.int32), r_dst, r_tag.astype(np.int32))
-    # a filtered trace: ends whose partner the trace left out do not take part (MPILENS_TRACE_*)
-    keep_s, keep_r = np.ones(len(ks), bool), np.ones(len(kr), bool)
-    if tl.filters.ranks:
-        traced = np.asarray(tl.traced, dtype=np.int64)
-        keep_s &= np.isin(s_dst, traced)
-        keep_r &= np.isin(r_src, traced)
-    if tl.filters.cut:
-        # within a phase (MPI_Pcontrol(1) to (0)) only; and a receive completed before the first send
-        # of its key in its phase was started must be a message sent before the trace began
+    if tl.filters.cut:  # within a phase (MPI_Pcontrol(1) to (0)) only
         ks = _combine(ks, _phase(tl, s_src, s_time))
         kr = _combine(kr, _phase(tl, r_dst, r_post))
-        # and a send started after the last receive of its key in its phase completed must be
-        # received after the trace ended
+    sends = {"key": ks, "t": s_time, "ev": s_ev + base, "src": s_src, "dst": s_dst.astype(np.int32),
+             "tag": s_tag.astype(np.int32), "bytes": s_bytes.astype(np.int64), "t1": ev["t1"][s_ev],
+             "call": ev["kind"][s_ev] == reader.CALL}
+    recvs = {"key": kr, "post": r_post, "done": r_done, "ev": r_ev + base, "src": r_src.astype(np.int32),
+             "dst": r_dst}
+    return sends, recvs
+
+
+def pair_ends(sends: dict[str, np.ndarray], recvs: dict[str, np.ndarray], filters: RecordFilters,
+              traced: list[int], clock_error_s: dict[str, float | None]) -> tuple[Messages, np.ndarray, np.ndarray]:
+    """The messages of the ends (message_ends; every end of a key must be there): the k-th send
+    of each key with its k-th receive, in the order of their keys. Also returns, for each message,
+    the index of its send in sends and of its receive in recvs."""
+    ks, kr, s_time, r_post, r_done = sends["key"], recvs["key"], sends["t"], recvs["post"], recvs["done"]
+    # a filtered trace: ends whose partner the trace left out do not take part (MPILENS_TRACE_*)
+    keep_s, keep_r = np.ones(len(ks), bool), np.ones(len(kr), bool)
+    if filters.ranks:
+        keep = np.asarray(traced, dtype=np.int64)
+        keep_s &= np.isin(sends["dst"], keep)
+        keep_r &= np.isin(recvs["src"], keep)
+    if filters.cut:
+        # a receive completed before the first send of its key in its phase was started must be a
+        # message sent before the trace began; and a send started after the last receive of its
+        # key in its phase completed must be received after the trace ended
         before = _per_key(ks[keep_s], s_time[keep_s], np.minimum, kr, np.inf)  # each key's first send
         after = _per_key(kr[keep_r], r_done[keep_r], np.maximum, ks, -np.inf)  # each key's last completion
-        slack = max([e for e in tl.clock_error_s.values() if e is not None], default=0.0) + 1e-6
+        slack = max([e for e in clock_error_s.values() if e is not None], default=0.0) + 1e-6
         keep_r &= ~(r_done < before - slack)
         keep_s &= ~(s_time > after + slack)
     outside = int((~keep_s).sum() + (~keep_r).sum())
-    ks, s_time, s_ev, s_src, s_dst, s_tag, s_bytes = (a[keep_s] for a in (ks, s_time, s_ev, s_src, s_dst, s_tag, s_bytes))
-    kr, r_post, r_ev, r_done = (a[keep_r] for a in (kr, r_post, r_ev, r_done))
-    si, ri, us, ur = _pair(ks, s_time, kr, r_post)
-    return Messages(s_ev[si], r_ev[ri], s_time[si], r_post[ri], r_done[ri], s_src[si], s_dst[si], s_tag[si],
-                    s_bytes[si], us, ur, outside)
+    s_idx, r_idx = np.flatnonzero(keep_s), np.flatnonzero(keep_r)
+    si, ri, us, ur = _pair(ks[s_idx], s_time[s_idx], kr[r_idx], r_post[r_idx])
+    si, ri = s_idx[si], r_idx[ri]
+    return (Messages(sends["ev"][si], recvs["ev"][ri], s_time[si], r_post[ri], r_done[ri], sends["src"][si],
+                     sends["dst"][si], sends["tag"][si], sends["bytes"][si], us, ur, outside), si, ri)
 
 
 def _per_key(keys: np.ndarray, values: np.ndarray, reduce: np.ufunc, queries: np.ndarray,
@@ -594,23 +677,34 @@ def _phase(tl: Timeline, ranks: np.ndarray, times: np.ndarray) -> np.ndarray:
 def collective_instances(tl: Timeline) -> Collectives:
     """Group blocking collective calls into instances: the k-th call on a communicator of every
     member is the same instance (MPI requires the same order on all members)."""
+    return group_collectives(collective_calls(tl))
+
+
+def collective_calls(tl: Timeline, base: int = 0) -> dict[str, np.ndarray]:
+    """The blocking collective calls of tl's events: ev (plus base), comm, rank, arrive, leave, fn."""
     ev = tl.ev
     coll_ids = np.array([i for i, (n, c) in enumerate(zip(tl.functions, tl.classes))
                          if c == "collective" and not n.startswith("MPI_I") and not n.endswith("_init")],
                         dtype=np.uint16)
     idx = np.flatnonzero((ev["kind"] == reader.CALL) & np.isin(ev["fn"], coll_ids))
-    if len(idx) == 0:
+    return {"ev": idx.astype(np.int64) + base, "comm": ev["comm"][idx], "rank": ev["rank"][idx].astype(np.int32),
+            "arrive": ev["t0"][idx], "leave": ev["t1"][idx], "fn": ev["fn"][idx]}
+
+
+def group_collectives(calls: dict[str, np.ndarray]) -> Collectives:
+    """The instances of the collective calls (collective_calls, of one rank or of all, joined)."""
+    if len(calls["ev"]) == 0:
         e = np.empty(0)
         return Collectives(e.astype(np.int64), e.astype(np.int64), e.astype(np.int32), e, e, e, e.astype(np.uint16))
-    order = np.lexsort((ev["t0"][idx], ev["rank"][idx], ev["comm"][idx]))
-    idx = idx[order]
-    comm, rank = ev["comm"][idx], ev["rank"][idx]
+    order = np.lexsort((calls["arrive"], calls["rank"], calls["comm"]))
+    comm, rank = calls["comm"][order], calls["rank"][order]
     first = np.r_[True, (comm[1:] != comm[:-1]) | (rank[1:] != rank[:-1])]
     group_start = np.flatnonzero(first)
-    k = np.arange(len(idx)) - np.repeat(group_start, np.diff(np.r_[group_start, len(idx)]))
+    n = len(order)
+    k = np.arange(n) - np.repeat(group_start, np.diff(np.r_[group_start, n]))
     key = (comm.astype(np.uint64) << np.uint64(32)) | k.astype(np.uint64)
     uniq, inst = np.unique(key, return_inverse=True)
-    arrive, leave = ev["t0"][idx], ev["t1"][idx]
+    arrive, leave = calls["arrive"][order], calls["leave"][order]
     last = np.full(len(uniq), -np.inf)
     np.maximum.at(last, inst, arrive)
-    return Collectives(inst, idx, rank.astype(np.int32), arrive, leave, last[inst], ev["fn"][idx])
+    return Collectives(inst, calls["ev"][order], rank, arrive, leave, last[inst], calls["fn"][order])
