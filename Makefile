@@ -67,7 +67,7 @@ $(BUILD)/mpis/.ready: scripts/mpis.toml scripts/install-mpis.py
 $(VENV)/.ready: pyproject.toml setup.py python/constraints.txt
 	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip -c python/constraints.txt
-	$(VENV)/bin/pip install -q -c python/constraints.txt -e '.[dev,hatchet]'
+	$(VENV)/bin/pip install -q -c python/constraints.txt -e '.[dev,hatchet,dask]'
 	@touch $@
 
 python: $(VENV)/.ready python/mpilens/_build.py python/mpilens/_layout.py python/mpilens/_settings.yaml

@@ -23,6 +23,16 @@ def _setup(p: argparse.ArgumentParser) -> None:
 
     add_selection(p)
     p.add_argument("--json", action="store_true", help="print the summary and findings as one JSON document")
+    p.add_argument("--engine", metavar="WHERE",
+                   help="where the analysis runs, out of core, rank by rank: local (this machine's processes, the "
+                        "default), serial (this process), or a Dask scheduler's address (tcp://host:8786; pip "
+                        "install 'mpilens[dask]'). With --format or a selection the trace is read into memory instead")
+    p.add_argument("--workers", type=int, metavar="N", help="with --engine local: N processes (default: as many as "
+                                                             "the cores and the memory allow)")
+    p.add_argument("--scratch", type=Path, metavar="DIR",
+                   help="where the out-of-core analysis keeps the events meanwhile (about 80 bytes per event; "
+                        "default: the system's temporary directory; with workers on other hosts, a directory they "
+                        "share)")
     p.add_argument("--quiet", action="store_true", help="no progress display")
     p.add_argument("--estimate", action="store_true",
                    help="predict the trace a run like this one would write (its bytes per rank and in total, the "
@@ -45,6 +55,13 @@ def cmd_trace(a: argparse.Namespace) -> int:
         raise MpilensError("--format needs -o FILE")
     if a.output and not a.format:
         raise MpilensError("-o needs --format chrome|parquet|otf2")
+    if a.workers is not None and a.workers < 1:
+        raise MpilensError(f"--workers {a.workers}: give 1 or more")
+    if not a.format and not any(getattr(a, k) for k in SELECTION):
+        return _out_of_core(a)
+    if a.engine or a.workers or a.scratch:
+        raise MpilensError("--engine, --workers and --scratch are for the analysis alone: with --format or a "
+                           "selection the trace is read into memory")
     with Steps(4, quiet=a.quiet) as step:
         tl = select(timeline.load(a.rundir, step), {k: getattr(a, k) for k in SELECTION})
         step("matching messages")
@@ -66,30 +83,53 @@ def cmd_trace(a: argparse.Namespace) -> int:
                "collective_instances": int(tl.collectives.instance.max() + 1) if len(tl.collectives.instance) else 0,
                "trace_bytes": tl.file_bytes, "writer_cpu_s": tl.writer_cpu_s, "clock_error_s": tl.clock_error_s,
                "complete": tl.complete, "problems": tl.problems, "export": written,
-               "findings": [f.to_dict() for f in found]}
+               "findings": [f.to_dict() for f in found], "engine": "in memory"}
+    return _print(a, summary, tl.filters, written, found)
+
+
+def _out_of_core(a: argparse.Namespace) -> int:
+    """`mpilens trace RUN`: the summary and findings, analysed out of core (mpilens.trace.scan)."""
+    from ..progress import Steps
+    from ..trace import scan
+
+    with Steps(4, quiet=a.quiet) as step:
+        s = scan.scan(a.rundir, engine=a.engine, workers=a.workers, scratch=a.scratch, progress=step)
+    summary = {"run": str(a.rundir), "nranks": s.nranks, "events": s.events, "messages": s.messages,
+               "unmatched_sends": s.unmatched_sends, "unmatched_receives": s.unmatched_recvs,
+               "message_ends_outside": s.outside, "recorded_filters": s.filters.describe(), "selection": {},
+               "collective_instances": s.collective_instances, "trace_bytes": s.file_bytes,
+               "writer_cpu_s": s.writer_cpu_s, "clock_error_s": s.clock_error_s, "complete": s.complete,
+               "problems": s.problems, "export": None, "findings": [f.to_dict() for f in s.findings],
+               "engine": s.engine}
+    return _print(a, summary, s.filters, None, s.findings)
+
+
+def _print(a: argparse.Namespace, summary: dict, filters, written: dict | None, found: list) -> int:
+    """The summary and findings of `mpilens trace`, as text or JSON."""
     if a.json:
         json.dump(summary, sys.stdout, indent=2)
         print()
         return 0
-    print(f"mpilens trace: {a.rundir}: {summary['events']} events of {tl.nranks} ranks, {summary['messages']} messages "
-          f"matched ({m.unmatched_sends} sends and {m.unmatched_recvs} receives without a partner"
-          + (f"; {m.outside} ends whose partner the trace left out" if m.outside else "") + "), "
+    outside = summary["message_ends_outside"]
+    print(f"mpilens trace: {a.rundir}: {summary['events']} events of {summary['nranks']} ranks, {summary['messages']} "
+          f"messages matched ({summary['unmatched_sends']} sends and {summary['unmatched_receives']} receives without "
+          "a partner" + (f"; {outside} ends whose partner the trace left out" if outside else "") + "), "
           f"{summary['collective_instances']} collective instances")
-    if tl.filters.any():
-        print("Recorded: " + "; ".join(tl.filters.describe()))
+    if filters.any():
+        print("Recorded: " + "; ".join(filters.describe()))
     if summary["selection"]:
         print("Selected: " + ", ".join(f"--{k} {v}" for k, v in summary["selection"].items()))
-    size = f"Trace: {units.size(tl.file_bytes)}"
-    if len(tl.ev):
-        size += f", {tl.file_bytes / len(tl.ev):.1f} bytes per event"
-    if tl.writer_cpu_s is not None:
-        size += f"; the ranks' writer threads used {units.seconds(tl.writer_cpu_s)} of CPU"
+    size = f"Trace: {units.size(summary['trace_bytes'])}"
+    if summary["events"]:
+        size += f", {summary['trace_bytes'] / summary['events']:.1f} bytes per event"
+    if summary["writer_cpu_s"] is not None:
+        size += f"; the ranks' writer threads used {units.seconds(summary['writer_cpu_s'])} of CPU"
     print(size)
-    if tl.clock_error_s:
+    if summary["clock_error_s"]:
         print("Clocks: " + "; ".join(f"{h} aligned to rank 0's host within "
                                      + (units.seconds(e) if e is not None else "an unknown error (older trace)")
-                                     for h, e in sorted(tl.clock_error_s.items())))
-    for p in tl.problems:
+                                     for h, e in sorted(summary["clock_error_s"].items())))
+    for p in summary["problems"]:
         print(f"Note: {p}")
     if written is not None:
         print(f"Wrote {a.output} ({a.format}): " + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in written.items()))

@@ -1,0 +1,357 @@
+"""The trace analysis out of core: a run's messages, collective instances and findings (what
+`mpilens trace` prints) without holding its events in memory, rank by rank on worker processes:
+those of this machine (the default), or the workers of a Dask distributed scheduler the user
+points it at (`--engine tcp://host:8786`).
+
+The ranks' traces are independent until their messages are matched, so the work is three rounds
+of tasks, each of which holds one rank's events or one share of the messages, never the run's:
+
+1. decode: each rank's trace file into its events (timeline.rank_part: the same columns, in the
+   same order, as the in-memory Timeline), written to a scratch directory, one file per column.
+   What comes back is small: the rank's head and trailer, its earliest and latest time.
+2. rank: with the run's time origin (the earliest event of any rank, as the in-memory Timeline
+   takes it off), each rank's message ends (timeline.message_ends) written to the scratch
+   directory in shares by the hash of their key (communicator, source, destination, tag), its
+   collective calls, and the findings that are one rank's own (irregular durations, gaps: its
+   best few of each).
+3. share: each share's ends paired (timeline.pair_ends: every end of a key is in one share), and
+   the messages that can be a late sender or late receiver kept.
+
+The coordinator then joins the collective calls (a few per rank and step) into instances and
+runs the findings of mpilens.trace.findings on the kept messages and instances, reading the few
+events it needs (call sites, the call that waited) from the scratch files. The findings are those
+of the in-memory analysis, in the same order (tests/test_trace_scan.py holds them equal).
+
+Memory: a worker holds one rank's events (about 80 bytes each, twice while it sorts them) or one
+share of the message ends (SHARE_ENDS of them, about 60 bytes each); the coordinator the
+collective calls (40 bytes each) and the kept messages. Scratch: about 80 bytes per event, on a
+file system the workers share (the run directory's, for workers on other hosts), removed at the
+end. Time grows with the events (each decoded once, its columns read once more); the shares
+with the messages."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .. import layout
+from .. import meta as meta_file
+from ..errors import MpilensError, RunDirectoryError
+from . import findings, reader, timeline
+from .filters import RecordFilters
+
+SHARE_ENDS = 4_000_000  # message ends per share (about 250 MB of them and their pairing)
+WORKER_BYTES = 1 << 30  # what a worker may hold (a rank of 5 M events): the workers a machine runs
+SEND_DTYPE = np.dtype([("key", "<u8"), ("t", "<f8"), ("ev", "<i8"), ("src", "<i4"), ("dst", "<i4"), ("tag", "<i4"),
+                       ("bytes", "<i8"), ("t1", "<f8"), ("call", "?")])
+RECV_DTYPE = np.dtype([("key", "<u8"), ("post", "<f8"), ("done", "<f8"), ("ev", "<i8"), ("src", "<i4"), ("dst", "<i4")])
+
+
+@dataclass
+class Scan:
+    """What the out-of-core analysis found: the numbers `mpilens trace` prints, and the findings."""
+
+    nranks: int
+    events: int
+    messages: int
+    unmatched_sends: int
+    unmatched_recvs: int
+    outside: int
+    collective_instances: int
+    file_bytes: int
+    writer_cpu_s: float | None
+    clock_error_s: dict[str, float | None]
+    complete: bool
+    problems: list[str]
+    filters: RecordFilters
+    findings: list[findings.TraceFinding]
+    engine: str  # where it ran: "this process", "N local processes", a scheduler's address
+    shares: int = 1
+    timings: dict[str, float] = field(default_factory=dict)  # seconds per round
+
+
+# ------------------------------------------------------------------------------- where tasks run
+class _Engine:
+    """Runs a round of tasks and returns their results in order."""
+
+    def __init__(self, engine: Any, workers: int | None) -> None:
+        self._pool = self._client = None
+        self.own_client = False
+        if engine in (None, "local"):
+            n = workers or _local_workers()
+            if n <= 1:
+                self.name = "this process"
+            else:
+                # fork (quick, and sees what this process imported) unless threads run here, which a
+                # forked child could find holding a lock
+                how = "fork" if threading.active_count() == 1 else "forkserver"
+                self._pool = ProcessPoolExecutor(n, mp_context=get_context(how))
+                self.name = f"{n} local processes"
+        elif engine == "serial":
+            self.name = "this process"
+        elif isinstance(engine, str) and "://" not in engine:
+            raise MpilensError(f"--engine {engine}: give local, serial or a Dask scheduler's address "
+                               "(tcp://host:port)")
+        elif isinstance(engine, str):
+            try:
+                from distributed import Client  # optional: pip install 'mpilens[dask]'
+            except ImportError:
+                raise MpilensError(f"--engine {engine}: Dask's distributed scheduler is not installed "
+                                   "(pip install 'mpilens[dask]')") from None
+            try:
+                self._client = Client(engine, timeout=20)
+            except (OSError, TimeoutError, ValueError) as err:
+                raise MpilensError(f"--engine {engine}: cannot reach the scheduler ({err})") from None
+            self.own_client = True
+            self.name = f"Dask scheduler {engine}"
+        else:  # a distributed.Client the caller made
+            self._client = engine
+            self.name = f"Dask scheduler {getattr(engine.scheduler, 'address', '')}".strip()
+
+    def map(self, fn: Callable, *args: list) -> list:
+        if self._pool is not None:
+            return list(self._pool.map(fn, *args))
+        if self._client is not None:
+            futures = self._client.map(fn, *args, pure=False)
+            return self._client.gather(futures)
+        return [fn(*a) for a in zip(*args)]
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown()
+        if self._client is not None and self.own_client:
+            self._client.close()
+
+
+def _local_workers() -> int:
+    """This machine's cores, as many as its available memory lets hold a rank each."""
+    try:
+        avail = next(int(line.split()[1]) * 1024 for line in Path("/proc/meminfo").read_text().splitlines()
+                     if line.startswith("MemAvailable:"))
+    except (OSError, StopIteration, ValueError):
+        avail = 4 * WORKER_BYTES
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(cores, avail // WORKER_BYTES))
+
+
+# ------------------------------------------------------------------------------- the tasks
+def _decode(file: layout.RankFile, clocks: reader.Clocks, window_setting: bool, scratch: str) -> Any:
+    """Round 1: one rank's events to the scratch directory; its part without them (or the error
+    that kept it from being read, as text)."""
+    try:
+        rt = clocks.apply(reader.read_rank(file))
+    except (RunDirectoryError, OSError) as err:
+        return f"{err} (rank {layout.rank_of('trace', file)}'s trace is left out)"
+    part = timeline.rank_part(rt, window_setting)
+    del rt
+    where = Path(scratch) / f"rank-{part.rank}"
+    where.mkdir()
+    for name, col in part.cols.items():
+        np.save(where / f"{name}.npy", col)
+    part.cols = None
+    return part
+
+
+def _columns(scratch: str, rank: int, origin: float) -> dict[str, np.ndarray]:
+    """A rank's events from the scratch directory (memory-mapped; its times from the origin)."""
+    where = Path(scratch) / f"rank-{rank}"
+    cols = {name: np.load(where / f"{name}.npy", mmap_mode="r") for name in timeline.COLUMNS}
+    cols["t0"] = cols["t0"] - origin  # as the in-memory Timeline takes it off: the same numbers
+    cols["t1"] = cols["t1"] - origin
+    return cols
+
+
+def _rank(part: timeline.RankPart, base: int, origin: float, shell: dict[str, Any], scratch: str,
+          shares: int) -> dict[str, Any]:
+    """Round 2: one rank's message ends (to the scratch directory, by share), its collective
+    calls, and its own findings (its best of each kind)."""
+    ev = timeline.Events(_columns(scratch, part.rank, origin))
+    tl = timeline.Timeline(shell["nranks"], part.functions, part.classes, ev,
+                           {part.rank: part.regions or []}, {part.rank: part.counters or []}, part.complete,
+                           sites=part.sites, filters=shell["filters"], traced=shell["traced"],
+                           clock_error_s=shell["clock_error_s"], rundir=shell["rundir"])
+    sends, recvs = timeline.message_ends(tl, base)
+    for kind, ends, dtype in (("s", sends, SEND_DTYPE), ("r", recvs, RECV_DTYPE)):
+        rows = np.empty(len(ends["key"]), dtype=dtype)
+        for name in dtype.names:
+            rows[name] = ends[name]
+        share = (rows["key"] % np.uint64(shares)).astype(np.int64)
+        order = np.argsort(share, kind="stable")
+        bounds = np.searchsorted(share[order], np.arange(shares + 1))
+        for s in range(shares):
+            np.save(Path(scratch) / "ends" / f"{kind}-{s}-{part.rank}.npy", rows[order[bounds[s]:bounds[s + 1]]])
+    calls, regions = findings.irregular_candidates(tl)
+    top = findings.TOP
+    return {"collectives": timeline.collective_calls(tl, base),
+            "irregular": (sorted(calls, key=lambda x: -x[0])[:top], sorted(regions, key=lambda x: -x[0])[:top]),
+            "gaps": findings.large_gaps(tl, top)}
+
+
+def _share(share: int, ranks: list[int], scratch: str, shell: dict[str, Any]) -> dict[str, Any]:
+    """Round 3: one share's messages; those that may be late senders or receivers kept."""
+    ends = Path(scratch) / "ends"
+    sends = np.concatenate([np.load(ends / f"s-{share}-{r}.npy") for r in ranks]) if ranks else \
+        np.empty(0, SEND_DTYPE)
+    recvs = np.concatenate([np.load(ends / f"r-{share}-{r}.npy") for r in ranks]) if ranks else \
+        np.empty(0, RECV_DTYPE)
+    s = {n: sends[n] for n in SEND_DTYPE.names}
+    r = {n: recvs[n] for n in RECV_DTYPE.names}
+    m, si, _ = timeline.pair_ends(s, r, shell["filters"], shell["traced"], shell["clock_error_s"])
+    # what findings.late_senders and late_receivers look for (their first test, the same numbers)
+    late_s = np.minimum(m.send_t - m.recv_post_t, m.recv_t - m.recv_post_t) > findings.MIN_WAIT_S
+    send_end = s["t1"][si]
+    late_r = s["call"][si] & (np.minimum(m.recv_post_t - m.send_t, send_end - m.send_t) > findings.MIN_WAIT_S) \
+        & (send_end > m.recv_post_t)
+    keep = np.flatnonzero(late_s | late_r)
+    return {"count": len(m.send_ev), "unmatched": (m.unmatched_sends, m.unmatched_recvs), "outside": m.outside,
+            "key": s["key"][si][keep], "order": keep,
+            "kept": {name: getattr(m, name)[keep] for name in ("send_ev", "recv_ev", "send_t", "recv_post_t",
+                                                               "recv_t", "src", "dst", "tag", "bytes")}}
+
+
+# ------------------------------------------------------------------------------- events on disk
+class _DiskColumn:
+    """One column of the run's events, read from the ranks' scratch files where indexed."""
+
+    def __init__(self, events: _DiskEvents, name: str) -> None:
+        self.events, self.name = events, name
+
+    def __getitem__(self, idx: Any) -> Any:
+        e = self.events
+        if np.isscalar(idx):
+            i = int(idx)
+            k = int(np.searchsorted(e.bases, i, side="right")) - 1
+            return e.column(k, self.name)[i - e.bases[k]]
+        idx = np.asarray(idx, dtype=np.int64)
+        which = np.searchsorted(e.bases, idx, side="right") - 1
+        out = np.empty(len(idx), dtype=timeline.COLUMNS[self.name])
+        for k in np.unique(which):
+            at = which == k
+            out[at] = e.column(int(k), self.name)[idx[at] - e.bases[k]]
+        return out
+
+
+class _DiskEvents:
+    """The run's events as the Timeline numbers them (ranks in order), in the scratch files: what
+    the findings read of a few events (the call that waited, its call site)."""
+
+    def __init__(self, scratch: str, ranks: list[int], counts: list[int], origin: float) -> None:
+        self.scratch, self.ranks, self.origin = scratch, ranks, origin
+        self.bases = np.r_[0, np.cumsum(counts)[:-1]].astype(np.int64) if counts else np.zeros(0, np.int64)
+        self.total = int(sum(counts))
+        self._open: dict[tuple[int, str], np.ndarray] = {}
+
+    def column(self, k: int, name: str) -> np.ndarray:
+        key = (k, name)
+        if key not in self._open:
+            col = np.load(Path(self.scratch) / f"rank-{self.ranks[k]}" / f"{name}.npy", mmap_mode="r")
+            self._open[key] = col
+        col = self._open[key]
+        return _Shifted(col, self.origin) if name in ("t0", "t1") else col
+
+    def __len__(self) -> int:
+        return self.total
+
+    def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, str):
+            return _DiskColumn(self, key)
+        return {name: _DiskColumn(self, name)[key] for name in timeline.COLUMNS}
+
+
+class _Shifted:
+    """A time column read from the origin on."""
+
+    def __init__(self, col: np.ndarray, origin: float) -> None:
+        self.col, self.origin = col, origin
+
+    def __getitem__(self, idx: Any) -> Any:
+        return np.asarray(self.col[idx]) - self.origin
+
+
+# ------------------------------------------------------------------------------- the analysis
+def scan(rundir: str | Path, engine: Any = None, workers: int | None = None, scratch: str | Path | None = None,
+         progress: Callable[[str], None] | None = None) -> Scan:
+    """Analyse a run's trace out of core. engine: None or "local" (processes of this machine,
+    `workers` of them, else as many as its cores and memory allow), "serial" (this process), a Dask
+    scheduler's address, or a distributed.Client. scratch: where the events go meanwhile (a new
+    directory under it; the system's temporary directory by default: with workers on other hosts,
+    give one they share)."""
+    say = progress or (lambda _: None)
+    timings: dict[str, float] = {}
+    problems: list[str] = []
+    left_out: list[str] = []
+    filters = RecordFilters.from_config((meta_file.load(rundir, []) or {}).get("config") or {})
+    files = reader.plan(rundir, left_out, problems)
+    run = _Engine(engine, workers)
+    work = tempfile.mkdtemp(prefix="mpilens-scan-", dir=str(scratch) if scratch is not None else None)
+    try:
+        (Path(work) / "ends").mkdir()
+        t = time.monotonic()
+        say(f"decoding {len(files)} ranks on {run.name}")
+        parts = []
+        for got in run.map(_decode, [f for f, _ in files], [c for _, c in files],
+                           [bool(filters.window_setting)] * len(files), [work] * len(files)):
+            if isinstance(got, str):
+                left_out.append(got)
+            else:
+                parts.append(got)
+        if not parts:
+            raise RunDirectoryError(left_out[-1] if left_out else f"{rundir}: no trace")
+        parts.sort(key=lambda p: p.rank)
+        timings["decode"] = time.monotonic() - t
+        counts = [p.count for p in parts]
+        origin = min((p.t_min for p in parts if p.count), default=0.0)
+        events = _DiskEvents(work, [p.rank for p in parts], counts, origin)
+        tl = timeline.assemble(rundir, parts, events, origin, filters, problems, left_out)
+        shares = max(1, -(-sum(counts) // SHARE_ENDS))
+        shell = {"nranks": tl.nranks, "filters": tl.filters, "traced": tl.traced, "clock_error_s": tl.clock_error_s,
+                 "rundir": tl.rundir}
+        t = time.monotonic()
+        say(f"the ranks' message ends, collectives and own findings ({shares} shares)")
+        n = len(parts)
+        per_rank = run.map(_rank, parts, list(events.bases), [origin] * n, [shell] * n, [work] * n, [shares] * n)
+        timings["ranks"] = time.monotonic() - t
+        t = time.monotonic()
+        say("pairing the messages")
+        ranks = [p.rank for p in parts]
+        per_share = run.map(_share, list(range(shares)), [ranks] * shares, [work] * shares, [shell] * shares)
+        timings["messages"] = time.monotonic() - t
+        t = time.monotonic()
+        say("findings")
+        key = np.concatenate([s["key"] for s in per_share])
+        order = np.concatenate([s["order"] for s in per_share])
+        by = np.lexsort((order, key))  # the in-memory order of messages: by key, then within it
+        kept = {name: np.concatenate([s["kept"][name] for s in per_share])[by] for name in per_share[0]["kept"]}
+        tl._messages = timeline.Messages(**kept, unmatched_sends=sum(s["unmatched"][0] for s in per_share),
+                                         unmatched_recvs=sum(s["unmatched"][1] for s in per_share),
+                                         outside=sum(s["outside"] for s in per_share))
+        calls = {name: np.concatenate([r["collectives"][name] for r in per_rank]) for name in
+                 per_rank[0]["collectives"]}
+        tl._collectives = timeline.group_collectives(calls)
+        del calls
+        irregular = [x for r in per_rank for x in r["irregular"][0]] + [x for r in per_rank for x in r["irregular"][1]]
+        irregular.sort(key=lambda x: -x[0])
+        gaps = [g for r in per_rank for g in r["gaps"]]
+        gaps.sort(key=lambda g: -g.duration_s)
+        found = (findings.late_senders(tl) + findings.late_receivers(tl) + findings.collective_waits(tl)
+                 + [f for _, f in irregular[:findings.TOP]] + gaps[:findings.TOP])
+        timings["findings"] = time.monotonic() - t
+        c = tl.collectives
+        return Scan(tl.nranks, len(events), sum(s["count"] for s in per_share), tl.messages.unmatched_sends,
+                    tl.messages.unmatched_recvs, tl.messages.outside,
+                    int(c.instance.max()) + 1 if len(c.instance) else 0, tl.file_bytes, tl.writer_cpu_s,
+                    tl.clock_error_s, tl.complete, tl.problems, tl.filters, found, run.name, shares, timings)
+    finally:
+        run.close()
+        shutil.rmtree(work, ignore_errors=True)

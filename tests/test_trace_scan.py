@@ -1,0 +1,164 @@
+"""The trace analysis out of core (mpilens.trace.scan): the same messages, collective instances
+and findings as the in-memory analysis, in this process, on local worker processes and on a Dask
+local cluster of worker processes; and the synthetic traces of its benchmark
+(mpilens.trace.synthetic), read back against the events their generator means and analysed
+against the problems planted in them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import MPILENS, RUNS, committed_run
+from mpilens.trace import findings, reader, scan, synthetic, timeline
+
+TRACED = sorted(p.name for p in RUNS.iterdir() if (p / "trace").is_dir())
+
+
+def in_memory(rundir: Path) -> tuple[dict, list[dict]]:
+    tl = timeline.load(rundir)
+    m, c = tl.messages, tl.collectives
+    numbers = {"events": len(tl.ev), "messages": len(m.send_ev), "unmatched_sends": m.unmatched_sends,
+               "unmatched_recvs": m.unmatched_recvs, "outside": m.outside,
+               "collective_instances": int(c.instance.max()) + 1 if len(c.instance) else 0,
+               "problems": tl.problems, "complete": tl.complete, "file_bytes": tl.file_bytes}
+    return numbers, [f.to_dict() for f in findings.find(tl)]
+
+
+def out_of_core(s: scan.Scan) -> tuple[dict, list[dict]]:
+    numbers = {"events": s.events, "messages": s.messages, "unmatched_sends": s.unmatched_sends,
+               "unmatched_recvs": s.unmatched_recvs, "outside": s.outside,
+               "collective_instances": s.collective_instances, "problems": s.problems, "complete": s.complete,
+               "file_bytes": s.file_bytes}
+    return numbers, [f.to_dict() for f in s.findings]
+
+
+# a ring of 12 ranks; rank 5 computes 30 ms longer in iteration 209 (an MPI_Allreduce follows it),
+# rank 2 4 ms longer in iteration 400
+DELAYS = {(5, 209): 30_000_000, (2, 400): 4_000_000}
+
+
+@pytest.fixture(scope="module")
+def halo(tmp_path_factory) -> tuple[synthetic.Halo, Path]:
+    h = synthetic.Halo(12, 700, delays=DELAYS)
+    d = tmp_path_factory.mktemp("synthetic") / "run"
+    synthetic.write(d, h)
+    return h, d
+
+
+def test_synthetic_trace_reads_back_as_generated(halo):
+    """Every rank's file decodes to the events the generator means, field by field."""
+    h, d = halo
+    for f in reader.trace_files(d):
+        rt = reader.read_rank(f)
+        want = h.events_of(rt.rank, 0, h.iterations)
+        assert rt.problems == [] and rt.complete
+        for name, col in want.items():
+            got = rt.events[name]
+            if name == "req":  # the decoder marks an operation number as this thread's
+                got = np.where(got > 0, got - (np.uint64(1) << np.uint64(40)), got)
+            assert np.array_equal(got.astype(np.int64), col.astype(np.int64)), (rt.rank, name)
+
+
+def test_planted_problems_are_found(halo):
+    """The generator's schedule says what happened: rank 5 sent its iteration-209 messages 30 ms
+    late to ranks 4 and 6 (tags 2 and 1), which then arrived last at the MPI_Allreduce after it
+    (the schedule says which of them), everyone else waiting about 30 ms there."""
+    h, d = halo
+    s = scan.scan(d, engine="serial")
+    iters, n = h.iterations, h.nranks
+    assert s.events == sum(len(h.events_of(r, 0, iters)["t0"]) for r in range(n))
+    assert s.messages == 2 * n * iters and s.unmatched_sends == s.unmatched_recvs == 0
+    assert s.collective_instances == iters // h.every
+    late = [f for f in s.findings if f.kind == "late_sender"]
+    assert {(f.evidence["sender"], f.evidence["receiver"], f.evidence["tag"]) for f in late[:2]} == {(5, 4, 2), (5, 6, 1)}
+    assert all(abs(f.duration_s - 0.030) < 0.001 for f in late[:2])
+    waits = [f for f in s.findings if f.kind == "collective_wait"]
+    last = int(np.argmax(h._relative(209, 210)["a0"][:, 0]))
+    assert last in (4, 6)
+    assert waits[0].evidence["late_rank"] == last and waits[0].evidence["participants"] == n
+    assert abs(waits[0].duration_s - 0.030) < 0.001
+    gap = [f for f in s.findings if f.kind == "gap" and f.rank == 5]
+    assert gap and abs(gap[0].duration_s - 0.030) < 0.001
+
+
+@pytest.mark.parametrize("name", TRACED)
+def test_committed_traces_as_in_memory(name, tmp_path):
+    """The committed traces (every example with a trace, both MPIs, killed ones too): the same
+    numbers and findings, with call sites, out of core as in memory."""
+    run = committed_run(name, tmp_path)
+    want = in_memory(run.rundir)
+    assert out_of_core(scan.scan(run.rundir, engine="serial")) == want
+
+
+def test_local_processes_as_in_memory(halo, tmp_path):
+    """Two local worker processes, the shares of messages cut small: the same; the scratch
+    directory is gone after."""
+    _, d = halo
+    old = scan.SHARE_ENDS
+    scan.SHARE_ENDS = 5_000  # several shares of the messages
+    try:
+        s = scan.scan(d, engine="local", workers=2, scratch=tmp_path)
+    finally:
+        scan.SHARE_ENDS = old
+    assert s.engine == "2 local processes" and s.shares > 5
+    assert out_of_core(s) == in_memory(d)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_dask_local_cluster_as_in_memory(halo):
+    """A Dask local cluster of three worker processes, given as a client and as its scheduler's
+    address: the same numbers and findings as the in-memory analysis."""
+    distributed = pytest.importorskip("distributed")
+    _, d = halo
+    want = in_memory(d)
+    with distributed.LocalCluster(n_workers=3, threads_per_worker=1, processes=True, dashboard_address=None) as cl, \
+            distributed.Client(cl) as client:
+        assert out_of_core(scan.scan(d, engine=client)) == want
+        s = scan.scan(d, engine=cl.scheduler_address)
+        assert s.engine == f"Dask scheduler {cl.scheduler_address}"
+        assert out_of_core(s) == want
+
+
+def test_cli_prints_the_out_of_core_findings(halo):
+    """`mpilens trace RUN --json` analyses out of core; --engine serial gives the same document."""
+    _, d = halo
+    docs = []
+    for extra in ([], ["--engine", "serial"]):
+        p = subprocess.run([str(MPILENS), "trace", str(d), "--json", *extra], capture_output=True, text=True,
+                           check=True)
+        docs.append(json.loads(p.stdout))
+    numbers, found = in_memory(d)
+    for doc in docs:
+        assert doc["findings"] == json.loads(json.dumps(found))
+        assert (doc["events"], doc["messages"]) == (numbers["events"], numbers["messages"])
+    assert docs[0]["engine"].endswith("local processes") or docs[0]["engine"] == "this process"
+    assert docs[1]["engine"] == "this process"
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--engine", "nowhere"], "give local, serial or a Dask scheduler's address"),
+    (["--workers", "0"], "--workers 0: give 1 or more"),
+    (["--engine", "serial", "--ranks", "0"], "are for the analysis alone"),
+])
+def test_bad_engine_settings_are_one_clear_error(halo, args, says):
+    _, d = halo
+    p = subprocess.run([str(MPILENS), "trace", str(d), *args], capture_output=True, text=True)
+    assert p.returncode != 0 and says in p.stderr and "Traceback" not in p.stderr, p.stderr
+
+
+def test_a_rank_that_cannot_be_read_is_named(halo, tmp_path):
+    """A rank file that is no trace: left out and named, as the in-memory analysis does."""
+    _, d = halo
+    copy = tmp_path / "run"
+    subprocess.run(["cp", "-r", str(d), str(copy)], check=True)
+    (copy / "trace" / "rank-000003.bin").write_bytes(b"not a trace at all")
+    numbers, found = in_memory(copy)
+    s = scan.scan(copy, engine="serial")
+    assert any("rank 3's trace is left out" in p for p in s.problems)
+    assert out_of_core(s) == (numbers, found)
+
