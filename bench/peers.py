@@ -167,12 +167,19 @@ def _make_caliper(archive: Path, home: Path, mpi: str) -> None:
 
 def build_darshan(mpi: str = "openmpi") -> Path:
     """Darshan's runtime built with the MPI's compiler wrapper (as ../shared/peers/README.md says:
-    logs to $DARSHAN_LOGPATH, no job id) and its utilities (darshan-parser, an independent reader of
-    its logs), installed under build/peers/; returns the prefix (lib/libdarshan.so, bin/darshan-parser)."""
+    logs to $DARSHAN_LOGPATH, no job id), installed under build/peers/, with its utilities
+    (darshan-parser, an independent reader of its logs), which use no MPI and are built once for
+    every MPI; returns the prefix (lib/libdarshan.so, bin/darshan-parser)."""
     archives = sorted(PEERS.glob("darshan-*.tar.gz"))
     if not archives:
         raise BenchError(f"no darshan-*.tar.gz in {PEERS}")
     digest = hashlib.sha256(archives[-1].read_bytes()).hexdigest()[:12]
+    util = ROOT / "build" / "peers" / f"darshan-util-{digest}"
+    parser = util / "bin" / "darshan-parser"
+    if not parser.is_file():
+        with _building(util):
+            if not parser.is_file():
+                _make_darshan(archives[-1], util, None)
     home = ROOT / "build" / "peers" / f"darshan-{digest}-{mpi}"
     done = home / "bin" / "darshan-parser"
     if done.is_file() and (home / "lib" / "libdarshan.so").is_file():
@@ -180,21 +187,25 @@ def build_darshan(mpi: str = "openmpi") -> Path:
     with _building(home):
         if not done.is_file():
             _make_darshan(archives[-1], home, mpi)
+            done.parent.mkdir(parents=True, exist_ok=True)
+            done.symlink_to(parser)  # the mark of a whole build
     return home
 
 
-def _make_darshan(archive: Path, home: Path, mpi: str) -> None:
-    """darshan-runtime, then darshan-util (its darshan-parser last: the mark of a whole build)."""
+def _make_darshan(archive: Path, home: Path, mpi: str | None) -> None:
+    """darshan-runtime for an MPI, or (mpi None) darshan-util."""
     with tempfile.TemporaryDirectory(dir=ROOT / "build") as tmp:
         src = _unpacked(archive, Path(tmp))
-        steps = [(src, ["./prepare.sh"]),
-                 (src / "darshan-runtime", ["./configure", "--with-log-path-by-env=DARSHAN_LOGPATH",
-                                            "--with-jobid-env=NONE", f"--prefix={home}", f"CC=mpicc.{mpi}"]),
-                 (src / "darshan-runtime", ["make", "-j2"]), (src / "darshan-runtime", ["make", "install"]),
-                 (src / "darshan-util", ["./configure", f"--prefix={home}"]),
-                 (src / "darshan-util", ["make", "-j2"]), (src / "darshan-util", ["make", "install"])]
+        steps = [(src, ["./prepare.sh"])]
+        if mpi is not None:
+            steps += [(src / "darshan-runtime", ["./configure", "--with-log-path-by-env=DARSHAN_LOGPATH",
+                                                 "--with-jobid-env=NONE", f"--prefix={home}", f"CC=mpicc.{mpi}"]),
+                      (src / "darshan-runtime", ["make", "-j2"]), (src / "darshan-runtime", ["make", "install"])]
+        else:
+            steps += [(src / "darshan-util", ["./configure", f"--prefix={home}"]),
+                      (src / "darshan-util", ["make", "-j2"]), (src / "darshan-util", ["make", "install"])]
         for cwd, cmd in steps:
-            p = subprocess.run(cmd, cwd=cwd, env=base_env(mpi), capture_output=True, text=True)
+            p = subprocess.run(cmd, cwd=cwd, env=base_env(mpi or "openmpi"), capture_output=True, text=True)
             if p.returncode != 0:
                 raise BenchError(f"building Darshan: {' '.join(cmd)} failed:\n{p.stdout[-2000:]}\n{p.stderr[-2000:]}")
 
