@@ -108,6 +108,7 @@ def main() -> int:
     ap.add_argument("--engine", default="local")
     ap.add_argument("--workers", type=int)
     ap.add_argument("--in-memory", action="store_true", help="also the in-memory analysis, and the same findings")
+    ap.add_argument("--chart", action="store_true", help="also the HTML report's timeline chart, out of core")
     a = ap.parse_args()
     a.dir.mkdir(parents=True, exist_ok=True)
     sizes = [int(float(x)) for x in a.sizes.split(",")]
@@ -122,6 +123,16 @@ def main() -> int:
             wall, peak, doc = measure(cmd)
             check(doc, h)
             results.setdefault((n, "out of core"), []).append((wall, peak))
+            if a.chart:
+                # the HTML report's timeline chart of the trace (its data in the page), out of core
+                code = ("import json, sys; from mpilens.trace import scan; from mpilens.report.sections import timeline "
+                        "as t; s = scan.scan(sys.argv[1], chart=(t.MAX_BARS, t.MAX_ARROWS)); "
+                        "c = t.chart_from_scan(s); print(json.dumps({'bytes': len(json.dumps(c)), 'findings': "
+                        "[f.to_dict() for f in s.findings], 'messages': s.messages}))")
+                wall3, peak3, doc3 = measure([str(MPILENS.parent / "python"), "-c", code, str(d)])
+                assert doc3["findings"] == doc["findings"]
+                results.setdefault((n, f"with the report's chart ({doc3['bytes'] / 2**20:.1f} MiB of data)"),
+                                   []).append((wall3, peak3))
             if a.in_memory:
                 # a selection of every rank reads the trace into memory (mpilens trace's other path)
                 wall2, peak2, doc2 = measure([str(MPILENS), "trace", str(d), "--json", "--quiet",

@@ -25,11 +25,11 @@ PACKAGE = ROOT / "python" / "mpilens"
 # lowest first; a module's layer is that of its longest prefix listed here
 LAYERS: list[tuple[str, list[str]]] = [
     ("base", ["errors", "units", "_layout", "_build", "build_info", "layout", "safefile", "settings", "elf",
-              "progress", "trace", "trace.filters"]),
+              "progress", "trace", "trace.filters", "trace.synthetic"]),
     ("readers", ["meta", "claim", "payload", "merge", "recover", "rundir", "mpit", "io", "papi", "memory", "intervals",
                  "counters_spc", "callsites", "trace.reader", "trace.timeline", "model.data"]),
     ("analyses", ["summary", "findings", "imbalance", "compare", "recommend", "model", "trace.findings",
-                  "trace.estimate", "frames"]),
+                  "trace.estimate", "trace.bins", "trace.scan", "frames"]),
     ("reports", ["report"]),
     ("exports", ["exports", "export_hatchet", "trace.export"]),
     ("commands", ["commands", "cli", "__main__", "launch", "imports", "runtime_build", "__init__"]),
@@ -46,7 +46,7 @@ LOADS_READERS_LAZILY = {"rundir"}
 READERS = ("rundir", "payload", "layout", "trace.reader", "memory", "counters_spc", "mpit", "papi", "intervals", "io")
 # what a function may import: optional dependencies and the heavy ones a command may never need
 EXT = "ext:"  # a package that is not mpilens (the standard library's io is not mpilens.io)
-LAZY_OK = {"numpy", "scipy", "matplotlib", "pandas", "pyarrow", "otf2", "hatchet", "thicket", "rich", "perfetto"}
+LAZY_OK = {"numpy", "scipy", "matplotlib", "pandas", "pyarrow", "otf2", "hatchet", "thicket", "rich", "perfetto", "distributed"}
 
 
 def modules() -> dict[str, Path]:

@@ -162,3 +162,32 @@ def test_a_rank_that_cannot_be_read_is_named(halo, tmp_path):
     assert any("rank 3's trace is left out" in p for p in s.problems)
     assert out_of_core(s) == (numbers, found)
 
+
+
+def test_chart_as_in_memory(halo):
+    """The report's timeline chart of a trace too large to draw call by call (its bins, longest
+    calls and sampled arrows) from the out-of-core analysis' parts: what the in-memory chart is."""
+    from mpilens.report.sections import timeline as section
+
+    _, d = halo
+    want = section.chart_data(timeline.load(d))
+    assert want["bins"] is not None and want["sampled_arrows"]  # 42,840 calls, 16,800 messages
+    for engine in ("serial", "local"):
+        s = scan.scan(d, engine=engine, workers=2, chart=(section.MAX_BARS, section.MAX_ARROWS))
+        assert section.chart_from_scan(s) == want
+
+
+def test_report_of_a_large_trace_is_out_of_core(tmp_path, monkeypatch):
+    """A trace past the report's threshold is analysed out of core: the same HTML report (its
+    findings, its chart's data) as when it is read into memory."""
+    from mpilens import cli
+    from mpilens.report.sections import timeline as section
+
+    run = committed_run("late_sender-openmpi", tmp_path)
+    pages = []
+    for limit in (1 << 40, 1):  # in memory, then out of core
+        monkeypatch.setattr(section, "OUT_OF_CORE_BYTES", limit)
+        out = tmp_path / f"report-{limit}.html"
+        assert cli.main(["report", str(run.rundir), "--html", str(out)]) == 0
+        pages.append(out.read_text())
+    assert "Late sender" in pages[0] and pages[1] == pages[0]

@@ -48,7 +48,7 @@ import numpy as np
 from .. import layout
 from .. import meta as meta_file
 from ..errors import MpilensError, RunDirectoryError
-from . import findings, reader, timeline
+from . import bins, findings, reader, timeline
 from .filters import RecordFilters
 
 SHARE_ENDS = 4_000_000  # message ends per share (about 250 MB of them and their pairing)
@@ -79,6 +79,15 @@ class Scan:
     engine: str  # where it ran: "this process", "N local processes", a scheduler's address
     shares: int = 1
     timings: dict[str, float] = field(default_factory=dict)  # seconds per round
+    # the timeline chart's parts when asked for (scan(chart=...)): "end" (s), "rows" ((rank, thread)),
+    # "calls" (all of them),
+    # "bins" (trace.bins.bin_shares of every row), "bars" ((rank, thread, t0, t1, function id) of the
+    # longest calls, the longest first), "arrows" ((rank, thread, t) of the send and of the receive,
+    # bytes) of the messages picked evenly in the order of matching, "sampled" (not all messages)
+    chart: dict[str, Any] | None = None
+    functions: list[str] = field(default_factory=list)
+    classes: list[str] = field(default_factory=list)
+    rundir: Path | None = None
 
 
 # ------------------------------------------------------------------------------- where tasks run
@@ -155,6 +164,9 @@ def _decode(file: layout.RankFile, clocks: reader.Clocks, window_setting: bool, 
         return f"{err} (rank {layout.rank_of('trace', file)}'s trace is left out)"
     part = timeline.rank_part(rt, window_setting)
     del rt
+    kind = part.cols["kind"]
+    # the threads that make its rows in the timeline's chart: those with calls or completions
+    part.chart_threads = np.unique(part.cols["thread"][(kind == reader.CALL) | (kind == reader.DONE)]).tolist()
     where = Path(scratch) / f"rank-{part.rank}"
     where.mkdir()
     for name, col in part.cols.items():
@@ -193,9 +205,32 @@ def _rank(part: timeline.RankPart, base: int, origin: float, shell: dict[str, An
             np.save(Path(scratch) / "ends" / f"{kind}-{s}-{part.rank}.npy", rows[order[bounds[s]:bounds[s + 1]]])
     calls, regions = findings.irregular_candidates(tl)
     top = findings.TOP
-    return {"collectives": timeline.collective_calls(tl, base),
-            "irregular": (sorted(calls, key=lambda x: -x[0])[:top], sorted(regions, key=lambda x: -x[0])[:top]),
-            "gaps": findings.large_gaps(tl, top)}
+    out = {"collectives": timeline.collective_calls(tl, base),
+           "irregular": (sorted(calls, key=lambda x: -x[0])[:top], sorted(regions, key=lambda x: -x[0])[:top]),
+           "gaps": findings.large_gaps(tl, top)}
+    chart = shell.get("chart")
+    if chart is not None:
+        out["chart"] = _rank_chart(tl, part, chart)
+    return out
+
+
+def _rank_chart(tl: timeline.Timeline, part: timeline.RankPart, chart: dict[str, Any]) -> dict[str, Any]:
+    """One rank's part of the timeline chart: its rows' shares of each time bin per class of call
+    (trace.bins), and its longest calls (the longest first, in event order among equals)."""
+    ev = tl.ev
+    calls = np.flatnonzero(ev["kind"] == reader.CALL)
+    threads = np.asarray(part.chart_threads, dtype=np.int64)
+    row = np.searchsorted(threads, ev["thread"][calls].astype(np.int64))
+    classes = chart["classes"]
+    cls_index = np.array([classes.index(c) for c in part.classes], dtype=np.int32)
+    cls = cls_index[ev["fn"][calls]]
+    t0, t1 = ev["t0"][calls], ev["t1"][calls]
+    shares = bins.bin_shares(row, cls, t0, t1, len(threads), len(classes), chart["end"], chart["n"])
+    dur = t1 - t0
+    top = np.argsort(-dur, kind="stable")[:chart["max_bars"]]
+    return {"shares": shares["shares"], "width": shares["width"], "calls": len(calls),
+            "bars": {"dur": dur[top], "thread": ev["thread"][calls][top], "t0": t0[top], "t1": t1[top],
+                     "fn": ev["fn"][calls][top], "i": calls[top]}}
 
 
 def _share(share: int, ranks: list[int], scratch: str, shell: dict[str, Any]) -> dict[str, Any]:
@@ -214,7 +249,14 @@ def _share(share: int, ranks: list[int], scratch: str, shell: dict[str, Any]) ->
     late_r = s["call"][si] & (np.minimum(m.recv_post_t - m.send_t, send_end - m.send_t) > findings.MIN_WAIT_S) \
         & (send_end > m.recv_post_t)
     keep = np.flatnonzero(late_s | late_r)
-    return {"count": len(m.send_ev), "unmatched": (m.unmatched_sends, m.unmatched_recvs), "outside": m.outside,
+    uniq = counts = None
+    if shell.get("chart") is not None:  # every message, for the arrows the chart picks
+        keys = s["key"][si]
+        uniq, counts = np.unique(keys, return_counts=True)
+        np.savez(ends / f"messages-{share}.npz", send_ev=m.send_ev, recv_ev=m.recv_ev, send_t=m.send_t,
+                 recv_t=m.recv_t, bytes=m.bytes)
+    return {"keys": uniq, "counts": counts, "count": len(m.send_ev),
+            "unmatched": (m.unmatched_sends, m.unmatched_recvs), "outside": m.outside,
             "key": s["key"][si][keep], "order": keep,
             "kept": {name: getattr(m, name)[keep] for name in ("send_ev", "recv_ev", "send_t", "recv_post_t",
                                                                "recv_t", "src", "dst", "tag", "bytes")}}
@@ -279,14 +321,66 @@ class _Shifted:
         return np.asarray(self.col[idx]) - self.origin
 
 
+# ------------------------------------------------------------------------------- the chart
+def _chart(spec: dict[str, Any], parts: list, per_rank: list, per_share: list, events: _DiskEvents, work: str,
+           max_arrows: int) -> dict[str, Any]:
+    """The timeline chart's parts from the ranks' (bins, longest calls) and the shares' messages:
+    what the in-memory chart takes from the whole timeline (report.sections.timeline.chart_data)."""
+    rows = [(p.rank, t) for p in parts for t in p.chart_threads]
+    shares = [x for r in per_rank for x in r["chart"]["shares"]]
+    width = per_rank[0]["chart"]["width"] if per_rank else 1.0
+    bars = {k: np.concatenate([np.asarray(r["chart"]["bars"][k]) for r in per_rank]) for k in
+            ("dur", "thread", "t0", "t1", "fn", "i")}
+    bar_rank = np.concatenate([np.full(len(r["chart"]["bars"]["dur"]), p.rank) for p, r in zip(parts, per_rank)])
+    if sum(r["chart"]["calls"] for r in per_rank) > spec["max_bars"]:  # the longest, in event order among equals
+        top = np.argsort(-bars["dur"], kind="stable")[:spec["max_bars"]]
+    else:  # every call, in event order
+        top = np.lexsort((bars["i"], bar_rank))
+    drawn = [(int(bar_rank[i]), int(bars["thread"][i]), float(bars["t0"][i]), float(bars["t1"][i]),
+              int(bars["fn"][i])) for i in top]
+    # the messages in the order of matching (by key, then in their key's order), picked evenly
+    keys = [s["keys"] for s in per_share]
+    all_keys = np.concatenate(keys)
+    counts = np.concatenate([s["counts"] for s in per_share])
+    share_of = np.concatenate([np.full(len(k), j) for j, k in enumerate(keys)])
+    start_in_share = np.concatenate([np.cumsum(s["counts"]) - s["counts"] for s in per_share])
+    order = np.argsort(all_keys)
+    start = np.cumsum(counts[order]) - counts[order]
+    total = int(counts.sum())
+    pick = np.arange(total)
+    if total > max_arrows:
+        pick = np.linspace(0, total - 1, max_arrows).astype(np.int64)
+    k = np.searchsorted(start, pick, side="right") - 1
+    share = share_of[order[k]]
+    local = start_in_share[order[k]] + (pick - start[k])
+    arrows = []
+    loaded: dict[int, Any] = {}
+    for s_, i in zip(share.tolist(), local.tolist()):
+        if s_ not in loaded:
+            loaded[s_] = np.load(Path(work) / "ends" / f"messages-{s_}.npz")
+        m = loaded[s_]
+        arrows.append((int(m["send_ev"][i]), float(m["send_t"][i]), int(m["recv_ev"][i]),
+                       float(max(m["recv_t"][i], m["send_t"][i])), int(m["bytes"][i])))
+    ev_rank, ev_thread = events["rank"], events["thread"]
+    sends = np.array([a[0] for a in arrows], dtype=np.int64)
+    recvs = np.array([a[2] for a in arrows], dtype=np.int64)
+    sr, st, rr, rt = ev_rank[sends], ev_thread[sends], ev_rank[recvs], ev_thread[recvs]
+    return {"end": spec["end"], "rows": rows, "classes": spec["classes"],
+            "calls": sum(r["chart"]["calls"] for r in per_rank),
+            "bins": {"n": spec["n"], "width": width, "shares": shares}, "bars": drawn,
+            "arrows": [((int(sr[j]), int(st[j]), a[1]), (int(rr[j]), int(rt[j]), a[3]), a[4])
+                       for j, a in enumerate(arrows)], "sampled": total > max_arrows}
+
+
 # ------------------------------------------------------------------------------- the analysis
 def scan(rundir: str | Path, engine: Any = None, workers: int | None = None, scratch: str | Path | None = None,
-         progress: Callable[[str], None] | None = None) -> Scan:
+         progress: Callable[[str], None] | None = None, chart: tuple[int, int] | None = None) -> Scan:
     """Analyse a run's trace out of core. engine: None or "local" (processes of this machine,
     `workers` of them, else as many as its cores and memory allow), "serial" (this process), a Dask
     scheduler's address, or a distributed.Client. scratch: where the events go meanwhile (a new
     directory under it; the system's temporary directory by default: with workers on other hosts,
-    give one they share)."""
+    give one they share). chart: (longest calls, arrows) for the parts of the timeline chart of a
+    trace drawn per time bin (Scan.chart)."""
     say = progress or (lambda _: None)
     timings: dict[str, float] = {}
     problems: list[str] = []
@@ -317,6 +411,12 @@ def scan(rundir: str | Path, engine: Any = None, workers: int | None = None, scr
         shares = max(1, -(-sum(counts) // SHARE_ENDS))
         shell = {"nranks": tl.nranks, "filters": tl.filters, "traced": tl.traced, "clock_error_s": tl.clock_error_s,
                  "rundir": tl.rundir}
+        if chart is not None:
+            classes = sorted(set(tl.classes))
+            rows = [(p.rank, t) for p in parts for t in p.chart_threads]
+            end = max((p.t_max for p in parts if p.count), default=origin) - origin
+            shell["chart"] = {"classes": classes, "end": end, "n": bins.bins_for(len(rows), len(classes)),
+                              "max_bars": chart[0]}
         t = time.monotonic()
         say(f"the ranks' message ends, collectives and own findings ({shares} shares)")
         n = len(parts)
@@ -347,11 +447,13 @@ def scan(rundir: str | Path, engine: Any = None, workers: int | None = None, scr
         found = (findings.late_senders(tl) + findings.late_receivers(tl) + findings.collective_waits(tl)
                  + [f for _, f in irregular[:findings.TOP]] + gaps[:findings.TOP])
         timings["findings"] = time.monotonic() - t
+        drawn = None if chart is None else _chart(shell["chart"], parts, per_rank, per_share, events, work, chart[1])
         c = tl.collectives
         return Scan(tl.nranks, len(events), sum(s["count"] for s in per_share), tl.messages.unmatched_sends,
                     tl.messages.unmatched_recvs, tl.messages.outside,
                     int(c.instance.max()) + 1 if len(c.instance) else 0, tl.file_bytes, tl.writer_cpu_s,
-                    tl.clock_error_s, tl.complete, tl.problems, tl.filters, found, run.name, shares, timings)
+                    tl.clock_error_s, tl.complete, tl.problems, tl.filters, found, run.name, shares, timings,
+                    drawn, tl.functions, tl.classes, tl.rundir)
     finally:
         run.close()
         shutil.rmtree(work, ignore_errors=True)

@@ -313,6 +313,7 @@ class RankPart:
     t_min: float  # earliest t0 (inf: no events)
     t_max: float  # latest t1 (-inf: no events)
     has_io: bool
+    chart_threads: list[int] = field(default_factory=list)  # the out-of-core analysis': its chart's rows
 
 
 def rank_part(rt: reader.RankTrace, window_setting: bool) -> RankPart:

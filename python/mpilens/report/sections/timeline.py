@@ -4,22 +4,23 @@ durations, gaps)."""
 
 from __future__ import annotations
 
-import base64
+from collections.abc import Callable
+from dataclasses import dataclass
 from html import escape
 from typing import Any
 
 import numpy as np
 
-from ... import units
-from ...trace import findings, reader
+from ... import layout, units
+from ...trace import findings, reader, scan
+from ...trace.bins import bin_shares
 from . import Context, Figure, Section, legend, section
 
 MAX_BARS = 40_000  # calls drawn one by one; beyond, the overview is per time bin (the longest calls kept)
 MAX_ARROWS = 1_500
-# time bins of the overview of a trace with more calls than MAX_BARS; fewer when there are many rows,
-# so that the page stays a few MB whatever the trace's size (rows x classes x bins bytes)
-BINS = 1_000
-MAX_BIN_BYTES = 4_000_000
+# a trace whose files are larger than this (about 10^7 events) is analysed out of core for the report
+# (mpilens.trace.scan): in memory it would take 80 bytes per event and more
+OUT_OF_CORE_BYTES = 200 << 20
 CLASS_COLORS = {"p2p": "#5b8db8", "collective": "#c8553d", "completion": "#e3a33b", "rma": "#8e6bb8",
                 "io": "#5aa469", "probe": "#9aa0a6", "setup": "#b9bec4", "other": "#b9bec4"}
 
@@ -30,18 +31,60 @@ def timeline_of(ctx: Context):
         if "trace" not in ctx.run.modes:
             return None
         tl = ctx.run.trace
-        # what is wrong with the trace is wrong with the report's findings: said with the run's problems
-        ctx.run.problems.extend(f"trace: {p}" for p in tl.problems if f"trace: {p}" not in ctx.run.problems)
+        _problems(ctx, tl.problems)
         return tl
     return ctx.once("timeline", load)
 
 
+def _problems(ctx: Context, problems: list[str]) -> None:
+    # what is wrong with the trace is wrong with the report's findings: said with the run's problems
+    ctx.run.problems.extend(f"trace: {p}" for p in problems if f"trace: {p}" not in ctx.run.problems)
+
+
+@dataclass
+class TraceView:
+    """What the section shows of a trace, from the in-memory Timeline or, for a large trace, from
+    the out-of-core analysis."""
+
+    events: int
+    messages: int
+    unmatched_sends: int
+    unmatched_recvs: int
+    file_bytes: int
+    writer_cpu_s: float | None
+    clock_error_s: dict[str, float | None]
+    classes: list[str]
+    rundir: Any
+    findings: list
+    chart: Callable[[], dict[str, Any]]
+    out_of_core: bool = False
+
+
+def view_of(ctx: Context) -> TraceView | None:
+    """The run's trace as the section shows it, once per report (None without a trace): a trace
+    whose files pass OUT_OF_CORE_BYTES is analysed out of core (its chart per time bin)."""
+    def load() -> TraceView | None:
+        if "trace" not in ctx.run.modes:
+            return None
+        size = sum(f.size if isinstance(f, layout.Member) else f.stat().st_size
+                   for f in layout.trace_files(ctx.run.path))
+        if size > OUT_OF_CORE_BYTES:
+            s = scan.scan(ctx.run.path, chart=(MAX_BARS, MAX_ARROWS))
+            _problems(ctx, s.problems)
+            return TraceView(s.events, s.messages, s.unmatched_sends, s.unmatched_recvs, s.file_bytes, s.writer_cpu_s,
+                             s.clock_error_s, s.classes, s.rundir, s.findings, lambda: chart_from_scan(s), True)
+        tl = timeline_of(ctx)
+        m = tl.messages
+        return TraceView(len(tl.ev), len(m.send_ev), m.unmatched_sends, m.unmatched_recvs, tl.file_bytes,
+                         tl.writer_cpu_s, tl.clock_error_s, tl.classes, tl.rundir, findings.find(tl),
+                         lambda: chart_data(tl))
+    return ctx.once("trace_view", load)
+
+
 def findings_of(ctx: Context) -> list:
     """The findings of the run's timeline, computed once per report ([] without a trace)."""
-    def find() -> list:
-        tl = timeline_of(ctx)
-        return findings.find(tl) if tl is not None else []
-    return ctx.once("trace_findings", find)
+    v = view_of(ctx)
+    return v.findings if v is not None else []
 
 
 def chart_data(tl: Any) -> dict[str, Any]:
@@ -65,7 +108,7 @@ def chart_data(tl: Any) -> dict[str, Any]:
         row = np.array([row_of[(int(k) >> 32, int(k) & 0xFFFFFFFF)] for k in uniq], dtype=np.int64)[inv]
         bins = bin_shares(row, cls_index[ev["fn"][calls]], ev["t0"][calls], ev["t1"][calls], len(rows), len(classes),
                           end)
-        calls = calls[np.argsort(-dur)[:MAX_BARS]]
+        calls = calls[np.argsort(-dur, kind="stable")[:MAX_BARS]]
     used_fn = sorted(set(ev["fn"][calls].tolist()))
     fn_index = {f: i for i, f in enumerate(used_fn)}
     bars = [[row_of[(int(r), int(t))], round(float(a), 9), round(float(b), 9), int(cls_index[f]), fn_index[int(f)]]
@@ -84,36 +127,29 @@ def chart_data(tl: Any) -> dict[str, Any]:
             "bins": bins}
 
 
-def bin_shares(row: np.ndarray, cls: np.ndarray, t0: np.ndarray, t1: np.ndarray, nrows: int, nclasses: int,
-               end: float) -> dict[str, Any]:
-    """The share of each time bin that each row spent in calls of each class: {"n": bins, "width": s,
-    "shares": per row, base64 of uint8 [class][bin] (255: the whole bin)}. A call's time is split
-    exactly among the bins it overlaps."""
-    n = max(16, min(BINS, MAX_BIN_BYTES // max(nrows * nclasses, 1)))
-    width = (end or 1.0) / n
-    cover = np.zeros((nrows, nclasses, n + 1))
-    a, b = np.clip(t0 / width, 0, n), np.clip(np.maximum(t1, t0) / width, 0, n)  # in bins
-    first, last = np.minimum(a.astype(np.int64), n - 1), np.minimum(b.astype(np.int64), n - 1)
-    one = first == last
-    np.add.at(cover, (row[one], cls[one], first[one]), b[one] - a[one])
-    many = ~one
-    r, c, f, la = row[many], cls[many], first[many], last[many]
-    np.add.at(cover, (r, c, f), f + 1 - a[many])  # the first bin's part, the last bin's part
-    np.add.at(cover, (r, c, la), b[many] - la)
-    # whole bins in between: +1 from the bin after the first, -1 from the last, summed along time
-    full = np.zeros_like(cover)
-    np.add.at(full, (r, c, f + 1), 1.0)
-    np.add.at(full, (r, c, la), -1.0)
-    cover += np.cumsum(full, axis=2)
-    share = np.rint(np.clip(cover[:, :, :n], 0, 1) * 255).astype(np.uint8)
-    return {"n": n, "width": width, "shares": [base64.b64encode(share[i].tobytes()).decode() for i in range(nrows)]}
+def chart_from_scan(s: Any) -> dict[str, Any]:
+    """chart_data's chart from the parts the out-of-core analysis gives (mpilens.trace.scan)."""
+    c = s.chart
+    rows = c["rows"]
+    row_of = {rt: i for i, rt in enumerate(rows)}
+    classes = c["classes"]
+    cls_index = np.array([classes.index(k) for k in s.classes], dtype=np.int32)
+    used_fn = sorted({b[4] for b in c["bars"]})
+    fn_index = {f: i for i, f in enumerate(used_fn)}
+    bars = [[row_of[(r, t)], round(a, 9), round(b, 9), int(cls_index[f]), fn_index[f]] for r, t, a, b, f in c["bars"]]
+    arrows = [[row_of[(sr, st)], round(ts, 9), row_of[(rr, rt)], round(tr, 9), n]
+              for (sr, st, ts), (rr, rt, tr), n in c["arrows"]]
+    return {"end": c["end"], "rows": [f"rank {r}" + (f" t{t}" if t else "") for r, t in rows], "bars": bars,
+            "arrows": arrows, "classes": classes, "colors": [CLASS_COLORS.get(k, "#999") for k in classes],
+            "functions": [s.functions[f] for f in used_fn], "sampled_arrows": c["sampled"],
+            "bins": c["bins"] if c["calls"] > MAX_BARS else None}
 
 
 def cost(tl: Any) -> str:
-    """What the trace took: its size and its writer threads' CPU time."""
-    if not len(tl.ev):
+    """What the trace took: its size and its writer threads' CPU time (tl: a TraceView)."""
+    if not tl.events:
         return ""
-    text = f"The trace takes {units.size(tl.file_bytes)} ({tl.file_bytes / len(tl.ev):.1f} bytes per event)"
+    text = f"The trace takes {units.size(tl.file_bytes)} ({tl.file_bytes / tl.events:.1f} bytes per event)"
     if tl.writer_cpu_s is not None:
         text += f"; writing it took the ranks' writer threads {units.seconds(tl.writer_cpu_s)} of CPU"
     if tl.clock_error_s:
@@ -148,11 +184,10 @@ class TimelineSection(Section):
         return {"timeline_findings": [f.to_dict() for f in findings_of(ctx)] if self._covered(ctx) else None}
 
     def html(self, ctx: Context) -> str | None:
-        tl = timeline_of(ctx)
+        tl = view_of(ctx)
         if tl is None:
             return None
-        ctx.data["timeline"] = ctx.once("timeline_chart", lambda: chart_data(tl))
-        m = tl.messages
+        ctx.data["timeline"] = ctx.once("timeline_chart", tl.chart)
         keys = legend((c, CLASS_COLORS.get(c, "#999")) for c in sorted(set(tl.classes))
                       if c in ("p2p", "collective", "completion", "rma", "io"))
         rows = "".join(
@@ -171,17 +206,17 @@ class TimelineSection(Section):
             f"in each class of calls); zoomed in, the {len(data['bars']):,} longest calls are drawn one by one. ")
         return (f'<div class="legend">{keys}<span>&rarr; messages{note}</span></div>'
                 '<div data-chart="timeline" data-key="timeline" id="timeline-chart"></div>'
-                f'<p class="note">{len(tl.ev):,} events, {len(m.send_ev):,} messages matched send to receive '
-                f"({m.unmatched_sends} sends and {m.unmatched_recvs} receives without a partner). {cost(tl)}{binned}"
+                f'<p class="note">{tl.events:,} events, {tl.messages:,} messages matched send to receive '
+                f"({tl.unmatched_sends} sends and {tl.unmatched_recvs} receives without a partner). {cost(tl)}{binned}"
                 "Drag to zoom, double-click to zoom out, hover for details. Every event, in Perfetto (ui.perfetto.dev): "
                 f"<code>mpilens export perfetto {escape(str(tl.rundir or 'RUNDIR'))} -o run.perfetto-trace</code>.</p>"
                 + table)
 
     def figures(self, ctx: Context) -> list[Figure]:
-        tl = timeline_of(ctx)
+        tl = view_of(ctx)
         if tl is None:
             return []
-        data = ctx.once("timeline_chart", lambda: chart_data(tl))
+        data = ctx.once("timeline_chart", tl.chart)
 
         def draw(fig: Any) -> None:
             ax = fig.add_subplot()
