@@ -170,6 +170,8 @@ FAST := not (mpi or apps or slurm or hosts or browser or matrix or install)
 # parallel test workers of `make test` and `make check` (one module each; the `serial` modules of
 # `make test` then run alone)
 TEST_WORKERS ?= 2
+# parallel jobs of the build that `make test` starts with (the cores)
+BUILD_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 check: all units
 	$(VENV)/bin/ruff check python tests bench
 	MPILENS_TEST_TIER=check $(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "$(FAST)" tests
@@ -183,8 +185,8 @@ test-runs: all
 # deps first (the build needs the venv); the matrix's wheels install while the rest builds; then
 # the standard-ABI runtime, whose compiler (mpicc_abi) make mpis may only just have installed
 test: deps
-	$(MAKE) mpis all units
-	$(MAKE) runtime
+	$(MAKE) -j$(BUILD_JOBS) mpis all units
+	$(MAKE) -j$(BUILD_JOBS) runtime
 	$(VENV)/bin/ruff check python tests bench
 	$(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not serial" tests
 	$(VENV)/bin/python -m pytest -q -p no:xdist -m serial tests

@@ -128,6 +128,10 @@ def _make_mpip(archive: Path, home: Path, mpi: str) -> None:
         (home / "libmpiP.so.tmp").replace(lib)
 
 
+# its MPI services, without what the sittings and tests do not use (its query tools, Kokkos' bindings)
+CALIPER_OPTIONS = ("-DWITH_MPI=On", "-DBUILD_TESTING=Off", "-DWITH_TOOLS=Off", "-DWITH_KOKKOS=Off")
+
+
 def build_caliper(mpi: str = "openmpi") -> Path:
     """Caliper built with the MPI's wrappers (cmake, as ../shared/peers/README.md says), installed under
     build/peers/, and the preloaded library that starts it in an unmodified program; returns the
@@ -135,7 +139,7 @@ def build_caliper(mpi: str = "openmpi") -> Path:
     archives = sorted(PEERS.glob("Caliper-*.tar.gz"))
     if not archives:
         raise BenchError(f"no Caliper-*.tar.gz in {PEERS}")
-    digest = hashlib.sha256(archives[-1].read_bytes()).hexdigest()[:12]
+    digest = hashlib.sha256(archives[-1].read_bytes() + " ".join(CALIPER_OPTIONS).encode()).hexdigest()[:12]
     home = ROOT / "build" / "peers" / f"caliper-{digest}-{mpi}"
     init = home / "libcalinit.so"
     if init.is_file():
@@ -152,8 +156,8 @@ def _make_caliper(archive: Path, home: Path, mpi: str) -> None:
         src = _unpacked(archive, Path(tmp))
         (src / "build").mkdir()
         cxx = "mpicxx.openmpi" if mpi == "openmpi" else "mpicxx.mpich"
-        for cmd in (["cmake", "-DWITH_MPI=On", f"-DMPI_C_COMPILER=mpicc.{mpi}", f"-DMPI_CXX_COMPILER={cxx}",
-                     "-DBUILD_TESTING=Off", f"-DCMAKE_INSTALL_PREFIX={home}", ".."], ["make", "-j2"], ["make", "install"]):
+        for cmd in (["cmake", *CALIPER_OPTIONS, f"-DMPI_C_COMPILER=mpicc.{mpi}", f"-DMPI_CXX_COMPILER={cxx}",
+                     f"-DCMAKE_INSTALL_PREFIX={home}", ".."], ["make", "-j2"], ["make", "install"]):
             p = subprocess.run(cmd, cwd=src / "build", env=base_env(mpi), capture_output=True, text=True)
             if p.returncode != 0:
                 raise BenchError(f"building Caliper: {' '.join(cmd)} failed:\n{p.stdout[-2000:]}\n{p.stderr[-2000:]}")
