@@ -167,7 +167,7 @@ def _decode(file: layout.RankFile, clocks: reader.Clocks, window_setting: bool, 
     kind = part.cols["kind"]
     # the threads that make its rows in the timeline's chart: those with calls or completions
     part.chart_threads = np.unique(part.cols["thread"][(kind == reader.CALL) | (kind == reader.DONE)]).tolist()
-    where = Path(scratch) / f"rank-{part.rank}"
+    where = Path(scratch) / f"r{part.rank}"
     where.mkdir()
     for name, col in part.cols.items():
         np.save(where / f"{name}.npy", col)
@@ -177,7 +177,7 @@ def _decode(file: layout.RankFile, clocks: reader.Clocks, window_setting: bool, 
 
 def _columns(scratch: str, rank: int, origin: float) -> dict[str, np.ndarray]:
     """A rank's events from the scratch directory (memory-mapped; its times from the origin)."""
-    where = Path(scratch) / f"rank-{rank}"
+    where = Path(scratch) / f"r{rank}"
     cols = {name: np.load(where / f"{name}.npy", mmap_mode="r") for name in timeline.COLUMNS}
     cols["t0"] = cols["t0"] - origin  # as the in-memory Timeline takes it off: the same numbers
     cols["t1"] = cols["t1"] - origin
@@ -297,7 +297,7 @@ class _DiskEvents:
     def column(self, k: int, name: str) -> np.ndarray:
         key = (k, name)
         if key not in self._open:
-            col = np.load(Path(self.scratch) / f"rank-{self.ranks[k]}" / f"{name}.npy", mmap_mode="r")
+            col = np.load(Path(self.scratch) / f"r{self.ranks[k]}" / f"{name}.npy", mmap_mode="r")
             self._open[key] = col
         col = self._open[key]
         return _Shifted(col, self.origin) if name in ("t0", "t1") else col

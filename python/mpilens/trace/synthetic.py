@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import _layout as L
+from .. import layout
 
 FUNCTIONS = ["MPI_Init", "MPI_Irecv", "MPI_Isend", "MPI_Waitall", "MPI_Allreduce", "MPI_Finalize"]
 CLASSES = ["setup", "p2p", "p2p", "completion", "collective", "setup"]
@@ -179,15 +180,15 @@ def write(rundir: str | Path, halo: Halo, progress=None) -> int:
     """Write the run directory of `halo` (meta.json and trace/rank-NNNNNN.bin; the directory must
     not exist); returns the events written."""
     out = Path(rundir)
-    (out / "trace").mkdir(parents=True)
+    layout.folder(out, "trace").mkdir(parents=True)
     n = halo.nranks
-    meta = {"schema": "mpilens.meta/1", "tool": {"name": "mpilens"}, "nranks": n, "hosts": ["synthetic"],
+    meta = {"schema": L.SCHEMA_META, "tool": {"name": "mpilens"}, "nranks": n, "hosts": ["synthetic"],
             "rank_host": [0] * n, "program": "synthetic halo exchange (mpilens.trace.synthetic)",
             "command": ["synthetic", str(n), str(halo.iterations)],
             "config": {"MPILENS_MODE": "trace", "MPILENS_TRACE_RANKS": "", "MPILENS_TRACE_WINDOW": "",
                        "MPILENS_TRACE_PCONTROL": "0", "MPILENS_TRACE_EXCLUDE": ""},
             "timer": "tsc", "started_by": "MPI_Init", "finalized": True}
-    (out / "meta.json").write_text(json.dumps(meta, indent=1))
+    layout.meta_file(out).write_text(json.dumps(meta, indent=1))
     head = {"nranks": n, "mpi": "synthetic", "tick0": T_START, "ns0": T_START, "world_uid": WORLD,
             "realtime_ns1": 1_790_000_000_000_000_000 + T_START, "tick1": T_START + 1_000, "ns1": T_START + 1_000,
             "offset_ns": [], "functions": FUNCTIONS, "classes": CLASSES}
@@ -195,7 +196,7 @@ def write(rundir: str | Path, halo: Halo, progress=None) -> int:
     for rank in range(n):
         if progress:
             progress(f"writing rank {rank}")
-        path = out / "trace" / f"rank-{rank:06d}.bin"
+        path = layout.path(out, "trace", rank=rank)
         with open(path, "wb") as f:
             f.write(L.MAGIC_TRACE_HEAD[:8] + json.dumps({"rank": rank, **head}).encode() + L.MAGIC_TRACE_JSON_END)
             filling = number = 0
