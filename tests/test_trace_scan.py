@@ -191,3 +191,32 @@ def test_report_of_a_large_trace_is_out_of_core(tmp_path, monkeypatch):
         assert cli.main(["report", str(run.rundir), "--html", str(out)]) == 0
         pages.append(out.read_text())
     assert "Late sender" in pages[0] and pages[1] == pages[0]
+
+
+@pytest.mark.parametrize("name", TRACED)
+def test_perfetto_streamed_is_the_in_memory_export(name, tmp_path):
+    """`mpilens export perfetto RUN` streams the run rank by rank (exports.perfetto.perfetto_run):
+    the same bytes as the export of the whole Timeline in memory (which tests/test_perfetto.py reads
+    with Perfetto's own protos)."""
+    from mpilens.exports import perfetto
+
+    run = committed_run(name, tmp_path)
+    whole, streamed = tmp_path / "whole.perfetto-trace", tmp_path / "streamed.perfetto-trace"
+    counts = perfetto.perfetto(timeline.load(run.rundir), whole)
+    assert perfetto.perfetto_run(run.rundir, streamed) == counts
+    assert streamed.read_bytes() == whole.read_bytes()
+
+
+def test_perfetto_streamed_of_the_synthetic_halo(halo, tmp_path):
+    """The halo's 16,800 messages as flows, the same bytes streamed as in memory; the command
+    streams it (no selection) and writes those bytes too."""
+    from mpilens.exports import perfetto
+
+    _, d = halo
+    whole, streamed, cli = (tmp_path / f"{n}.perfetto-trace" for n in ("whole", "streamed", "cli"))
+    counts = perfetto.perfetto(timeline.load(d), whole)
+    assert counts["flows"] == 16_800
+    assert perfetto.perfetto_run(d, streamed) == counts
+    subprocess.run([str(MPILENS), "export", "perfetto", str(d), "-o", str(cli), "--quiet"], check=True,
+                   capture_output=True)
+    assert streamed.read_bytes() == whole.read_bytes() == cli.read_bytes()

@@ -92,6 +92,11 @@ def export(name: str, rundir: Path, out: Path, options: dict[str, Any], step: An
 
     e = exports.get(name)
     e.check_output(out)
+    if e.source == "trace" and e.write_run is not None and not any((selection or {}).get(k) for k in SELECTION):
+        try:  # the whole trace: streamed rank by rank, never all in memory
+            return e.write_run(rundir, out, step, **options)
+        except OSError as err:
+            raise MpilensError(f"cannot write {out}: {err.strerror}") from err
     if e.source == "trace":
         from ..trace import timeline
 

@@ -47,6 +47,9 @@ class Exporter:
     directory: bool = False               # the output is a new directory (an existing one is refused)
     options: tuple[Option, ...] = field(default_factory=tuple)
     describe: Callable[[Path, dict[str, int], dict[str, Any]], str] | None = None  # line printed after writing
+    # write_run(run directory, out, progress, **options): the same output of a whole trace, streamed
+    # from the run directory rank by rank (what `mpilens export` uses without a selection)
+    write_run: Callable[..., dict[str, int]] | None = None
 
     def default_output(self, run_dir: Path) -> Path:
         """Where the export goes without -o: <run directory name><suffix> in the current directory."""

@@ -59,7 +59,7 @@ from .. import counters_spc, layout, memory, safefile, units
 from .. import meta as meta_file
 from ..errors import RunDirectoryError
 from ..trace import findings as trace_findings
-from ..trace import reader
+from ..trace import reader, scan
 from ..trace.timeline import Timeline
 from . import Exporter, Option, Progress, exporter
 from .common import region_visits
@@ -464,24 +464,34 @@ def _descriptors(tl: Timeline, threads: dict[int, list[int]], counters: dict[int
 # ------------------------------------------------------------------------------- a thread's events
 @dataclass
 class _Flows:
-    """The messages as flows: per (rank, thread), the call events they leave and end in."""
+    """The messages as flows: per (rank, thread), the call events they leave and end in, and their
+    numbers (a flow's id is its message's number + 1)."""
 
-    send_call: np.ndarray  # event index of the call that sent message k
+    send_call: np.ndarray  # event index of the call that sent each message
     recv_call: np.ndarray  # event index of the call that completed its receive (-1: none)
-    send_key: np.ndarray  # (rank << 32 | thread) of each, sorted, with the message numbers in that order
+    send_id: np.ndarray  # the message's number, of each send
+    recv_id: np.ndarray
+    send_key: np.ndarray  # (rank << 32 | thread) of each, sorted, with the entries in that order
     send_order: np.ndarray
     recv_key: np.ndarray
     recv_order: np.ndarray
 
-    def of(self, rank: int, thread: int, sending: bool) -> np.ndarray:
-        """Numbers of the messages a thread sent (or received)."""
+    def of(self, rank: int, thread: int, sending: bool) -> tuple[np.ndarray, np.ndarray]:
+        """The numbers of the messages a thread sent (or received), and their calls."""
         key, order = (self.send_key, self.send_order) if sending else (self.recv_key, self.recv_order)
         k = rank << 32 | thread
-        return order[np.searchsorted(key, k, "left"):np.searchsorted(key, k, "right")]
+        at = order[np.searchsorted(key, k, "left"):np.searchsorted(key, k, "right")]
+        return (self.send_id[at], self.send_call[at]) if sending else (self.recv_id[at], self.recv_call[at])
 
 
 def _flows(tl: Timeline) -> _Flows:
-    ev, m = tl.ev, tl.messages
+    m = tl.messages
+    n = np.arange(len(m.send_ev), dtype=np.int64)
+    return _flows_of(tl.ev, np.asarray(m.send_ev, dtype=np.int64), np.asarray(m.recv_ev, dtype=np.int64), n, n)
+
+
+def _flows_of(ev, send_ev: np.ndarray, recv_ev: np.ndarray, send_id: np.ndarray, recv_id: np.ndarray) -> _Flows:
+    """The flows of messages whose sends (receives) are events send_ev (recv_ev) of ev."""
     calls = np.flatnonzero(ev["kind"] == reader.CALL)
 
     def call_of(i: np.ndarray) -> np.ndarray:
@@ -491,8 +501,8 @@ def _flows(tl: Timeline) -> _Flows:
         same = (at >= 0) & (ev["rank"][c] == ev["rank"][i]) & (ev["thread"][c] == ev["thread"][i])
         return np.where(same, c, -1)
 
-    send = call_of(np.asarray(m.send_ev, dtype=np.int64))
-    recv = call_of(np.asarray(m.recv_ev, dtype=np.int64))
+    send = call_of(send_ev)
+    recv = call_of(recv_ev)
 
     def keyed(c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         ok = np.flatnonzero(c >= 0)
@@ -502,7 +512,7 @@ def _flows(tl: Timeline) -> _Flows:
 
     sk, so = keyed(send)
     rk, ro = keyed(recv)
-    return _Flows(send, recv, sk, so, rk, ro)
+    return _Flows(send, recv, send_id, recv_id, sk, so, rk, ro)
 
 
 class _Names:
@@ -590,10 +600,10 @@ def _thread_sequence(tl: Timeline, rank: int, thread: int, lo: int, hi: int, shi
     # flows: the message numbers on the begin packets of their calls
     begin_at = np.empty(nc, dtype=np.int64)
     begin_at[ref[kind == 0]] = np.flatnonzero(kind == 0)
-    out_flow = flows.of(rank, thread, True)
-    in_flow = flows.of(rank, thread, False)
-    out_at = begin_at[np.searchsorted(ci, flows.send_call[out_flow])]
-    in_at = begin_at[np.searchsorted(ci, flows.recv_call[in_flow])]
+    out_flow, out_call = flows.of(rank, thread, True)
+    in_flow, in_call = flows.of(rank, thread, False)
+    out_at = begin_at[np.searchsorted(ci, out_call)]
+    in_at = begin_at[np.searchsorted(ci, in_call)]
     o = np.lexsort((out_flow, out_at))
     out_flow, out_at = out_flow[o], out_at[o]
     o = np.lexsort((in_flow, in_at))
@@ -784,8 +794,92 @@ def perfetto(tl: Timeline, out: Path, progress: Progress = None, call_sites: boo
     return counts
 
 
+def perfetto_run(rundir: Path, out: Path, progress: Progress = None, call_sites: bool = False) -> dict[str, int]:
+    """perfetto()'s trace of a whole run, the same bytes, streamed rank by rank: the ranks are
+    decoded and their messages paired out of core (mpilens.trace.scan, on this machine's worker
+    processes), then each rank's events are read back from the scratch directory and written in
+    turn, so that memory holds one rank's events and the messages' numbers, never the run's events."""
+    def stream(r: scan.Rounds) -> dict[str, int]:
+        return _stream(r, out, progress, call_sites)
+
+    return scan.scan(rundir, progress=progress, then=stream).then
+
+
+def _rank_timeline(r: scan.Rounds, k: int) -> Timeline:
+    """The k-th rank's events (r.parts[k]) as a Timeline of that rank alone."""
+    tl, p = r.tl, r.parts[k]
+    return Timeline(tl.nranks, tl.functions, tl.classes, r.columns(k), {p.rank: tl.regions.get(p.rank, [])},
+                    {p.rank: tl.counters.get(p.rank, [])}, tl.complete, sites=p.sites, rundir=tl.rundir,
+                    io_files={p.rank: tl.io_files.get(p.rank, [])}, init_end=tl.init_end, traced=tl.traced)
+
+
+def _stream(r: scan.Rounds, out: Path, progress: Progress, call_sites: bool) -> dict[str, int]:
+    tl = r.tl
+    notes: list[str] = []
+    where = {p.rank: k for k, p in enumerate(r.parts)}
+    counters: list[_Counter] = []
+    for k, p in enumerate(r.parts):  # the trace's own counters (a few ranks' user counters, if any)
+        kind = np.load(Path(r.work) / f"r{p.rank}" / "kind.npy", mmap_mode="r")
+        if (kind == reader.COUNTER).any():
+            counters += _trace_counters(_rank_timeline(r, k))
+    if tl.rundir is not None:
+        modes = layout.modes(tl.rundir)
+        if "counters" in modes:
+            counters += _spc_counters(tl, notes)
+        if "memory" in modes:
+            counters += _memory_counters(tl, notes)
+    by_rank: dict[int, list[_Counter]] = {}
+    for c in counters:
+        by_rank.setdefault(c.rank, []).append(c)
+    earliest = min([0] + [int(_ns(c.t).min()) for c in counters if len(c.t)])
+    shift = -earliest
+    # the messages by the rank that sent them, and by the rank that received them
+    send_ev, recv_ev, ids = r.message_ids()
+    bases = r.events.bases
+    s_rank = np.searchsorted(bases, send_ev, side="right") - 1
+    r_rank = np.searchsorted(bases, recv_ev, side="right") - 1
+    s_order, r_order = np.argsort(s_rank, kind="stable"), np.argsort(r_rank, kind="stable")
+    s_at = np.searchsorted(s_rank[s_order], np.arange(len(r.parts) + 1))
+    r_at = np.searchsorted(r_rank[r_order], np.arange(len(r.parts) + 1))
+    threads = {rank: [0] for rank in range(tl.nranks)}
+    for p in r.parts:
+        threads[p.rank] = sorted({0} | set(p.threads))
+    counts = dict.fromkeys(("packets", "calls", "regions", "flows", "io_events", "findings", "counter_tracks",
+                            "counter_samples"), 0)
+    seqs = _Sequences()
+    with safefile.replacing(out, binary=True) as f:
+        write = f.write
+        head, _ = _descriptors(tl, threads, by_rank, _hosts(tl))
+        write(head)
+        counts["packets"] += tl.nranks + sum(len(t) for t in threads.values()) + len(counters)
+        for rank in range(tl.nranks):
+            if progress and (rank == 0 or tl.nranks <= 64 or rank % (tl.nranks // 64) == 0):
+                progress(f"Perfetto trace: rank {rank} of {tl.nranks}")
+            k = where.get(rank)
+            if k is not None:
+                one = _rank_timeline(r, k)
+                base = int(bases[k])
+                sends, recvs = s_order[s_at[k]:s_at[k + 1]], r_order[r_at[k]:r_at[k + 1]]
+                flows = _flows_of(one.ev, send_ev[sends] - base, recv_ev[recvs] - base, ids[sends], ids[recvs])
+                regions: dict[tuple[int, int], list] = {}
+                for reg in region_visits(one):
+                    regions.setdefault((reg[0], reg[1]), []).append(reg)
+                th = one.ev["thread"]
+                for t in threads[rank]:
+                    a, z = int(np.searchsorted(th, t, "left")), int(np.searchsorted(th, t, "right"))
+                    _thread_sequence(one, rank, t, a, z, shift, flows, regions.get((rank, t), []), seqs, write,
+                                     counts, call_sites)
+                del one, flows
+            for j, c in enumerate(by_rank.get(rank, [])):
+                _counter_sequence(c, _uuid(rank, 1 << 22 | j), shift, seqs, write, counts)
+        counts["counter_tracks"] = len(counters)
+        _findings_sequence(r.findings, shift, seqs, write, counts)
+    tl.problems.extend(notes)
+    return counts
+
+
 exporter(Exporter("perfetto", "a trace as Perfetto's own protobuf trace (ui.perfetto.dev): slices, flows, counters",
-                  "trace", ".perfetto-trace", perfetto,
+                  "trace", ".perfetto-trace", perfetto, write_run=perfetto_run,
                   options=(Option(("--call-sites",), {"dest": "call_sites", "action": "store_true",
                                                       "help": "perfetto: each MPI call's site (file:line, function) "
                                                               "as its source location (about 3 bytes more a call)"}),)))

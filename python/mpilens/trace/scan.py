@@ -88,6 +88,7 @@ class Scan:
     functions: list[str] = field(default_factory=list)
     classes: list[str] = field(default_factory=list)
     rundir: Path | None = None
+    then: Any = None  # what scan's `then` returned
 
 
 # ------------------------------------------------------------------------------- where tasks run
@@ -167,6 +168,7 @@ def _decode(file: layout.RankFile, clocks: reader.Clocks, window_setting: bool, 
     kind = part.cols["kind"]
     # the threads that make its rows in the timeline's chart: those with calls or completions
     part.chart_threads = np.unique(part.cols["thread"][(kind == reader.CALL) | (kind == reader.DONE)]).tolist()
+    part.threads = np.unique(part.cols["thread"]).tolist()
     where = Path(scratch) / f"r{part.rank}"
     where.mkdir()
     for name, col in part.cols.items():
@@ -250,7 +252,7 @@ def _share(share: int, ranks: list[int], scratch: str, shell: dict[str, Any]) ->
         & (send_end > m.recv_post_t)
     keep = np.flatnonzero(late_s | late_r)
     uniq = counts = None
-    if shell.get("chart") is not None:  # every message, for the arrows the chart picks
+    if shell.get("keep_messages"):  # every message: for the arrows the chart picks, for `then`
         keys = s["key"][si]
         uniq, counts = np.unique(keys, return_counts=True)
         np.savez(ends / f"messages-{share}.npz", send_ev=m.send_ev, recv_ev=m.recv_ev, send_t=m.send_t,
@@ -373,14 +375,61 @@ def _chart(spec: dict[str, Any], parts: list, per_rank: list, per_share: list, e
 
 
 # ------------------------------------------------------------------------------- the analysis
+@dataclass
+class Rounds:
+    """What the rounds left for a caller that goes on from them (scan's `then`): the run's
+    Timeline (its events on disk, its messages those that may be late), the ranks' parts, the
+    rounds' results, the scratch directory (removed when `then` returns) and the engine."""
+
+    tl: timeline.Timeline
+    parts: list[timeline.RankPart]
+    per_rank: list[dict[str, Any]]
+    per_share: list[dict[str, Any]]
+    events: _DiskEvents
+    work: str
+    origin: float
+    findings: list[findings.TraceFinding]
+    engine: _Engine
+
+    def columns(self, k: int) -> timeline.Events:
+        """The events of the k-th rank read (parts[k]), in memory, on the run's axis."""
+        return timeline.Events(_columns(self.work, self.parts[k].rank, self.origin))
+
+    def message_ids(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every matched message (kept by scan(keep_messages=True)): its send and receive events
+        and its number in the order of matching (the in-memory Timeline's messages' order)."""
+        keys = [s["keys"] for s in self.per_share]
+        all_keys, counts = np.concatenate(keys), np.concatenate([s["counts"] for s in self.per_share])
+        order = np.argsort(all_keys)
+        gstart = np.empty(len(all_keys), dtype=np.int64)
+        gstart[order] = np.cumsum(counts[order]) - counts[order]  # each key's first number
+        send, recv, ids = [], [], []
+        at = 0
+        for j, s in enumerate(self.per_share):
+            m = np.load(Path(self.work) / "ends" / f"messages-{j}.npz")
+            c = s["counts"]
+            group = np.repeat(np.arange(len(c)), c)
+            within = np.arange(int(c.sum())) - np.repeat(np.cumsum(c) - c, c)
+            ids.append(gstart[at:at + len(c)][group] + within)
+            send.append(m["send_ev"])
+            recv.append(m["recv_ev"])
+            at += len(c)
+        if not ids:
+            e = np.empty(0, dtype=np.int64)
+            return e, e, e
+        return np.concatenate(send), np.concatenate(recv), np.concatenate(ids)
+
+
 def scan(rundir: str | Path, engine: Any = None, workers: int | None = None, scratch: str | Path | None = None,
-         progress: Callable[[str], None] | None = None, chart: tuple[int, int] | None = None) -> Scan:
+         progress: Callable[[str], None] | None = None, chart: tuple[int, int] | None = None,
+         then: Callable[[Rounds], Any] | None = None) -> Scan:
     """Analyse a run's trace out of core. engine: None or "local" (processes of this machine,
     `workers` of them, else as many as its cores and memory allow), "serial" (this process), a Dask
     scheduler's address, or a distributed.Client. scratch: where the events go meanwhile (a new
     directory under it; the system's temporary directory by default: with workers on other hosts,
     give one they share). chart: (longest calls, arrows) for the parts of the timeline chart of a
-    trace drawn per time bin (Scan.chart)."""
+    trace drawn per time bin (Scan.chart). then: called with what the rounds left before the
+    scratch directory goes (an export that streams the run rank by rank); its result is Scan.then."""
     say = progress or (lambda _: None)
     timings: dict[str, float] = {}
     problems: list[str] = []
@@ -410,7 +459,7 @@ def scan(rundir: str | Path, engine: Any = None, workers: int | None = None, scr
         tl = timeline.assemble(rundir, parts, events, origin, filters, problems, left_out)
         shares = max(1, -(-sum(counts) // SHARE_ENDS))
         shell = {"nranks": tl.nranks, "filters": tl.filters, "traced": tl.traced, "clock_error_s": tl.clock_error_s,
-                 "rundir": tl.rundir}
+                 "rundir": tl.rundir, "keep_messages": chart is not None or then is not None}
         if chart is not None:
             classes = sorted(set(tl.classes))
             rows = [(p.rank, t) for p in parts for t in p.chart_threads]
@@ -449,11 +498,13 @@ def scan(rundir: str | Path, engine: Any = None, workers: int | None = None, scr
         timings["findings"] = time.monotonic() - t
         drawn = None if chart is None else _chart(shell["chart"], parts, per_rank, per_share, events, work, chart[1])
         c = tl.collectives
+        after = None if then is None else then(Rounds(tl, parts, per_rank, per_share, events, work, origin, found,
+                                                      run))
         return Scan(tl.nranks, len(events), sum(s["count"] for s in per_share), tl.messages.unmatched_sends,
                     tl.messages.unmatched_recvs, tl.messages.outside,
                     int(c.instance.max()) + 1 if len(c.instance) else 0, tl.file_bytes, tl.writer_cpu_s,
                     tl.clock_error_s, tl.complete, tl.problems, tl.filters, found, run.name, shares, timings,
-                    drawn, tl.functions, tl.classes, tl.rundir)
+                    drawn, tl.functions, tl.classes, tl.rundir, after)
     finally:
         run.close()
         shutil.rmtree(work, ignore_errors=True)

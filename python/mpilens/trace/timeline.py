@@ -314,6 +314,7 @@ class RankPart:
     t_max: float  # latest t1 (-inf: no events)
     has_io: bool
     chart_threads: list[int] = field(default_factory=list)  # the out-of-core analysis': its chart's rows
+    threads: list[int] = field(default_factory=list)  # and the threads of its events
 
 
 def rank_part(rt: reader.RankTrace, window_setting: bool) -> RankPart:
