@@ -304,6 +304,10 @@ class _DiskEvents:
         col = self._open[key]
         return _Shifted(col, self.origin) if name in ("t0", "t1") else col
 
+    def close(self) -> None:
+        """Let go of the columns read so far (they are mapped again when read)."""
+        self._open.clear()
+
     def __len__(self) -> int:
         return self.total
 
@@ -496,6 +500,7 @@ def scan(rundir: str | Path, engine: Any = None, workers: int | None = None, scr
         found = (findings.late_senders(tl) + findings.late_receivers(tl) + findings.collective_waits(tl)
                  + [f for _, f in irregular[:findings.TOP]] + gaps[:findings.TOP])
         timings["findings"] = time.monotonic() - t
+        events.close()  # the pages the findings read (scattered, but resident while mapped)
         drawn = None if chart is None else _chart(shell["chart"], parts, per_rank, per_share, events, work, chart[1])
         c = tl.collectives
         after = None if then is None else then(Rounds(tl, parts, per_rank, per_share, events, work, origin, found,
