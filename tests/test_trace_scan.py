@@ -193,17 +193,19 @@ def test_report_of_a_large_trace_is_out_of_core(tmp_path, monkeypatch):
     assert "Late sender" in pages[0] and pages[1] == pages[0]
 
 
+@pytest.mark.parametrize("fmt", ["perfetto", "chrome"])
 @pytest.mark.parametrize("name", TRACED)
-def test_perfetto_streamed_is_the_in_memory_export(name, tmp_path):
-    """`mpilens export perfetto RUN` streams the run rank by rank (exports.perfetto.perfetto_run):
-    the same bytes as the export of the whole Timeline in memory (which tests/test_perfetto.py reads
-    with Perfetto's own protos)."""
-    from mpilens.exports import perfetto
+def test_streamed_export_is_the_in_memory_export(name, fmt, tmp_path):
+    """`mpilens export perfetto|chrome RUN` streams the run rank by rank (the exporters'
+    write_run): the same bytes as the export of the whole Timeline in memory (which
+    tests/test_perfetto.py reads with Perfetto's own protos, tests/test_trace.py as JSON)."""
+    from mpilens import exports
 
+    e = exports.get(fmt)
     run = committed_run(name, tmp_path)
-    whole, streamed = tmp_path / "whole.perfetto-trace", tmp_path / "streamed.perfetto-trace"
-    counts = perfetto.perfetto(timeline.load(run.rundir), whole)
-    assert perfetto.perfetto_run(run.rundir, streamed) == counts
+    whole, streamed = tmp_path / f"whole{e.suffix}", tmp_path / f"streamed{e.suffix}"
+    counts = e.write(timeline.load(run.rundir), whole)
+    assert e.write_run(run.rundir, streamed) == counts
     assert streamed.read_bytes() == whole.read_bytes()
 
 

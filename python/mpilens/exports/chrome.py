@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import safefile
-from ..trace import reader
+from ..trace import reader, scan
 from ..trace.timeline import Timeline
 from . import Exporter, Progress, exporter
 from .common import region_visits
@@ -128,68 +128,123 @@ def chrome(tl: Timeline, out: Path, progress: Progress = None) -> dict[str, int]
     one rank at a time is in memory. Returns counts of what was written."""
     ev = tl.ev
     m = tl.messages
-    s_t = ev["t0"][m.send_ev]
-    f_t = m.recv_t
+    s_t, f_t = m.send_t, m.recv_t
     backwards = int((f_t < s_t).sum())
     f_t = np.maximum(f_t, s_t)  # clocks not aligned well enough: draw the arrow straight down
     sr, st = ev["rank"][m.send_ev], ev["thread"][m.send_ev]
     dr, dt = ev["rank"][m.recv_ev], ev["thread"][m.recv_ev]
     calls = np.flatnonzero(ev["kind"] == reader.CALL)
-    counters = np.flatnonzero(ev["kind"] == reader.COUNTER)
     rank_calls = _by_rank(ev["rank"][calls], tl.nranks)
-    rank_counters = _by_rank(ev["rank"][counters], tl.nranks)
-    io = tl.io_events()
-    rank_io = _by_rank(ev["rank"][io], tl.nranks)
     rank_sends, rank_recvs = _by_rank(sr, tl.nranks), _by_rank(dr, tl.nranks)
+    bounds = np.searchsorted(ev["rank"], np.arange(tl.nranks + 1))
     regions: dict[int, list] = {}
     for reg in region_visits(tl):
         regions.setdefault(reg[0], []).append(reg)
-    keys = np.unique((ev["rank"].astype(np.int64) << 32) | ev["thread"].astype(np.int64))
-    threads: dict[int, list[int]] = {}
-    for r, t in zip((keys >> 32).tolist(), (keys & 0xFFFFFFFF).tolist()):
-        threads.setdefault(r, []).append(t)
     written = 0
     with safefile.replacing(out, binary=True) as f:
-        f.write(b'{"displayTimeUnit":"ns","otherData":{"tool":"mpilens"},"traceEvents":[\n')
+        f.write(HEAD)
         for r in range(tl.nranks):
             if progress and (r == 0 or tl.nranks <= 64 or r % (tl.nranks // 64) == 0):
                 progress(f"Chrome trace: rank {r} of {tl.nranks}")
-            rec = _Records()
-            rec.add([f'{{"ph":"M","name":"process_name","pid":{r},"args":{{"name":"rank {r}"}}}}',
-                     f'{{"ph":"M","name":"process_sort_index","pid":{r},"args":{{"sort_index":{r}}}}}'], r, -2, -1.0)
-            rec.add([f'{{"ph":"M","name":"thread_name","pid":{r},"tid":{t},"args":{{"name":"thread {t}"}}}}'
-                     for t in threads.get(r, [])], r, threads.get(r, []), -1.0)
-            c = ev[calls[rank_calls[r]]]
-            rec.add(_call_records(tl, c), r, c["thread"], c["t0"] * 1e6)
-            regs = regions.get(r, [])
-            rec.add([f'{{"ph":"X","cat":"region","name":{json.dumps(n)},"pid":{r},"tid":{th},"ts":{t0 * 1e6:.3f},'
-                     f'"dur":{max(t1 - t0, 0) * 1e6:.3f}}}' for _, th, t0, t1, n in regs],
-                    r, [x[1] for x in regs], [x[2] * 1e6 for x in regs])
-            ii = io[rank_io[r]]  # the file and offset of each MPI-IO call, an instant event at its start
-            rec.add([f'{{"ph":"i","s":"t","cat":"io","name":{json.dumps("file " + tl.name(int(i)))},"pid":{r},'
-                     f'"tid":{int(ev["thread"][i])},"ts":{ev["t0"][i] * 1e6:.3f},"args":{{"file":'
-                     f'{json.dumps(tl.name(int(i)))},"offset":{int(ev["sent"][i])}}}}}' for i in ii.tolist()],
-                    r, ev["thread"][ii], ev["t0"][ii] * 1e6)
-            ci = counters[rank_counters[r]]
-            values = ev["sent"][ci].view(np.float64)  # counters keep their value's bits in "sent"
-            rec.add([f'{{"ph":"C","name":{json.dumps(tl.name(int(i)))},"pid":{r},'
-                     f'"ts":{ev["t0"][i] * 1e6:.3f},"args":{{"value":{v!r}}}}}' for i, v in zip(ci.tolist(), values.tolist())],
-                    r, ev["thread"][ci], ev["t0"][ci] * 1e6)
-            # the arrow leaves the send call and lands at the end of the call that completed the receive
-            k = rank_sends[r]
-            rec.add(_text(['{"ph":"s","cat":"message","name":"message","id":', _ints(k), ',"pid":', str(r), ',"tid":',
-                           _ints(st[k]), ',"ts":', _micros(s_t[k]), ',"args":{"bytes":', _ints(m.bytes[k]), ',"tag":',
-                           _ints(m.tag[k]), "}}"]),
-                    r, st[k], s_t[k] * 1e6)
-            k = rank_recvs[r]
-            rec.add(_text(['{"ph":"f","bp":"e","cat":"message","name":"message","id":', _ints(k), ',"pid":', str(r),
-                           ',"tid":', _ints(dt[k]), ',"ts":', _micros(f_t[k]), "}"]),
-                    r, dt[k], f_t[k] * 1e6)
+            k, j = rank_sends[r], rank_recvs[r]
+            rec = _rank_records(tl, r, int(bounds[r]), int(bounds[r + 1]), calls[rank_calls[r]], regions.get(r, []),
+                                (k, st[k], s_t[k], m.bytes[k], m.tag[k]), (j, dt[j], f_t[j]))
             rec.write_into(f, after=r > 0)
             written += len(rec)
-        f.write(b"\n]}\n")
+        f.write(TAIL)
     return {"events": written, "calls": len(calls), "messages": len(m.send_ev), "backwards_arrows": backwards}
 
 
+HEAD = b'{"displayTimeUnit":"ns","otherData":{"tool":"mpilens"},"traceEvents":[\n'
+TAIL = b"\n]}\n"
+
+
+def _rank_records(tl: Timeline, r: int, lo: int, hi: int, calls: np.ndarray, regs: list, sends: tuple,
+                  recvs: tuple) -> _Records:
+    """One rank's records: its events are tl.ev[lo:hi] (calls: those of them that are calls), its
+    region visits, the messages it sent (their numbers, threads, times, bytes and tags) and
+    received (their numbers, threads and the arrows' ends)."""
+    ev = tl.ev
+    kind = ev["kind"][lo:hi]
+    threads = np.unique(ev["thread"][lo:hi]).tolist()
+    rec = _Records()
+    rec.add([f'{{"ph":"M","name":"process_name","pid":{r},"args":{{"name":"rank {r}"}}}}',
+             f'{{"ph":"M","name":"process_sort_index","pid":{r},"args":{{"sort_index":{r}}}}}'], r, -2, -1.0)
+    rec.add([f'{{"ph":"M","name":"thread_name","pid":{r},"tid":{t},"args":{{"name":"thread {t}"}}}}'
+             for t in threads], r, threads, -1.0)
+    c = ev[calls]
+    rec.add(_call_records(tl, c), r, c["thread"], c["t0"] * 1e6)
+    rec.add([f'{{"ph":"X","cat":"region","name":{json.dumps(n)},"pid":{r},"tid":{th},"ts":{t0 * 1e6:.3f},'
+             f'"dur":{max(t1 - t0, 0) * 1e6:.3f}}}' for _, th, t0, t1, n in regs],
+            r, [x[1] for x in regs], [x[2] * 1e6 for x in regs])
+    ii = lo + np.flatnonzero(kind == reader.IO)  # the file and offset of each MPI-IO call, an instant at its start
+    rec.add([f'{{"ph":"i","s":"t","cat":"io","name":{json.dumps("file " + tl.name(int(i)))},"pid":{r},'
+             f'"tid":{int(ev["thread"][i])},"ts":{ev["t0"][i] * 1e6:.3f},"args":{{"file":'
+             f'{json.dumps(tl.name(int(i)))},"offset":{int(ev["sent"][i])}}}}}' for i in ii.tolist()],
+            r, ev["thread"][ii], ev["t0"][ii] * 1e6)
+    ci = lo + np.flatnonzero(kind == reader.COUNTER)
+    values = ev["sent"][ci].view(np.float64)  # counters keep their value's bits in "sent"
+    rec.add([f'{{"ph":"C","name":{json.dumps(tl.name(int(i)))},"pid":{r},'
+             f'"ts":{ev["t0"][i] * 1e6:.3f},"args":{{"value":{v!r}}}}}' for i, v in zip(ci.tolist(), values.tolist())],
+            r, ev["thread"][ci], ev["t0"][ci] * 1e6)
+    # the arrow leaves the send call and lands at the end of the call that completed the receive
+    k, st, s_t, nbytes, tag = sends
+    rec.add(_text(['{"ph":"s","cat":"message","name":"message","id":', _ints(k), ',"pid":', str(r), ',"tid":',
+                   _ints(st), ',"ts":', _micros(s_t), ',"args":{"bytes":', _ints(nbytes), ',"tag":', _ints(tag), "}}"]),
+            r, st, s_t * 1e6)
+    k, dt, f_t = recvs
+    rec.add(_text(['{"ph":"f","bp":"e","cat":"message","name":"message","id":', _ints(k), ',"pid":', str(r),
+                   ',"tid":', _ints(dt), ',"ts":', _micros(f_t), "}"]),
+            r, dt, f_t * 1e6)
+    return rec
+
+
+def chrome_run(rundir: Path, out: Path, progress: Progress = None) -> dict[str, int]:
+    """chrome()'s JSON of a whole run, the same bytes, streamed rank by rank as perfetto_run does:
+    memory holds one rank's events and text, and the messages, never the run's events."""
+    def stream(rounds: scan.Rounds) -> dict[str, int]:
+        tl = rounds.tl
+        send_ev, recv_ev, ids, s_t, f_t, nbytes, tag = rounds.message_ids("send_t", "recv_t", "bytes", "tag")
+        backwards = int((f_t < s_t).sum())
+        f_t = np.maximum(f_t, s_t)
+        bases = rounds.events.bases
+        where = {p.rank: k for k, p in enumerate(rounds.parts)}
+        s_rank = np.searchsorted(bases, send_ev, side="right") - 1
+        r_rank = np.searchsorted(bases, recv_ev, side="right") - 1
+        # per rank, its messages in the order of their numbers (as chrome() takes them)
+        s_by = _by_rank(s_rank, len(rounds.parts))
+        r_by = _by_rank(r_rank, len(rounds.parts))
+        del s_rank, r_rank
+        written = ncalls = 0
+        with safefile.replacing(out, binary=True) as f:
+            f.write(HEAD)
+            for r in range(tl.nranks):
+                if progress and (r == 0 or tl.nranks <= 64 or r % (tl.nranks // 64) == 0):
+                    progress(f"Chrome trace: rank {r} of {tl.nranks}")
+                q = where.get(r)
+                if q is None:  # no trace: its names alone
+                    rec = _Records()
+                    rec.add([f'{{"ph":"M","name":"process_name","pid":{r},"args":{{"name":"rank {r}"}}}}',
+                             f'{{"ph":"M","name":"process_sort_index","pid":{r},"args":{{"sort_index":{r}}}}}'],
+                            r, -2, -1.0)
+                else:
+                    one = rounds.rank_timeline(q)
+                    base = int(bases[q])
+                    k = s_by[q][np.argsort(ids[s_by[q]], kind="stable")]
+                    j = r_by[q][np.argsort(ids[r_by[q]], kind="stable")]
+                    calls = np.flatnonzero(one.ev["kind"] == reader.CALL)
+                    ncalls += len(calls)
+                    rec = _rank_records(one, r, 0, len(one.ev), calls, region_visits(one),
+                                        (ids[k], one.ev["thread"][send_ev[k] - base], s_t[k], nbytes[k], tag[k]),
+                                        (ids[j], one.ev["thread"][recv_ev[j] - base], f_t[j]))
+                    del one
+                rec.write_into(f, after=r > 0)
+                written += len(rec)
+            f.write(TAIL)
+        return {"events": written, "calls": ncalls, "messages": len(ids), "backwards_arrows": backwards}
+
+    return scan.scan(rundir, progress=progress, then=stream).then
+
+
 exporter(Exporter("chrome", "a trace as Chrome Trace Event JSON (ui.perfetto.dev, chrome://tracing)", "trace",
-                  ".trace.json", chrome))
+                  ".trace.json", chrome, write_run=chrome_run))

@@ -805,14 +805,6 @@ def perfetto_run(rundir: Path, out: Path, progress: Progress = None, call_sites:
     return scan.scan(rundir, progress=progress, then=stream).then
 
 
-def _rank_timeline(r: scan.Rounds, k: int) -> Timeline:
-    """The k-th rank's events (r.parts[k]) as a Timeline of that rank alone."""
-    tl, p = r.tl, r.parts[k]
-    return Timeline(tl.nranks, tl.functions, tl.classes, r.columns(k), {p.rank: tl.regions.get(p.rank, [])},
-                    {p.rank: tl.counters.get(p.rank, [])}, tl.complete, sites=p.sites, rundir=tl.rundir,
-                    io_files={p.rank: tl.io_files.get(p.rank, [])}, init_end=tl.init_end, traced=tl.traced)
-
-
 def _stream(r: scan.Rounds, out: Path, progress: Progress, call_sites: bool) -> dict[str, int]:
     tl = r.tl
     notes: list[str] = []
@@ -821,7 +813,7 @@ def _stream(r: scan.Rounds, out: Path, progress: Progress, call_sites: bool) -> 
     for k, p in enumerate(r.parts):  # the trace's own counters (a few ranks' user counters, if any)
         kind = np.load(Path(r.work) / f"r{p.rank}" / "kind.npy", mmap_mode="r")
         if (kind == reader.COUNTER).any():
-            counters += _trace_counters(_rank_timeline(r, k))
+            counters += _trace_counters(r.rank_timeline(k))
     if tl.rundir is not None:
         modes = layout.modes(tl.rundir)
         if "counters" in modes:
@@ -862,7 +854,7 @@ def _stream(r: scan.Rounds, out: Path, progress: Progress, call_sites: bool) -> 
                 progress(f"Perfetto trace: rank {rank} of {tl.nranks}")
             k = where.get(rank)
             if k is not None:
-                one = _rank_timeline(r, k)
+                one = r.rank_timeline(k)
                 (s_ev, s_id), (r_ev, r_id) = ends[0][k], ends[1][k]
                 flows = _flows_of(one.ev, s_ev, r_ev, s_id, r_id)
                 ends[0][k] = ends[1][k] = None

@@ -256,7 +256,7 @@ def _share(share: int, ranks: list[int], scratch: str, shell: dict[str, Any]) ->
         keys = s["key"][si]
         uniq, counts = np.unique(keys, return_counts=True)
         np.savez(ends / f"messages-{share}.npz", send_ev=m.send_ev, recv_ev=m.recv_ev, send_t=m.send_t,
-                 recv_t=m.recv_t, bytes=m.bytes)
+                 recv_t=m.recv_t, bytes=m.bytes, tag=m.tag)
     return {"keys": uniq, "counts": counts, "count": len(m.send_ev),
             "unmatched": (m.unmatched_sends, m.unmatched_recvs), "outside": m.outside,
             "key": s["key"][si][keep], "order": keep,
@@ -399,15 +399,28 @@ class Rounds:
         """The events of the k-th rank read (parts[k]), in memory, on the run's axis."""
         return timeline.Events(_columns(self.work, self.parts[k].rank, self.origin))
 
-    def message_ids(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Every matched message (kept by scan(keep_messages=True)): its send and receive events
-        and its number in the order of matching (the in-memory Timeline's messages' order)."""
+    def rank_timeline(self, k: int) -> timeline.Timeline:
+        """The k-th rank's events (parts[k]) as a Timeline of that rank alone: what an export writes
+        rank by rank."""
+        tl, p = self.tl, self.parts[k]
+        return timeline.Timeline(tl.nranks, tl.functions, tl.classes, self.columns(k),
+                                 {p.rank: tl.regions.get(p.rank, [])}, {p.rank: tl.counters.get(p.rank, [])},
+                                 tl.complete, sites=p.sites, rundir=tl.rundir,
+                                 io_files={p.rank: tl.io_files.get(p.rank, [])}, init_end=tl.init_end,
+                                 traced=tl.traced)
+
+    def message_ids(self, *more: str) -> tuple[np.ndarray, ...]:
+        """Every matched message (kept when scan has a `then`): its send and receive events, its
+        number in the order of matching (the in-memory Timeline's messages' order), and the
+        Messages fields named in `more` (send_t, recv_t, bytes, tag)."""
         keys = [s["keys"] for s in self.per_share]
         all_keys, counts = np.concatenate(keys), np.concatenate([s["counts"] for s in self.per_share])
         order = np.argsort(all_keys)
         gstart = np.empty(len(all_keys), dtype=np.int64)
         gstart[order] = np.cumsum(counts[order]) - counts[order]  # each key's first number
-        send, recv, ids = [], [], []
+        names = ("send_ev", "recv_ev", *more)
+        cols: dict[str, list[np.ndarray]] = {n: [] for n in names}
+        ids = []
         at = 0
         for j, s in enumerate(self.per_share):
             m = np.load(Path(self.work) / "ends" / f"messages-{j}.npz")
@@ -415,13 +428,14 @@ class Rounds:
             group = np.repeat(np.arange(len(c)), c)
             within = np.arange(int(c.sum())) - np.repeat(np.cumsum(c) - c, c)
             ids.append(gstart[at:at + len(c)][group] + within)
-            send.append(m["send_ev"])
-            recv.append(m["recv_ev"])
+            for n in names:
+                cols[n].append(m[n])
             at += len(c)
         if not ids:
             e = np.empty(0, dtype=np.int64)
-            return e, e, e
-        return np.concatenate(send), np.concatenate(recv), np.concatenate(ids)
+            return (e,) * (3 + len(more))
+        return (np.concatenate(cols["send_ev"]), np.concatenate(cols["recv_ev"]), np.concatenate(ids),
+                *(np.concatenate(cols[n]) for n in more))
 
 
 def scan(rundir: str | Path, engine: Any = None, workers: int | None = None, scratch: str | Path | None = None,
