@@ -144,6 +144,7 @@ def test_cli_prints_the_out_of_core_findings(halo):
     (["--engine", "nowhere"], "give local, serial or a Dask scheduler's address"),
     (["--workers", "0"], "--workers 0: give 1 or more"),
     (["--engine", "serial", "--ranks", "0"], "are for the analysis alone"),
+    (["--scratch", "/nonexistent/scratch"], "cannot make the analysis' scratch directory in /nonexistent/scratch"),
 ])
 def test_bad_engine_settings_are_one_clear_error(halo, args, says):
     _, d = halo

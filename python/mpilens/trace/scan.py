@@ -38,6 +38,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from multiprocessing import get_context
 from pathlib import Path
@@ -80,8 +81,7 @@ class Scan:
     shares: int = 1
     timings: dict[str, float] = field(default_factory=dict)  # seconds per round
     # the timeline chart's parts when asked for (scan(chart=...)): "end" (s), "rows" ((rank, thread)),
-    # "calls" (all of them),
-    # "bins" (trace.bins.bin_shares of every row), "bars" ((rank, thread, t0, t1, function id) of the
+    # "calls" (how many), "bins" (trace.bins.bin_shares of every row), "bars" ((rank, thread, t0, t1, function id) of the
     # longest calls, the longest first), "arrows" ((rank, thread, t) of the send and of the receive,
     # bytes) of the messages picked evenly in the order of matching, "sampled" (not all messages)
     chart: dict[str, Any] | None = None
@@ -131,7 +131,11 @@ class _Engine:
 
     def map(self, fn: Callable, *args: list) -> list:
         if self._pool is not None:
-            return list(self._pool.map(fn, *args))
+            try:
+                return list(self._pool.map(fn, *args))
+            except BrokenProcessPool:
+                raise MpilensError("a worker process of the analysis died (killed, or out of memory: fewer "
+                                   "--workers hold less at once)") from None
         if self._client is not None:
             futures = self._client.map(fn, *args, pure=False)
             return self._client.gather(futures)
@@ -455,75 +459,104 @@ def scan(rundir: str | Path, engine: Any = None, workers: int | None = None, scr
     filters = RecordFilters.from_config((meta_file.load(rundir, []) or {}).get("config") or {})
     files = reader.plan(rundir, left_out, problems)
     run = _Engine(engine, workers)
-    work = tempfile.mkdtemp(prefix="mpilens-scan-", dir=str(scratch) if scratch is not None else None)
     try:
-        (Path(work) / "ends").mkdir()
-        t = time.monotonic()
-        say(f"decoding {len(files)} ranks on {run.name}")
-        parts = []
-        for got in run.map(_decode, [f for f, _ in files], [c for _, c in files],
-                           [bool(filters.window_setting)] * len(files), [work] * len(files)):
-            if isinstance(got, str):
-                left_out.append(got)
-            else:
-                parts.append(got)
-        if not parts:
-            raise RunDirectoryError(left_out[-1] if left_out else f"{rundir}: no trace")
-        parts.sort(key=lambda p: p.rank)
-        timings["decode"] = time.monotonic() - t
-        counts = [p.count for p in parts]
-        origin = min((p.t_min for p in parts if p.count), default=0.0)
-        events = _DiskEvents(work, [p.rank for p in parts], counts, origin)
-        tl = timeline.assemble(rundir, parts, events, origin, filters, problems, left_out)
-        shares = max(1, -(-sum(counts) // SHARE_ENDS))
-        shell = {"nranks": tl.nranks, "filters": tl.filters, "traced": tl.traced, "clock_error_s": tl.clock_error_s,
-                 "rundir": tl.rundir, "keep_messages": chart is not None or then is not None}
-        if chart is not None:
-            classes = sorted(set(tl.classes))
-            rows = [(p.rank, t) for p in parts for t in p.chart_threads]
-            end = max((p.t_max for p in parts if p.count), default=origin) - origin
-            shell["chart"] = {"classes": classes, "end": end, "n": bins.bins_for(len(rows), len(classes)),
-                              "max_bars": chart[0]}
-        t = time.monotonic()
-        say(f"the ranks' message ends, collectives and own findings ({shares} shares)")
-        n = len(parts)
-        per_rank = run.map(_rank, parts, list(events.bases), [origin] * n, [shell] * n, [work] * n, [shares] * n)
-        timings["ranks"] = time.monotonic() - t
-        t = time.monotonic()
-        say("pairing the messages")
-        ranks = [p.rank for p in parts]
-        per_share = run.map(_share, list(range(shares)), [ranks] * shares, [work] * shares, [shell] * shares)
-        timings["messages"] = time.monotonic() - t
-        t = time.monotonic()
-        say("findings")
-        key = np.concatenate([s["key"] for s in per_share])
-        order = np.concatenate([s["order"] for s in per_share])
-        by = np.lexsort((order, key))  # the in-memory order of messages: by key, then within it
-        kept = {name: np.concatenate([s["kept"][name] for s in per_share])[by] for name in per_share[0]["kept"]}
-        tl._messages = timeline.Messages(**kept, unmatched_sends=sum(s["unmatched"][0] for s in per_share),
-                                         unmatched_recvs=sum(s["unmatched"][1] for s in per_share),
-                                         outside=sum(s["outside"] for s in per_share))
-        calls = {name: np.concatenate([r["collectives"][name] for r in per_rank]) for name in
-                 per_rank[0]["collectives"]}
-        tl._collectives = timeline.group_collectives(calls)
-        del calls
-        irregular = [x for r in per_rank for x in r["irregular"][0]] + [x for r in per_rank for x in r["irregular"][1]]
-        irregular.sort(key=lambda x: -x[0])
-        gaps = [g for r in per_rank for g in r["gaps"]]
-        gaps.sort(key=lambda g: -g.duration_s)
-        found = (findings.late_senders(tl) + findings.late_receivers(tl) + findings.collective_waits(tl)
-                 + [f for _, f in irregular[:findings.TOP]] + gaps[:findings.TOP])
-        timings["findings"] = time.monotonic() - t
-        events.close()  # the pages the findings read (scattered, but resident while mapped)
-        drawn = None if chart is None else _chart(shell["chart"], parts, per_rank, per_share, events, work, chart[1])
-        c = tl.collectives
-        after = None if then is None else then(Rounds(tl, parts, per_rank, per_share, events, work, origin, found,
-                                                      run))
-        return Scan(tl.nranks, len(events), sum(s["count"] for s in per_share), tl.messages.unmatched_sends,
-                    tl.messages.unmatched_recvs, tl.messages.outside,
-                    int(c.instance.max()) + 1 if len(c.instance) else 0, tl.file_bytes, tl.writer_cpu_s,
-                    tl.clock_error_s, tl.complete, tl.problems, tl.filters, found, run.name, shares, timings,
-                    drawn, tl.functions, tl.classes, tl.rundir, after)
+        work = tempfile.mkdtemp(prefix="mpilens-scan-", dir=str(scratch) if scratch is not None else None)
+    except OSError as err:
+        run.close()
+        raise MpilensError(f"cannot make the analysis' scratch directory in {scratch or tempfile.gettempdir()}: "
+                           f"{err.strerror}") from None
+    try:
+        return _rounds(rundir, run, work, files, filters, problems, left_out, say, timings, chart, then)
+    except _ThenFailed as failed:  # the caller's own (an export's output): as it was raised
+        raise failed.error from None
+    except OSError as err:  # the scratch directory full, most often
+        raise MpilensError(f"the analysis' scratch directory {work}: {err.strerror or err} (--scratch DIR: one "
+                           "with about 80 bytes per event free)") from None
     finally:
         run.close()
         shutil.rmtree(work, ignore_errors=True)
+
+
+class _ThenFailed(Exception):
+    """An OSError of scan's `then`, told apart from the scratch directory's."""
+
+    def __init__(self, error: OSError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def _rounds(rundir, run: _Engine, work: str, files: list, filters: RecordFilters, problems: list[str],
+            left_out: list[str], say: Callable[[str], None], timings: dict[str, float],
+            chart: tuple[int, int] | None, then: Callable[[Rounds], Any] | None) -> Scan:
+    """scan's rounds, in the scratch directory `work` (scan removes it)."""
+    (Path(work) / "ends").mkdir()
+    t = time.monotonic()
+    say(f"decoding {len(files)} ranks on {run.name}")
+    parts = []
+    for got in run.map(_decode, [f for f, _ in files], [c for _, c in files],
+                       [bool(filters.window_setting)] * len(files), [work] * len(files)):
+        if isinstance(got, str):
+            left_out.append(got)
+        else:
+            parts.append(got)
+    if not parts:
+        raise RunDirectoryError(left_out[-1] if left_out else f"{rundir}: no trace")
+    parts.sort(key=lambda p: p.rank)
+    timings["decode"] = time.monotonic() - t
+    counts = [p.count for p in parts]
+    origin = min((p.t_min for p in parts if p.count), default=0.0)
+    events = _DiskEvents(work, [p.rank for p in parts], counts, origin)
+    tl = timeline.assemble(rundir, parts, events, origin, filters, problems, left_out)
+    shares = max(1, -(-sum(counts) // SHARE_ENDS))
+    shell = {"nranks": tl.nranks, "filters": tl.filters, "traced": tl.traced, "clock_error_s": tl.clock_error_s,
+             "rundir": tl.rundir, "keep_messages": chart is not None or then is not None}
+    if chart is not None:
+        classes = sorted(set(tl.classes))
+        rows = [(p.rank, t) for p in parts for t in p.chart_threads]
+        end = max((p.t_max for p in parts if p.count), default=origin) - origin
+        shell["chart"] = {"classes": classes, "end": end, "n": bins.bins_for(len(rows), len(classes)),
+                          "max_bars": chart[0]}
+    t = time.monotonic()
+    say(f"the ranks' message ends, collectives and own findings ({shares} shares)")
+    n = len(parts)
+    per_rank = run.map(_rank, parts, list(events.bases), [origin] * n, [shell] * n, [work] * n, [shares] * n)
+    timings["ranks"] = time.monotonic() - t
+    t = time.monotonic()
+    say("pairing the messages")
+    ranks = [p.rank for p in parts]
+    per_share = run.map(_share, list(range(shares)), [ranks] * shares, [work] * shares, [shell] * shares)
+    timings["messages"] = time.monotonic() - t
+    t = time.monotonic()
+    say("findings")
+    key = np.concatenate([s["key"] for s in per_share])
+    order = np.concatenate([s["order"] for s in per_share])
+    by = np.lexsort((order, key))  # the in-memory order of messages: by key, then within it
+    kept = {name: np.concatenate([s["kept"][name] for s in per_share])[by] for name in per_share[0]["kept"]}
+    tl._messages = timeline.Messages(**kept, unmatched_sends=sum(s["unmatched"][0] for s in per_share),
+                                     unmatched_recvs=sum(s["unmatched"][1] for s in per_share),
+                                     outside=sum(s["outside"] for s in per_share))
+    calls = {name: np.concatenate([r["collectives"][name] for r in per_rank]) for name in
+             per_rank[0]["collectives"]}
+    tl._collectives = timeline.group_collectives(calls)
+    del calls
+    irregular = [x for r in per_rank for x in r["irregular"][0]] + [x for r in per_rank for x in r["irregular"][1]]
+    irregular.sort(key=lambda x: -x[0])
+    gaps = [g for r in per_rank for g in r["gaps"]]
+    gaps.sort(key=lambda g: -g.duration_s)
+    found = (findings.late_senders(tl) + findings.late_receivers(tl) + findings.collective_waits(tl)
+             + [f for _, f in irregular[:findings.TOP]] + gaps[:findings.TOP])
+    timings["findings"] = time.monotonic() - t
+    events.close()  # the pages the findings read (scattered, but resident while mapped)
+    drawn = None if chart is None else _chart(shell["chart"], parts, per_rank, per_share, events, work, chart[1])
+    c = tl.collectives
+    after = None
+    if then is not None:
+        try:
+            after = then(Rounds(tl, parts, per_rank, per_share, events, work, origin, found, run))
+        except OSError as err:
+            raise _ThenFailed(err) from err
+    return Scan(tl.nranks, len(events), sum(s["count"] for s in per_share), tl.messages.unmatched_sends,
+                tl.messages.unmatched_recvs, tl.messages.outside,
+                int(c.instance.max()) + 1 if len(c.instance) else 0, tl.file_bytes, tl.writer_cpu_s,
+                tl.clock_error_s, tl.complete, tl.problems, tl.filters, found, run.name, shares, timings,
+                drawn, tl.functions, tl.classes, tl.rundir, after)
