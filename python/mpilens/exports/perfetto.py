@@ -46,6 +46,10 @@ thread of their rank, with the finding's text.
 Times are the timeline's (rank 0's clock, other hosts aligned to it) in ns, shifted so that nothing
 is before 0 (memory's first sample is inside MPI_Init, before the first traced event). The same run
 gives the same bytes.
+
+A whole run (`mpilens export perfetto RUN`, no selection) is streamed rank by rank (perfetto_run):
+its ranks are decoded and its messages paired out of core (mpilens.trace.scan), then each rank's
+events are read back and written in turn: the same bytes, with one rank's events in memory.
 """
 
 from __future__ import annotations
@@ -810,9 +814,8 @@ def _stream(r: scan.Rounds, out: Path, progress: Progress, call_sites: bool) -> 
     notes: list[str] = []
     where = {p.rank: k for k, p in enumerate(r.parts)}
     counters: list[_Counter] = []
-    for k, p in enumerate(r.parts):  # the trace's own counters (a few ranks' user counters, if any)
-        kind = np.load(Path(r.work) / f"r{p.rank}" / "kind.npy", mmap_mode="r")
-        if (kind == reader.COUNTER).any():
+    for k in range(len(r.parts)):  # the trace's own counters (a few ranks' user counters, if any)
+        if (r.column(k, "kind") == reader.COUNTER).any():
             counters += _trace_counters(r.rank_timeline(k))
     if tl.rundir is not None:
         modes = layout.modes(tl.rundir)

@@ -403,6 +403,11 @@ class Rounds:
         """The events of the k-th rank read (parts[k]), in memory, on the run's axis."""
         return timeline.Events(_columns(self.work, self.parts[k].rank, self.origin))
 
+    def column(self, k: int, name: str) -> np.ndarray:
+        """One column of the k-th rank's events, as written (memory-mapped; times before the
+        origin is taken off)."""
+        return np.load(Path(self.work) / f"r{self.parts[k].rank}" / f"{name}.npy", mmap_mode="r")
+
     def rank_timeline(self, k: int) -> timeline.Timeline:
         """The k-th rank's events (parts[k]) as a Timeline of that rank alone: what an export writes
         rank by rank."""
