@@ -52,6 +52,7 @@ from ..errors import MpilensError, RunDirectoryError
 from . import bins, findings, reader, timeline
 from .filters import RecordFilters
 
+IN_PROCESS_BYTES = 16 << 20  # a trace smaller than this is analysed in this process by default
 SHARE_ENDS = 4_000_000  # message ends per share (about 250 MB of them and their pairing)
 WORKER_BYTES = 1 << 30  # what a worker may hold (a rank of 5 M events): the workers a machine runs
 SEND_DTYPE = np.dtype([("key", "<u8"), ("t", "<f8"), ("ev", "<i8"), ("src", "<i4"), ("dst", "<i4"), ("tag", "<i4"),
@@ -146,6 +147,13 @@ class _Engine:
             self._pool.shutdown()
         if self._client is not None and self.own_client:
             self._client.close()
+
+
+def _size(f: layout.RankFile) -> int:
+    try:
+        return f.size if isinstance(f, layout.Member) else f.stat().st_size
+    except OSError:
+        return 0
 
 
 def _local_workers() -> int:
@@ -450,8 +458,9 @@ class Rounds:
 def scan(rundir: str | Path, engine: Any = None, workers: int | None = None, scratch: str | Path | None = None,
          progress: Callable[[str], None] | None = None, chart: tuple[int, int] | None = None,
          then: Callable[[Rounds], Any] | None = None) -> Scan:
-    """Analyse a run's trace out of core. engine: None or "local" (processes of this machine,
-    `workers` of them, else as many as its cores and memory allow), "serial" (this process), a Dask
+    """Analyse a run's trace out of core. engine: "local" (processes of this machine, `workers` of
+    them, else as many as its cores and memory allow), None (the same, or this process alone for a
+    trace under IN_PROCESS_BYTES), "serial" (this process), a Dask
     scheduler's address, or a distributed.Client. scratch: where the events go meanwhile (a new
     directory under it; the system's temporary directory by default: with workers on other hosts,
     give one they share). chart: (longest calls, arrows) for the parts of the timeline chart of a
@@ -463,6 +472,8 @@ def scan(rundir: str | Path, engine: Any = None, workers: int | None = None, scr
     left_out: list[str] = []
     filters = RecordFilters.from_config((meta_file.load(rundir, []) or {}).get("config") or {})
     files = reader.plan(rundir, left_out, problems)
+    if engine is None and workers is None and sum(_size(f) for f, _ in files) < IN_PROCESS_BYTES:
+        engine = "serial"  # a small trace: quicker here than the workers take to start
     run = _Engine(engine, workers)
     try:
         work = tempfile.mkdtemp(prefix="mpilens-scan-", dir=str(scratch) if scratch is not None else None)
