@@ -316,7 +316,11 @@ def test_counters_memory_and_io(mpi, tmp_path):
             if name.startswith("counters: "):
                 assert ts[0] == init and ts[-1] <= init + wall + 1e6, name
             else:
-                assert (init - ts[0]) * 1e-9 == pytest.approx(prof["init_time_s"], abs=2e-3), name
+                # within a tenth of MPI_Init's time (a sample placed at its end would be off by all
+                # of it): the clock readings around MPI_Init are apart by a preemption under the
+                # parallel tests' load (8 ms once, MPI_Init taking 196 ms)
+                assert (init - ts[0]) * 1e-9 == pytest.approx(prof["init_time_s"],
+                                                              abs=max(2e-3, 0.1 * prof["init_time_s"])), name
                 assert span[1] <= ts[-1] < init + wall + 2e9, name
     assert collections.Counter((sends[f], recvs[f]) for f in sends) == {(r, (r + 1) % np_): steps for r in range(np_)}
 
