@@ -25,8 +25,9 @@ def _setup(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the summary and findings as one JSON document")
     p.add_argument("--engine", metavar="WHERE",
                    help="where the analysis runs, out of core, rank by rank: local (this machine's processes, the "
-                        "default; a trace under 16 MiB in this process), serial (this process), or a Dask scheduler's address (tcp://host:8786; pip "
-                        "install 'mpilens[dask]'). With --format or a selection the trace is read into memory instead")
+                        "default; a trace under 16 MiB in this process), serial (this process), or a Dask "
+                        "scheduler's address (tcp://host:8786; pip install 'mpilens[dask]'). With --format or a "
+                        "selection the trace is read into memory instead")
     p.add_argument("--workers", type=int, metavar="N", help="with --engine local: N processes (default: as many as "
                                                              "the cores and the memory allow)")
     p.add_argument("--scratch", type=Path, metavar="DIR",
