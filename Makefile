@@ -188,7 +188,7 @@ test: deps
 	$(MAKE) -j$(BUILD_JOBS) mpis all units
 	$(MAKE) -j$(BUILD_JOBS) runtime
 	$(VENV)/bin/ruff check python tests bench
-	$(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not serial" tests
+	$(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not serial" tests
 	$(VENV)/bin/python -m pytest -q -p no:xdist -m serial tests
 
 # mpilens in a prefix, without root (scripts/install-prefix.py; docs/install.md): the runtime for

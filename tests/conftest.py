@@ -282,20 +282,7 @@ SERIAL = {"test_apps", "test_compare", "test_hosts", "test_html_report", "test_i
                                          "test_killed_job_leaves_a_readable_trace"))}
 
 
-# The modules of the longest tests, longest first, which `make test` starts first: its parallel
-# phase gives a module to one worker (--dist loadfile) in collection order (--no-loadscope-reorder;
-# pytest-xdist would otherwise start the modules with the most tests first, and these few-test
-# modules, 100 to 150 s each, last: one worker busy with them while the other has nothing left)
-LONG_FIRST = ("test_install", "test_matrix", "test_tools_together", "test_slurm_time_limit", "test_peers",
-              "test_merge_py")
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    def first(item: pytest.Item) -> int:
-        module = item.module.__name__.rsplit(".", 1)[-1] if item.module is not None else ""
-        return LONG_FIRST.index(module) if module in LONG_FIRST else len(LONG_FIRST)
-
-    items.sort(key=first)  # stable: within a module, and for the others, the collection's order
     for item in items:
         for fixture, need in FIXTURE_NEEDS.items():
             if fixture in getattr(item, "fixturenames", ()):
