@@ -54,6 +54,7 @@ events are read back and written in turn: the same bytes, with one rank's events
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -736,42 +737,48 @@ def _findings_sequence(found: list, shift: int, seqs: _Sequences, write, counts:
 
 
 # ------------------------------------------------------------------------------- the export
-def perfetto(tl: Timeline, out: Path, progress: Progress = None, call_sites: bool = False) -> dict[str, int]:
-    """Write the trace as a Perfetto protobuf trace (see the module's docstring): rank by rank,
-    thread by thread, each in chunks of packets; call_sites: each call's site as its source
-    location. Returns counts of what was written."""
-    ev = tl.ev
-    notes: list[str] = []
-    counters = _trace_counters(tl)
+@dataclass
+class _RankEvents:
+    """What the writer takes of one rank: a Timeline whose events ev[lo:hi] are the rank's, the
+    flows of its messages and its region visits by thread."""
+
+    tl: Timeline
+    lo: int
+    hi: int
+    flows: _Flows
+    regions: dict[tuple[int, int], list]
+
+
+def _regions_by_thread(tl: Timeline) -> dict[tuple[int, int], list]:
+    out: dict[tuple[int, int], list] = {}
+    for reg in region_visits(tl):
+        out.setdefault((reg[0], reg[1]), []).append(reg)
+    return out
+
+
+def _run_counters(tl: Timeline, counters: list[_Counter], notes: list[str]) -> list[_Counter]:
+    """The trace's own counters (given), then counters mode's snapshots and memory mode's samples
+    when the run has them."""
     if tl.rundir is not None:
         modes = layout.modes(tl.rundir)
         if "counters" in modes:
             counters += _spc_counters(tl, notes)
         if "memory" in modes:
             counters += _memory_counters(tl, notes)
-    window = tl.selection.get("window")
-    if window is not None:  # an export of a time window (--window): the samples within it
-        for c in counters:
-            inside = (c.t >= window[0]) & (c.t <= window[1])
-            c.t, c.values = c.t[inside], c.values[inside]
+    return counters
+
+
+def _write(tl: Timeline, out: Path, counters: list[_Counter], threads: dict[int, list[int]], found: list,
+           rank_events: Callable[[int], _RankEvents | None], progress: Progress, call_sites: bool,
+           notes: list[str]) -> dict[str, int]:
+    """Write the file: the descriptors, then rank by rank its threads' sequences (rank_events gives
+    a rank's events, None without any) and its counter tracks, then the findings."""
     by_rank: dict[int, list[_Counter]] = {}
     for c in counters:
         by_rank.setdefault(c.rank, []).append(c)
     # nothing before 0: memory's first sample is inside MPI_Init, before the first traced event
     earliest = min([0] + [int(_ns(c.t).min()) for c in counters if len(c.t)])
     shift = -earliest
-    if progress:
-        progress("Perfetto trace: the findings")
-    found = trace_findings.find(tl)
-    flows = _flows(tl)
-    regions: dict[tuple[int, int], list] = {}
-    for reg in region_visits(tl):
-        regions.setdefault((reg[0], reg[1]), []).append(reg)
-    bounds = np.searchsorted(ev["rank"], np.arange(tl.nranks + 1))
-    threads: dict[int, list[int]] = {}
-    for r in range(tl.nranks):
-        th = ev["thread"][bounds[r]:bounds[r + 1]]
-        threads[r] = sorted({0} | set(np.unique(th).tolist()))
     counts = dict.fromkeys(("packets", "calls", "regions", "flows", "io_events", "findings", "counter_tracks",
                             "counter_samples"), 0)
     seqs = _Sequences()
@@ -783,19 +790,48 @@ def perfetto(tl: Timeline, out: Path, progress: Progress = None, call_sites: boo
         for r in range(tl.nranks):
             if progress and (r == 0 or tl.nranks <= 64 or r % (tl.nranks // 64) == 0):
                 progress(f"Perfetto trace: rank {r} of {tl.nranks}")
-            lo, hi = int(bounds[r]), int(bounds[r + 1])
-            th = ev["thread"][lo:hi]
-            for t in threads[r]:
-                a, z = lo + int(np.searchsorted(th, t, "left")), lo + int(np.searchsorted(th, t, "right"))
-                _thread_sequence(tl, r, t, a, z, shift, flows, regions.get((r, t), []), seqs, write, counts,
-                                 call_sites)
+            one = rank_events(r)
+            if one is not None:
+                th = one.tl.ev["thread"][one.lo:one.hi]
+                for t in threads[r]:
+                    a = one.lo + int(np.searchsorted(th, t, "left"))
+                    z = one.lo + int(np.searchsorted(th, t, "right"))
+                    _thread_sequence(one.tl, r, t, a, z, shift, one.flows, one.regions.get((r, t), []), seqs, write,
+                                     counts, call_sites)
+                del one
             for j, c in enumerate(by_rank.get(r, [])):
                 _counter_sequence(c, _uuid(r, 1 << 22 | j), shift, seqs, write, counts)
         counts["counter_tracks"] = len(counters)
         _findings_sequence(found, shift, seqs, write, counts)
-    for note in notes:
-        tl.problems.append(note)
+    tl.problems.extend(notes)
     return counts
+
+
+def perfetto(tl: Timeline, out: Path, progress: Progress = None, call_sites: bool = False) -> dict[str, int]:
+    """Write the trace as a Perfetto protobuf trace (see the module's docstring): rank by rank,
+    thread by thread, each in chunks of packets; call_sites: each call's site as its source
+    location. Returns counts of what was written."""
+    ev = tl.ev
+    notes: list[str] = []
+    counters = _run_counters(tl, _trace_counters(tl), notes)
+    window = tl.selection.get("window")
+    if window is not None:  # an export of a time window (--window): the samples within it
+        for c in counters:
+            inside = (c.t >= window[0]) & (c.t <= window[1])
+            c.t, c.values = c.t[inside], c.values[inside]
+    if progress:
+        progress("Perfetto trace: the findings")
+    found = trace_findings.find(tl)
+    flows = _flows(tl)
+    regions = _regions_by_thread(tl)
+    bounds = np.searchsorted(ev["rank"], np.arange(tl.nranks + 1))
+    threads: dict[int, list[int]] = {}
+    for r in range(tl.nranks):
+        th = ev["thread"][bounds[r]:bounds[r + 1]]
+        threads[r] = sorted({0} | set(np.unique(th).tolist()))
+    return _write(tl, out, counters, threads, found,
+                  lambda r: _RankEvents(tl, int(bounds[r]), int(bounds[r + 1]), flows, regions), progress,
+                  call_sites, notes)
 
 
 def perfetto_run(rundir: Path, out: Path, progress: Progress = None, call_sites: bool = False) -> dict[str, int]:
@@ -813,21 +849,11 @@ def _stream(r: scan.Rounds, out: Path, progress: Progress, call_sites: bool) -> 
     tl = r.tl
     notes: list[str] = []
     where = {p.rank: k for k, p in enumerate(r.parts)}
-    counters: list[_Counter] = []
+    own: list[_Counter] = []
     for k in range(len(r.parts)):  # the trace's own counters (a few ranks' user counters, if any)
         if (r.column(k, "kind") == reader.COUNTER).any():
-            counters += _trace_counters(r.rank_timeline(k))
-    if tl.rundir is not None:
-        modes = layout.modes(tl.rundir)
-        if "counters" in modes:
-            counters += _spc_counters(tl, notes)
-        if "memory" in modes:
-            counters += _memory_counters(tl, notes)
-    by_rank: dict[int, list[_Counter]] = {}
-    for c in counters:
-        by_rank.setdefault(c.rank, []).append(c)
-    earliest = min([0] + [int(_ns(c.t).min()) for c in counters if len(c.t)])
-    shift = -earliest
+            own += _trace_counters(r.rank_timeline(k))
+    counters = _run_counters(tl, own, notes)
     # the messages by the rank that sent them, and by the rank that received them: per rank, its
     # events' indices (from its first) and the messages' numbers
     send_ev, recv_ev, ids = r.message_ids()
@@ -844,38 +870,17 @@ def _stream(r: scan.Rounds, out: Path, progress: Progress, call_sites: bool) -> 
     threads = {rank: [0] for rank in range(tl.nranks)}
     for p in r.parts:
         threads[p.rank] = sorted({0} | set(p.threads))
-    counts = dict.fromkeys(("packets", "calls", "regions", "flows", "io_events", "findings", "counter_tracks",
-                            "counter_samples"), 0)
-    seqs = _Sequences()
-    with safefile.replacing(out, binary=True) as f:
-        write = f.write
-        head, _ = _descriptors(tl, threads, by_rank, _hosts(tl))
-        write(head)
-        counts["packets"] += tl.nranks + sum(len(t) for t in threads.values()) + len(counters)
-        for rank in range(tl.nranks):
-            if progress and (rank == 0 or tl.nranks <= 64 or rank % (tl.nranks // 64) == 0):
-                progress(f"Perfetto trace: rank {rank} of {tl.nranks}")
-            k = where.get(rank)
-            if k is not None:
-                one = r.rank_timeline(k)
-                (s_ev, s_id), (r_ev, r_id) = ends[0][k], ends[1][k]
-                flows = _flows_of(one.ev, s_ev, r_ev, s_id, r_id)
-                ends[0][k] = ends[1][k] = None
-                regions: dict[tuple[int, int], list] = {}
-                for reg in region_visits(one):
-                    regions.setdefault((reg[0], reg[1]), []).append(reg)
-                th = one.ev["thread"]
-                for t in threads[rank]:
-                    a, z = int(np.searchsorted(th, t, "left")), int(np.searchsorted(th, t, "right"))
-                    _thread_sequence(one, rank, t, a, z, shift, flows, regions.get((rank, t), []), seqs, write,
-                                     counts, call_sites)
-                del one, flows
-            for j, c in enumerate(by_rank.get(rank, [])):
-                _counter_sequence(c, _uuid(rank, 1 << 22 | j), shift, seqs, write, counts)
-        counts["counter_tracks"] = len(counters)
-        _findings_sequence(r.findings, shift, seqs, write, counts)
-    tl.problems.extend(notes)
-    return counts
+
+    def rank_events(rank: int) -> _RankEvents | None:
+        k = where.get(rank)
+        if k is None:
+            return None
+        one = r.rank_timeline(k)
+        (s_ev, s_id), (r_ev, r_id) = ends[0][k], ends[1][k]
+        ends[0][k] = ends[1][k] = None  # let go of them once written
+        return _RankEvents(one, 0, len(one.ev), _flows_of(one.ev, s_ev, r_ev, s_id, r_id), _regions_by_thread(one))
+
+    return _write(tl, out, counters, threads, r.findings, rank_events, progress, call_sites, notes)
 
 
 exporter(Exporter("perfetto", "a trace as Perfetto's own protobuf trace (ui.perfetto.dev): slices, flows, counters",
