@@ -6,9 +6,11 @@ Runs programs under `--mode trace` (the profile comes with every trace), and for
 the profile's counts (the estimate's inputs: calls, nonblocking operations, region visits) and the
 trace file's real bytes and writer CPU. Fits the estimate's bytes per call, per operation, per
 region visit and per rank (non-negative least squares) on the examples only, then gives the
-estimate's error on what the fit never saw: Debian's LAMMPS (in.indent) and NetPIPE. Also the
-bytes per event of the exports (chrome, parquet, otf2, perfetto when registered) and the writer's
-CPU per event.
+estimate's error on what the fit never saw: Debian's LAMMPS (in.indent) and NetPIPE (a fixed number
+of repeats, so that every run makes the same calls). For those two, also the estimate calibrated on
+a trace of the run's first tenth only (MPILENS_TRACE_WINDOW; `mpilens trace --estimate` of that
+run), against the whole trace. Also the bytes per event of the exports (chrome, parquet, otf2,
+perfetto when registered) and the writer's CPU per event.
 
 Usage: .venv/bin/python bench/trace_size.py [--mpi openmpi] [--json FILE]
 """
@@ -65,16 +67,28 @@ def held_out(mpi: str, work: Path) -> list[tuple[str, int, list[str]]]:
         out.append(("lammps-indent", 4, [lmp, "-in", str(work / "indent" / "in.indent"), "-log", "none"]))
     np_exe = shutil.which({"openmpi": "NPopenmpi", "mpich": "NPmpich2"}[mpi])
     if np_exe:
-        out.append(("netpipe", 2, [np_exe, "-u", "8192", "-o", str(work / "np.out")]))
+        out.append(("netpipe", 2, [np_exe, "-u", "8192", "-n", "5000", "-o", str(work / "np.out")]))
     return out
 
 
-def traced(mpi: str, name: str, np_: int, argv: list[str], work: Path) -> Path:
+def traced(mpi: str, name: str, np_: int, argv: list[str], work: Path, window: str | None = None) -> Path:
     run = work / name
     import os
-    subprocess.run([MPILENS, "run", "--mode", "trace", "-o", str(run), "--", *launcher(mpi, np_), *argv],
+    extra = ["--set", f"MPILENS_TRACE_WINDOW={window}"] if window else []
+    subprocess.run([MPILENS, "run", "--mode", "trace", "-o", str(run), *extra, "--", *launcher(mpi, np_), *argv],
                    env={**os.environ, **ENV}, cwd=work, check=True, capture_output=True, timeout=600)
     return run
+
+
+def calibrated(mpi: str, name: str, np_: int, argv: list[str], work: Path, whole: Path) -> tuple[float, float]:
+    """The estimate of `mpilens trace --estimate` on a run traced for the first tenth of the whole
+    run's time, and the share of the whole trace that window wrote."""
+    wall = json.loads((whole / "profile.json").read_text())["wall_time_s"]
+    run = traced(mpi, name + "-window", np_, argv, work, f"0:{wall / 10:.3g}")
+    est = json.loads(subprocess.run([MPILENS, "trace", str(run), "--estimate", "--json"], capture_output=True,
+                                    text=True, check=True).stdout)
+    size = lambda d: sum(f.stat().st_size for f in (d / "trace").glob("rank-*.bin"))  # noqa: E731
+    return est["bytes"], size(run) / size(whole)
 
 
 def measure(run: Path) -> dict:
@@ -126,9 +140,11 @@ def main() -> int:
         coef, _ = nnls(X, y)
         print("fit (bytes per " + ", ".join(estimate.FEATURES) + "): " + ", ".join(f"{c:.2f}" for c in coef))
         result = {"mpi": a.mpi, "coefficients": dict(zip(estimate.FEATURES, coef.tolist())), "runs": {}}
-        checks = {n: traced(a.mpi, n, k, argv, work) for n, k, argv in held_out(a.mpi, work)}
+        apps = held_out(a.mpi, work)
+        checks = {n: traced(a.mpi, n, k, argv, work) for n, k, argv in apps}
+        windows = {n: calibrated(a.mpi, n, k, argv, work, checks[n]) for n, k, argv in apps}
         print(f"{'run':20} {'ranks':>5} {'real MiB':>9} {'estimate':>9} {'error':>7} {'with the code':>13}  "
-              "writer ns/event  export bytes/event")
+              "writer ns/event  export bytes/event  calibrated on a window")
         for name, m in [*fit_runs.items(), *((n, measure(r)) for n, r in checks.items())]:
             real = sum(m["bytes"])
             fitted = float((np.array(m["features"]) @ coef).sum())
@@ -138,10 +154,15 @@ def main() -> int:
             ex = exports(checks[name], work) if name == "lammps-indent" else {}  # NetPIPE's: minutes
             per = " ".join(f"{k} {v / max(events, 1):.0f}" for k, v in ex.items())
             tag = "" if name in fit_runs else " (held out)"
+            win = ""
+            if name in windows:
+                b, share = windows[name]
+                win = f"  {(b - real) / real:+.1%} (the window wrote {share:.0%} of the trace)"
             print(f"{name + tag:20} {len(m['bytes']):>5} {real / 2**20:>9.2f} {fitted / 2**20:>9.2f} "
-                  f"{(fitted - real) / real:>+7.1%} {(coded - real) / real:>+13.1%}  {ns:>15.0f}  {per}")
+                  f"{(fitted - real) / real:>+7.1%} {(coded - real) / real:>+13.1%}  {ns:>15.0f}  {per}{win}")
             result["runs"][name] = {**m, "exports": ex, "fitted_error": (fitted - real) / real,
-                                    "code_error": (coded - real) / real}
+                                    "code_error": (coded - real) / real,
+                                    "window_error": (windows[name][0] - real) / real if name in windows else None}
         if a.json:
             a.json.write_text(json.dumps(result, indent=1))
     return 0

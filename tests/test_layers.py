@@ -25,9 +25,10 @@ PACKAGE = ROOT / "python" / "mpilens"
 # lowest first; a module's layer is that of its longest prefix listed here
 LAYERS: list[tuple[str, list[str]]] = [
     ("base", ["errors", "units", "_layout", "_build", "build_info", "layout", "safefile", "settings", "elf",
-              "progress", "trace", "trace.filters", "trace.synthetic"]),
+              "progress", "trace", "trace.filters"]),
+    # trace.synthetic writes what the readers read (its profile goes through the merge)
     ("readers", ["meta", "claim", "payload", "merge", "recover", "rundir", "mpit", "io", "papi", "memory", "intervals",
-                 "counters_spc", "callsites", "trace.reader", "trace.timeline", "model.data"]),
+                 "counters_spc", "callsites", "trace.reader", "trace.timeline", "trace.synthetic", "model.data"]),
     ("analyses", ["summary", "findings", "imbalance", "compare", "recommend", "model", "trace.findings",
                   "trace.estimate", "trace.bins", "trace.scan", "frames"]),
     ("reports", ["report"]),

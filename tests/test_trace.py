@@ -342,13 +342,14 @@ def test_lammps_trace(tmp_path):
     assert summary["collective_instances"] > 0
     # the size `mpilens trace --estimate` predicts from the profile (what a profile-only run of the
     # same input has: the same calls and visits), against the files on disk: within 20 %
-    est = subprocess.run([str(MPILENS), "trace", str(run), "--estimate", "--json"], capture_output=True, text=True)
+    est = subprocess.run([str(MPILENS), "trace", str(run), "--estimate", "--profile-only", "--json"],
+                         capture_output=True, text=True)
     real = sum(f.stat().st_size for f in (run / "trace").glob("rank-*.bin"))
     assert abs(json.loads(est.stdout)["bytes"] / real - 1) < 0.2, (json.loads(est.stdout)["bytes"], real)
     # asked for a trace under 60 % of that, it suggests the first ranks only: traced so, the files on
     # disk are those ranks' and within 20 % of the size asked for
     under = int(real * 0.6)
-    est = subprocess.run([str(MPILENS), "trace", str(run), "--estimate", "--under", str(under), "--json"],
+    est = subprocess.run([str(MPILENS), "trace", str(run), "--estimate", "--profile-only", "--under", str(under), "--json"],
                          capture_output=True, text=True)
     ranks = next(x for x in json.loads(est.stdout)["suggestions"] if x["setting"] == "MPILENS_TRACE_RANKS")
     assert ranks["value"] == "0-1", ranks

@@ -86,6 +86,50 @@ def test_planted_problems_are_found(halo):
     assert gap and abs(gap[0].duration_s - 0.030) < 0.001
 
 
+def test_synthetic_profile_is_the_generated_calls(halo):
+    """The run's profile.json: each rank's calls, time and bytes per function and its messages to
+    each neighbour, as the generator's schedule makes them (counted here from the arithmetic of a
+    ring: two receives and two sends per iteration, an MPI_Allreduce every tenth)."""
+    h, d = halo
+    prof = json.loads((d / "profile.json").read_text())
+    n, iters, b = h.nranks, h.iterations, h.bytes
+    assert prof["complete"] and prof["nranks"] == n and prof["tool"]["mpi"] == "synthetic"
+    f = prof["functions"]
+    assert f["MPI_Irecv"]["calls"] == f["MPI_Isend"]["calls"] == [2 * iters] * n
+    assert f["MPI_Waitall"]["calls"] == [iters] * n and f["MPI_Allreduce"]["calls"] == [iters // h.every] * n
+    assert f["MPI_Isend"]["bytes_sent"] == f["MPI_Irecv"]["bytes_recv"] == [2 * iters * b] * n
+    assert f["MPI_Allreduce"]["bytes_sent"] == [8 * (iters // h.every)] * n
+    for rank in range(n):
+        ev = h.events_of(rank, 0, iters)
+        calls = ev["kind"] == synthetic.L.TRACE_KIND_CALL
+        for fn, name in enumerate(synthetic.FUNCTIONS):
+            mine = calls & (ev["fn"] == fn)
+            if mine.any():
+                dur = (ev["t1"] - ev["t0"])[mine]
+                assert f[name]["time_s"][rank] == pytest.approx(dur.sum() / 1e9, rel=1e-9)
+                assert f[name]["max_s"][rank] == pytest.approx(dur.max() / 1e9, rel=1e-9)
+        mpi = sum((ev["t1"] - ev["t0"])[calls]) / 1e9
+        assert prof["ranks"][rank]["mpi_time_s"] == pytest.approx(mpi, rel=1e-9)
+    assert sorted((m["src"], m["dst"], m["messages"], m["bytes"]) for m in prof["matrix"]) == sorted(
+        (r, (r + k) % n, iters, iters * b) for r in range(n) for k in (1, -1))
+    # a Waitall that waited for the planted 30 ms is the longest of its rank's neighbours
+    assert f["MPI_Waitall"]["max_s"][4] == pytest.approx(0.030, abs=0.001)
+
+
+def test_report_of_the_synthetic_halo_out_of_core(halo, tmp_path, monkeypatch):
+    """`mpilens report --html` of the synthetic run, its trace taken out of core: the page names
+    the planted late sender and draws the timeline per time bin."""
+    from mpilens import cli
+    from mpilens.report.sections import timeline as section
+
+    _, d = halo
+    monkeypatch.setattr(section, "OUT_OF_CORE_BYTES", 1)
+    out = tmp_path / "report.html"
+    assert cli.main(["report", str(d), "--html", str(out)]) == 0
+    page = out.read_text()
+    assert "Late sender" in page and "rank 5" in page and "per time bin" in page
+
+
 @pytest.mark.parametrize("name", TRACED)
 def test_committed_traces_as_in_memory(name, tmp_path):
     """The committed traces (every example with a trace, both MPIs, killed ones too): the same
@@ -162,7 +206,6 @@ def test_a_rank_that_cannot_be_read_is_named(halo, tmp_path):
     s = scan.scan(copy, engine="serial")
     assert any("rank 3's trace is left out" in p for p in s.problems)
     assert out_of_core(s) == (numbers, found)
-
 
 
 def test_chart_as_in_memory(halo):

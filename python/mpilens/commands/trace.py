@@ -10,7 +10,7 @@ from pathlib import Path
 
 from .. import units
 from ..cli import command
-from ..errors import MpilensError
+from ..errors import MpilensError, RunDirectoryError
 
 
 def _setup(p: argparse.ArgumentParser) -> None:
@@ -37,7 +37,10 @@ def _setup(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress display")
     p.add_argument("--estimate", action="store_true",
                    help="predict the trace a run like this one would write (its bytes per rank and in total, the "
-                        "writer's CPU, the exports' sizes), from its profile: no trace needed")
+                        "writer's CPU, the exports' sizes), from its profile: no trace needed; a trace of part of "
+                        "the run (MPILENS_TRACE_WINDOW=0:5) calibrates it")
+    p.add_argument("--profile-only", action="store_true",
+                   help="with --estimate: from the profile alone, even when the run holds a trace to calibrate on")
     p.add_argument("--under", metavar="SIZE",
                    help="with --estimate: suggest filters that bring the trace under this size (500M, 2GiB)")
 
@@ -52,6 +55,8 @@ def cmd_trace(a: argparse.Namespace) -> int:
 
     if a.estimate:
         return _estimate(a)
+    if a.under or a.profile_only:
+        raise MpilensError(f"{'--under' if a.under else '--profile-only'} goes with --estimate")
     if a.format and not a.output:
         raise MpilensError("--format needs -o FILE")
     if a.output and not a.format:
@@ -141,15 +146,23 @@ def _print(a: argparse.Namespace, summary: dict, filters, written: dict | None, 
 
 
 def _estimate(a: argparse.Namespace) -> int:
-    """`mpilens trace --estimate RUN`: the trace of a run like RUN, predicted from its profile."""
-    from .. import rundir
-    from ..trace import estimate
+    """`mpilens trace --estimate RUN`: the trace of a run like RUN, predicted from its profile (and
+    calibrated on RUN's own trace of part of the run, when it has one)."""
+    from .. import layout, rundir
+    from ..trace import estimate, reader
 
     run = rundir.load(a.rundir)
     if run.profile is None:
         raise MpilensError(f"{a.rundir}: no profile to estimate from")
     wall = max((r.get("wall_time_s") or 0 for r in run.profile.get("ranks", [])), default=0) or None
-    est = estimate.estimate(run.profile, wall)
+    sample, unread = [], []
+    for f in [] if a.profile_only else layout.trace_files(a.rundir):
+        try:
+            sample.append(reader.composition(f))
+        except RunDirectoryError as err:  # a damaged rank's file: the others calibrate
+            unread.append(str(err))
+    est = estimate.estimate(run.profile, wall, sample)
+    est["trace_files_unread"] = unread
     # what makes the events: the functions with the most calls, over every rank
     calls = {n: sum(f["calls"]) for n, f in run.profile.get("functions", {}).items()}
     top = sorted(calls.items(), key=lambda kv: -kv[1])[:5]
@@ -160,7 +173,7 @@ def _estimate(a: argparse.Namespace) -> int:
         except ValueError as err:
             raise MpilensError(f"--under: {err}") from None
         est["under_bytes"] = under
-        est["suggestions"] = estimate.suggest(run.profile, under, wall)
+        est["suggestions"] = estimate.suggest(run.profile, under, wall, sample)
     if a.json:
         json.dump({"run": str(a.rundir), **est}, sys.stdout, indent=2)
         print()
@@ -169,6 +182,12 @@ def _estimate(a: argparse.Namespace) -> int:
     print(f"mpilens trace --estimate: {a.rundir}: a trace of this run would hold about {est['events']:,.0f} events "
           f"in {units.size(est['bytes'])} ({units.size(min(per))} to {units.size(max(per))} per rank; at least "
           f"{units.size(est['bytes_at_least'])} if every call repeats its function's previous peer, tag and size)")
+    cal = est["calibrated_on"]
+    print(f"Calibrated on its own trace: {cal['events']:,} events of {cal['ranks']} ranks, "
+          f"{cal['bytes_per_event']:.1f} bytes each" if cal else
+          "From the profile alone (a trace of part of the run, MPILENS_TRACE_WINDOW=0:5, would calibrate it)")
+    for why in unread:
+        print(f"Not calibrated on: {why}")
     share = est.get("writer_cpu_share")
     print(f"Writer threads: about {units.seconds(est['writer_cpu_s'])} of CPU"
           + (f" ({share:.1%} of the ranks' time)" if share is not None else ""))

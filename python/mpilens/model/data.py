@@ -30,7 +30,7 @@ import numpy as np
 
 from .. import intervals, layout, rundir
 from ..errors import RunDirectoryError
-from ..trace import reader, timeline
+from ..trace import timeline
 
 BSP_SCHEMA = "mpilens.bsp/1"
 
@@ -91,31 +91,32 @@ SYNC_COLLECTIVES = {"MPI_Barrier", "MPI_Allreduce", "MPI_Reduce_scatter", "MPI_R
                     "MPI_Allgatherv", "MPI_Alltoall", "MPI_Alltoallv", "MPI_Alltoallw"}
 
 
-def _from_trace(path: Path, skip: int | None, load_timeline: Callable[[], Any] | None = None) -> Sample:
-    tl = load_timeline() if load_timeline is not None else timeline.load(path)
-    col = tl.collectives
-    sync = np.isin(col.fn, tl.fn_ids(SYNC_COLLECTIVES | {n + "_c" for n in SYNC_COLLECTIVES}))
+def _from_trace(path: Path, skip: int | None, load_trace: Callable[[], Any] | None = None) -> Sample:
+    """The intervals of a trace: from its Timeline in memory, or from what the out-of-core
+    analysis keeps of it (mpilens.trace.scan.Scan: the collective instances and when each rank's
+    program starts), whichever load_trace gives."""
+    tr = load_trace() if load_trace is not None else timeline.load(path)
+    col, nranks = tr.collectives, tr.nranks
+    starts = timeline.program_starts(tr) if isinstance(tr, timeline.Timeline) else tr.program_starts
+    names = SYNC_COLLECTIVES | {n + "_c" for n in SYNC_COLLECTIVES}
+    sync_ids = np.array([i for i, n in enumerate(tr.functions) if n in names], dtype=np.uint16)
+    sync = np.isin(col.fn, sync_ids)
     counts = np.bincount(col.instance[sync], minlength=int(col.instance.max()) + 1 if len(col.instance) else 0)
-    full = sync & (counts[col.instance] == tl.nranks) if len(counts) else sync
-    init_ids = tl.fn_ids({"MPI_Init", "MPI_Init_thread"})
-    ev = tl.ev
+    full = sync & (counts[col.instance] == nranks) if len(counts) else sync
     series = []
-    for r in range(tl.nranks):
+    for r in range(nranks):
         sel = full & (col.rank == r)
         order = np.argsort(col.arrive[sel], kind="stable")
         arrive, leave = col.arrive[sel][order], col.leave[sel][order]
-        mine = ev["rank"] == r
-        init = mine & (ev["kind"] == reader.CALL) & np.isin(ev["fn"], init_ids)
-        start = float(ev["t1"][init].max()) if init.any() else (float(ev["t0"][mine].min()) if mine.any() else 0.0)
-        begins = np.r_[start, leave[:-1]] if len(arrive) else np.empty(0)
+        begins = np.r_[starts.get(r, 0.0), leave[:-1]] if len(arrive) else np.empty(0)
         series.append(np.maximum(arrive - begins, 0.0))
     n = min((len(x) for x in series), default=0)
     if n == 0:
         raise RunDirectoryError(f"{path}: the trace holds no synchronizing collective of all ranks, so no intervals")
     run = rundir.load(path)
     hosts = [str(r.get("host") or "?") for r in run.profile.get("ranks", [])]
-    if len(hosts) != tl.nranks:
-        hosts = ["?"] * tl.nranks
+    if len(hosts) != nranks:
+        hosts = ["?"] * nranks
     s = 1 if skip is None else skip
     times = np.stack([x[:n] for x in series])
     return Sample(str(path), "trace", times[:, s:], hosts, s, {"command": (run.meta or {}).get("command")})
@@ -142,16 +143,17 @@ def _from_log(path: Path, skip: int | None) -> Sample:
     return Sample(str(path), "bsp-log", times[:, s:], hosts, s, meta)
 
 
-def load(path: str | Path, skip: int | None = None, load_timeline: Callable[[], Any] | None = None) -> Sample:
+def load(path: str | Path, skip: int | None = None, load_trace: Callable[[], Any] | None = None) -> Sample:
     """Load a run directory (MPILENS_INTERVALS, else its trace) or a BSP harness log; `skip` drops
     that many leading intervals (default: 1 for run directories, 0 for harness logs).
-    `load_timeline`: returns the run's trace Timeline, when the caller has it loaded already."""
+    `load_trace`: returns the run's trace as the caller has it analysed already (its Timeline, or
+    for a large trace the out-of-core analysis' Scan)."""
     p = Path(path)
     if p.is_dir():
         has_intervals = bool(intervals.sources(p, []))  # its files, or what its statistics files hold
         has_trace = bool(layout.trace_files(p))
         if not has_intervals and has_trace:
-            sample = _from_trace(p, skip, load_timeline)
+            sample = _from_trace(p, skip, load_trace)
         elif not has_intervals:
             raise RunDirectoryError(f"{p}: no intervals recorded (run with --set MPILENS_INTERVALS=1, or --mode trace)")
         else:

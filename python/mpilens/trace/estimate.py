@@ -1,4 +1,4 @@
-"""How big a trace of a run would be, predicted from its profile: `mpilens trace estimate RUN`.
+"""How big a trace of a run would be, predicted from its profile: `mpilens trace --estimate RUN`.
 
 A trace records an event per MPI call and per completion of a nonblocking operation, and two per
 region visit; the profile counts all of these per rank. The events' size is data-dependent (the
@@ -7,6 +7,12 @@ docs/run-directory.md), so bytes per call, per operation, per region visit and p
 heads, the trailer) are fitted on traces of the examples, and checked on applications the fit never
 saw: bench/trace_size.py prints both, bench/RESULTS.md has the figures these constants come from.
 The writer's CPU and the exports' sizes are per event, from the same runs.
+
+A profile cannot say how often a program repeats its peers and tags (NetPIPE repeats them on every
+call, a ring that numbers its messages by tag never), so when the run holds a trace of part of
+itself (a window, some ranks, some functions: a few seconds of trace beside the whole run's
+profile), the estimate is calibrated on it: each rank's events cost what they cost there, relative
+to the fit (its Composition: reader.composition), and its head and trailer what its file's do.
 """
 
 from __future__ import annotations
@@ -60,11 +66,45 @@ def events(features_of_rank: np.ndarray) -> float:
     return float(features_of_rank[0] + features_of_rank[1] + features_of_rank[2])
 
 
-def estimate(profile: dict[str, Any], wall_time_s: float | None = None) -> dict[str, Any]:
+def _event_bytes(counts: np.ndarray) -> float:
+    """What the fit says calls, operations and region events (the first three FEATURES) take."""
+    return float(np.asarray(counts[:3], dtype=np.float64) @ BYTES[:3])
+
+
+def calibration(sample: list[Any]) -> dict[str, Any] | None:
+    """How the events of a run's own trace (each rank's reader.Composition) compare with the fit:
+    per rank the ratio of their bytes to what the fit says they take, and the file's other bytes;
+    None when the trace holds no event."""
+    ranks = {}
+    for c in sample:
+        fitted = _event_bytes(np.array([c.calls, c.completions, c.region_events]))
+        if fitted > 0:
+            ranks[c.rank] = (c.event_bytes / fitted, c.other_bytes)
+    if not ranks:
+        return None
+    events_ = sum(c.calls + c.completions + c.region_events for c in sample)
+    fitted = sum(_event_bytes(np.array([c.calls, c.completions, c.region_events])) for c in sample)
+    return {"ranks": ranks, "ratio": sum(c.event_bytes for c in sample) / fitted,
+            "other_bytes": float(np.median([o for _, o in ranks.values()])), "events": events_,
+            "bytes_per_event": sum(c.event_bytes for c in sample) / events_}
+
+
+def estimate(profile: dict[str, Any], wall_time_s: float | None = None,
+             sample: list[Any] | None = None) -> dict[str, Any]:
     """The prediction for a run like this one traced: per rank and in total, bytes, events, the
-    writer's CPU (and its share of the run's wall time when given) and each export's size."""
+    writer's CPU (and its share of the run's wall time when given) and each export's size.
+    `sample`: the Composition of each rank's file of a trace of part of the run, to calibrate on
+    (a rank not in it takes the others' ratio)."""
     feats = features(profile)
-    per_rank = [{"rank": r, "events": events(feats[r]), "bytes": trace_bytes(feats[r]),
+    cal = calibration(sample or [])
+
+    def bytes_of(r: int) -> float:
+        if cal is None:
+            return trace_bytes(feats[r])
+        ratio, other = cal["ranks"].get(r, (cal["ratio"], cal["other_bytes"]))
+        return other + ratio * _event_bytes(feats[r])
+
+    per_rank = [{"rank": r, "events": events(feats[r]), "bytes": bytes_of(r),
                  "bytes_at_least": events(feats[r]) * MIN_EVENT_BYTES + BYTES[3]} for r in range(len(feats))]
     total_events = sum(x["events"] for x in per_rank)
     total = sum(x["bytes"] for x in per_rank)
@@ -77,6 +117,9 @@ def estimate(profile: dict[str, Any], wall_time_s: float | None = None) -> dict[
         "bytes_per_event": total / total_events if total_events else None,
         "writer_cpu_s": cpu,
         "exports": {k: v * total_events for k, v in EXPORT_BYTES_PER_EVENT.items()},
+        # what it was calibrated on: the run's own trace (its events and their bytes), else None (the fit)
+        "calibrated_on": None if cal is None else {"events": cal["events"], "ranks": len(cal["ranks"]),
+                                                   "bytes_per_event": cal["bytes_per_event"]},
     }
     if wall_time_s:
         out["writer_cpu_share"] = cpu / (wall_time_s * len(per_rank))
@@ -88,12 +131,16 @@ def estimate(profile: dict[str, Any], wall_time_s: float | None = None) -> dict[
 _LEAVE_OUT_FIRST = ("probe", "completion", "setup", "other")
 
 
-def suggest(profile: dict[str, Any], under_bytes: float, wall_time_s: float | None = None) -> list[dict[str, Any]]:
+def suggest(profile: dict[str, Any], under_bytes: float, wall_time_s: float | None = None,
+            sample: list[Any] | None = None) -> list[dict[str, Any]]:
     """Filters that each bring the predicted trace under under_bytes (docs/trace.md, "Trace only
     what is wanted"): functions that carry no data left out (the largest first), the first ranks
     only, and a window in the middle of the run (its events taken as spread evenly over the run).
-    Each is {"setting", "value", "bytes", "note"}; none when the trace fits already."""
-    est = estimate(profile)
+    Each is {"setting", "value", "bytes", "note"}; none when the trace fits already. `sample`: as
+    estimate's."""
+    est = estimate(profile, sample=sample)
+    cal = calibration(sample or [])
+    per_call = BYTES[0] * (cal["ratio"] if cal else 1.0)
     total = est["bytes"]
     if total <= under_bytes:
         return []
@@ -103,7 +150,7 @@ def suggest(profile: dict[str, Any], under_bytes: float, wall_time_s: float | No
     cost = []
     for name, f in profile.get("functions", {}).items():
         if f.get("class") in _LEAVE_OUT_FIRST:
-            cost.append((float(np.sum(np.asarray(f["calls"], dtype=np.float64))) * BYTES[0], name))
+            cost.append((float(np.sum(np.asarray(f["calls"], dtype=np.float64))) * per_call, name))
     left, names = total, []
     for b, name in sorted(cost, reverse=True):
         if left <= under_bytes or b <= 0:
@@ -124,7 +171,7 @@ def suggest(profile: dict[str, Any], under_bytes: float, wall_time_s: float | No
                     "note": f"{k} of {n} ranks; messages to the others have one end"})
     # a window: the share of the run that fits, in its middle
     if wall_time_s:
-        fixed = BYTES[3] * n
+        fixed = (cal["other_bytes"] if cal else BYTES[3]) * n
         share = max(0.0, (under_bytes - fixed) / max(total - fixed, 1.0))
         if share > 0:
             length = wall_time_s * share

@@ -227,6 +227,57 @@ def clock_points(path: layout.RankFile) -> list[tuple[int, int]]:
     return _layout_of(path).clock
 
 
+@dataclass
+class Composition:
+    """What a rank's trace file is made of, counted without decoding its events: its events by
+    kind (TRACE_KIND_*, as recorded: a call_done is one event), the bytes they take (their
+    blocks, heads included) and the file's other bytes (its head, trailer and anything damaged)."""
+
+    rank: int
+    kinds: np.ndarray  # events per kind, indexed by TRACE_KIND_*
+    late_with_completion: int  # late_call events that hold their operation's completion too
+    event_bytes: int
+    file_bytes: int
+
+    @property
+    def calls(self) -> int:
+        """The MPI calls recorded (call, call_done and late_call events)."""
+        return int(self.kinds[CALL] + self.kinds[CALL_DONE] + self.kinds[LATE])
+
+    @property
+    def completions(self) -> int:
+        """The completions of operations recorded (done, call_done, and late_call events with theirs)."""
+        return int(self.kinds[DONE] + self.kinds[CALL_DONE] + self.late_with_completion)
+
+    @property
+    def region_events(self) -> int:
+        """Region begins and ends."""
+        return int(self.kinds[REGION_BEGIN] + self.kinds[REGION_END])
+
+    @property
+    def other_bytes(self) -> int:
+        """The file's bytes that are not events: the head (every function's name) and the trailer."""
+        return self.file_bytes - self.event_bytes
+
+
+def composition(path: layout.RankFile) -> Composition:
+    """The Composition of one rank's trace file (RunDirectoryError when it is not one)."""
+    lay = _layout_of(path)
+    kinds = np.zeros(8, dtype=np.int64)
+    late_with_completion = event_bytes = 0
+    for start, count, _ in lay.chunks:
+        kinds += np.bincount(np.frombuffer(lay.data, dtype=EVENT, count=count, offset=start)["kind"] & 7,
+                             minlength=8)[:8]
+        event_bytes += BLOCK.itemsize + count * EVENT.itemsize
+    for b in lay.blocks:
+        fix = np.frombuffer(lay.data, dtype=FIXED, count=b.count, offset=b.fixed_at)
+        kinds += np.bincount(fix["flags"] & 7, minlength=8)
+        if b.version >= 4:  # as _decode_block reads them
+            late_with_completion += int((((fix["flags"] & 7) == LATE) & ((fix["fn"] & ALONE) == 0)).sum())
+        event_bytes += BLOCK2.itemsize + b.count * FIXED.itemsize + 4 * b.words
+    return Composition(int(lay.head["rank"]), kinds, late_with_completion, event_bytes, lay.size)
+
+
 def read_rank(path: layout.RankFile) -> RankTrace:
     """Read one rank's trace file (its own, or its chunks in a container); raise
     RunDirectoryError when it is not one."""

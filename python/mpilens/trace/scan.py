@@ -90,6 +90,10 @@ class Scan:
     classes: list[str] = field(default_factory=list)
     rundir: Path | None = None
     then: Any = None  # what scan's `then` returned
+    # the blocking collective calls grouped into instances, and when each rank's program starts
+    # (timeline.program_starts): what the variability model takes intervals from (mpilens.model.data)
+    collectives: timeline.Collectives | None = None
+    program_starts: dict[int, float] = field(default_factory=dict)
 
 
 # ------------------------------------------------------------------------------- where tasks run
@@ -219,7 +223,7 @@ def _rank(part: timeline.RankPart, base: int, origin: float, shell: dict[str, An
             np.save(Path(scratch) / "ends" / f"{kind}-{s}-{part.rank}.npy", rows[order[bounds[s]:bounds[s + 1]]])
     calls, regions = findings.irregular_candidates(tl)
     top = findings.TOP
-    out = {"collectives": timeline.collective_calls(tl, base),
+    out = {"collectives": timeline.collective_calls(tl, base), "starts": timeline.program_starts(tl),
            "irregular": (sorted(calls, key=lambda x: -x[0])[:top], sorted(regions, key=lambda x: -x[0])[:top]),
            "gaps": findings.large_gaps(tl, top)}
     chart = shell.get("chart")
@@ -371,17 +375,19 @@ def _chart(spec: dict[str, Any], parts: list, per_rank: list, per_share: list, e
     k = np.searchsorted(start, pick, side="right") - 1
     share = share_of[order[k]]
     local = start_in_share[order[k]] + (pick - start[k])
-    arrows = []
-    loaded: dict[int, Any] = {}
-    for s_, i in zip(share.tolist(), local.tolist()):
-        if s_ not in loaded:
-            loaded[s_] = np.load(Path(work) / "ends" / f"messages-{s_}.npz")
-        m = loaded[s_]
-        arrows.append((int(m["send_ev"][i]), float(m["send_t"][i]), int(m["recv_ev"][i]),
-                       float(max(m["recv_t"][i], m["send_t"][i])), int(m["bytes"][i])))
+    # each share's messages read once (an NpzFile reads an array again at every access)
+    sends = np.empty(len(pick), dtype=np.int64)
+    recvs = np.empty(len(pick), dtype=np.int64)
+    send_t, recv_t, nbytes = np.empty(len(pick)), np.empty(len(pick)), np.empty(len(pick), dtype=np.int64)
+    for s_ in np.unique(share).tolist():
+        at = np.flatnonzero(share == s_)
+        i = local[at]
+        with np.load(Path(work) / "ends" / f"messages-{s_}.npz") as m:
+            sends[at], recvs[at], send_t[at] = m["send_ev"][i], m["recv_ev"][i], m["send_t"][i]
+            recv_t[at], nbytes[at] = np.maximum(m["recv_t"][i], m["send_t"][i]), m["bytes"][i]
+    arrows = [(int(a), float(ts), int(b), float(tr), int(n))
+              for a, ts, b, tr, n in zip(sends, send_t, recvs, recv_t, nbytes)]
     ev_rank, ev_thread = events["rank"], events["thread"]
-    sends = np.array([a[0] for a in arrows], dtype=np.int64)
-    recvs = np.array([a[2] for a in arrows], dtype=np.int64)
     sr, st, rr, rt = ev_rank[sends], ev_thread[sends], ev_rank[recvs], ev_thread[recvs]
     return {"end": spec["end"], "rows": rows, "classes": spec["classes"],
             "calls": sum(r["chart"]["calls"] for r in per_rank),
@@ -575,4 +581,5 @@ def _rounds(rundir, run: _Engine, work: str, files: list, filters: RecordFilters
                 tl.messages.unmatched_recvs, tl.messages.outside,
                 int(c.instance.max()) + 1 if len(c.instance) else 0, tl.file_bytes, tl.writer_cpu_s,
                 tl.clock_error_s, tl.complete, tl.problems, tl.filters, found, run.name, shares, timings,
-                drawn, tl.functions, tl.classes, tl.rundir, after)
+                drawn, tl.functions, tl.classes, tl.rundir, after, c,
+                {r: t for part in per_rank for r, t in part["starts"].items()})

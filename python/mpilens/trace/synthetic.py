@@ -14,17 +14,25 @@ neighbours, a gap on that rank, waits at the next MPI_Allreduce).
 
 Every value follows from the arguments (a seeded generator for the jitter), so the same
 arguments write the same bytes. The events are those the generator means, which `events_of`
-gives for a rank without writing anything: the tests read the files back against it."""
+gives for a rank without writing anything: the tests read the files back against it.
+
+The run directory also has the profile those events make (profile.json: each rank's calls, time
+and bytes per function, its message sizes and its row of the matrix), so that `mpilens report`
+takes it as it takes a real run's: each rank's statistics go into a payload in the runtime's
+layout (runtime/spec/rundir.yaml) and the payloads are merged by mpilens.merge, the merge a run's
+payloads go through when the job did not reach MPI_Finalize."""
 
 from __future__ import annotations
 
 import json
+import struct
 from pathlib import Path
 
 import numpy as np
 
 from .. import _layout as L
 from .. import layout
+from ..merge import merge_buffers
 
 FUNCTIONS = ["MPI_Init", "MPI_Irecv", "MPI_Isend", "MPI_Waitall", "MPI_Allreduce", "MPI_Finalize"]
 CLASSES = ["setup", "p2p", "p2p", "completion", "collective", "setup"]
@@ -172,13 +180,84 @@ def _encode_filling(c: dict[str, np.ndarray], number: int, filling: int) -> byte
     return head.tobytes() + fixed.tobytes() + np.ascontiguousarray(flat).tobytes()
 
 
+class _Statistics:
+    """One rank's profile statistics, summed over its events as they are generated: per function
+    its calls, time (the calls' durations), shortest and longest call and bytes (a completion's
+    bytes count for the function that started the operation, as the runtime counts them); per
+    function and message-size bin its calls; per destination the messages sent and their bytes."""
+
+    def __init__(self, nranks: int) -> None:
+        nf = len(FUNCTIONS)
+        self.calls, self.ns = np.zeros(nf, np.int64), np.zeros(nf, np.int64)
+        self.min_ns, self.max_ns = np.full(nf, np.iinfo(np.int64).max), np.zeros(nf, np.int64)
+        self.sent, self.recv = np.zeros(nf, np.int64), np.zeros(nf, np.int64)
+        self.size_calls = np.zeros((nf, L.SIZE_BINS), np.int64)
+        self.size_ns = np.zeros((nf, L.SIZE_BINS), np.int64)
+        self.messages, self.bytes = np.zeros(nranks, np.int64), np.zeros(nranks, np.int64)
+
+    def add(self, ev: dict[str, np.ndarray]) -> None:
+        nf = len(FUNCTIONS)
+        fn = ev["fn"].astype(np.int64)
+        call = ev["kind"] == L.TRACE_KIND_CALL
+        dur = ev["t1"] - ev["t0"]
+        self.calls += np.bincount(fn[call], minlength=nf)
+        self.ns += np.bincount(fn[call], weights=dur[call], minlength=nf).astype(np.int64)
+        for f in np.unique(fn[call]):
+            d = dur[call & (fn == f)]
+            self.min_ns[f] = min(self.min_ns[f], int(d.min()))
+            self.max_ns[f] = max(self.max_ns[f], int(d.max()))
+        self.sent += np.bincount(fn, weights=ev["sent"], minlength=nf).astype(np.int64)
+        self.recv += np.bincount(fn, weights=ev["recv"], minlength=nf).astype(np.int64)
+        # a message's size is the call's (the post's peer, the completion's bytes: every message
+        # of the generator has message_bytes, and the MPI_Allreduce its own 8)
+        moved = np.maximum(ev["sent"], ev["recv"])
+        sized = moved > 0
+        bins = np.floor(np.log2(np.maximum(moved, 1))).astype(np.int64) + 1  # [2^(k-1), 2^k): bin k
+        np.add.at(self.size_calls, (fn[sized], bins[sized]), 1)
+        np.add.at(self.size_ns, (fn[sized], bins[sized]), dur[sized])
+        sends = (ev["kind"] == L.TRACE_KIND_DONE) & (ev["sent"] > 0) & (ev["dst"] >= 0)
+        np.add.at(self.messages, ev["dst"][sends], 1)
+        np.add.at(self.bytes, ev["dst"][sends], ev["sent"][sends])
+
+    def payload(self, rank: int, nranks: int, wall_ns: int, init_ns: int) -> bytes:
+        """The rank's payload, in the runtime's layout (version 4)."""
+        def string(b: bytes) -> bytes:
+            return struct.pack("<H", len(b)) + b
+
+        def table(s: struct.Struct, records: list[tuple], named: bool = False) -> bytes:
+            out = [struct.pack("<I", len(records))]
+            out += [s.pack(*r[:-1]) + string(r[-1]) if named else s.pack(*r) for r in records]
+            return b"".join(out)
+
+        called = [f for f in range(len(FUNCTIONS)) if self.calls[f]]
+        classes = {name: code for code, name in L.FUNCTION_CLASS_NAMES.items()}
+        functions = [(f, classes[CLASSES[f]], FUNCTIONS[f].encode()) for f in called]
+        stats = [(0, f, int(self.calls[f]), int(self.ns[f]), int(self.min_ns[f]), int(self.max_ns[f]),
+                  int(self.calls[f]), 0, int(self.sent[f]), int(self.recv[f])) for f in called]
+        sizes = [(f, b, int(self.size_calls[f, b]), int(self.size_ns[f, b]))
+                 for f, b in zip(*np.nonzero(self.size_calls))]
+        matrix = [(d, int(self.messages[d]), int(self.bytes[d])) for d in np.nonzero(self.messages)[0]]
+        body = b"".join([string(b"synthetic"), table(L.PAYLOAD_REGION, [], True),
+                         table(L.PAYLOAD_FUNCTION, functions, True), table(L.PAYLOAD_STAT, stats),
+                         table(L.PAYLOAD_SIZE, sizes), table(L.PAYLOAD_PEER, matrix),
+                         table(L.PAYLOAD_COUNTER_NAME, [], True), table(L.PAYLOAD_COUNTER, []),
+                         L.PAYLOAD_CALLSITES.pack(0), table(L.PAYLOAD_MODULE, [], True),
+                         table(L.PAYLOAD_SITE, []), table(L.PAYLOAD_FRAME, []),
+                         L.PAYLOAD_TAIL.pack(0, 0, L.MAGIC_PAYLOAD_END)])
+        head = dict(magic=L.MAGIC_PAYLOAD, total_length=L.PAYLOAD_HEAD.size + len(body), rank=rank, nranks=nranks,
+                    complete=1, reason=L.END_REASON_FINALIZE, signo=0, nthreads=1, wall_ns=wall_ns,
+                    mpi_ns=int(self.ns.sum()), mpi_se_ns=0, init_ns=init_ns, dropped_requests=0, dropped_regions=0,
+                    region_mismatch=0, requests_outstanding=0, recv_unknown=0)
+        return L.PAYLOAD_HEAD.pack(*(head[f] for f in L.PAYLOAD_HEAD_FIELDS)) + body
+
+
 def _json_block(magic: bytes, obj: dict) -> bytes:
     return magic + json.dumps(obj).encode() + L.MAGIC_TRACE_JSON_END
 
 
 def write(rundir: str | Path, halo: Halo, progress=None) -> int:
-    """Write the run directory of `halo` (meta.json and trace/rank-NNNNNN.bin; the directory must
-    not exist); returns the events written."""
+    """Write the run directory of `halo` (meta.json, trace/rank-NNNNNN.bin and profile.json; the
+    directory must not exist); returns the events written."""
     out = Path(rundir)
     layout.folder(out, "trace").mkdir(parents=True)
     n = halo.nranks
@@ -193,7 +272,9 @@ def write(rundir: str | Path, halo: Halo, progress=None) -> int:
             "realtime_ns1": 1_790_000_000_000_000_000 + T_START, "tick1": T_START + 1_000, "ns1": T_START + 1_000,
             "offset_ns": [], "functions": FUNCTIONS, "classes": CLASSES}
     total = 0
+    payloads: list[tuple[int, bytes]] = []
     for rank in range(n):
+        stats = _Statistics(n)
         if progress:
             progress(f"writing rank {rank}")
         path = layout.path(out, "trace", rank=rank)
@@ -221,6 +302,7 @@ def write(rundir: str | Path, halo: Halo, progress=None) -> int:
             for lo in range(0, halo.iterations, ITER_CHUNK):
                 ev = halo.events_of(rank, lo, min(halo.iterations, lo + ITER_CHUNK))
                 total += len(ev["t0"])
+                stats.add(ev)
                 pending.append(ev)
                 queued += len(ev["t0"])
                 if queued >= FILLING:
@@ -230,4 +312,9 @@ def write(rundir: str | Path, halo: Halo, progress=None) -> int:
                        "counters": [], "comms": [[WORLD, list(range(n)), []]], "comms_dropped": 0, "late_calls": [],
                        "sites": [], "site_modules": [], "threads": 1, "complete": True}
             f.write(_json_block(L.MAGIC_TRACE_TRAILER, trailer))
+        payloads.append((rank, stats.payload(rank, n, halo.end_ns - T_START, 10_000)))
+    profile, problems = merge_buffers(payloads, nranks=n, mpi="synthetic")
+    if profile is None or problems:
+        raise RuntimeError(f"the synthetic payloads do not merge: {problems}")
+    layout.path(out, "profile").write_text(json.dumps(profile, indent=1))
     return total

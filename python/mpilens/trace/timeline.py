@@ -675,6 +675,18 @@ def _phase(tl: Timeline, ranks: np.ndarray, times: np.ndarray) -> np.ndarray:
     return out
 
 
+def program_starts(tl: Timeline) -> dict[int, float]:
+    """Per rank with events: when its program's own work starts, the end of its MPI_Init (or
+    MPI_Init_thread), else its first event (seconds, the Timeline's)."""
+    ev = tl.ev
+    init = np.isin(ev["fn"], tl.fn_ids({"MPI_Init", "MPI_Init_thread"})) & (ev["kind"] == reader.CALL)
+    out = {}
+    for r in np.unique(ev["rank"]):
+        mine = ev["rank"] == r
+        out[int(r)] = float(ev["t1"][init & mine].max()) if (init & mine).any() else float(ev["t0"][mine].min())
+    return out
+
+
 # ------------------------------------------------------------------------------------- collectives
 def collective_instances(tl: Timeline) -> Collectives:
     """Group blocking collective calls into instances: the k-th call on a communicator of every

@@ -57,6 +57,7 @@ class TraceView:
     rundir: Any
     findings: list
     chart: Callable[[], dict[str, Any]]
+    source: Any  # the Timeline, or the out-of-core analysis' Scan (what the variability model reads)
     out_of_core: bool = False
 
 
@@ -72,12 +73,12 @@ def view_of(ctx: Context) -> TraceView | None:
             s = scan.scan(ctx.run.path, chart=(MAX_BARS, MAX_ARROWS))
             _problems(ctx, s.problems)
             return TraceView(s.events, s.messages, s.unmatched_sends, s.unmatched_recvs, s.file_bytes, s.writer_cpu_s,
-                             s.clock_error_s, s.classes, s.rundir, s.findings, lambda: chart_from_scan(s), True)
+                             s.clock_error_s, s.classes, s.rundir, s.findings, lambda: chart_from_scan(s), s, True)
         tl = timeline_of(ctx)
         m = tl.messages
         return TraceView(len(tl.ev), len(m.send_ev), m.unmatched_sends, m.unmatched_recvs, tl.file_bytes,
                          tl.writer_cpu_s, tl.clock_error_s, tl.classes, tl.rundir, findings.find(tl),
-                         lambda: chart_data(tl))
+                         lambda: chart_data(tl), tl)
     return ctx.once("trace_view", load)
 
 

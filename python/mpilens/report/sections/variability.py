@@ -13,7 +13,7 @@ from ...errors import RunDirectoryError
 from ...model import data, emma, gev
 from ...model.variability import Options, fit_row, rank_correlation
 from . import Context, Figure, Section, section
-from .timeline import timeline_of
+from .timeline import view_of
 
 SCALES = (2, 4, 8, 16, 64)
 
@@ -29,7 +29,8 @@ def _analyse(ctx: Context) -> dict[str, Any] | None:
         import numpy as np
 
         try:
-            s = data.load(ctx.run.path, load_timeline=lambda: timeline_of(ctx))  # a trace is loaded once
+            # the trace as the timeline section analysed it (once; out of core when it is large)
+            s = data.load(ctx.run.path, load_trace=lambda: view_of(ctx).source)
         except RunDirectoryError:
             return None
         row = fit_row("interval maxima", s.maxima, np.random.default_rng(0), Options(targets=[]).type_replicas)
