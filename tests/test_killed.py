@@ -178,6 +178,33 @@ def test_a_full_file_system_changes_nothing_for_the_application(tmp_path):
             assert fn(run.profile, name, "calls") == [20, 20], (size, name)
 
 
+@pytest.mark.mpi
+@SMALL_FS
+def test_the_statistics_files_make_room_for_the_profile(tmp_path):
+    """The file system fills up while the job runs (another program takes all the room left once
+    the ranks' statistics files are made): at MPI_Finalize rank 0 has no room for the profile, so
+    the ranks' statistics files, whose contents it holds in the gathered payloads, give theirs
+    back and the profile is written, with every call the program made. (Under load, a rank whose
+    sections fill a small file system before the other writes anything comes to the same end.)"""
+    mnt, copy, out = tmp_path / "small", tmp_path / "copy", tmp_path / "out"
+    mnt.mkdir()
+    job = " ".join([str(MPILENS), "run", "--mode", "profile", "-o", f"{mnt}/run", "--"] + launcher("openmpi", 2)
+                   + [str(example("openmpi", "sleeper")), "-n", "30", "-s", "40"])
+    inner = (f"mount -t tmpfs -o size=4096k tmpfs {mnt} || exit 99; {job} > {out} & pid=$!; "
+             f"until grep -q 'step 3' {out}; do sleep 0.02; done; "
+             f"dd if=/dev/zero of={mnt}/filler bs=4k 2>/dev/null; df -k {mnt} >&2; "
+             f"wait $pid; rc=$?; cp -a {mnt}/run {copy}; exit $rc")
+    p = subprocess.run(["unshare", "-m", "sh", "-c", inner], env=job_env(), capture_output=True, text=True,
+                       timeout=180)
+    assert p.returncode == 0, p.stderr
+    assert "made room for" in p.stderr, p.stderr
+    run = rundir.load(copy)
+    assert run.complete, run.problems
+    for name in ("MPI_Allreduce", "MPI_Sendrecv"):
+        assert fn(run.profile, name, "calls") == [30, 30], name
+    assert not list(copy.glob("ranks/*.stats"))
+
+
 def descendants(pid: int) -> list[int]:
     """Every process below pid, from /proc."""
     out, todo = [], [pid]

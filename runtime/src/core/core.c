@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 #if defined(__x86_64__) || defined(__i386__)
@@ -715,6 +716,43 @@ void ml_mpi_finalize_leave(void)
 
 static void catch_up_all(void);
 
+/* Rank 0 had no room for the profile (ENOSPC, EDQUOT), while every rank's statistics files hold
+ * what the gathered payloads hold: when the room they take and the room left make enough for the
+ * profile, each rank gives its files' room back (ml_stats_release) and rank 0 writes it again.
+ * Otherwise the files stay, for `mpilens report` to recover the ranks from. Collective over the
+ * world; returns 1 on every rank when the profile is written. */
+static int make_room(const char *path, const char *all, size_t len, double gather_s)
+{
+    unsigned long long mine = ml_stats_allocated(), theirs = 0;
+    PMPI_Reduce(&mine, &theirs, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0, ml_g.comm);
+    int go = 0;
+    if (ml_g.rank == 0) {
+        struct statvfs fs;
+        const unsigned long long left = statvfs(ml_g.outdir, &fs) == 0 ? (unsigned long long)fs.f_bavail * fs.f_frsize : 0;
+        const size_t need = ml_profile_bytes(all, len, ml_g.size, gather_s);
+        /* the profile, and a margin for meta.json's last version and the file system's own blocks */
+        go = need > 0 && need + (256u << 10) <= theirs + left;
+        if (!go)
+            ml_log(0, "could not write %s (no room: %zu bytes needed, %llu free, %llu in the ranks' statistics files, "
+                      "which are kept)", path, need, left, theirs);
+    }
+    PMPI_Bcast(&go, 1, MPI_INT, 0, ml_g.comm);
+    if (!go) return 0;
+    ml_stats_release();
+    PMPI_Barrier(ml_g.comm); /* every rank's room is back */
+    int written = 0;
+    if (ml_g.rank == 0) {
+        written = ml_profile_write(path, all, len, ml_g.size, gather_s) == 0;
+        if (written)
+            ml_log(0, "the file system was full: the ranks' statistics files (%llu bytes) made room for %s", theirs, path);
+        else
+            ml_log(0, "could not write %s even with the room of the ranks' statistics files (%s): the profile is lost",
+                   path, strerror(errno));
+    }
+    PMPI_Bcast(&written, 1, MPI_INT, 0, ml_g.comm);
+    return written;
+}
+
 void ml_finalize_before_mpi_finalize(void)
 {
     if (!ml_g.ready) return;
@@ -732,21 +770,27 @@ void ml_finalize_before_mpi_finalize(void)
     size_t len = 0;
     const int rc = gather_payloads(&all, &len);
     const double gather_s = (double)(ml_clock_ns() - g0) * 1e-9;
+    /* 1: written; 2: no room for it, which the statistics files may make (make_room) */
     int written = 0;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/" ML_PATH_PROFILE, ml_g.outdir);
     if (ml_g.rank == 0) {
-        char path[4200];
-        snprintf(path, sizeof path, "%s/" ML_PATH_PROFILE, ml_g.outdir);
-        if (rc != 0 || ml_profile_write(path, all, len, ml_g.size, gather_s) != 0)
-            ml_log(0, "could not write %s (%s)", path, rc != 0 ? "out of memory" : strerror(errno));
-        else
+        if (rc == 0 && ml_profile_write(path, all, len, ml_g.size, gather_s) == 0)
             written = 1;
+        else if (rc == 0 && (errno == ENOSPC || errno == EDQUOT))
+            written = 2;
+        else
+            ml_log(0, "could not write %s (%s)", path, rc != 0 ? "out of memory" : strerror(errno));
+    }
+    PMPI_Bcast(&written, 1, MPI_INT, 0, ml_g.comm);
+    if (written == 2) written = make_room(path, all, len, gather_s);
+    if (ml_g.rank == 0) {
         ml_meta_finish();
         if (written) ml_log(1, "profile written to %s (%zu bytes gathered in %.3f s)", path, len, gather_s);
     }
     free(all);
     /* every rank's statistics are in the profile now: their files go; kept when it failed, so that
      * `mpilens report` recovers the ranks from them */
-    PMPI_Bcast(&written, 1, MPI_INT, 0, ml_g.comm);
     if (written) ml_stats_remove();
     __atomic_store_n(&ml_g.ready, 0, __ATOMIC_RELEASE);
     ml_g.finalized = 1;

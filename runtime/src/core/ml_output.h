@@ -35,6 +35,8 @@ void ml_partial_dump(int reason, int signo);
  * item: ml_files.h); 0 on success */
 int ml_payload_to_file(const char *tmp, const char *path, int kind, unsigned item, int reason, int signo);
 int ml_profile_write(const char *path, const char *payloads, size_t len, int nranks, double gather_s);
+/* the bytes profile.json of these payloads takes (0: it cannot be made) */
+size_t ml_profile_bytes(const char *payloads, size_t len, int nranks, double gather_s);
 int ml_meta_write(const char *hosts, int hostlen);
 int ml_meta_finish(void);
 

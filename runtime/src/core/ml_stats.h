@@ -34,6 +34,11 @@ void ml_stats_dropped_regions(uint64_t n);
 void ml_stats_name(int kind, uint32_t id, uint32_t aux, uint64_t aux64, const char *name);
 /* the rank's measurements are whole in the profile: the files are removed */
 void ml_stats_remove(void);
+/* the bytes of the file system the rank's statistics files take */
+uint64_t ml_stats_allocated(void);
+/* their room given back now (the statistics go on in memory), for a profile the file system had
+ * no room for */
+void ml_stats_release(void);
 /* the rank's partial profile is written: the files are removed, unless a mode's area keeps them */
 void ml_stats_partial_written(void);
 /* An area of `bytes` in every thread's section for a mode's own counts, kept like the profile's

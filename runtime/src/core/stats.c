@@ -517,6 +517,45 @@ void ml_stats_remove(void)
     ml_file_unlink(names_path);
 }
 
+/* The bytes of the file system the rank's statistics files take (their allocated blocks). */
+uint64_t ml_stats_allocated(void)
+{
+    uint64_t bytes = 0;
+    struct stat st;
+    if (stats_fd >= 0 && fstat(stats_fd, &st) == 0) bytes += (uint64_t)st.st_blocks * 512u;
+    if (stats_fd >= 0 && stat(names_path, &st) == 0) bytes += (uint64_t)st.st_blocks * 512u;
+    return bytes;
+}
+
+/* The room of the statistics files is given back now, for the profile (a file system full at
+ * MPI_Finalize; the statistics are in the gathered payloads already). Removing a file gives its
+ * pages back only once nothing maps it any more, so every part of it this process maps first goes
+ * to memory (to_memory, the contents kept), then the file is emptied and removed. A part that
+ * cannot go to memory keeps the file whole (a store to a truncated mapping would raise SIGBUS): it
+ * is removed, its pages given back when the process ends. */
+void ml_stats_release(void)
+{
+    if (stats_fd < 0) return;
+    int whole = 1;
+    for (ml_thread_t *t = __atomic_load_n(&ml_g.threads, __ATOMIC_ACQUIRE); t; t = t->next)
+        if (t->stats_kept) {
+            if (to_memory(section_of(t), L.bytes, (off_t)t->stats_offset) != 0) whole = 0;
+            else t->stats_kept = 0;
+        }
+    if (io_area != NULL && to_memory(io_area, L.intervals - L.io_files, (off_t)L.io_files) != 0) whole = 0;
+    if (iv_area != NULL && to_memory(iv_area, L.sections - L.intervals, (off_t)L.intervals) != 0) whole = 0;
+    if (head != NULL && to_memory(head, PAGE, 0) != 0) whole = 0;
+    if (whole) {
+        io_area = iv_area = NULL;
+        if (ftruncate(stats_fd, 0) != 0) { /* the pages come back when the process ends */ }
+    }
+    ml_stats_remove();
+    if (names_fd >= 0) close(names_fd);
+    names_fd = -1;
+    close(stats_fd);
+    stats_fd = -1;
+}
+
 /* The rank's partial profile is written (it ends without MPI_Finalize): the files go, unless a
  * mode's area holds what the mode writes only at MPI_Finalize (papi mode's counts); the file then
  * stays, saying that its profile is whole elsewhere. */
