@@ -253,6 +253,56 @@ def test_streamed_export_is_the_in_memory_export(name, fmt, tmp_path):
     assert streamed.read_bytes() == whole.read_bytes()
 
 
+SELECTIONS = [{"ranks": "1", "functions": "MPI_Send,p2p"}, {"window": "0.0001:0.05"},
+              {"ranks": "0", "window": "0.001:", "exclude": "completion"}]
+
+
+@pytest.mark.parametrize("chosen", range(len(SELECTIONS)))
+@pytest.mark.parametrize("name", TRACED)
+def test_streamed_selection_is_the_in_memory_selection(name, chosen, tmp_path):
+    """`mpilens export perfetto RUN --ranks/--window/--functions/--exclude` streams too: the same
+    bytes as the export of the selected Timeline (Timeline.select: the messages paired in the
+    whole run, kept when both their ends are; the run's findings within the part)."""
+    from mpilens.commands.export import select
+    from mpilens.exports import perfetto
+    from mpilens.trace import filters
+
+    run = committed_run(name, tmp_path)
+    sel = {k: SELECTIONS[chosen].get(k) for k in filters.SELECTION}
+    whole, streamed = tmp_path / "whole.perfetto-trace", tmp_path / "streamed.perfetto-trace"
+    counts = perfetto.perfetto(select(timeline.load(run.rundir), sel), whole)
+    assert perfetto.perfetto_run(run.rundir, streamed, selection=sel) == counts
+    assert streamed.read_bytes() == whole.read_bytes()
+
+
+def test_selection_of_the_synthetic_halo_streamed(halo, tmp_path):
+    """A window of the halo on 2 local processes: its flows are the messages with both ends in it
+    (counted here from the generator's events), its findings the run's within it, the same bytes
+    as in memory; the command streams it."""
+    from mpilens.commands.export import select
+    from mpilens.exports import perfetto
+    from mpilens.trace import filters
+
+    h, d = halo
+    lo, hi = 0.05, 0.25
+    sel = {**dict.fromkeys(filters.SELECTION), "window": f"{lo}:{hi}"}
+    tl = timeline.load(d)
+    m = tl.messages
+    ev = tl.ev
+    inside = lambda i: (ev["t0"][i] >= lo) & (ev["t0"][i] <= hi)  # noqa: E731
+    want_flows = int((inside(m.send_ev) & inside(m.recv_ev)).sum())
+    whole, streamed, cli = (tmp_path / f"{n}.perfetto-trace" for n in ("whole", "streamed", "cli"))
+    counts = perfetto.perfetto(select(tl, sel), whole)
+    assert 0 < counts["flows"] == want_flows < len(m.send_ev)
+    assert counts["findings"] == len(findings.within(findings.find(tl), None, (lo, hi))) > 0
+    scan_ = scan.scan(d, engine="local", workers=2, then=lambda r: perfetto._stream(
+        r, streamed, None, False, filters.parse_selection(sel, r.tl.functions, r.tl.classes, r.tl.traced)))
+    assert scan_.then == counts and streamed.read_bytes() == whole.read_bytes()
+    subprocess.run([str(MPILENS), "export", "perfetto", str(d), "-o", str(cli), "--window", f"{lo}:{hi}", "--quiet"],
+                   check=True, capture_output=True)
+    assert cli.read_bytes() == whole.read_bytes()
+
+
 def test_perfetto_streamed_of_the_synthetic_halo(halo, tmp_path):
     """The halo's 16,800 messages as flows, the same bytes streamed as in memory; the command
     streams it (no selection) and writes those bytes too."""

@@ -12,6 +12,7 @@ from typing import Any
 
 from ..cli import command
 from ..errors import MpilensError
+from ..trace.filters import SELECTION
 
 
 def _setup(p: argparse.ArgumentParser) -> None:
@@ -35,7 +36,6 @@ def _setup(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress display")
 
 
-SELECTION = ("ranks", "window", "functions", "exclude")
 
 
 def add_selection(p: argparse.ArgumentParser) -> None:
@@ -55,28 +55,8 @@ def select(tl: Any, selection: dict[str, str | None]) -> Any:
     """The part of a Timeline that the selection options ask for (the timeline itself without any)."""
     from ..trace import filters
 
-    if not any(selection.get(k) for k in SELECTION):
-        return tl
-    ranks = filters.parse_ranks(selection["ranks"], "--ranks") if selection.get("ranks") else None
-    window = filters.parse_window(selection["window"], "--window") if selection.get("window") else None
-    functions = (filters.function_ids(selection["functions"], tl.functions, tl.classes, "--functions")
-                 if selection.get("functions") else None)
-    exclude = (filters.function_ids(selection["exclude"], tl.functions, tl.classes, "--exclude")
-               if selection.get("exclude") else None)
-    if ranks and not any(a <= r <= b for a, b in ranks for r in tl.traced):
-        raise MpilensError(f"--ranks={selection['ranks']}: the trace has none of these ranks (it has "
-                           f"{_ranges(tl.traced)})")
-    return tl.select(ranks, window, functions, exclude)
-
-
-def _ranges(ranks: list[int]) -> str:
-    parts, start = [], None
-    for i, r in enumerate(ranks):
-        start = r if start is None else start
-        if i + 1 == len(ranks) or ranks[i + 1] != r + 1:
-            parts.append(str(start) if start == r else f"{start}-{r}")
-            start = None
-    return ",".join(parts) or "none"
+    parsed = filters.parse_selection(selection, tl.functions, tl.classes, tl.traced)
+    return tl if parsed is None else tl.select(**parsed)
 
 
 def export(name: str, rundir: Path, out: Path, options: dict[str, Any], step: Any = None,
@@ -92,9 +72,10 @@ def export(name: str, rundir: Path, out: Path, options: dict[str, Any], step: An
 
     e = exports.get(name)
     e.check_output(out)
-    if e.source == "trace" and e.write_run is not None and not any((selection or {}).get(k) for k in SELECTION):
-        try:  # the whole trace: streamed rank by rank, never all in memory
-            return e.write_run(rundir, out, step, **options)
+    chosen = any((selection or {}).get(k) for k in SELECTION)
+    if e.source == "trace" and e.write_run is not None and (not chosen or e.streams_selection):
+        try:  # streamed rank by rank, never all in memory
+            return e.write_run(rundir, out, step, **options, **({"selection": selection} if chosen else {}))
         except OSError as err:
             raise MpilensError(f"cannot write {out}: {err.strerror}") from err
     if e.source == "trace":

@@ -48,8 +48,10 @@ class Exporter:
     options: tuple[Option, ...] = field(default_factory=tuple)
     describe: Callable[[Path, dict[str, int], dict[str, Any]], str] | None = None  # line printed after writing
     # write_run(run directory, out, progress, **options): the same output of a whole trace, streamed
-    # from the run directory rank by rank (what `mpilens export` uses without a selection)
+    # from the run directory rank by rank (what `mpilens export` uses)
     write_run: Callable[..., dict[str, int]] | None = None
+    # write_run also takes selection= (the command's --ranks, --window, --functions, --exclude)
+    streams_selection: bool = False
 
     def default_output(self, run_dir: Path) -> Path:
         """Where the export goes without -o: <run directory name><suffix> in the current directory."""

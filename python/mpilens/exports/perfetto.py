@@ -54,17 +54,19 @@ events are read back and written in turn: the same bytes, with one rank's events
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from .. import counters_spc, layout, memory, safefile, units
 from .. import meta as meta_file
 from ..errors import RunDirectoryError
+from ..trace import filters, reader, scan, timeline
 from ..trace import findings as trace_findings
-from ..trace import reader, scan
 from ..trace.timeline import Timeline
 from . import Exporter, Option, Progress, exporter
 from .common import region_visits
@@ -821,7 +823,10 @@ def perfetto(tl: Timeline, out: Path, progress: Progress = None, call_sites: boo
             c.t, c.values = c.t[inside], c.values[inside]
     if progress:
         progress("Perfetto trace: the findings")
-    found = trace_findings.find(tl)
+    if tl.whole is None:
+        found = trace_findings.find(tl)
+    else:  # a part of the trace (--ranks, --window, --functions): the run's findings within it
+        found = trace_findings.within(trace_findings.find(tl.whole), tl.selection.get("ranks"), window)
     flows = _flows(tl)
     regions = _regions_by_thread(tl)
     bounds = np.searchsorted(ev["rank"], np.arange(tl.nranks + 1))
@@ -834,26 +839,51 @@ def perfetto(tl: Timeline, out: Path, progress: Progress = None, call_sites: boo
                   call_sites, notes)
 
 
-def perfetto_run(rundir: Path, out: Path, progress: Progress = None, call_sites: bool = False) -> dict[str, int]:
+def perfetto_run(rundir: Path, out: Path, progress: Progress = None, call_sites: bool = False,
+                 selection: dict[str, str | None] | None = None) -> dict[str, int]:
     """perfetto()'s trace of a whole run, the same bytes, streamed rank by rank: the ranks are
     decoded and their messages paired out of core (mpilens.trace.scan, on this machine's worker
     processes), then each rank's events are read back from the scratch directory and written in
-    turn, so that memory holds one rank's events and the messages' numbers, never the run's events."""
+    turn, so that memory holds one rank's events and the messages' numbers, never the run's events.
+    selection: a part of the trace (the command's --ranks, --window, --functions, --exclude, as
+    given): the same bytes as perfetto() of the Timeline's select(), its messages paired in the
+    whole run and its findings the run's within it."""
     def stream(r: scan.Rounds) -> dict[str, int]:
-        return _stream(r, out, progress, call_sites)
+        chosen = filters.parse_selection(selection or {}, r.tl.functions, r.tl.classes, r.tl.traced)
+        return _stream(r, out, progress, call_sites, chosen)
 
     return scan.scan(rundir, progress=progress, then=stream).then
 
 
-def _stream(r: scan.Rounds, out: Path, progress: Progress, call_sites: bool) -> dict[str, int]:
-    tl = r.tl
+def _stream(r: scan.Rounds, out: Path, progress: Progress, call_sites: bool,
+            chosen: dict[str, Any] | None) -> dict[str, int]:
+    whole = r.tl
     notes: list[str] = []
     where = {p.rank: k for k, p in enumerate(r.parts)}
+
+    def part(k: int) -> Timeline:
+        """The k-th rank's events, those of the selection only when there is one."""
+        one = r.rank_timeline(k)
+        if chosen is None:
+            return one
+        keep = timeline.selection_mask(one.ev, one.functions, one.classes, **chosen)
+        return dataclasses.replace(one, ev=one.ev[np.flatnonzero(keep)])
+
+    tl = whole if chosen is None else dataclasses.replace(
+        whole, traced=[x for x in whole.traced if not chosen["ranks"] or any(a <= x <= b for a, b in chosen["ranks"])],
+        init_end={x: v for x, v in whole.init_end.items()
+                  if not chosen["ranks"] or any(a <= x <= b for a, b in chosen["ranks"])},
+        selection=chosen)
+    window = None if chosen is None else chosen["window"]
     own: list[_Counter] = []
     for k in range(len(r.parts)):  # the trace's own counters (a few ranks' user counters, if any)
         if (r.column(k, "kind") == reader.COUNTER).any():
-            own += _trace_counters(r.rank_timeline(k))
+            own += _trace_counters(part(k))
     counters = _run_counters(tl, own, notes)
+    if window is not None:  # as perfetto() cuts them: the samples within the window
+        for c in counters:
+            inside = (c.t >= window[0]) & (c.t <= window[1])
+            c.t, c.values = c.t[inside], c.values[inside]
     # the messages by the rank that sent them, and by the rank that received them: per rank, its
     # events' indices (from its first) and the messages' numbers
     send_ev, recv_ev, ids = r.message_ids()
@@ -866,25 +896,53 @@ def _stream(r: scan.Rounds, out: Path, progress: Progress, call_sites: bool) -> 
         ends.append([((ev_[order[at[k]:at[k + 1]]] - bases[k]).astype(np.int64), ids[order[at[k]:at[k + 1]]])
                      for k in range(len(r.parts))])
         del rank_of, order
+    n_messages = len(ids)
     del send_ev, recv_ev, ids
     threads = {rank: [0] for rank in range(tl.nranks)}
-    for p in r.parts:
-        threads[p.rank] = sorted({0} | set(p.threads))
+    if chosen is None:
+        for p in r.parts:
+            threads[p.rank] = sorted({0} | set(p.threads))
+        found = r.findings
+    else:
+        # what the selection keeps of each rank: its threads, and which ends of messages; a message
+        # is kept when both its ends are, and numbered anew in the run's order (Timeline.select)
+        kept_end = [np.zeros(n_messages, bool), np.zeros(n_messages, bool)]
+        for k, p in enumerate(r.parts):
+            one = r.rank_timeline(k)
+            keep = timeline.selection_mask(one.ev, one.functions, one.classes, **chosen)
+            threads[p.rank] = sorted({0} | set(np.unique(one.ev["thread"][keep]).tolist()))
+            for side in (0, 1):
+                local, num = ends[side][k]
+                kept_end[side][num[keep[local]]] = True
+            del one, keep
+        both = kept_end[0] & kept_end[1]
+        renumber = np.cumsum(both) - 1
+        del kept_end
+        found = trace_findings.within(r.findings, chosen["ranks"], window)
 
     def rank_events(rank: int) -> _RankEvents | None:
         k = where.get(rank)
         if k is None:
             return None
-        one = r.rank_timeline(k)
         (s_ev, s_id), (r_ev, r_id) = ends[0][k], ends[1][k]
         ends[0][k] = ends[1][k] = None  # let go of them once written
+        one = r.rank_timeline(k)
+        if chosen is not None:  # its selected events, renumbered, and the flows of the kept messages
+            keep = timeline.selection_mask(one.ev, one.functions, one.classes, **chosen)
+            idx = np.flatnonzero(keep)
+            new_of = np.full(len(keep), -1, dtype=np.int64)
+            new_of[idx] = np.arange(len(idx))
+            s_ok, r_ok = both[s_id], both[r_id]
+            s_ev, s_id = new_of[s_ev[s_ok]], renumber[s_id[s_ok]]
+            r_ev, r_id = new_of[r_ev[r_ok]], renumber[r_id[r_ok]]
+            one = dataclasses.replace(one, ev=one.ev[idx])
         return _RankEvents(one, 0, len(one.ev), _flows_of(one.ev, s_ev, r_ev, s_id, r_id), _regions_by_thread(one))
 
-    return _write(tl, out, counters, threads, r.findings, rank_events, progress, call_sites, notes)
+    return _write(tl, out, counters, threads, found, rank_events, progress, call_sites, notes)
 
 
 exporter(Exporter("perfetto", "a trace as Perfetto's own protobuf trace (ui.perfetto.dev): slices, flows, counters",
-                  "trace", ".perfetto-trace", perfetto, write_run=perfetto_run,
+                  "trace", ".perfetto-trace", perfetto, write_run=perfetto_run, streams_selection=True,
                   options=(Option(("--call-sites",), {"dest": "call_sites", "action": "store_true",
                                                       "help": "perfetto: each MPI call's site (file:line, function) "
                                                               "as its source location (about 3 bytes more a call)"}),)))

@@ -119,3 +119,35 @@ class RecordFilters:
         if self.exclude:
             out.append(f"without the calls of {self.exclude} (MPILENS_TRACE_EXCLUDE)")
         return out
+
+
+SELECTION = ("ranks", "window", "functions", "exclude")
+
+
+def _ranges(ranks: list[int]) -> str:
+    parts, start = [], None
+    for i, r in enumerate(ranks):
+        start = r if start is None else start
+        if i + 1 == len(ranks) or ranks[i + 1] != r + 1:
+            parts.append(str(start) if start == r else f"{start}-{r}")
+            start = None
+    return ",".join(parts) or "none"
+
+
+def parse_selection(selection: dict[str, str | None], functions: list[str], classes: list[str],
+                    traced: list[int]) -> dict[str, Any] | None:
+    """The part of a trace an export asks for (`--ranks`, `--window`, `--functions`, `--exclude`,
+    as given), as Timeline.select takes it; None when it asks for none. MpilensError for a
+    selection the trace cannot give (a bad list, ranks it does not have)."""
+    if not any(selection.get(k) for k in SELECTION):
+        return None
+    ranks = parse_ranks(selection["ranks"], "--ranks") if selection.get("ranks") else None
+    window = parse_window(selection["window"], "--window") if selection.get("window") else None
+    wanted = function_ids(selection["functions"], functions, classes, "--functions") if selection.get("functions") \
+        else None
+    exclude = function_ids(selection["exclude"], functions, classes, "--exclude") if selection.get("exclude") \
+        else None
+    if ranks and not any(a <= r <= b for a, b in ranks for r in traced):
+        raise MpilensError(f"--ranks={selection['ranks']}: the trace has none of these ranks (it has "
+                           f"{_ranges(traced)})")
+    return {"ranks": ranks, "window": window, "functions": wanted, "exclude": exclude}

@@ -253,3 +253,13 @@ def large_gaps(tl: Timeline, top: int = TOP) -> list[TraceFinding]:
 def find(tl: Timeline) -> list[TraceFinding]:
     """All timeline findings, grouped by kind, the largest first within each."""
     return late_senders(tl) + late_receivers(tl) + collective_waits(tl) + irregular_durations(tl) + large_gaps(tl)
+
+
+def within(found: list[TraceFinding], ranks: list[tuple[int, int]] | None,
+           window: tuple[float, float] | None) -> list[TraceFinding]:
+    """The findings of a run that an export of part of its trace shows: those of the ranks listed
+    (filters.parse_ranks; None: every rank) that happened within the window (seconds; None: the
+    whole run), in their order. They are the whole run's: a call is irregular against its
+    function's median over the run, not over the part."""
+    return [f for f in found if (not ranks or any(a <= f.rank <= b for a, b in ranks))
+            and (window is None or window[0] <= f.time_s <= window[1])]

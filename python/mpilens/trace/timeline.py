@@ -148,6 +148,8 @@ class Timeline:
     # the part of a trace an export was asked for (select): {"ranks", "window", "functions",
     # "exclude"}, empty for the whole trace
     selection: dict[str, Any] = field(default_factory=dict)
+    # the Timeline a selection was cut from (select): the run's findings are that one's
+    whole: Timeline | None = field(default=None, repr=False, compare=False)
     _symbolised: dict[tuple[int, int, int], dict[str, Any]] | None = None
 
     def site(self, i: int) -> dict[str, Any] | None:
@@ -232,25 +234,7 @@ class Timeline:
         I/O events go with their calls' class). Messages and collective instances are those of the
         whole timeline whose events are all kept: a message is never paired anew within a part."""
         ev = self.ev
-        keep = np.ones(len(ev), bool)
-        if ranks:
-            r = ev["rank"].astype(np.int64)
-            keep &= np.logical_or.reduce([(r >= a) & (r <= b) for a, b in ranks])
-        if window is not None:
-            keep &= (ev["t0"] >= window[0]) & (ev["t0"] <= window[1])
-        fn_events = (ev["kind"] == reader.CALL) | (ev["kind"] == reader.DONE)
-        if functions is not None or exclude:
-            wanted = np.ones(len(self.functions), bool)
-            if functions is not None:
-                wanted[:] = False
-                wanted[sorted(functions)] = True
-            if exclude:
-                wanted[sorted(exclude)] = False
-            fn = np.minimum(ev["fn"], len(self.functions) - 1)
-            keep &= ~fn_events | wanted[fn]
-            io_ids = [i for i, c in enumerate(self.classes) if c == "io"]
-            if io_ids and not wanted[io_ids].any():
-                keep &= ev["kind"] != reader.IO
+        keep = selection_mask(ev, self.functions, self.classes, ranks, window, functions, exclude)
         idx = np.flatnonzero(keep)
         new_of = np.full(len(ev) + 1, -1, dtype=np.int64)
         new_of[idx] = np.arange(len(idx))
@@ -265,7 +249,8 @@ class Timeline:
         return dataclasses.replace(
             self, ev=ev[idx], traced=kept_ranks, _messages=messages, _collectives=collectives,
             init_end={r: v for r, v in self.init_end.items() if r in kept_ranks},
-            selection={"ranks": ranks or None, "window": window, "functions": functions, "exclude": exclude})
+            selection={"ranks": ranks or None, "window": window, "functions": functions, "exclude": exclude},
+            whole=self.whole or self)
 
     @property
     def messages(self) -> Messages:
@@ -673,6 +658,35 @@ def _phase(tl: Timeline, ranks: np.ndarray, times: np.ndarray) -> np.ndarray:
         t = np.sort(ev["t0"][opens[ev["rank"][opens] == r]])
         out[at] = np.searchsorted(t, times[at], side="right")
     return out
+
+
+def selection_mask(ev: Any, names: list[str], classes: list[str], ranks: list[tuple[int, int]] | None = None,
+                   window: tuple[float, float] | None = None, functions: set[int] | None = None,
+                   exclude: set[int] | None = None) -> np.ndarray:
+    """Which of the events (columns of a Timeline's, or of one rank's) a selection keeps
+    (Timeline.select says which); names and classes: the trace's functions'."""
+    keep = np.ones(len(ev["kind"]), bool)
+    if ranks:
+        r = np.asarray(ev["rank"]).astype(np.int64)
+        keep &= np.logical_or.reduce([(r >= a) & (r <= b) for a, b in ranks])
+    kind = np.asarray(ev["kind"])
+    if window is not None:
+        t0 = np.asarray(ev["t0"])
+        keep &= (t0 >= window[0]) & (t0 <= window[1])
+    fn_events = (kind == reader.CALL) | (kind == reader.DONE)
+    if functions is not None or exclude:
+        wanted = np.ones(len(names), bool)
+        if functions is not None:
+            wanted[:] = False
+            wanted[sorted(functions)] = True
+        if exclude:
+            wanted[sorted(exclude)] = False
+        fn = np.minimum(np.asarray(ev["fn"]), len(names) - 1)
+        keep &= ~fn_events | wanted[fn]
+        io_ids = [i for i, c in enumerate(classes) if c == "io"]
+        if io_ids and not wanted[io_ids].any():
+            keep &= kind != reader.IO
+    return keep
 
 
 def program_starts(tl: Timeline) -> dict[int, float]:
