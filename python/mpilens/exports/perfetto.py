@@ -861,24 +861,26 @@ def _stream(r: scan.Rounds, out: Path, progress: Progress, call_sites: bool,
     notes: list[str] = []
     where = {p.rank: k for k, p in enumerate(r.parts)}
 
-    def part(k: int) -> Timeline:
-        """The k-th rank's events, those of the selection only when there is one."""
+    def part(k: int) -> tuple[Timeline, np.ndarray | None]:
+        """The k-th rank's events, those of the selection only when there is one, and which of
+        the rank's events those are (None: all)."""
         one = r.rank_timeline(k)
         if chosen is None:
-            return one
+            return one, None
         keep = timeline.selection_mask(one.ev, one.functions, one.classes, **chosen)
-        return dataclasses.replace(one, ev=one.ev[np.flatnonzero(keep)])
+        return dataclasses.replace(one, ev=one.ev[keep]), keep
+
+    def chosen_rank(x: int) -> bool:
+        return not chosen["ranks"] or filters.in_ranks(chosen["ranks"], x)
 
     tl = whole if chosen is None else dataclasses.replace(
-        whole, traced=[x for x in whole.traced if not chosen["ranks"] or any(a <= x <= b for a, b in chosen["ranks"])],
-        init_end={x: v for x, v in whole.init_end.items()
-                  if not chosen["ranks"] or any(a <= x <= b for a, b in chosen["ranks"])},
-        selection=chosen)
+        whole, traced=[x for x in whole.traced if chosen_rank(x)],
+        init_end={x: v for x, v in whole.init_end.items() if chosen_rank(x)}, selection=chosen)
     window = None if chosen is None else chosen["window"]
     own: list[_Counter] = []
     for k in range(len(r.parts)):  # the trace's own counters (a few ranks' user counters, if any)
         if (r.column(k, "kind") == reader.COUNTER).any():
-            own += _trace_counters(part(k))
+            own += _trace_counters(part(k)[0])
     counters = _run_counters(tl, own, notes)
     if window is not None:  # as perfetto() cuts them: the samples within the window
         for c in counters:
@@ -908,9 +910,8 @@ def _stream(r: scan.Rounds, out: Path, progress: Progress, call_sites: bool,
         # is kept when both its ends are, and numbered anew in the run's order (Timeline.select)
         kept_end = [np.zeros(n_messages, bool), np.zeros(n_messages, bool)]
         for k, p in enumerate(r.parts):
-            one = r.rank_timeline(k)
-            keep = timeline.selection_mask(one.ev, one.functions, one.classes, **chosen)
-            threads[p.rank] = sorted({0} | set(np.unique(one.ev["thread"][keep]).tolist()))
+            one, keep = part(k)
+            threads[p.rank] = sorted({0} | set(np.unique(one.ev["thread"]).tolist()))
             for side in (0, 1):
                 local, num = ends[side][k]
                 kept_end[side][num[keep[local]]] = True
@@ -926,16 +927,12 @@ def _stream(r: scan.Rounds, out: Path, progress: Progress, call_sites: bool,
             return None
         (s_ev, s_id), (r_ev, r_id) = ends[0][k], ends[1][k]
         ends[0][k] = ends[1][k] = None  # let go of them once written
-        one = r.rank_timeline(k)
-        if chosen is not None:  # its selected events, renumbered, and the flows of the kept messages
-            keep = timeline.selection_mask(one.ev, one.functions, one.classes, **chosen)
-            idx = np.flatnonzero(keep)
-            new_of = np.full(len(keep), -1, dtype=np.int64)
-            new_of[idx] = np.arange(len(idx))
+        one, keep = part(k)
+        if keep is not None:  # the selected events renumbered, and the flows of the kept messages
+            new_of = np.cumsum(keep) - 1
             s_ok, r_ok = both[s_id], both[r_id]
             s_ev, s_id = new_of[s_ev[s_ok]], renumber[s_id[s_ok]]
             r_ev, r_id = new_of[r_ev[r_ok]], renumber[r_id[r_ok]]
-            one = dataclasses.replace(one, ev=one.ev[idx])
         return _RankEvents(one, 0, len(one.ev), _flows_of(one.ev, s_ev, r_ev, s_id, r_id), _regions_by_thread(one))
 
     return _write(tl, out, counters, threads, found, rank_events, progress, call_sites, notes)
