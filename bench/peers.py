@@ -2,10 +2,10 @@
 """mpilens beside the tools users would pick instead, measured in one sitting: mpiP (LLNL's PMPI
 profiler), Caliper (LLNL; its MPI wrapping through GOTCHA, `CALI_CONFIG=mpi-report`) and Open MPI's
 own software performance counters. mpiP and Caliper are built from their source archives in
-../shared/peers (cached under build/peers/, one build per MPI; Caliper with --caliper, a few
-minutes); Open MPI's counters are the same Open MPI version built with them compiled in
+../shared/peers (once per machine, in ~/.cache/mpilens/peers/: PEER_BUILDS; one build per MPI;
+Caliper with --caliper, a few minutes); Open MPI's counters are the same Open MPI version built with them compiled in
 (bench/ompi_spc_build.sh, with --spc: 15-25 minutes, once). An unmodified program does not start
-Caliper by itself: a three-line preloaded library (build/peers/.../libcalinit.so) calls
+Caliper by itself: a three-line preloaded library (PEER_BUILDS/.../libcalinit.so) calls
 cali_mpi_init() and cali_init() before main.
 
 The tools (configurations):
@@ -46,6 +46,7 @@ import dataclasses
 import fcntl
 import hashlib
 import json
+import os
 import random
 import re
 import shutil
@@ -72,6 +73,12 @@ from overhead import (  # noqa: E402
 )
 
 PEERS = ROOT.parent / "shared" / "peers"
+# where the peers are built, once per machine rather than per checkout (a fresh clone's tests would
+# otherwise build Caliper and Darshan again: about 3 minutes here): MPILENS_PEER_BUILDS, else the
+# user's cache directory. A build's name holds what it is made from: the archive's digest, its
+# options and the MPI's compile line
+PEER_BUILDS = Path(os.environ.get("MPILENS_PEER_BUILDS")
+                   or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mpilens" / "peers")
 MPIP_ARCHIVE = "mpiP-*.tar.gz"
 IMPI_IMB = ROOT / "build" / "mpis" / "impi" / "bin" / "IMB-MPI1"
 NETPIPE = {"openmpi": "NPopenmpi", "mpich": "NPmpich2"}
@@ -81,12 +88,23 @@ MEASURES = ("hop", "rate", "netpipe", "lammps", "imb")
 
 @contextlib.contextmanager
 def _building(home: Path):
-    """Hold the lock of one peer build (build/peers/NAME.lock): two test workers or benchmarks that
+    """Hold the lock of one peer build (PEER_BUILDS/NAME.lock): two test workers or benchmarks that
     want the same build wait for the one that makes it, then find it made."""
     home.parent.mkdir(parents=True, exist_ok=True)
     with open(home.parent / f"{home.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         yield
+
+
+def _key(parts: list[bytes], mpi: str | None) -> str:
+    """The digest naming a build: what it is made from, and the MPI's compile line (another MPI
+    installed, or moved, is another build)."""
+    h = hashlib.sha256(b"\0".join(parts))
+    if mpi is not None:
+        flag = "--showme" if mpi == "openmpi" else "-show"
+        p = subprocess.run([f"mpicc.{mpi}", flag], capture_output=True, text=True)
+        h.update(p.stdout.encode())
+    return h.hexdigest()[:12]
 
 
 def _unpacked(archive: Path, into: Path) -> Path:
@@ -97,14 +115,13 @@ def _unpacked(archive: Path, into: Path) -> Path:
 
 
 def build_mpip(mpi: str = "openmpi") -> Path:
-    """libmpiP.so built with the MPI's compiler wrapper, once per archive and MPI (build/peers/), as
+    """libmpiP.so built with the MPI's compiler wrapper, once per archive and MPI (PEER_BUILDS), as
     ../shared/peers/README.md says: no libunwind, no bfd (call sites as addresses)."""
     archives = sorted(PEERS.glob(MPIP_ARCHIVE))
     if not archives:
         raise BenchError(f"no {MPIP_ARCHIVE} in {PEERS}")
     archive = archives[-1]
-    digest = hashlib.sha256(archive.read_bytes()).hexdigest()[:12]
-    home = ROOT / "build" / "peers" / f"mpiP-{digest}-{mpi}"
+    home = PEER_BUILDS / f"mpiP-{_key([archive.read_bytes()], mpi)}-{mpi}"
     lib = home / "libmpiP.so"
     if lib.is_file():
         return lib
@@ -116,7 +133,7 @@ def build_mpip(mpi: str = "openmpi") -> Path:
 
 def _make_mpip(archive: Path, home: Path, mpi: str) -> None:
     lib = home / "libmpiP.so"
-    with tempfile.TemporaryDirectory(dir=ROOT / "build") as tmp:
+    with tempfile.TemporaryDirectory(dir=PEER_BUILDS) as tmp:
         src = _unpacked(archive, Path(tmp))
         env = dict(base_env(mpi), CC=f"mpicc.{mpi}", F77=f"mpif77.{mpi}", LOGNAME="mpilens")
         for cmd in (["./configure", "--disable-libunwind", "--disable-bfd"], ["make", "shared"]):
@@ -134,13 +151,12 @@ CALIPER_OPTIONS = ("-DWITH_MPI=On", "-DBUILD_TESTING=Off", "-DWITH_TOOLS=Off", "
 
 def build_caliper(mpi: str = "openmpi") -> Path:
     """Caliper built with the MPI's wrappers (cmake, as ../shared/peers/README.md says), installed under
-    build/peers/, and the preloaded library that starts it in an unmodified program; returns the
+    PEER_BUILDS, and the preloaded library that starts it in an unmodified program; returns the
     latter."""
     archives = sorted(PEERS.glob("Caliper-*.tar.gz"))
     if not archives:
         raise BenchError(f"no Caliper-*.tar.gz in {PEERS}")
-    digest = hashlib.sha256(archives[-1].read_bytes() + " ".join(CALIPER_OPTIONS).encode()).hexdigest()[:12]
-    home = ROOT / "build" / "peers" / f"caliper-{digest}-{mpi}"
+    home = PEER_BUILDS / f"caliper-{_key([archives[-1].read_bytes(), ' '.join(CALIPER_OPTIONS).encode()], mpi)}-{mpi}"
     init = home / "libcalinit.so"
     if init.is_file():
         return init
@@ -152,7 +168,7 @@ def build_caliper(mpi: str = "openmpi") -> Path:
 
 def _make_caliper(archive: Path, home: Path, mpi: str) -> None:
     init = home / "libcalinit.so"
-    with tempfile.TemporaryDirectory(dir=ROOT / "build") as tmp:
+    with tempfile.TemporaryDirectory(dir=PEER_BUILDS) as tmp:
         src = _unpacked(archive, Path(tmp))
         (src / "build").mkdir()
         cxx = "mpicxx.openmpi" if mpi == "openmpi" else "mpicxx.mpich"
@@ -171,20 +187,19 @@ def _make_caliper(archive: Path, home: Path, mpi: str) -> None:
 
 def build_darshan(mpi: str = "openmpi") -> Path:
     """Darshan's runtime built with the MPI's compiler wrapper (as ../shared/peers/README.md says:
-    logs to $DARSHAN_LOGPATH, no job id), installed under build/peers/, with its utilities
+    logs to $DARSHAN_LOGPATH, no job id), installed under PEER_BUILDS, with its utilities
     (darshan-parser, an independent reader of its logs), which use no MPI and are built once for
     every MPI; returns the prefix (lib/libdarshan.so, bin/darshan-parser)."""
     archives = sorted(PEERS.glob("darshan-*.tar.gz"))
     if not archives:
         raise BenchError(f"no darshan-*.tar.gz in {PEERS}")
-    digest = hashlib.sha256(archives[-1].read_bytes()).hexdigest()[:12]
-    util = ROOT / "build" / "peers" / f"darshan-util-{digest}"
+    util = PEER_BUILDS / f"darshan-util-{_key([archives[-1].read_bytes()], None)}"
     parser = util / "bin" / "darshan-parser"
     if not parser.is_file():
         with _building(util):
             if not parser.is_file():
                 _make_darshan(archives[-1], util, None)
-    home = ROOT / "build" / "peers" / f"darshan-{digest}-{mpi}"
+    home = PEER_BUILDS / f"darshan-{_key([archives[-1].read_bytes()], mpi)}-{mpi}"
     done = home / "bin" / "darshan-parser"
     if done.is_file() and (home / "lib" / "libdarshan.so").is_file():
         return home
@@ -198,7 +213,7 @@ def build_darshan(mpi: str = "openmpi") -> Path:
 
 def _make_darshan(archive: Path, home: Path, mpi: str | None) -> None:
     """darshan-runtime for an MPI, or (mpi None) darshan-util."""
-    with tempfile.TemporaryDirectory(dir=ROOT / "build") as tmp:
+    with tempfile.TemporaryDirectory(dir=PEER_BUILDS) as tmp:
         src = _unpacked(archive, Path(tmp))
         steps = [(src, ["./prepare.sh"])]
         if mpi is not None:
