@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
+import time
 
 import pytest
 
@@ -35,6 +36,19 @@ def check_ring(run: rundir.Run, command: list[str]) -> None:
         (r, (r + 1) % NP, N, N * SIZE) for r in range(NP)]
     assert run.meta["command"] == command
     assert {r["host"] for r in p["ranks"]} == {socket.gethostname()}
+
+
+def job_end(job: str, env: dict[str, str], timeout: float = 300) -> tuple[str, str]:
+    """A batch job's final state and exit code, once it has ended: asked of Slurm every 0.2 s
+    (`sbatch --wait` asks at growing intervals, up to 10 s a test here)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        p = subprocess.run(["scontrol", "-o", "show", "job", job], env=env, capture_output=True, text=True)
+        fields = dict(f.split("=", 1) for f in p.stdout.split() if "=" in f)
+        if fields.get("JobState") not in (None, "PENDING", "CONFIGURING", "RUNNING", "COMPLETING"):
+            return fields["JobState"], fields.get("ExitCode", "")
+        time.sleep(0.2)
+    raise AssertionError(f"job {job} still running after {timeout} s")
 
 
 def ring(mpi: str) -> list[str]:
@@ -74,9 +88,11 @@ def test_sbatch_script(slurm, mpi, tmp_path):
 """)
     script.chmod(0o755)
     log = tmp_path / "job.out"
-    p = subprocess.run(["sbatch", "--wait", "-N", nodes, "-n", str(NP), "-o", str(log), str(script)], env=slurm,
-                       capture_output=True, text=True, timeout=300)
-    assert p.returncode == 0, (p.stderr, log.read_text() if log.exists() else "")
+    p = subprocess.run(["sbatch", "--parsable", "-N", nodes, "-n", str(NP), "-o", str(log), str(script)], env=slurm,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    state = job_end(p.stdout.strip().split(";")[0], slurm)
+    assert state == ("COMPLETED", "0:0"), (state, log.read_text() if log.exists() else "")
     text = log.read_text()
     assert f"mpilens: run directory {a}" in text and f"mpilens: run directory {b}" in text, text
     check_ring(rundir.load(a), ["srun", *plugin.split(), *ring(mpi)])
