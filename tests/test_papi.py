@@ -192,7 +192,10 @@ def test_imbalance_more_work_vs_slower_work(mpi, tmp_path, case, kind):
     without hardware counters. (papi_kernel's "oversub" mode shares the CPU with real spinning
     processes, but on a loaded machine the scheduler slows the other ranks as well.)"""
     need_perf_events()
-    job = run_example(mpi, "papi_kernel", 2, tmp_path, ["20000000", "0", case], settings=PAPI)
+    # 2 x 10^8 iterations: half a second of compute on rank 0 here, so that the time another process
+    # takes from a rank's CPU (a few time slices) is far less than the difference planted (with 2 x
+    # 10^7, 50 ms against 100 ms, a loaded machine read the work case as balanced)
+    job = run_example(mpi, "papi_kernel", 2, tmp_path, ["200000000", "0", case], settings=PAPI)
     run = papi.load(job.rundir)
     assert run.work_event() in ("PAPI_TOT_INS", "perf::TASK-CLOCK"), run.events
     v = run.imbalance("work")
