@@ -4,14 +4,19 @@ and (--report) how long the analyses of the resulting run directory take.
 
 Writes synthetic payloads (the layout of runtime/spec/rundir.yaml, through mpilens._layout) of a
 3-D stencil: each rank sends to its 6 neighbours with MPI_Isend/MPI_Irecv/MPI_Waitall, reduces with
-MPI_Allreduce, in 3 nested regions, with 2 user counters; then times mpilens-merge on them (the
+MPI_Allreduce, in 3 nested regions, with 2 user counters and call sites two frames deep; then times mpilens-merge on them (the
 merge rank 0 runs at MPI_Finalize, and `mpilens report` on partial runs), median of --reps runs,
 with its peak memory. With --report, each size also becomes a run directory (that profile.json
 and a meta.json of 32 ranks per host), on which `mpilens report`, `mpilens report --html` and
 mpilens.frames (load, functions, matrix, ranks) are timed, each in a fresh process, with their
 peak memory and the HTML page's size.
 
-  bench/merge.py [--ranks 64,1024,8192] [--reps 3] [--report]
+With --tree, the same payloads also go through MPI_Finalize's reduction up a binomial tree, in one
+process (bench/merge_tree.c, built here against runtime/src/core/merge.c): its critical path and
+its work against the merge of every payload at once, and the most rank 0 holds of the others' data
+(the largest part it receives in a round) against what it held before (every payload).
+
+  bench/merge.py [--ranks 64,1024,8192] [--reps 3] [--report] [--tree]
 """
 
 from __future__ import annotations
@@ -30,7 +35,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "python"))
 from mpilens import _layout as L  # noqa: E402
-from mpilens.build_info import merge_program  # noqa: E402
 
 FUNCTIONS = [("MPI_Isend", L.FUNCTION_CLASS_P2P), ("MPI_Irecv", L.FUNCTION_CLASS_P2P),
              ("MPI_Waitall", L.FUNCTION_CLASS_COMPLETION), ("MPI_Allreduce", L.FUNCTION_CLASS_COLLECTIVE),
@@ -58,7 +62,7 @@ def neighbours(rank: int, dims: tuple[int, int, int]) -> list[int]:
 def payload(rank: int, nranks: int, dims: tuple[int, int, int]) -> bytes:
     steps, halo = 1000, 8 * 64 * 64
     head = L.PAYLOAD_HEAD.pack(L.MAGIC_PAYLOAD, 0, rank, nranks, 1, L.END_REASON_FINALIZE, 0, 1, 10**10,
-                               2 * 10**9, 0, 10**8, 0, 0, 0, 0)
+                               2 * 10**9, 0, 10**8, 0, 0, 0, 0, 0)
     regions = [L.PAYLOAD_REGION.pack(p, parent, steps, 10**9) + string(name) for p, parent, name in REGIONS]
     functions = [L.PAYLOAD_FUNCTION.pack(i, cls) + string(name) for i, (name, cls) in enumerate(FUNCTIONS)]
     stats = [L.PAYLOAD_STAT.pack(2, 0, 6 * steps, 10**7, 500, 9000, 6 * steps, 0, 6 * steps * halo, 0),
@@ -73,8 +77,16 @@ def payload(rank: int, nranks: int, dims: tuple[int, int, int]) -> bytes:
     cnames = [L.PAYLOAD_COUNTER_NAME.pack(0, L.COUNTER_KIND_SUM) + string("cells"),
               L.PAYLOAD_COUNTER_NAME.pack(1, L.COUNTER_KIND_LAST) + string("residual")]
     counters = [L.PAYLOAD_COUNTER.pack(3, 0, 1e6, steps, 10**9), L.PAYLOAD_COUNTER.pack(3, 1, 1e-6, steps, 10**9)]
+    # call sites at depth 2: each function called from one place of the program's solver, which the
+    # stencil's main calls (the same modules and addresses on every rank, as with one executable)
+    modules = [L.PAYLOAD_MODULE.pack(0, 0x400000) + string("/opt/apps/stencil/bin/stencil"),
+               L.PAYLOAD_MODULE.pack(1, 0x7f0000000000) + string("/opt/apps/stencil/lib/libsolver.so")]
+    sites = [L.PAYLOAD_SITE.pack(i, i, 2, 6 * steps, 10**7, 0, 0) for i in range(len(FUNCTIONS))]
+    frames = [f for i in range(len(FUNCTIONS))
+              for f in (L.PAYLOAD_FRAME.pack(i, 0, 1, 0x1000 + 16 * i), L.PAYLOAD_FRAME.pack(i, 1, 0, 0x2000))]
     body = (string(f"node{rank // 32:05d}") + table(regions) + table(functions) + table(stats) + table(sizes)
-            + table(matrix) + table(cnames) + table(counters) + L.PAYLOAD_TAIL.pack(0, 0, L.MAGIC_PAYLOAD_END))
+            + table(matrix) + table(cnames) + table(counters) + L.PAYLOAD_CALLSITES.pack(2) + table(modules)
+            + table(sites) + table(frames) + L.PAYLOAD_TAIL.pack(0, 0, L.MAGIC_PAYLOAD_END))
     data = bytearray(head + body)
     struct.pack_into("<Q", data, 8, len(data))
     return bytes(data)
@@ -120,14 +132,27 @@ def report_rows(run: Path, n: int) -> str:
             f"{html.stat().st_size / 1e6:.1f} MB | {t_df:.1f} s, {m_df:.0f} MiB |")
 
 
+def tree_program() -> Path:
+    """bench/merge_tree.c built with the runtime's merge, as the runtime builds it (-O2)."""
+    exe = ROOT / "build" / "bench" / "merge_tree"
+    exe.parent.mkdir(parents=True, exist_ok=True)
+    core = ROOT / "runtime" / "src" / "core"
+    subprocess.run(["cc", "-std=c11", "-O2", f"-I{core}", f"-I{ROOT / 'build' / 'gen'}", "-o", str(exe),
+                    str(ROOT / "bench" / "merge_tree.c"), str(core / "merge.c"), str(core / "json.c"), "-lm"],
+                   check=True)
+    return exe
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ranks", default="64,1024,8192")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--report", action="store_true", help="also time the report, HTML and DataFrames")
+    ap.add_argument("--tree", action="store_true", help="also MPI_Finalize's reduction up a tree (bench/merge_tree.c)")
     args = ap.parse_args()
-    reports = []
-    exe = str(merge_program())
+    reports, trees = [], []
+    tree_exe = tree_program() if args.tree else None
+    exe = str(ROOT / "build" / "bin" / "mpilens-merge")  # the C merge as a program (make)
     print("| ranks | payload bytes | merge (median) | profile.json | peak memory |")
     print("|---:|---:|---:|---:|---:|")
     for n in (int(x) for x in args.ranks.split(",")):
@@ -149,9 +174,21 @@ def main() -> int:
             peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
             print(f"| {n} | {all_payloads.stat().st_size / 1e6:.1f} MB | {statistics.median(times):.3f} s | "
                   f"{out.stat().st_size / 1e6:.1f} MB | {peak_kib / 1024:.0f} MiB |")
+            if tree_exe is not None:
+                t = json.loads(subprocess.run([str(tree_exe), str(all_payloads), str(n), str(args.reps)],
+                                              capture_output=True, text=True, check=True).stdout)
+                assert t["same"] == 1, t  # the reduction's profile is the same bytes
+                trees.append(f"| {n} | {t['flat_s']:.3f} s | {t['tree_s']:.3f} s | {t['tree_work_s']:.3f} s | "
+                             f"{t['gathered_bytes'] / 1e6:.2f} MB | {t['rank0_bytes'] / 1e6:.2f} MB | "
+                             f"{t['rank0_total_bytes'] / 1e6:.2f} MB |")
             all_payloads.unlink()
             if args.report:
                 reports.append(report_rows(run, n))
+    if trees:
+        print("\n| ranks | all at once (rank 0) | tree: critical path | tree: all ranks' work | rank 0 held: every "
+              "payload | tree: the largest part rank 0 receives | tree: all it receives |")
+        print("|---:|---:|---:|---:|---:|---:|---:|")
+        print("\n".join(trees))
     if reports:
         print("\n| ranks | `mpilens report` | `--html` (time, memory, page) | DataFrames (load + 3 frames) |")
         print("|---:|---:|---:|---:|")

@@ -11,7 +11,12 @@ import pytest
 
 from conftest import BUILD, MPIS, RUNS
 
+# tests/data/partial-regions: examples/c/imbalance.c (1000 steps of 5 ms) on 4 ranks of Debian's Open
+# MPI with MPILENS_TIME_SAMPLE=4, its ranks sent SIGTERM after 2.5 s: regions, user counters, call
+# sites, message sizes and the sampled times' fields, which the aborted run's payloads do not have
 UNITS = {"merge": [BUILD / "tests" / "test_merge", *sorted((RUNS / "aborted-openmpi" / "ranks").glob("rank-*.partial"))],
+         "merge-regions": [BUILD / "tests" / "test_merge",
+                           *sorted((RUNS.parent / "partial-regions" / "ranks").glob("rank-*.partial"))],
          **{f"tables-{m}": [BUILD / m / "tests" / "test_tables"] for m in MPIS},
          "files": [BUILD / "openmpi" / "tests" / "test_files"]}
 

@@ -122,7 +122,7 @@ def fixture_sets(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Pat
     """The payload files of each committed run directory that has some; aborted-mpich's ranks 0
     and 2 left statistics files only: recovered here, written out as the program reads files."""
     tmp_path = tmp_path_factory.mktemp("recovered")
-    sets = {"partial-abort": sorted((DATA / "partial-abort" / "ranks").glob("rank-*.partial"))}
+    sets = {name: sorted((DATA / name / "ranks").glob("rank-*.partial")) for name in ("partial-abort", "partial-regions")}
     for run in sorted(p for p in (DATA / "runs").glob("aborted-*") if p.is_dir()):
         files = [Path(f) for f in layout.partial_files(run)]
         have = {layout.rank_of("partial", f) for f in files}

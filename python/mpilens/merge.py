@@ -209,7 +209,7 @@ def _parse(data: bytes, at: int) -> tuple[_Payload | None, int, str]:
 
 def split(data: bytes) -> tuple[list[_Payload], str | None]:
     """The whole payloads a file's bytes start with (a file holds one, or several one after the
-    other as rank 0 gathers them), and what is wrong with the rest (merge_main.c's wording: "at
+    other), and what is wrong with the rest (merge_main.c's wording: "at
     byte N: " before it when whole payloads come first), None when nothing is."""
     out, at = [], 0
     while at < len(data):

@@ -518,7 +518,7 @@ def gen_doc(spec: dict) -> str:
             + ". Index: " + ", then ".join(f"`{x}`" for x in c["index_layout"]) + ".", ""]
     out += record_table(recs["container_chunk"]) + record_table(recs["container_index"])
     out += ["## The payload", "",
-            "One rank's measurements: what rank 0 gathers at `MPI_Finalize` and merges into `profile.json`, and "
+            "One rank's measurements: what the ranks merge into `profile.json` up a tree at `MPI_Finalize`, and "
             "what the `partial` and `snapshot` files hold, which `mpilens report` merges the same way. "
             f"Magic `{spec['payload']['magic']}`, end marker `{spec['payload']['end']}`. Strings: "
             f"{spec['strings']}. In order:", ""]

@@ -10,7 +10,11 @@
  *  - the merged profile does not depend on the order in which the payloads arrive (the reduction
  *    at MPI_Finalize may bring them in any order), and bytes after the last payload change nothing;
  *  - a rank whose payload is missing is null in every per-rank list and the profile is incomplete;
- *    no payload at all gives a profile of nulls, and no ranks at all is refused. */
+ *    no payload at all gives a profile of nulls, and no ranks at all is refused;
+ *  - the reduction of MPI_Finalize (each rank merges its part of the ranks, its children's parts
+ *    packed, up a binomial tree) gives the same bytes as the merge of all the payloads at once, for
+ *    1 to 40 ranks (the files' payloads given again as further ranks); a part given twice, a payload
+ *    outside a part's ranks and a packed part cut short or damaged are refused, never read past. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* open_memstream */
 #endif
@@ -19,6 +23,7 @@
 
 #include "json.h"
 #include "merge.h"
+#include "ml_rundir.h"
 #include "unit.h"
 
 typedef struct {
@@ -54,7 +59,7 @@ static char *merged(const buf_t *parts, const int *order, int n, int nranks, con
     char *out = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&out, &len);
-    const ml_merge_opts_t o = {.nranks = nranks, .time_sample = 1, .version = "test", .mpi = "test", .gather_s = -1};
+    const ml_merge_opts_t o = {.nranks = nranks, .time_sample = 4, .version = "test", .mpi = "test", .gather_s = -1};
     const int rc = ml_merge_profile(f, cat, total, &o);
     fclose(f);
     free(cat);
@@ -123,6 +128,116 @@ static void json_strings(void)
     check_json_string("\x7f", "\"\\u007f\"");
 }
 
+/* The payload of parts[i % nparts] as rank i's (its head's rank changed). */
+static buf_t as_rank(const buf_t *parts, int nparts, int i)
+{
+    buf_t b = {malloc(parts[i % nparts].len), parts[i % nparts].len};
+    memcpy(b.data, parts[i % nparts].data, b.len);
+    const uint32_t rank = (uint32_t)i;
+    memcpy(b.data + offsetof(ml_payload_head_t, rank), &rank, sizeof rank);
+    return b;
+}
+
+static char *text_of(ml_merge_t *m, int nranks, size_t *outlen)
+{
+    char *out = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&out, &len);
+    const ml_merge_opts_t o = {.nranks = nranks, .time_sample = 4, .version = "test", .mpi = "test", .gather_s = -1};
+    const int rc = ml_merge_write(f, m, &o, 0);
+    fclose(f);
+    if (rc != 0) {
+        free(out);
+        return NULL;
+    }
+    *outlen = len;
+    return out;
+}
+
+/* MPI_Finalize's reduction of the payloads of ranks 0 .. n - 1 (payloads[r] is rank r's), run in
+ * its rounds: in round `mask`, each rank r with r & mask packs its merge of the ranks r .. r + mask
+ * - 1 for rank r - mask, which adds it. Returns rank 0's merge. */
+static ml_merge_t *reduced(const buf_t *payloads, int n)
+{
+    ml_merge_t *m[64] = {0};
+    for (int r = 0; r < n; r++) {
+        int part = 1;
+        while (r + part < n && !(r & part)) part <<= 1;
+        if (r + part > n) part = n - r;
+        m[r] = ml_merge_new(r, part);
+        if (m[r] == NULL || ml_merge_add_payload(m[r], payloads[r].data, payloads[r].len) != 0) return NULL;
+    }
+    for (int mask = 1; mask < n; mask <<= 1)
+        for (int r = mask; r < n; r += 2 * mask) {
+            char *packed;
+            size_t len;
+            if (ml_merge_pack(m[r], &packed, &len) != 0) return NULL;
+            const int rc = ml_merge_add_packed(m[r - mask], packed, len);
+            free(packed);
+            ml_merge_free(m[r]);
+            if (rc != 0) return NULL;
+        }
+    return m[0];
+}
+
+static void check_reduction(const buf_t *parts, int nparts)
+{
+    for (int n = 1; n <= 40; n++) {
+        buf_t payloads[40];
+        for (int r = 0; r < n; r++) payloads[r] = as_rank(parts, nparts, r);
+        int order[40];
+        for (int r = 0; r < n; r++) order[r] = r;
+        size_t flat_len = 0, tree_len = 0;
+        char *flat = merged(payloads, order, n, n, NULL, &flat_len);
+        ml_merge_t *m = reduced(payloads, n);
+        char *tree = m ? text_of(m, n, &tree_len) : NULL;
+        CHECK(flat != NULL && tree != NULL, "%d ranks: the merge failed (flat %p, tree %p)", n, (void *)flat, (void *)tree);
+        if (flat && tree)
+            CHECK(flat_len == tree_len && memcmp(flat, tree, flat_len) == 0,
+                  "%d ranks: the reduction's profile (%zu bytes) is not the merge's (%zu bytes)", n, tree_len, flat_len);
+        free(flat), free(tree);
+        ml_merge_free(m);
+        for (int r = 0; r < n; r++) free(payloads[r].data);
+    }
+
+    /* what does not fit: refused, and the merge fails from then on */
+    buf_t p0 = as_rank(parts, nparts, 0), p1 = as_rank(parts, nparts, 1), p5 = as_rank(parts, nparts, 5);
+    ml_merge_t *m = ml_merge_new(0, 4);
+    CHECK(ml_merge_add_payload(m, p5.data, p5.len) != 0, "a payload of rank 5 taken into the part of ranks 0-3");
+    ml_merge_free(m);
+    m = ml_merge_new(0, 4);
+    CHECK(ml_merge_add_payload(m, p0.data, p0.len) == 0, "rank 0's payload refused");
+    CHECK(ml_merge_add_payload(m, p0.data, p0.len) != 0, "rank 0 given twice");
+    ml_merge_free(m);
+    ml_merge_t *child = ml_merge_new(1, 1);
+    ml_merge_add_payload(child, p1.data, p1.len);
+    char *packed;
+    size_t len;
+    CHECK(ml_merge_pack(child, &packed, &len) == 0, "a part not packed");
+    ml_merge_free(child);
+    m = ml_merge_new(0, 2);
+    CHECK(ml_merge_add_packed(m, packed, len) == 0, "a packed part refused");
+    CHECK(ml_merge_add_packed(m, packed, len) != 0, "a packed part given twice");
+    ml_merge_free(m);
+    m = ml_merge_new(2, 2);
+    CHECK(ml_merge_add_packed(m, packed, len) != 0, "the part of rank 1 taken into the part of ranks 2-3");
+    ml_merge_free(m);
+    /* every shorter prefix, and each byte changed in turn (ASan and UBSan watch the reads) */
+    size_t cut_refused = 0;
+    for (size_t k = 0; k < len; k++) {
+        m = ml_merge_new(0, 2);
+        cut_refused += ml_merge_add_packed(m, packed, k) != 0;
+        ml_merge_free(m);
+        m = ml_merge_new(0, 2);
+        packed[k] ^= 0x5a;
+        ml_merge_add_packed(m, packed, len); /* taken or refused: either, never a read outside it */
+        packed[k] ^= 0x5a;
+        ml_merge_free(m);
+    }
+    CHECK(cut_refused == len, "%zu of %zu prefixes of a packed part refused", cut_refused, len);
+    free(packed), free(p0.data), free(p1.data), free(p5.data);
+}
+
 int main(int argc, char **argv)
 {
     json_strings();
@@ -170,6 +285,8 @@ int main(int argc, char **argv)
           "a profile of no payload");
     free(e);
     CHECK(merged(parts, order, n, 0, NULL, &len_c) == NULL, "a merge for 0 ranks was not refused");
+
+    check_reduction(parts, n);
 
     free(a);
     free(b);

@@ -658,50 +658,67 @@ static void init_world(MPI_Comm world, int thread_level, uint64_t t_begin)
 }
 
 /* ------------------------------------------------------------------------------- MPI_Finalize */
-static int gather_payloads(char **out, size_t *outlen)
+/* The profile as a reduction up a binomial tree, log2(P) rounds: rank r holds the merge of the
+ * ranks r .. r + 2^k - 1, where 2^k is r's lowest set bit (every rank for rank 0): its own payload,
+ * then in each round the packed merge of the next part from the rank that holds it, until the round
+ * of its lowest bit, when it packs its merge for the rank below. So no rank holds more than the
+ * merged result of its part, and rank 0 the whole run's (merge.h). A rank that fails (out of memory)
+ * still sends a length, 0, so that no rank waits for it; rank 0's merge then fails. Returns rank
+ * 0's merge (NULL on the others, or when it failed), and in *moved the bytes rank 0 received. */
+static ml_merge_t *reduce_profile(size_t *moved)
 {
-    /* Binomial tree: log2(P) rounds; each process forwards everything below it once. */
+    const int rank = ml_g.rank, size = ml_g.size;
+    int part = 1; /* the ranks this one merges */
+    while (rank + part < size && !(rank & part)) part <<= 1;
+    if (rank + part > size) part = size - rank;
+    ml_merge_t *m = ml_merge_new(rank, part);
     ml_sink_t s = {0};
     s.fd = -1;
     ml_payload_write(&s, 1, ML_END_FINALIZE, 0);
-    if (s.failed) return -1;
-    const int rank = ml_g.rank, size = ml_g.size;
-    int err = 0;
+    if (m != NULL && (s.failed || ml_merge_add_payload(m, s.data, s.len) != 0)) {
+        ml_merge_free(m);
+        m = NULL;
+    }
+    free(s.data);
+    *moved = 0;
     for (int mask = 1; mask < size; mask <<= 1) {
         if (rank & mask) {
-            uint64_t n = s.len;
+            char *packed = NULL;
+            size_t len = 0;
+            if (m == NULL || ml_merge_pack(m, &packed, &len) != 0) len = 0;
+            uint64_t n = len;
             PMPI_Send(&n, 1, MPI_UINT64_T, rank - mask, 1, ml_g.comm);
             for (uint64_t off = 0; off < n; off += 1u << 30) {
                 const uint64_t chunk = n - off < (1u << 30) ? n - off : (1u << 30);
-                PMPI_Send(s.data + off, (int)chunk, MPI_BYTE, rank - mask, 2, ml_g.comm);
+                PMPI_Send(packed + off, (int)chunk, MPI_BYTE, rank - mask, 2, ml_g.comm);
             }
-            break;
+            free(packed);
+            ml_merge_free(m);
+            return NULL;
         }
         if (rank + mask < size) {
             uint64_t n = 0;
             PMPI_Recv(&n, 1, MPI_UINT64_T, rank + mask, 1, ml_g.comm, MPI_STATUS_IGNORE);
-            char *grow = realloc(s.data, s.len + n);
-            if (grow == NULL) {
-                err = 1; /* keep receiving so the sender is not left hanging */
-                grow = s.data;
-            }
-            s.data = grow;
+            char *packed = n ? malloc(n) : NULL;
             for (uint64_t off = 0; off < n; off += 1u << 30) {
                 const uint64_t chunk = n - off < (1u << 30) ? n - off : (1u << 30);
-                if (err) {
+                if (packed != NULL) {
+                    PMPI_Recv(packed + off, (int)chunk, MPI_BYTE, rank + mask, 2, ml_g.comm, MPI_STATUS_IGNORE);
+                } else { /* keep receiving so that the sender is not left hanging */
                     char *sink = malloc(chunk);
                     PMPI_Recv(sink, (int)chunk, MPI_BYTE, rank + mask, 2, ml_g.comm, MPI_STATUS_IGNORE);
                     free(sink);
-                } else {
-                    PMPI_Recv(s.data + s.len + off, (int)chunk, MPI_BYTE, rank + mask, 2, ml_g.comm, MPI_STATUS_IGNORE);
                 }
             }
-            if (!err) s.len += n;
+            *moved += n;
+            if (m != NULL && (packed == NULL || ml_merge_add_packed(m, packed, n) != 0)) {
+                ml_merge_free(m);
+                m = NULL;
+            }
+            free(packed);
         }
     }
-    *out = s.data;
-    *outlen = s.len;
-    return err ? -1 : 0;
+    return m;
 }
 
 void ml_mpi_finalize_enter(void)
@@ -721,7 +738,7 @@ static void catch_up_all(void);
  * profile, each rank gives its files' room back (ml_stats_release) and rank 0 writes it again.
  * Otherwise the files stay, for `mpilens report` to recover the ranks from. Collective over the
  * world; returns 1 on every rank when the profile is written. */
-static int make_room(const char *path, const char *all, size_t len, double gather_s)
+static int make_room(const char *path, ml_merge_t *merged, size_t len, double gather_s)
 {
     unsigned long long mine = ml_stats_allocated(), theirs = 0;
     PMPI_Reduce(&mine, &theirs, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0, ml_g.comm);
@@ -729,7 +746,7 @@ static int make_room(const char *path, const char *all, size_t len, double gathe
     if (ml_g.rank == 0) {
         struct statvfs fs;
         const unsigned long long left = statvfs(ml_g.outdir, &fs) == 0 ? (unsigned long long)fs.f_bavail * fs.f_frsize : 0;
-        const size_t need = ml_profile_bytes(all, len, ml_g.size, gather_s);
+        const size_t need = ml_profile_bytes(merged, len, ml_g.size, gather_s);
         /* the profile, and a margin for meta.json's last version and the file system's own blocks */
         go = need > 0 && need + (256u << 10) <= theirs + left;
         if (!go)
@@ -742,7 +759,7 @@ static int make_room(const char *path, const char *all, size_t len, double gathe
     PMPI_Barrier(ml_g.comm); /* every rank's room is back */
     int written = 0;
     if (ml_g.rank == 0) {
-        written = ml_profile_write(path, all, len, ml_g.size, gather_s) == 0;
+        written = ml_profile_write(path, merged, len, ml_g.size, gather_s) == 0;
         if (written)
             ml_log(0, "the file system was full: the ranks' statistics files (%llu bytes) made room for %s", theirs, path);
         else
@@ -766,16 +783,16 @@ void ml_finalize_before_mpi_finalize(void)
     FOR_MODES(modes_on, m) if (m->finish) m->finish();
     ml_callsite_finish();
     const uint64_t g0 = ml_clock_ns();
-    char *all = NULL;
     size_t len = 0;
-    const int rc = gather_payloads(&all, &len);
+    ml_merge_t *merged = reduce_profile(&len);
+    const int rc = ml_g.rank == 0 && merged == NULL ? -1 : 0;
     const double gather_s = (double)(ml_clock_ns() - g0) * 1e-9;
     /* 1: written; 2: no room for it, which the statistics files may make (make_room) */
     int written = 0;
     char path[4200];
     snprintf(path, sizeof path, "%s/" ML_PATH_PROFILE, ml_g.outdir);
     if (ml_g.rank == 0) {
-        if (rc == 0 && ml_profile_write(path, all, len, ml_g.size, gather_s) == 0)
+        if (rc == 0 && ml_profile_write(path, merged, len, ml_g.size, gather_s) == 0)
             written = 1;
         else if (rc == 0 && (errno == ENOSPC || errno == EDQUOT))
             written = 2;
@@ -783,12 +800,12 @@ void ml_finalize_before_mpi_finalize(void)
             ml_log(0, "could not write %s (%s)", path, rc != 0 ? "out of memory" : strerror(errno));
     }
     PMPI_Bcast(&written, 1, MPI_INT, 0, ml_g.comm);
-    if (written == 2) written = make_room(path, all, len, gather_s);
+    if (written == 2) written = make_room(path, merged, len, gather_s);
     if (ml_g.rank == 0) {
         ml_meta_finish();
-        if (written) ml_log(1, "profile written to %s (%zu bytes gathered in %.3f s)", path, len, gather_s);
+        if (written) ml_log(1, "profile written to %s (%zu bytes merged up the tree in %.3f s)", path, len, gather_s);
     }
-    free(all);
+    ml_merge_free(merged);
     /* every rank's statistics are in the profile now: their files go; kept when it failed, so that
      * `mpilens report` recovers the ranks from them */
     if (written) ml_stats_remove();

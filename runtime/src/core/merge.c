@@ -212,10 +212,34 @@ typedef struct gsite { /* one call site of one function, matched across ranks by
     uint64_t *calls, *ns, *sent, *recv; /* per rank */
 } gsite_t;
 
-typedef struct table {
-    int nranks;
-    const rankrec_t *ranks;
-    const ml_merge_opts_t *o;
+/* What the profile says of one rank beside its functions: its head, tail, host and matrix row. */
+typedef struct rankinfo {
+    int present;
+    int unknown_counted;
+    ml_payload_head_t head;
+    ml_payload_tail_t tail;
+    name_t host;
+    uint32_t peer0, npeers; /* its row of the matrix: table.peers[peer0 .. peer0 + npeers) */
+} rankinfo_t;
+
+/* Bytes of names copied out of the buffers they came in (a child's merge, a payload freed since). */
+typedef struct arena {
+    struct arena *next;
+    size_t used, cap;
+    char bytes[];
+} arena_t;
+
+/* The merge of the ranks lo .. lo + nranks - 1: every per-rank array has nranks values, the k-th
+ * for rank lo + k. The whole run's (lo 0) is written as profile.json; a part of it travels up the
+ * tree at MPI_Finalize (ml_merge_pack, ml_merge_add_packed). */
+struct table {
+    int lo, nranks;
+    rankinfo_t *info; /* [nranks] */
+    ml_payload_peer_t *peers;
+    uint32_t npeers, cap_peers;
+    int copy_names; /* names are copied into the arena (else they point into the payloads, kept) */
+    arena_t *arena;
+    const ml_merge_opts_t *o; /* while writing */
     region_t *regions;
     uint32_t nregions, cap_regions;
     function_t *functions;
@@ -236,8 +260,30 @@ typedef struct table {
     uint32_t site_index_cap;
     int any_sites;   /* a payload of this version was merged: "callsites" is written */
     uint32_t *gfn; /* [65536]: a rank's function ids (u16) -> functions; reset after each rank */
-    int failed;    /* out of memory */
-} table_t;
+    int failed;    /* out of memory, or a part that does not fit */
+};
+typedef struct table table_t;
+
+/* The name to keep: the bytes given, or a copy of them in the arena. */
+static name_t keep(table_t *t, const char *s, uint16_t len)
+{
+    if (!t->copy_names) return (name_t){s, len};
+    arena_t *a = t->arena;
+    if (a == NULL || a->cap - a->used < len) {
+        const size_t cap = 65536; /* a name is at most 65,535 bytes (u16) */
+        arena_t *b = malloc(sizeof *b + cap);
+        if (b == NULL) {
+            t->failed = 1;
+            return (name_t){"", 0};
+        }
+        b->next = a, b->used = 0, b->cap = cap;
+        t->arena = a = b;
+    }
+    char *at = a->bytes + a->used;
+    memcpy(at, s, len);
+    a->used += len;
+    return (name_t){at, len};
+}
 
 /* Grow an array of `size`-byte items to hold one more; NULL (and t->failed) when it cannot. */
 static void *grow(table_t *t, void *items, uint32_t n, uint32_t *cap, size_t size)
@@ -267,7 +313,7 @@ static uint32_t region_global(table_t *t, uint32_t parent, const char *name, uin
     region_t *r = grow(t, t->regions, t->nregions, &t->cap_regions, sizeof *r);
     if (r == NULL) return UINT32_MAX;
     t->regions = r;
-    t->regions[t->nregions] = (region_t){{name, nlen}, parent, per_rank(t), per_rank(t)};
+    t->regions[t->nregions] = (region_t){keep(t, name, nlen), parent, per_rank(t), per_rank(t)};
     return t->failed ? UINT32_MAX : t->nregions++;
 }
 
@@ -278,7 +324,7 @@ static uint32_t function_global(table_t *t, const char *name, uint16_t nlen, uin
     function_t *f = grow(t, t->functions, t->nfunctions, &t->cap_functions, sizeof *f);
     if (f == NULL) return UINT32_MAX;
     t->functions = f;
-    t->functions[t->nfunctions] = (function_t){{name, nlen}, cls, NULL, NULL};
+    t->functions[t->nfunctions] = (function_t){keep(t, name, nlen), cls, NULL, NULL};
     return t->nfunctions++;
 }
 
@@ -318,7 +364,7 @@ static uint32_t counter_global(table_t *t, const char *name, uint16_t len, uint8
     counter_t *c = grow(t, t->counters, t->ncounters, &t->cap_counters, sizeof *c);
     if (c == NULL) return UINT32_MAX;
     t->counters = c;
-    t->counters[t->ncounters] = (counter_t){{name, len}, kind};
+    t->counters[t->ncounters] = (counter_t){keep(t, name, len), kind};
     return t->ncounters++;
 }
 
@@ -365,7 +411,7 @@ static uint32_t module_global(table_t *t, const char *name, uint16_t len)
     name_t *m = grow(t, t->modules, t->nmodules, &t->cap_modules, sizeof *m);
     if (m == NULL) return UINT32_MAX;
     t->modules = m;
-    t->modules[t->nmodules] = (name_t){name, len};
+    t->modules[t->nmodules] = keep(t, name, len);
     return t->nmodules++;
 }
 
@@ -487,12 +533,33 @@ static const char *table_start(cursor_t c, uint32_t *n)
     return c.p;
 }
 
+/* One rank's payload into the table; `rank` is its index in the table's range (its rank - lo). */
 static void merge_rank(table_t *t, int rank, const rankrec_t *r)
 {
+    rankinfo_t *info = &t->info[rank];
+    *info = (rankinfo_t){.present = 1, .unknown_counted = r->unknown_counted, .head = r->head, .tail = r->tail,
+                         .host = keep(t, r->host, r->hostlen), .peer0 = t->npeers};
+    uint32_t npeer;
+    const char *pp = table_start(r->matrix, &npeer);
+    for (uint32_t i = 0; i < npeer && !t->failed; i++) {
+        ml_payload_peer_t *grown = grow(t, t->peers, t->npeers, &t->cap_peers, sizeof *grown);
+        if (grown == NULL) break;
+        t->peers = grown;
+        memcpy(&t->peers[t->npeers++], pp + (size_t)i * sizeof *grown, sizeof *grown);
+        info->npeers++;
+    }
     /* local function ids -> global functions; local region paths -> global regions */
     uint32_t nf, nreg;
     cursor_t c = r->functions;
     u32(&c);
+    if (t->gfn == NULL) { /* made for the first payload, kept for the next ones (256 KiB) */
+        t->gfn = malloc(65536 * sizeof *t->gfn);
+        if (t->gfn == NULL) {
+            t->failed = 1;
+            return;
+        }
+        for (uint32_t i = 0; i < 65536; i++) t->gfn[i] = UINT32_MAX;
+    }
     uint32_t *const gfn = t->gfn;
     table_start(r->functions, &nf);
     for (uint32_t i = 0; i < nf && !c.bad; i++) {
@@ -598,7 +665,7 @@ static void u64_array(FILE *f, const uint64_t *v, const table_t *t)
     fputc('[', f);
     for (int i = 0; i < t->nranks; i++) {
         if (i) fputs(", ", f);
-        if (!t->ranks[i].present)
+        if (!t->info[i].present)
             fputs("null", f); /* a rank that left no data measured nothing, not zero */
         else
             fprintf(f, "%llu", (unsigned long long)v[i]);
@@ -612,7 +679,7 @@ static void seconds_array(FILE *f, const uint64_t *ns, const uint64_t *calls, co
     for (int i = 0; i < t->nranks; i++) {
         if (i) fputs(", ", f);
         /* a minimum or maximum over no call, or a rank that left no data, is not a number */
-        if ((calls != NULL && calls[i] == 0) || !t->ranks[i].present)
+        if ((calls != NULL && calls[i] == 0) || !t->info[i].present)
             fputs("null", f);
         else
             ml_json_seconds(f, ns[i]);
@@ -872,41 +939,35 @@ static void free_table(table_t *t)
     for (uint32_t i = 0; i < t->nfunctions; i++) free(t->functions[i].hist_calls), free(t->functions[i].hist_ns);
     for (uint32_t i = 0; i < t->ncvalues; i++) free(t->cvalues[i].value), free(t->cvalues[i].when);
     free(t->cvalues), free(t->counters), free(t->series), free(t->regions), free(t->functions), free(t->gfn);
+    free(t->info), free(t->peers);
+    for (arena_t *a = t->arena, *next; a != NULL; a = next) next = a->next, free(a);
 }
 
-int ml_merge_profile(FILE *f, const char *payloads, size_t len, const ml_merge_opts_t *o)
+/* An empty merge of the ranks lo .. lo + nranks - 1; NULL when out of memory. */
+static table_t *table_new(int lo, int nranks, int copy_names)
+{
+    if (lo < 0 || nranks < 1) return NULL;
+    table_t *t = calloc(1, sizeof *t);
+    if (t == NULL) return NULL;
+    *t = (table_t){.lo = lo, .nranks = nranks, .nregions = 1, .copy_names = copy_names};
+    t->info = calloc((size_t)nranks, sizeof *t->info);
+    t->regions = grow(t, NULL, 0, &t->cap_regions, sizeof *t->regions); /* index 0: the root (no region) */
+    if (t->info == NULL || t->regions == NULL) t->failed = 1;
+    if (t->failed) {
+        free_table(t);
+        free(t);
+        return NULL;
+    }
+    return t;
+}
+
+/* profile.json of the whole run's merge (lo 0); `bytes`: what the gather moved ("tool_cost"). */
+static int write_profile(FILE *f, table_t *t, const ml_merge_opts_t *o, size_t bytes)
 {
     static const char *const reasons[] = ML_END_REASON_LABELS;
-    const int nranks = o->nranks;
-    if (nranks < 1) return -1;
-    rankrec_t *ranks = calloc((size_t)nranks, sizeof *ranks);
-    table_t t = {.nranks = nranks, .ranks = ranks, .o = o, .nregions = 1};
-    if (ranks == NULL) return -1;
-    t.regions = grow(&t, NULL, 0, &t.cap_regions, sizeof *t.regions); /* index 0: the root (no region) */
-    t.gfn = malloc(65536 * sizeof *t.gfn);
-    if (t.gfn == NULL) t.failed = 1;
-    for (uint32_t i = 0; t.gfn && i < 65536; i++) t.gfn[i] = UINT32_MAX;
-    cursor_t c = {payloads, payloads + len, 0};
-    while (c.p < c.end) {
-        rankrec_t r;
-        char why[200];
-        memset(&r, 0, sizeof r);
-        const char *at = c.p;
-        if (parse_payload(&c, &r, why, sizeof why) != 0) {
-            /* skip it: whole payloads are checked (and named) by the caller */
-            if (c.p == at || c.p > c.end) break;
-            continue;
-        }
-        if (r.head.rank < (uint32_t)nranks) ranks[r.head.rank] = r;
-    }
-    for (int r = 0; r < nranks && !t.failed; r++)
-        if (ranks[r].present) merge_rank(&t, r, &ranks[r]);
-    if (t.failed) {
-        free_table(&t);
-        free(ranks);
-        return -1;
-    }
-
+    const int nranks = t->nranks;
+    if (t->failed || t->lo != 0 || o->nranks != nranks) return -1;
+    t->o = o;
     /* "dropped": sums over the ranks of payload_head fields (runtime/spec/rundir.yaml) */
 #define DROPPED_INDEX(key, from, since_v4) DROPPED_##from,
     enum { ML_PROFILE_DROPPED_FIELDS(DROPPED_INDEX) NDROPPED };
@@ -914,7 +975,7 @@ int ml_merge_profile(FILE *f, const char *payloads, size_t len, const ml_merge_o
     uint64_t wall = 0, dropped[NDROPPED + 1] = {0};
     int complete = 1, any = 0, unknown_counted = 1;
     for (int r = 0; r < nranks; r++) {
-        const rankrec_t *x = &ranks[r];
+        const rankinfo_t *x = &t->info[r];
         complete &= x->present && x->head.complete;
         if (!x->present) continue;
         any = 1;
@@ -933,14 +994,14 @@ int ml_merge_profile(FILE *f, const char *payloads, size_t len, const ml_merge_o
     if (o->time_sample > 1) fprintf(f, ",\n  \"time_sample\": %ld", o->time_sample);
     fputs(",\n  \"ranks\": [", f);
     for (int r = 0; r < nranks; r++) {
-        const rankrec_t *x = &ranks[r];
+        const rankinfo_t *x = &t->info[r];
         fprintf(f, "%s\n    {\"rank\": %d", r ? "," : "", r);
         /* the keys as runtime/spec/rundir.yaml lists them (ml_rundir.h), null where the rank left
          * no data; each `as` is written by its RANK_<as> */
         const int with[] = {[0] = 1, [1] = o->time_sample > 1}; /* when: always, time_sample */
 #define always 0
 #define time_sample 1
-#define RANK_text(from) ml_json_strn(f, x->host, x->hostlen)
+#define RANK_text(from) ml_json_strn(f, x->host.s, x->host.len)
 #define RANK_seconds(from) ml_json_seconds(f, x->head.from)
 #define RANK_count(from) fprintf(f, "%llu", (unsigned long long)x->head.from)
 #define RANK_end_reason(from)                                                                        \
@@ -968,18 +1029,15 @@ int ml_merge_profile(FILE *f, const char *payloads, size_t len, const ml_merge_o
         fputc('}', f);
     }
     fputs("\n  ],\n  \"functions\": ", f);
-    write_functions(f, &t, UINT32_MAX, "  ");
+    write_functions(f, t, UINT32_MAX, "  ");
     fputs(",\n  \"message_sizes\": ", f);
-    write_message_sizes(f, &t);
+    write_message_sizes(f, t);
     fputs(",\n  \"matrix\": [", f);
     int first = 1;
     for (int r = 0; r < nranks; r++) {
-        if (!ranks[r].present) continue;
-        uint32_t n;
-        const char *p = table_start(ranks[r].matrix, &n);
-        for (uint32_t i = 0; i < n; i++) {
-            ml_payload_peer_t x;
-            memcpy(&x, p + (size_t)i * sizeof x, sizeof x);
+        if (!t->info[r].present) continue;
+        for (uint32_t i = 0; i < t->info[r].npeers; i++) {
+            const ml_payload_peer_t x = t->peers[t->info[r].peer0 + i];
             fprintf(f, "%s\n    {\"src\": %d, \"dst\": %u, \"messages\": %llu, \"bytes\": %llu}", first ? "" : ",", r,
                     x.dst, (unsigned long long)x.messages, (unsigned long long)x.bytes);
             first = 0;
@@ -987,21 +1045,21 @@ int ml_merge_profile(FILE *f, const char *payloads, size_t len, const ml_merge_o
     }
     fputs(first ? "]" : "\n  ]", f);
     fputs(",\n  \"counters\": ", f);
-    write_counters(f, &t, UINT32_MAX, "  ");
+    write_counters(f, t, UINT32_MAX, "  ");
     fputs(",\n  \"regions\": ", f);
-    write_regions(f, &t, 0, 0);
-    if (t.any_sites) {
+    write_regions(f, t, 0, 0);
+    if (t->any_sites) {
         fputs(",\n  \"callsites\": ", f);
-        write_sites(f, &t);
+        write_sites(f, t);
     }
     if (o->intervals) {
         fputs(",\n  \"intervals\": {\"recorded\": [", f);
         for (int r = 0; r < nranks; r++)
-            if (ranks[r].present) fprintf(f, "%s%llu", r ? ", " : "", (unsigned long long)ranks[r].tail.intervals_recorded);
+            if (t->info[r].present) fprintf(f, "%s%llu", r ? ", " : "", (unsigned long long)t->info[r].tail.intervals_recorded);
             else fprintf(f, "%snull", r ? ", " : "");
         fputs("], \"dropped\": [", f);
         for (int r = 0; r < nranks; r++)
-            if (ranks[r].present) fprintf(f, "%s%llu", r ? ", " : "", (unsigned long long)ranks[r].tail.intervals_dropped);
+            if (t->info[r].present) fprintf(f, "%s%llu", r ? ", " : "", (unsigned long long)t->info[r].tail.intervals_dropped);
             else fprintf(f, "%snull", r ? ", " : "");
         fprintf(f, "], \"files\": \"%s\"}", "ranks/intervals-NNNNNN.bin");
     }
@@ -1018,10 +1076,390 @@ int ml_merge_profile(FILE *f, const char *payloads, size_t len, const ml_merge_o
 #undef DROPPED_WRITE
     fputs("}", f);
     if (o->gather_s >= 0)
-        fprintf(f, ",\n  \"tool_cost\": {\"finalize_gather_s\": %.6f, \"payload_bytes\": %zu}", o->gather_s, len);
+        fprintf(f, ",\n  \"tool_cost\": {\"finalize_gather_s\": %.6f, \"payload_bytes\": %zu}", o->gather_s, bytes);
     fputs("\n}\n", f);
-    const int failed = t.failed;
-    free_table(&t);
-    free(ranks);
-    return failed ? -1 : 0;
+    return t->failed ? -1 : 0;
 }
+
+int ml_merge_profile(FILE *f, const char *payloads, size_t len, const ml_merge_opts_t *o)
+{
+    if (o->nranks < 1) return -1;
+    table_t *t = table_new(0, o->nranks, 0); /* the names stay in the payloads, which outlive the merge */
+    rankrec_t *ranks = calloc((size_t)o->nranks, sizeof *ranks);
+    if (t == NULL || ranks == NULL) {
+        if (t) free_table(t);
+        free(t), free(ranks);
+        return -1;
+    }
+    cursor_t c = {payloads, payloads + len, 0};
+    while (c.p < c.end) {
+        rankrec_t r;
+        char why[200];
+        memset(&r, 0, sizeof r);
+        const char *at = c.p;
+        if (parse_payload(&c, &r, why, sizeof why) != 0) {
+            /* skip it: whole payloads are checked (and named) by the caller */
+            if (c.p == at || c.p > c.end) break;
+            continue;
+        }
+        if (r.head.rank < (uint32_t)o->nranks) ranks[r.head.rank] = r;
+    }
+    for (int r = 0; r < o->nranks && !t->failed; r++)
+        if (ranks[r].present) merge_rank(t, r, &ranks[r]);
+    const int rc = write_profile(f, t, o, len);
+    free_table(t);
+    free(t);
+    free(ranks);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------------- the tree */
+ml_merge_t *ml_merge_new(int lo, int nranks) { return table_new(lo, nranks, 1); }
+
+void ml_merge_free(ml_merge_t *m)
+{
+    if (m == NULL) return;
+    free_table(m);
+    free(m);
+}
+
+int ml_merge_add_payload(ml_merge_t *m, const char *payload, size_t len)
+{
+    cursor_t c = {payload, payload + len, 0};
+    rankrec_t r;
+    char why[200];
+    memset(&r, 0, sizeof r);
+    if (m->failed || parse_payload(&c, &r, why, sizeof why) != 0) return m->failed = 1, -1;
+    const int64_t k = (int64_t)r.head.rank - m->lo;
+    if (k < 0 || k >= m->nranks || m->info[k].present) return m->failed = 1, -1;
+    merge_rank(m, (int)k, &r);
+    free(m->gfn); /* a rank adds its own payload, once */
+    m->gfn = NULL;
+    return m->failed ? -1 : 0;
+}
+
+/* A merge packed to travel up the tree: only within one job (one build of the runtime on every
+ * rank, one byte order), so its layout is this code's, not a run-directory contract. In order:
+ *   magic "MLMERGE1", i32 lo, i32 nranks, u32 any_sites
+ *   per rank: u8 present, u8 unknown_counted, payload_head, payload_tail, name host,
+ *             u32 n, n payload_peer (its row of the matrix)
+ *   u32 n functions:  name, u8 class, u64 bins with sizes (bit b: bin b < 64), u8 bin 64, then for
+ *                     each such bin calls[nranks] and ns[nranks]
+ *   u32 n regions (the root, index 0, not written): u32 parent, name, visits[nranks], ns[nranks]
+ *   u32 n series:     u32 region, u32 function, calls, ns, min, max, sent, recv, timed (u64[nranks]
+ *                     each), var (f64[nranks])
+ *   u32 n counters:   name, u8 kind
+ *   u32 n values:     u32 region, u32 counter, value (f64[nranks]), when (u64[nranks])
+ *   u32 n modules:    name
+ *   u32 n frames:     u32 module, u64 address
+ *   u32 n sites:      u32 function, u32 frames, u32 first frame, u64 hash, calls, ns, sent, recv
+ *   magic "MLMEREND"
+ * A name is a u16 length and its bytes. Regions come after their parents, so a parent's index is
+ * below its child's. */
+#define PACK_MAGIC "MLMERGE1"
+#define PACK_END "MLMEREND"
+
+typedef struct packer {
+    char *p;
+    size_t len, cap;
+    int failed;
+} packer_t;
+
+static void put(packer_t *o, const void *v, size_t n)
+{
+    if (o->failed) return;
+    if (o->cap - o->len < n) {
+        size_t cap = o->cap ? o->cap : 65536;
+        while (cap - o->len < n) cap *= 2;
+        char *grown = realloc(o->p, cap);
+        if (grown == NULL) {
+            o->failed = 1;
+            return;
+        }
+        o->p = grown, o->cap = cap;
+    }
+    memcpy(o->p + o->len, v, n);
+    o->len += n;
+}
+static void put_u32(packer_t *o, uint32_t v) { put(o, &v, sizeof v); }
+static void put_u8(packer_t *o, uint8_t v) { put(o, &v, sizeof v); }
+static void put_name(packer_t *o, name_t n)
+{
+    put(o, &n.len, sizeof n.len);
+    put(o, n.s, n.len);
+}
+
+int ml_merge_pack(const ml_merge_t *t, char **out, size_t *outlen)
+{
+    *out = NULL;
+    *outlen = 0;
+    if (t->failed) return -1;
+    packer_t o = {0};
+    const size_t n = (size_t)t->nranks, u64s = n * sizeof(uint64_t);
+    put(&o, PACK_MAGIC, 8);
+    put(&o, &t->lo, sizeof t->lo);
+    put(&o, &t->nranks, sizeof t->nranks);
+    put_u32(&o, (uint32_t)t->any_sites);
+    for (size_t r = 0; r < n; r++) {
+        const rankinfo_t *x = &t->info[r];
+        put_u8(&o, (uint8_t)x->present);
+        put_u8(&o, (uint8_t)x->unknown_counted);
+        put(&o, &x->head, sizeof x->head);
+        put(&o, &x->tail, sizeof x->tail);
+        put_name(&o, x->host);
+        put_u32(&o, x->npeers);
+        put(&o, t->peers + x->peer0, (size_t)x->npeers * sizeof *t->peers);
+    }
+    put_u32(&o, t->nfunctions);
+    for (uint32_t i = 0; i < t->nfunctions; i++) {
+        const function_t *f = &t->functions[i];
+        put_name(&o, f->name);
+        put_u8(&o, f->cls);
+        uint64_t bins = 0;
+        uint8_t last = 0;
+        for (int b = 0; f->hist_calls && b < ML_SIZE_BINS; b++) {
+            int any = 0;
+            for (size_t r = 0; r < n && !any; r++) any = f->hist_calls[(size_t)b * n + r] != 0 || f->hist_ns[(size_t)b * n + r] != 0;
+            if (any && b < 64) bins |= 1ull << b;
+            if (any && b == 64) last = 1;
+        }
+        put(&o, &bins, sizeof bins);
+        put_u8(&o, last);
+        for (int b = 0; b < ML_SIZE_BINS; b++)
+            if (b < 64 ? (bins >> b) & 1 : last) {
+                put(&o, f->hist_calls + (size_t)b * n, u64s);
+                put(&o, f->hist_ns + (size_t)b * n, u64s);
+            }
+    }
+    put_u32(&o, t->nregions - 1);
+    for (uint32_t i = 1; i < t->nregions; i++) {
+        const region_t *g = &t->regions[i];
+        put_u32(&o, g->parent);
+        put_name(&o, g->name);
+        put(&o, g->visits, u64s);
+        put(&o, g->ns, u64s);
+    }
+    put_u32(&o, t->nseries);
+    for (uint32_t i = 0; i < t->nseries; i++) {
+        const series_t *x = &t->series[i];
+        put_u32(&o, x->region);
+        put_u32(&o, x->fn);
+        const uint64_t *arrays[] = {x->calls, x->ns, x->min, x->max, x->sent, x->recv, x->timed};
+        for (size_t a = 0; a < sizeof arrays / sizeof *arrays; a++) put(&o, arrays[a], u64s);
+        put(&o, x->var, n * sizeof(double));
+    }
+    put_u32(&o, t->ncounters);
+    for (uint32_t i = 0; i < t->ncounters; i++) {
+        put_name(&o, t->counters[i].name);
+        put_u8(&o, t->counters[i].kind);
+    }
+    put_u32(&o, t->ncvalues);
+    for (uint32_t i = 0; i < t->ncvalues; i++) {
+        const cvalue_t *c = &t->cvalues[i];
+        put_u32(&o, c->region);
+        put_u32(&o, c->counter);
+        put(&o, c->value, n * sizeof(double));
+        put(&o, c->when, u64s);
+    }
+    put_u32(&o, t->nmodules);
+    for (uint32_t i = 0; i < t->nmodules; i++) put_name(&o, t->modules[i]);
+    put_u32(&o, t->nframes);
+    for (uint32_t i = 0; i < t->nframes; i++) {
+        put_u32(&o, t->frames[i].module);
+        put(&o, &t->frames[i].vaddr, sizeof t->frames[i].vaddr);
+    }
+    put_u32(&o, t->nsites);
+    for (uint32_t i = 0; i < t->nsites; i++) {
+        const gsite_t *x = &t->sites[i];
+        put_u32(&o, x->fn);
+        put_u32(&o, x->nframes);
+        put_u32(&o, x->frame0);
+        put(&o, &x->hash, sizeof x->hash);
+        const uint64_t *arrays[] = {x->calls, x->ns, x->sent, x->recv};
+        for (size_t a = 0; a < sizeof arrays / sizeof *arrays; a++) put(&o, arrays[a], u64s);
+    }
+    put(&o, PACK_END, 8);
+    if (o.failed) {
+        free(o.p);
+        return -1;
+    }
+    *out = o.p;
+    *outlen = o.len;
+    return 0;
+}
+
+/* Reading a packed merge: `n` values per rank copied into the table at its offset. */
+static void take_ranks(cursor_t *c, void *into, size_t n, size_t size)
+{
+    take(c, into, n * size);
+}
+static name_t take_name(cursor_t *c)
+{
+    uint16_t len;
+    const char *s = str(c, &len);
+    return (name_t){s, len};
+}
+static uint8_t u8(cursor_t *c)
+{
+    uint8_t v;
+    take(c, &v, 1);
+    return v;
+}
+/* A count of records of at least `least` bytes each: at most what is left, else the cursor is bad. */
+static uint32_t count_of(cursor_t *c, size_t least)
+{
+    const uint32_t n = u32(c);
+    if (!c->bad && (size_t)(c->end - c->p) / (least ? least : 1) < n) c->bad = 1;
+    return c->bad ? 0 : n;
+}
+
+int ml_merge_add_packed(ml_merge_t *t, const char *data, size_t len)
+{
+    if (t->failed) return -1;
+    cursor_t c = {data, data + len, 0};
+    char magic[8];
+    int32_t lo, nb;
+    take(&c, magic, 8);
+    take(&c, &lo, sizeof lo);
+    take(&c, &nb, sizeof nb);
+    /* a part of this table's range, none of whose ranks it holds yet */
+    if (c.bad || memcmp(magic, PACK_MAGIC, 8) != 0 || nb < 1 || lo < t->lo || (int64_t)lo + nb > (int64_t)t->lo + t->nranks)
+        return t->failed = 1, -1;
+    const size_t off = (size_t)(lo - t->lo), n = (size_t)nb, u64s = n * sizeof(uint64_t);
+    for (size_t r = 0; r < n; r++)
+        if (t->info[off + r].present) return t->failed = 1, -1;
+    t->any_sites |= u32(&c) != 0;
+    for (size_t r = 0; r < n && !c.bad && !t->failed; r++) {
+        rankinfo_t *x = &t->info[off + r];
+        x->present = u8(&c);
+        x->unknown_counted = u8(&c);
+        take(&c, &x->head, sizeof x->head);
+        take(&c, &x->tail, sizeof x->tail);
+        const name_t host = take_name(&c);
+        x->host = keep(t, host.s, host.len);
+        x->peer0 = t->npeers;
+        x->npeers = count_of(&c, sizeof(ml_payload_peer_t));
+        for (uint32_t i = 0; i < x->npeers && !t->failed; i++) {
+            ml_payload_peer_t *grown = grow(t, t->peers, t->npeers, &t->cap_peers, sizeof *grown);
+            if (grown == NULL) break;
+            t->peers = grown;
+            take(&c, &t->peers[t->npeers++], sizeof *grown);
+        }
+    }
+    /* functions: this part's ids -> the table's */
+    const uint32_t nf = count_of(&c, 3);
+    uint32_t *fmap = malloc(((size_t)nf + 1) * sizeof *fmap);
+    uint32_t *rmap = NULL, *cmap = NULL, *mmap = NULL;
+    uint32_t nr = 0, nc = 0, nm = 0;
+    if (fmap == NULL) t->failed = 1;
+    for (uint32_t i = 0; i < nf && !c.bad && !t->failed; i++) {
+        const name_t name = take_name(&c);
+        const uint8_t cls = u8(&c);
+        fmap[i] = function_global(t, name.s, name.len, cls);
+        uint64_t bins;
+        take(&c, &bins, sizeof bins);
+        const uint8_t last = u8(&c);
+        if (fmap[i] == UINT32_MAX) break;
+        function_t *f = &t->functions[fmap[i]];
+        for (int b = 0; b < ML_SIZE_BINS && !c.bad; b++) {
+            if (!(b < 64 ? (bins >> b) & 1 : last)) continue;
+            if (f->hist_calls == NULL) {
+                f->hist_calls = calloc((size_t)ML_SIZE_BINS * (size_t)t->nranks, sizeof(uint64_t));
+                f->hist_ns = calloc((size_t)ML_SIZE_BINS * (size_t)t->nranks, sizeof(uint64_t));
+                if (f->hist_calls == NULL || f->hist_ns == NULL) {
+                    t->failed = 1;
+                    break;
+                }
+            }
+            const size_t at = (size_t)b * (size_t)t->nranks + off;
+            take_ranks(&c, f->hist_calls + at, n, sizeof(uint64_t));
+            take_ranks(&c, f->hist_ns + at, n, sizeof(uint64_t));
+        }
+    }
+    /* regions, parents first: this part's indices -> the table's (0, the root, to 0) */
+    nr = c.bad || t->failed ? 0 : count_of(&c, 6 + 2 * u64s);
+    rmap = calloc((size_t)nr + 1, sizeof *rmap);
+    if (rmap == NULL) t->failed = 1;
+    for (uint32_t i = 1; i <= nr && !c.bad && !t->failed; i++) {
+        const uint32_t parent = u32(&c);
+        const name_t name = take_name(&c);
+        if (parent >= i) {
+            c.bad = 1;
+            break;
+        }
+        rmap[i] = region_global(t, rmap[parent], name.s, name.len);
+        if (rmap[i] == UINT32_MAX) break;
+        take_ranks(&c, t->regions[rmap[i]].visits + off, n, sizeof(uint64_t));
+        take_ranks(&c, t->regions[rmap[i]].ns + off, n, sizeof(uint64_t));
+    }
+    const uint32_t ns = c.bad || t->failed ? 0 : count_of(&c, 8 + 7 * u64s + n * sizeof(double));
+    for (uint32_t i = 0; i < ns && !c.bad && !t->failed; i++) {
+        const uint32_t region = u32(&c), fn = u32(&c);
+        if (fn >= nf || (region != UINT32_MAX && (region == 0 || region > nr))) {
+            c.bad = 1;
+            break;
+        }
+        series_t *x = series_of(t, region == UINT32_MAX ? UINT32_MAX : rmap[region], fmap[fn]);
+        if (x == NULL) break;
+        uint64_t *arrays[] = {x->calls, x->ns, x->min, x->max, x->sent, x->recv, x->timed};
+        for (size_t a = 0; a < sizeof arrays / sizeof *arrays; a++) take_ranks(&c, arrays[a] + off, n, sizeof(uint64_t));
+        take_ranks(&c, x->var + off, n, sizeof(double));
+    }
+    nc = c.bad || t->failed ? 0 : count_of(&c, 3);
+    cmap = malloc(((size_t)nc + 1) * sizeof *cmap);
+    if (cmap == NULL) t->failed = 1;
+    for (uint32_t i = 0; i < nc && !c.bad && !t->failed; i++) {
+        const name_t name = take_name(&c);
+        const uint8_t kind = u8(&c);
+        cmap[i] = counter_global(t, name.s, name.len, kind);
+        if (cmap[i] == UINT32_MAX) break;
+    }
+    const uint32_t nv = c.bad || t->failed ? 0 : count_of(&c, 8 + n * sizeof(double) + u64s);
+    for (uint32_t i = 0; i < nv && !c.bad && !t->failed; i++) {
+        const uint32_t region = u32(&c), counter = u32(&c);
+        if (counter >= nc || (region != UINT32_MAX && (region == 0 || region > nr))) {
+            c.bad = 1;
+            break;
+        }
+        cvalue_t *v = cvalue_of(t, region == UINT32_MAX ? UINT32_MAX : rmap[region], cmap[counter]);
+        if (v == NULL) break;
+        take_ranks(&c, v->value + off, n, sizeof(double));
+        take_ranks(&c, v->when + off, n, sizeof(uint64_t));
+    }
+    nm = c.bad || t->failed ? 0 : count_of(&c, 2);
+    mmap = malloc(((size_t)nm + 1) * sizeof *mmap);
+    if (mmap == NULL) t->failed = 1;
+    for (uint32_t i = 0; i < nm && !c.bad && !t->failed; i++) {
+        const name_t name = take_name(&c);
+        mmap[i] = module_global(t, name.s, name.len);
+    }
+    const uint32_t nfr = c.bad || t->failed ? 0 : count_of(&c, 12);
+    gframe_t *frames = malloc(((size_t)nfr + 1) * sizeof *frames);
+    if (frames == NULL) t->failed = 1;
+    for (uint32_t i = 0; i < nfr && !c.bad && !t->failed; i++) {
+        const uint32_t module = u32(&c);
+        frames[i].module = module < nm ? mmap[module] : UINT32_MAX;
+        take(&c, &frames[i].vaddr, sizeof frames[i].vaddr);
+    }
+    const uint32_t nsite = c.bad || t->failed ? 0 : count_of(&c, 20 + 4 * u64s);
+    for (uint32_t i = 0; i < nsite && !c.bad && !t->failed; i++) {
+        const uint32_t fn = u32(&c), nframes = u32(&c), frame0 = u32(&c);
+        uint64_t hash;
+        take(&c, &hash, sizeof hash);
+        if (fn >= nf || frame0 > nfr || nframes > nfr - frame0) {
+            c.bad = 1;
+            break;
+        }
+        gsite_t *x = site_of(t, fmap[fn], frames + frame0, nframes);
+        if (x == NULL) break;
+        uint64_t *arrays[] = {x->calls, x->ns, x->sent, x->recv};
+        for (size_t a = 0; a < sizeof arrays / sizeof *arrays; a++) take_ranks(&c, arrays[a] + off, n, sizeof(uint64_t));
+    }
+    char end[8] = {0};
+    take(&c, end, 8);
+    if (c.bad || c.p != c.end || memcmp(end, PACK_END, 8) != 0) t->failed = 1;
+    free(fmap), free(rmap), free(cmap), free(mmap), free(frames);
+    return t->failed ? -1 : 0;
+}
+
+int ml_merge_write(FILE *f, ml_merge_t *t, const ml_merge_opts_t *o, size_t bytes) { return write_profile(f, t, o, bytes); }

@@ -1,11 +1,12 @@
 /* The profile's files (internal header, never installed): this rank's measurements serialized
- * (payload.c), gathered into profile.json at MPI_Finalize (profile.c) with meta.json (meta.c); the
+ * (payload.c), merged into profile.json at MPI_Finalize (profile.c) with meta.json (meta.c); the
  * partial files of a process that ends early. None of this runs per MPI call. */
 #ifndef ML_OUTPUT_H
 #define ML_OUTPUT_H
 
 #include <stddef.h>
 
+#include "merge.h"
 #include "ml.h"
 
 /* A byte sink: a growing heap buffer, or (fd >= 0 or stream) a fixed buffer flushed with write(2),
@@ -34,9 +35,10 @@ void ml_partial_dump(int reason, int signo);
 /* this rank's statistics so far into path (via tmp), or into its group's container (stream kind,
  * item: ml_files.h); 0 on success */
 int ml_payload_to_file(const char *tmp, const char *path, int kind, unsigned item, int reason, int signo);
-int ml_profile_write(const char *path, const char *payloads, size_t len, int nranks, double gather_s);
-/* the bytes profile.json of these payloads takes (0: it cannot be made) */
-size_t ml_profile_bytes(const char *payloads, size_t len, int nranks, double gather_s);
+/* profile.json of the whole run's merge (merge.h); `gathered`: the bytes the reduction moved */
+int ml_profile_write(const char *path, ml_merge_t *merged, size_t gathered, int nranks, double gather_s);
+/* the bytes that profile.json takes (0: it cannot be made) */
+size_t ml_profile_bytes(ml_merge_t *merged, size_t gathered, int nranks, double gather_s);
 int ml_meta_write(const char *hosts, int hostlen);
 int ml_meta_finish(void);
 

@@ -1,4 +1,4 @@
-/* One process's measurements as a compact binary record ("payload"): what rank 0 gathers at
+/* One process's measurements as a compact binary record ("payload"): what each rank merges at
  * MPI_Finalize, and what a rank writes to ranks/rank-NNNNNN.partial when it ends without
  * MPI_Finalize or to pcontrol/NNNN/ at a snapshot. Its layout (the ml_payload_* records, in the
  * order of the `payload` entry) is runtime/spec/rundir.yaml's, documented in docs/run-directory.md;
