@@ -111,11 +111,12 @@ def test_some_ranks_and_functions_left_out(any_mpi, tmp_path):
 
 
 def test_time_window(mpi, tmp_path):
-    """sleeper -n 12 -s 200: a step (MPI_Allreduce, MPI_Sendrecv around the ring) every 200 ms; a
-    window from 0.9 to 1.9 s holds about 5 steps, its edges between steps. Every rank then traces the
-    same steps (the window is on rank 0's clock), all inside the window, every message of them
-    matched; the profile has all 12."""
-    job = run_example(mpi, "sleeper", 3, tmp_path, ["-n", "12", "-s", "200"],
+    """sleeper -n 12 -S 200: a step (MPI_Allreduce, MPI_Sendrecv around the ring) every 200 ms from
+    rank 0's MPI_Init, on a schedule (-s, a sleep after each step, drifted on a loaded machine until
+    an edge cut a step in two); a window from 0.9 to 1.9 s holds about 5 steps, its edges between
+    steps. Every rank then traces the same steps (the window is on rank 0's clock), all inside the
+    window, every message of them matched; the profile has all 12."""
+    job = run_example(mpi, "sleeper", 3, tmp_path, ["-n", "12", "-S", "200"],
                       settings={"MPILENS_MODE": "trace", "MPILENS_TRACE_WINDOW": "0.9:1.9"})
     per_rank = {r: trace_calls(p) for r, p in trace_files(job).items()}
     steps = {c["MPI_Allreduce"] for c in per_rank.values()}

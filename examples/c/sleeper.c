@@ -1,10 +1,13 @@
 /* sleeper: a job that can be stopped before MPI_Finalize, for the tests of killed and aborted runs.
  * Each step does one MPI_Allreduce of an int and one MPI_Sendrecv of 256 bytes around a ring, then
  * sleeps. Rank 0 prints "step I" after each step (flushed), so a test can wait for progress.
- * Usage: sleeper [-n STEPS] [-s MS] [-m MARKER] [-a RANK:STEP] [-k RANK:STEP] [-o RANK:STEP] [-f RANK:STEP]
- *                [-w FILE] [-p DIR] [-x CODE] [-r TAG]
+ * Usage: sleeper [-n STEPS] [-s MS] [-S MS] [-m MARKER] [-a RANK:STEP] [-k RANK:STEP] [-o RANK:STEP]
+ *                [-f RANK:STEP] [-w FILE] [-p DIR] [-x CODE] [-r TAG]
  *   -n STEPS      number of steps (default 10)
  *   -s MS         sleep after each step, milliseconds (default 0)
+ *   -S MS         instead, steps on a schedule: step I starts I * MS milliseconds after rank 0's
+ *                 MPI_Init returned (its CLOCK_MONOTONIC reading, broadcast: the ranks of one host),
+ *                 so that however long a step takes on a busy machine, the steps do not drift
  *   -m MARKER     every process appends its pid to MARKER before MPI_Init (proof that it started)
  *   -a RANK:STEP  RANK calls MPI_Abort(MPI_COMM_WORLD, 3) when it reaches step STEP (after STEP steps)
  *   -k RANK:STEP  RANK kills itself with SIGKILL when it reaches step STEP (after STEP steps and
@@ -34,12 +37,13 @@
 
 int main(int argc, char **argv)
 {
-    int steps = 10, ms = 0, abort_rank = -1, abort_step = -1, kill_rank = -1, kill_step = -1, code = 0, pending_tag = -1;
+    int steps = 10, ms = 0, every_ms = 0, abort_rank = -1, abort_step = -1, kill_rank = -1, kill_step = -1, code = 0, pending_tag = -1;
     int oom_rank = -1, oom_step = -1, fault_rank = -1, fault_step = -1;
     const char *marker = NULL, *progress = NULL, *written = NULL;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "-n") == 0) steps = atoi(argv[i + 1]);
         else if (strcmp(argv[i], "-s") == 0) ms = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "-S") == 0) every_ms = atoi(argv[i + 1]);
         else if (strcmp(argv[i], "-m") == 0) marker = argv[i + 1];
         else if (strcmp(argv[i], "-a") == 0) sscanf(argv[i + 1], "%d:%d", &abort_rank, &abort_step);
         else if (strcmp(argv[i], "-k") == 0) sscanf(argv[i + 1], "%d:%d", &kill_rank, &kill_step);
@@ -63,8 +67,16 @@ int main(int argc, char **argv)
     }
 
     MPI_Init(&argc, &argv);
+    struct timespec origin;
+    clock_gettime(CLOCK_MONOTONIC, &origin);
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (every_ms > 0) { /* rank 0's moment for every rank */
+        long long ns = (long long)origin.tv_sec * 1000000000LL + origin.tv_nsec;
+        MPI_Bcast(&ns, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
+        origin.tv_sec = (time_t)(ns / 1000000000LL);
+        origin.tv_nsec = (long)(ns % 1000000000LL);
+    }
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     const int right = (rank + 1) % size, left = (rank + size - 1) % size;
     char out[256], in[256];
@@ -126,6 +138,12 @@ int main(int argc, char **argv)
             fflush(stdout);
         }
         if (ms > 0) nanosleep(&pause, NULL);
+        if (every_ms > 0) {
+            const long long at = ((long long)origin.tv_sec * 1000000000LL + origin.tv_nsec) + (long long)(i + 1) * every_ms * 1000000LL;
+            const struct timespec next = {(time_t)(at / 1000000000LL), (long)(at % 1000000000LL)};
+            while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) != 0) {
+            }
+        }
     }
     if (fh != MPI_FILE_NULL) MPI_File_close(&fh);
     if (pending != MPI_REQUEST_NULL) {
