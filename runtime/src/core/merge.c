@@ -1313,6 +1313,16 @@ static uint32_t count_of(cursor_t *c, size_t least)
     return c->bad ? 0 : n;
 }
 
+/* A packed part's region index (UINT32_MAX: the whole run) as the table's, in *out; -1 when it
+ * names none of the part's nr regions (0, the root, is never a series' or a value's region). */
+static int part_region(uint32_t region, uint32_t nr, const uint32_t *rmap, uint32_t *out)
+{
+    if (region == UINT32_MAX) return *out = UINT32_MAX, 0;
+    if (region == 0 || region > nr) return -1;
+    *out = rmap[region];
+    return 0;
+}
+
 int ml_merge_add_packed(ml_merge_t *t, const char *data, size_t len)
 {
     if (t->failed) return -1;
@@ -1394,12 +1404,13 @@ int ml_merge_add_packed(ml_merge_t *t, const char *data, size_t len)
     }
     const uint32_t ns = c.bad || t->failed ? 0 : count_of(&c, 8 + 7 * u64s + n * sizeof(double));
     for (uint32_t i = 0; i < ns && !c.bad && !t->failed; i++) {
-        const uint32_t region = u32(&c), fn = u32(&c);
-        if (fn >= nf || (region != UINT32_MAX && (region == 0 || region > nr))) {
+        const uint32_t packed_region = u32(&c), fn = u32(&c);
+        uint32_t region;
+        if (fn >= nf || part_region(packed_region, nr, rmap, &region) != 0) {
             c.bad = 1;
             break;
         }
-        series_t *x = series_of(t, region == UINT32_MAX ? UINT32_MAX : rmap[region], fmap[fn]);
+        series_t *x = series_of(t, region, fmap[fn]);
         if (x == NULL) break;
         uint64_t *arrays[] = {x->calls, x->ns, x->min, x->max, x->sent, x->recv, x->timed};
         for (size_t a = 0; a < sizeof arrays / sizeof *arrays; a++) take_ranks(&c, arrays[a] + off, n, sizeof(uint64_t));
@@ -1416,12 +1427,13 @@ int ml_merge_add_packed(ml_merge_t *t, const char *data, size_t len)
     }
     const uint32_t nv = c.bad || t->failed ? 0 : count_of(&c, 8 + n * sizeof(double) + u64s);
     for (uint32_t i = 0; i < nv && !c.bad && !t->failed; i++) {
-        const uint32_t region = u32(&c), counter = u32(&c);
-        if (counter >= nc || (region != UINT32_MAX && (region == 0 || region > nr))) {
+        const uint32_t packed_region = u32(&c), counter = u32(&c);
+        uint32_t region;
+        if (counter >= nc || part_region(packed_region, nr, rmap, &region) != 0) {
             c.bad = 1;
             break;
         }
-        cvalue_t *v = cvalue_of(t, region == UINT32_MAX ? UINT32_MAX : rmap[region], cmap[counter]);
+        cvalue_t *v = cvalue_of(t, region, cmap[counter]);
         if (v == NULL) break;
         take_ranks(&c, v->value + off, n, sizeof(double));
         take_ranks(&c, v->when + off, n, sizeof(uint64_t));
