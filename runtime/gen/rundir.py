@@ -120,7 +120,80 @@ def load(path: Path = SPEC) -> dict:
                 fld.get("when") not in (None, "time_sample"):
             raise SystemExit(f"rundir.yaml: profile_function_fields: {fld} (as: one of {FIELD_WRITERS}, "
                              "when: time_sample)")
+    spec["_profile_keys"] = profile_keys(spec)
     return spec
+
+
+# profile_objects' values: a scalar, an object's name, [T] or {T}, then ? when it may be null
+PROFILE_SCALARS = ("string", "bool", "integer", "number", "seconds")
+# the value of a field of the field lists, by its `as`
+FIELD_VALUES = {"profile_function_fields": {"count": "[integer?]", "seconds": "[seconds?]",
+                                            "seconds_per_call": "[seconds?]", "seconds_se": "[seconds?]"},
+                "profile_rank_fields": {"text": "string?", "seconds": "seconds?", "count": "integer?",
+                                        "end_reason": "string?"},
+                "profile_dropped_fields": {None: "integer"}}
+
+
+@dataclass
+class ProfileKey:
+    name: str
+    value: str
+    when: str | None
+    doc: str
+    field_list: str | None  # the field list it comes from (profile_..._fields), None: profile_objects
+
+
+def check_value(value: str, objects: dict) -> None:
+    v = value.removesuffix("?")
+    if v[:1] + v[-1:] in ("[]", "{}"):
+        check_value(v[1:-1], objects)
+    elif v not in PROFILE_SCALARS and v not in objects:
+        raise SystemExit(f"rundir.yaml: profile_objects: value {value!r} (one of {PROFILE_SCALARS}, an object, "
+                         "[T] or {T}, then ? when it may be null)")
+
+
+def profile_keys(spec: dict) -> dict[str, list[ProfileKey]]:
+    """profile_objects with their field lists' keys: object -> keys in the order they are written."""
+    objects = spec["profile_objects"]
+    out: dict[str, list[ProfileKey]] = {}
+    for oname, o in objects.items():
+        if set(o) - {"doc", "keys", "fields"} or not re.fullmatch(r"[a-z_]+", oname):
+            raise SystemExit(f"rundir.yaml: profile_objects: {oname} (doc, keys, fields)")
+        keys = []
+        for k in o["keys"]:
+            if set(k) - {"name", "value", "when", "doc"} or not re.fullmatch(r"[a-z_0-9]+", k["name"]):
+                raise SystemExit(f"rundir.yaml: profile_objects: {oname}: {k} (name, value, when, doc)")
+            check_value(k["value"], objects)
+            keys.append(ProfileKey(k["name"], k["value"], k.get("when"), k["doc"], None))
+        if "fields" in o:
+            flist = o["fields"]
+            if flist not in ("profile_function_fields", "profile_rank_fields", "profile_dropped_fields"):
+                raise SystemExit(f"rundir.yaml: profile_objects: {oname}: fields: {flist}")
+            for fld in spec[flist]:
+                value = FIELD_VALUES[flist][fld.get("as")]
+                when = "MPILENS_TIME_SAMPLE > 1" if fld.get("when") == "time_sample" else (
+                    "every rank's payload is of version 4 or later" if fld.get("since") else None)
+                keys.append(ProfileKey(fld["name"], value, when, fld["doc"], flist))
+        names = [k.name for k in keys]
+        if len(set(names)) != len(names):
+            raise SystemExit(f"rundir.yaml: profile_objects: {oname} has a key twice")
+        out[oname] = keys
+    return out
+
+
+# the doc's sections of the field lists
+FIELD_ANCHORS = {"profile_function_fields": "profilejson-a-functions-fields",
+                 "profile_rank_fields": "profilejson-a-ranks-keys", "profile_dropped_fields": "profilejson-dropped"}
+
+
+def intervals_files(spec: dict) -> str:
+    """profile.json's "intervals": "files": the intervals files' path, NNNNNN the rank."""
+    return spec["files"]["intervals"]["path"].replace("{rank}", "NNNNNN")
+
+
+def keys_class(obj: str) -> str:
+    """The Python class of an object's keys: size_bin -> SizeBinKeys."""
+    return "".join(w.capitalize() for w in obj.split("_")) + "Keys"
 
 
 def magic_bytes(m: str) -> bytes:
@@ -154,6 +227,8 @@ def magics(spec: dict) -> dict[str, bytes]:
     for o in spec["payload"].get("older", []):
         out[f"PAYLOAD_{ident(o['name'])}"] = magic_bytes(o["magic"])
     out["CONTAINER"] = magic_bytes(spec["container"]["magic"])
+    out["MERGE_PACK"] = magic_bytes(spec["merge_pack"]["magic"])
+    out["MERGE_PACK_END"] = magic_bytes(spec["merge_pack"]["end"])
     for fname, f in spec["files"].items():
         if "magic" in f:
             out[ident(fname)] = magic_bytes(f["magic"])
@@ -260,6 +335,13 @@ def gen_c(spec: dict) -> str:
         out.append(f'_Static_assert(sizeof({r.c_name}_t) == {r.size}, "{r.name} is {r.size} bytes");')
         for f in r.fields:
             out.append(f'_Static_assert(offsetof({r.c_name}_t, {f.name}) == {f.offset}, "{r.name}.{f.name}");')
+    out += ["", "/* profile.json: every object's keys (runtime/spec/rundir.yaml profile_objects); merge.c writes the",
+            " * document with them, ML_PK_KEY(k) as a JSON object's key */",
+            '#define ML_PK_KEY(k) "\\"" k "\\": "']
+    for oname, keys in spec["_profile_keys"].items():
+        for k in keys:
+            out.append(f'#define ML_PK_{oname.upper()}_{k.name.upper()} "{k.name}"')
+    out.append(f'#define ML_PROFILE_INTERVALS_FILES "{intervals_files(spec)}" /* "intervals": "files" */')
     out += ["", "/* profile.json: the fields of each function, in order: X(key, from, as, when) (merge.c) */",
             "#define ML_PROFILE_FUNCTION_FIELDS(X) \\"]
     for fld in spec["profile_function_fields"]:
@@ -379,6 +461,19 @@ def gen_python(spec: dict) -> str:
         else:
             out.append(f"    ('string', {item['string']!r}, None, None),")
     out += [")", "",
+            "# profile.json: every object's keys, in the order they are written (runtime/spec/rundir.yaml",
+            "# profile_objects): the one place the readers take a key from"]
+    for oname, keys in spec["_profile_keys"].items():
+        out += ["", "", f"class {keys_class(oname)}:",
+                f'    """profile.json: {spec["profile_objects"][oname]["doc"]}."""']
+        out += [f"    {k.name.upper()} = {k.name!r}" for k in keys]
+    out += ["", "", f"PROFILE_INTERVALS_FILES = {intervals_files(spec)!r}  # \"intervals\": \"files\"", "",
+            "# profile.json's objects: {object: ((key, value, when), ...)}; value as in rundir.yaml (a scalar,",
+            "# an object, [T], {T}, then ? when it may be null), when None: always written",
+            "PROFILE_OBJECTS: dict[str, tuple[tuple[str, str, str | None], ...]] = {"]
+    for oname, keys in spec["_profile_keys"].items():
+        out.append(f"    {oname!r}: (" + " ".join(f"({k.name!r}, {k.value!r}, {k.when!r})," for k in keys) + "),")
+    out += ["}", "",
             "# profile.json: the fields of each function, in order: (key, from, as, when); when is None",
             "# (always) or 'time_sample' (runs with MPILENS_TIME_SAMPLE > 1 only)",
             "PROFILE_FUNCTION_FIELDS = ("]
@@ -457,7 +552,25 @@ def gen_doc(spec: dict) -> str:
             fmt = f"payload `{spec['payload']['magic']}`"
         out.append(f"| {fname} | `{f['path']}` | {f.get('mode') or ''} | {fmt} | {' '.join(f['writer'].split())} | "
                    f"{' '.join(f['contents'].split())} |")
-    out += ["", "## profile.json: a function's fields", "",
+    out += ["", "## profile.json", "",
+            "Every object of `profile.json` and its keys, in the order they are written. A value is a string, "
+            "bool, integer, number or seconds (a number of seconds), an object of this section, `[T]` a list of "
+            "T, or `{T}` a JSON object whose keys are names the program gave (functions, counters) and whose "
+            "values are T; `?`: `null` where it was not measured (a rank that left no data). The C writer "
+            "(`ML_PK_*` in `build/gen/ml_rundir.h`) and the Python readers (`mpilens._layout.ProfileKeys`, "
+            "`RankKeys`, ...) take every key from here.", ""]
+    for oname, keys in spec["_profile_keys"].items():
+        o = spec["profile_objects"][oname]
+        out += [f"### `{oname}`", "", o["doc"][:1].upper() + o["doc"][1:] + ".", "",
+                "| key | value | written | what |", "|---|---|---|---|"]
+        for k in keys:
+            value = re.sub(r"[a-z_]+", lambda m: m[0] if m[0] in PROFILE_SCALARS else f"[{m[0]}](#{m[0]})", k.value)
+            out.append(f"| `{k.name}` | {value} | {k.when or 'always'} | {k.doc} |")
+        if "fields" in o:
+            out.append(f"\nThe keys from `{spec[o['fields']][0]['name']}` on are `{o['fields']}`: their sums and "
+                       f"writers are in [its section](#{FIELD_ANCHORS[o['fields']]}).")
+        out.append("")
+    out += ["## profile.json: a function's fields", "",
             "Under `functions` (the whole run) and under each region's `functions`, each MPI function the "
             "program called has its `class` and these fields, in this order, each a list with one value per "
             "rank (`null` for a rank that left no data). `mpilens-merge` (runtime/src/core/merge.c) and "
@@ -536,6 +649,14 @@ def gen_doc(spec: dict) -> str:
     for item in spec["payload"]["layout"]:
         if "record" in item and item["record"] in recs:
             out += record_table(recs[item["record"]])
+    mp = spec["merge_pack"]
+    out += ["## The merge between ranks (not a file)", "",
+            "At `MPI_Finalize` each rank sends the rank below it the merge of its part of the ranks, packed "
+            "(`ml_merge_pack` in runtime/src/core/merge.c); it never reaches a disk, and all ranks of a job run "
+            f"one build of the runtime in one byte order. Magic `{mp['magic']}`, then in order (`[nranks]`: one "
+            "value per rank of the part; a name is a u16 length and its bytes):", ""]
+    out += [f"- {x['item']}: {x['doc']}" for x in mp["layout"]]
+    out += [f"- magic `{mp['end']}`", ""]
     out += ["## Enumerations and flags", ""]
     for ename, e in spec["enums"].items():
         docs = e.get("value_docs", {})

@@ -698,7 +698,8 @@ static void write_counters(FILE *f, table_t *t, uint32_t region, const char *ind
         if (c == NULL) continue;
         fprintf(f, "%s\n%s  ", first ? "" : ",", indent);
         ml_json_strn(f, t->counters[k].name.s, t->counters[k].name.len);
-        fprintf(f, ": {\"kind\": \"%s\", \"values\": [", t->counters[k].kind == ML_COUNTER_SUM ? "sum" : "last");
+        fprintf(f, ": {" ML_PK_KEY(ML_PK_COUNTER_KIND) "\"%s\", " ML_PK_KEY(ML_PK_COUNTER_VALUES) "[",
+                t->counters[k].kind == ML_COUNTER_SUM ? "sum" : "last");
         for (int r = 0; r < t->nranks; r++)
             if (c->value[r] != c->value[r])
                 fprintf(f, "%snull", r ? ", " : ""); /* a rank that never touched it */
@@ -776,14 +777,14 @@ static void write_functions(FILE *f, table_t *t, uint32_t region, const char *in
         const function_t *fn = &t->functions[s->fn];
         fprintf(f, "%s\n%s  ", i ? "," : "", indent);
         ml_json_strn(f, fn->name.s, fn->name.len);
-        fprintf(f, ": {\"class\": \"%s\"", fn->cls < ML_FUNCTION_CLASS_COUNT ? class_names[fn->cls] : "other");
+        fprintf(f, ": {" ML_PK_KEY(ML_PK_FUNCTION_CLASS) "\"%s\"", fn->cls < ML_FUNCTION_CLASS_COUNT ? class_names[fn->cls] : "other");
         /* the fields as runtime/spec/rundir.yaml lists them (ml_rundir.h) */
         const int with[] = {[0] = 1, [1] = t->o->time_sample > 1}; /* when: always, time_sample */
 #define always 0
 #define time_sample 1
 #define FIELD(key, from, as, when)                                                                  \
         if (with[when]) {                                                                          \
-            fprintf(f, ",\n%s    \"" key "\": ", indent);                                          \
+            fprintf(f, ",\n%s    " ML_PK_KEY(key), indent);                                              \
             field_##as(f, s->from, s, t);                                                           \
         }
         ML_PROFILE_FUNCTION_FIELDS(FIELD)
@@ -806,19 +807,19 @@ static void write_regions(FILE *f, table_t *t, uint32_t parent, int depth)
     for (uint32_t i = 1; i < t->nregions; i++) {
         region_t *r = &t->regions[i];
         if (r->parent != parent) continue;
-        fprintf(f, "%s\n%s  {\"name\": ", first ? "" : ",", indent);
+        fprintf(f, "%s\n%s  {" ML_PK_KEY(ML_PK_REGION_NAME), first ? "" : ",", indent);
         ml_json_strn(f, r->name.s, r->name.len);
-        fprintf(f, ",\n%s   \"visits\": ", indent);
+        fprintf(f, ",\n%s   " ML_PK_KEY(ML_PK_REGION_VISITS), indent);
         u64_array(f, r->visits, t);
-        fprintf(f, ",\n%s   \"time_s\": ", indent);
+        fprintf(f, ",\n%s   " ML_PK_KEY(ML_PK_REGION_TIME_S), indent);
         seconds_array(f, r->ns, NULL, t);
-        fprintf(f, ",\n%s   \"functions\": ", indent);
+        fprintf(f, ",\n%s   " ML_PK_KEY(ML_PK_REGION_FUNCTIONS), indent);
         char sub[320];
         snprintf(sub, sizeof sub, "%s   ", indent);
         write_functions(f, t, i, sub);
-        fprintf(f, ",\n%s   \"counters\": ", indent);
+        fprintf(f, ",\n%s   " ML_PK_KEY(ML_PK_REGION_COUNTERS), indent);
         write_counters(f, t, i, sub);
-        fprintf(f, ",\n%s   \"regions\": ", indent);
+        fprintf(f, ",\n%s   " ML_PK_KEY(ML_PK_REGION_REGIONS), indent);
         write_regions(f, t, i, depth + 1);
         fputc('}', f);
         first = 0;
@@ -857,10 +858,10 @@ static void write_message_sizes(FILE *f, table_t *t)
             }
             const unsigned long long lo = b == 0 ? 0 : 1ull << (b - 1);
             const unsigned long long hi = b == 0 ? 0 : (b == 64 ? ~0ull : (1ull << b) - 1);
-            fprintf(f, "%s\n      {\"bin\": %d, \"min_bytes\": %llu, \"max_bytes\": %llu, \"calls\": ", first_bin ? "" : ",",
-                    b, lo, hi);
+            fprintf(f, "%s\n      {" ML_PK_KEY(ML_PK_SIZE_BIN_BIN) "%d, " ML_PK_KEY(ML_PK_SIZE_BIN_MIN_BYTES) "%llu, "
+                    ML_PK_KEY(ML_PK_SIZE_BIN_MAX_BYTES) "%llu, " ML_PK_KEY(ML_PK_SIZE_BIN_CALLS), first_bin ? "" : ",", b, lo, hi);
             u64_array(f, fn->hist_calls + k, t);
-            fputs(", \"time_s\": ", f);
+            fputs(", " ML_PK_KEY(ML_PK_SIZE_BIN_TIME_S), f);
             seconds_array(f, fn->hist_ns + k, NULL, t);
             fputc('}', f);
             first_bin = 0;
@@ -902,23 +903,23 @@ static void write_sites(FILE *f, table_t *t)
     for (uint32_t i = 0; i < t->nsites; i++) {
         const gsite_t *s = sel[i];
         const function_t *fn = &t->functions[s->fn];
-        fprintf(f, "%s\n    {\"function\": ", i ? "," : "");
+        fprintf(f, "%s\n    {" ML_PK_KEY(ML_PK_CALLSITE_FUNCTION), i ? "," : "");
         ml_json_strn(f, fn->name.s, fn->name.len);
-        fputs(", \"frames\": [", f);
+        fputs(", " ML_PK_KEY(ML_PK_CALLSITE_FRAMES) "[", f);
         for (uint32_t k = 0; k < s->nframes; k++) {
             const gframe_t *g = &t->frames[s->frame0 + k];
-            fputs(k ? ", {\"module\": " : "{\"module\": ", f);
+            fputs(k ? ", {" ML_PK_KEY(ML_PK_FRAME_MODULE) : "{" ML_PK_KEY(ML_PK_FRAME_MODULE), f);
             if (g->module < t->nmodules) ml_json_strn(f, t->modules[g->module].s, t->modules[g->module].len);
             else fputs("null", f);
-            fprintf(f, ", \"address\": %llu}", (unsigned long long)g->vaddr);
+            fprintf(f, ", " ML_PK_KEY(ML_PK_FRAME_ADDRESS) "%llu}", (unsigned long long)g->vaddr);
         }
-        fputs("],\n     \"calls\": ", f);
+        fputs("],\n     " ML_PK_KEY(ML_PK_CALLSITE_CALLS), f);
         u64_array(f, s->calls, t);
-        fputs(", \"time_s\": ", f);
+        fputs(", " ML_PK_KEY(ML_PK_CALLSITE_TIME_S), f);
         seconds_array(f, s->ns, NULL, t);
-        fputs(",\n     \"bytes_sent\": ", f);
+        fputs(",\n     " ML_PK_KEY(ML_PK_CALLSITE_BYTES_SENT), f);
         u64_array(f, s->sent, t);
-        fputs(", \"bytes_recv\": ", f);
+        fputs(", " ML_PK_KEY(ML_PK_CALLSITE_BYTES_RECV), f);
         u64_array(f, s->recv, t);
         fputc('}', f);
     }
@@ -985,17 +986,19 @@ static int write_profile(FILE *f, table_t *t, const ml_merge_opts_t *o, size_t b
 #undef DROPPED_SUM
         unknown_counted &= x->unknown_counted;
     }
-    fputs("{\n  \"schema\": \"" ML_SCHEMA_PROFILE "\",\n  \"tool\": {\"name\": \"mpilens\"", f);
-    if (o->version) fprintf(f, ", \"version\": \"%s\"", o->version);
-    if (o->mpi) fprintf(f, ", \"mpi\": \"%s\"", o->mpi);
-    fprintf(f, "},\n  \"complete\": %s,\n  \"nranks\": %d,\n  \"wall_time_s\": ", complete ? "true" : "false", nranks);
+    fputs("{\n  " ML_PK_KEY(ML_PK_PROFILE_SCHEMA) "\"" ML_SCHEMA_PROFILE "\",\n  " ML_PK_KEY(ML_PK_PROFILE_TOOL) "{"
+          ML_PK_KEY(ML_PK_TOOL_NAME) "\"mpilens\"", f);
+    if (o->version) fprintf(f, ", " ML_PK_KEY(ML_PK_TOOL_VERSION) "\"%s\"", o->version);
+    if (o->mpi) fprintf(f, ", " ML_PK_KEY(ML_PK_TOOL_MPI) "\"%s\"", o->mpi);
+    fprintf(f, "},\n  " ML_PK_KEY(ML_PK_PROFILE_COMPLETE) "%s,\n  " ML_PK_KEY(ML_PK_PROFILE_NRANKS) "%d,\n  "
+            ML_PK_KEY(ML_PK_PROFILE_WALL_TIME_S), complete ? "true" : "false", nranks);
     if (any) ml_json_seconds(f, wall);
     else fputs("null", f);
-    if (o->time_sample > 1) fprintf(f, ",\n  \"time_sample\": %ld", o->time_sample);
-    fputs(",\n  \"ranks\": [", f);
+    if (o->time_sample > 1) fprintf(f, ",\n  " ML_PK_KEY(ML_PK_PROFILE_TIME_SAMPLE) "%ld", o->time_sample);
+    fputs(",\n  " ML_PK_KEY(ML_PK_PROFILE_RANKS) "[", f);
     for (int r = 0; r < nranks; r++) {
         const rankinfo_t *x = &t->info[r];
-        fprintf(f, "%s\n    {\"rank\": %d", r ? "," : "", r);
+        fprintf(f, "%s\n    {" ML_PK_KEY(ML_PK_RANK_RANK) "%d", r ? "," : "", r);
         /* the keys as runtime/spec/rundir.yaml lists them (ml_rundir.h), null where the rank left
          * no data; each `as` is written by its RANK_<as> */
         const int with[] = {[0] = 1, [1] = o->time_sample > 1}; /* when: always, time_sample */
@@ -1012,7 +1015,7 @@ static int write_profile(FILE *f, table_t *t, const ml_merge_opts_t *o, size_t b
         } while (0)
 #define RANK_FIELD(key, from, as, when)                                                             \
         if (with[when]) {                                                                          \
-            fputs(", \"" key "\": ", f);                                                             \
+            fputs(", " ML_PK_KEY(key), f);                                                              \
             if (x->present)                                                                        \
                 RANK_##as(from);                                                                   \
             else                                                                                   \
@@ -1028,55 +1031,57 @@ static int write_profile(FILE *f, table_t *t, const ml_merge_opts_t *o, size_t b
 #undef time_sample
         fputc('}', f);
     }
-    fputs("\n  ],\n  \"functions\": ", f);
+    fputs("\n  ],\n  " ML_PK_KEY(ML_PK_PROFILE_FUNCTIONS), f);
     write_functions(f, t, UINT32_MAX, "  ");
-    fputs(",\n  \"message_sizes\": ", f);
+    fputs(",\n  " ML_PK_KEY(ML_PK_PROFILE_MESSAGE_SIZES), f);
     write_message_sizes(f, t);
-    fputs(",\n  \"matrix\": [", f);
+    fputs(",\n  " ML_PK_KEY(ML_PK_PROFILE_MATRIX) "[", f);
     int first = 1;
     for (int r = 0; r < nranks; r++) {
         if (!t->info[r].present) continue;
         for (uint32_t i = 0; i < t->info[r].npeers; i++) {
             const ml_payload_peer_t x = t->peers[t->info[r].peer0 + i];
-            fprintf(f, "%s\n    {\"src\": %d, \"dst\": %u, \"messages\": %llu, \"bytes\": %llu}", first ? "" : ",", r,
+            fprintf(f, "%s\n    {" ML_PK_KEY(ML_PK_MATRIX_ENTRY_SRC) "%d, " ML_PK_KEY(ML_PK_MATRIX_ENTRY_DST) "%u, "
+                    ML_PK_KEY(ML_PK_MATRIX_ENTRY_MESSAGES) "%llu, " ML_PK_KEY(ML_PK_MATRIX_ENTRY_BYTES) "%llu}", first ? "" : ",", r,
                     x.dst, (unsigned long long)x.messages, (unsigned long long)x.bytes);
             first = 0;
         }
     }
     fputs(first ? "]" : "\n  ]", f);
-    fputs(",\n  \"counters\": ", f);
+    fputs(",\n  " ML_PK_KEY(ML_PK_PROFILE_COUNTERS), f);
     write_counters(f, t, UINT32_MAX, "  ");
-    fputs(",\n  \"regions\": ", f);
+    fputs(",\n  " ML_PK_KEY(ML_PK_PROFILE_REGIONS), f);
     write_regions(f, t, 0, 0);
     if (t->any_sites) {
-        fputs(",\n  \"callsites\": ", f);
+        fputs(",\n  " ML_PK_KEY(ML_PK_PROFILE_CALLSITES), f);
         write_sites(f, t);
     }
     if (o->intervals) {
-        fputs(",\n  \"intervals\": {\"recorded\": [", f);
+        fputs(",\n  " ML_PK_KEY(ML_PK_PROFILE_INTERVALS) "{" ML_PK_KEY(ML_PK_INTERVALS_RECORDED) "[", f);
         for (int r = 0; r < nranks; r++)
             if (t->info[r].present) fprintf(f, "%s%llu", r ? ", " : "", (unsigned long long)t->info[r].tail.intervals_recorded);
             else fprintf(f, "%snull", r ? ", " : "");
-        fputs("], \"dropped\": [", f);
+        fputs("], " ML_PK_KEY(ML_PK_INTERVALS_DROPPED) "[", f);
         for (int r = 0; r < nranks; r++)
             if (t->info[r].present) fprintf(f, "%s%llu", r ? ", " : "", (unsigned long long)t->info[r].tail.intervals_dropped);
             else fprintf(f, "%snull", r ? ", " : "");
-        fprintf(f, "], \"files\": \"%s\"}", "ranks/intervals-NNNNNN.bin");
+        fputs("], " ML_PK_KEY(ML_PK_INTERVALS_FILES) "\"" ML_PROFILE_INTERVALS_FILES "\"}", f);
     }
-    fputs(",\n  \"dropped\": {", f);
+    fputs(",\n  " ML_PK_KEY(ML_PK_PROFILE_DROPPED) "{", f);
     int first_dropped = 1;
     /* a field counted since version 4 is not said when a payload came from a runtime that did not
      * count it (version 2 or 3) */
 #define DROPPED_WRITE(key, from, since_v4)                                                          \
     if (!(since_v4) || unknown_counted) {                                                          \
-        fprintf(f, "%s\"" key "\": %llu", first_dropped ? "" : ", ", (unsigned long long)dropped[DROPPED_##from]); \
+        fprintf(f, "%s" ML_PK_KEY(key) "%llu", first_dropped ? "" : ", ", (unsigned long long)dropped[DROPPED_##from]);  \
         first_dropped = 0;                                                                         \
     }
     ML_PROFILE_DROPPED_FIELDS(DROPPED_WRITE)
 #undef DROPPED_WRITE
     fputs("}", f);
     if (o->gather_s >= 0)
-        fprintf(f, ",\n  \"tool_cost\": {\"finalize_gather_s\": %.6f, \"payload_bytes\": %zu}", o->gather_s, bytes);
+        fprintf(f, ",\n  " ML_PK_KEY(ML_PK_PROFILE_TOOL_COST) "{" ML_PK_KEY(ML_PK_TOOL_COST_FINALIZE_GATHER_S) "%.6f, "
+                ML_PK_KEY(ML_PK_TOOL_COST_PAYLOAD_BYTES) "%zu}", o->gather_s, bytes);
     fputs("\n}\n", f);
     return t->failed ? -1 : 0;
 }
@@ -1139,25 +1144,7 @@ int ml_merge_add_payload(ml_merge_t *m, const char *payload, size_t len)
 }
 
 /* A merge packed to travel up the tree: only within one job (one build of the runtime on every
- * rank, one byte order), so its layout is this code's, not a run-directory contract. In order:
- *   magic "MLMERGE1", i32 lo, i32 nranks, u32 any_sites
- *   per rank: u8 present, u8 unknown_counted, payload_head, payload_tail, name host,
- *             u32 n, n payload_peer (its row of the matrix)
- *   u32 n functions:  name, u8 class, u64 bins with sizes (bit b: bin b < 64), u8 bin 64, then for
- *                     each such bin calls[nranks] and ns[nranks]
- *   u32 n regions (the root, index 0, not written): u32 parent, name, visits[nranks], ns[nranks]
- *   u32 n series:     u32 region, u32 function, calls, ns, min, max, sent, recv, timed (u64[nranks]
- *                     each), var (f64[nranks])
- *   u32 n counters:   name, u8 kind
- *   u32 n values:     u32 region, u32 counter, value (f64[nranks]), when (u64[nranks])
- *   u32 n modules:    name
- *   u32 n frames:     u32 module, u64 address
- *   u32 n sites:      u32 function, u32 frames, u32 first frame, u64 hash, calls, ns, sent, recv
- *   magic "MLMEREND"
- * A name is a u16 length and its bytes. Regions come after their parents, so a parent's index is
- * below its child's. */
-#define PACK_MAGIC "MLMERGE1"
-#define PACK_END "MLMEREND"
+ * rank, one byte order). Its layout: runtime/spec/rundir.yaml, merge_pack (docs/run-directory.md). */
 
 typedef struct packer {
     char *p;
@@ -1196,7 +1183,7 @@ int ml_merge_pack(const ml_merge_t *t, char **out, size_t *outlen)
     if (t->failed) return -1;
     packer_t o = {0};
     const size_t n = (size_t)t->nranks, u64s = n * sizeof(uint64_t);
-    put(&o, PACK_MAGIC, 8);
+    put(&o, ML_MAGIC_MERGE_PACK, 8);
     put(&o, &t->lo, sizeof t->lo);
     put(&o, &t->nranks, sizeof t->nranks);
     put_u32(&o, (uint32_t)t->any_sites);
@@ -1278,7 +1265,7 @@ int ml_merge_pack(const ml_merge_t *t, char **out, size_t *outlen)
         const uint64_t *arrays[] = {x->calls, x->ns, x->sent, x->recv};
         for (size_t a = 0; a < sizeof arrays / sizeof *arrays; a++) put(&o, arrays[a], u64s);
     }
-    put(&o, PACK_END, 8);
+    put(&o, ML_MAGIC_MERGE_PACK_END, 8);
     if (o.failed) {
         free(o.p);
         return -1;
@@ -1333,7 +1320,7 @@ int ml_merge_add_packed(ml_merge_t *t, const char *data, size_t len)
     take(&c, &lo, sizeof lo);
     take(&c, &nb, sizeof nb);
     /* a part of this table's range, none of whose ranks it holds yet */
-    if (c.bad || memcmp(magic, PACK_MAGIC, 8) != 0 || nb < 1 || lo < t->lo || (int64_t)lo + nb > (int64_t)t->lo + t->nranks)
+    if (c.bad || memcmp(magic, ML_MAGIC_MERGE_PACK, 8) != 0 || nb < 1 || lo < t->lo || (int64_t)lo + nb > (int64_t)t->lo + t->nranks)
         return t->failed = 1, -1;
     const size_t off = (size_t)(lo - t->lo), n = (size_t)nb, u64s = n * sizeof(uint64_t);
     for (size_t r = 0; r < n; r++)
@@ -1469,7 +1456,7 @@ int ml_merge_add_packed(ml_merge_t *t, const char *data, size_t len)
     }
     char end[8] = {0};
     take(&c, end, 8);
-    if (c.bad || c.p != c.end || memcmp(end, PACK_END, 8) != 0) t->failed = 1;
+    if (c.bad || c.p != c.end || memcmp(end, ML_MAGIC_MERGE_PACK_END, 8) != 0) t->failed = 1;
     free(fmap), free(rmap), free(cmap), free(mmap), free(frames);
     return t->failed ? -1 : 0;
 }
