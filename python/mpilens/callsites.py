@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from . import _layout, layout, safefile
+from ._layout import CallsiteKeys, FrameKeys, ProfileKeys
 from .errors import RunDirectoryError
 
 SCHEMA = _layout.SCHEMA_CALLSITES
@@ -157,37 +158,37 @@ def callsites(run: Any) -> list[dict[str, Any]]:
     null for a rank without data) and, when the sites have more than one frame, "path": the frames
     from the MPI call outwards, each {"symbol", "file", "line", "module", "address"}. Empty when the
     run has no call sites (MPILENS_CALLSITE_DEPTH=0, or a run of an earlier version)."""
-    sites = (run.profile or {}).get("callsites")
+    C, F = CallsiteKeys, FrameKeys
+    sites = (run.profile or {}).get(ProfileKeys.CALLSITES)
     if not sites:
         return []
-    frames = {(f["module"], f["address"]) for s in sites for f in s["frames"]
-              if f.get("module") and not f["module"].startswith(PYTHON)}
+    frames = {(f[F.MODULE], f[F.ADDRESS]) for s in sites for f in s[C.FRAMES]
+              if f.get(F.MODULE) and not f[F.MODULE].startswith(PYTHON)}
     cache_file = layout.callsites_cache_file(run.path) if getattr(run, "path", None) else None
     sym = symbolise(frames, cache_file)
-    depth = max((len(s["frames"]) for s in sites), default=0)
+    depth = max((len(s[C.FRAMES]) for s in sites), default=0)
     out = []
     for s in sites:
         path = []
         first_python = None
-        for f in s["frames"]:
-            m = f.get("module")
+        for f in s[C.FRAMES]:
+            m, address = f.get(F.MODULE), f[F.ADDRESS]
             if m and m.startswith(PYTHON):  # a Python frame: "python\t<function>\t<file>", the line as address
                 _, func, file = m.split("\t", 2)
                 if first_python is None:
                     first_python = len(path)
-                path.append({"symbol": func, "file": file, "line": f["address"], "module": file,
-                             "address": f["address"]})
+                path.append({"symbol": func, "file": file, "line": address, "module": file, "address": address})
                 continue
-            r = sym.get((m, f["address"])) if m else None
-            path.append({"symbol": (r or {}).get("symbol") or f"{f['address']:#x}", "file": (r or {}).get("file"),
-                         "line": (r or {}).get("line"), "module": m, "address": f["address"]})
+            r = sym.get((m, address)) if m else None
+            path.append({"symbol": (r or {}).get("symbol") or f"{address:#x}", "file": (r or {}).get("file"),
+                         "line": (r or {}).get("line"), "module": m, "address": address})
         # a call made under Python is named by its Python line, also when a C extension made it
         # (the path then has the extension's frames first)
         top = path[first_python or 0] if path else {"symbol": OTHER, "file": None, "line": None, "module": None,
                                                      "address": None}
-        entry = {"mpi_function": s["function"], "file": top["file"], "line": top["line"], "symbol": top["symbol"],
-                 "module": top["module"], "address": top["address"], "calls": s["calls"], "time_s": s["time_s"],
-                 "bytes_sent": s["bytes_sent"], "bytes_recv": s["bytes_recv"]}
+        entry = {"mpi_function": s[C.FUNCTION], "file": top["file"], "line": top["line"], "symbol": top["symbol"],
+                 "module": top["module"], "address": top["address"], "calls": s[C.CALLS], "time_s": s[C.TIME_S],
+                 "bytes_sent": s[C.BYTES_SENT], "bytes_recv": s[C.BYTES_RECV]}
         if depth > 1:
             entry["path"] = [{k: f[k] for k in ("symbol", "file", "line", "module", "address")} for f in path]
         out.append(entry)

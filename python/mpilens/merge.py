@@ -31,6 +31,19 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import _layout as L
+from ._layout import (
+    CallsiteKeys,
+    CounterKeys,
+    FrameKeys,
+    FunctionKeys,
+    IntervalsKeys,
+    MatrixEntryKeys,
+    ProfileKeys,
+    RankKeys,
+    RegionKeys,
+    SizeBinKeys,
+    ToolKeys,
+)
 from .errors import RunDirectoryError
 
 if TYPE_CHECKING:  # numpy is imported where it is used: the command line imports mpilens.payload,
@@ -54,7 +67,6 @@ COUNTER_IDS = 65536 // 64  # merge.c's gid[]: the user counter ids a rank's tabl
 MAX_FRAMES = 64  # merge.c's frames[64]: a call site keeps its first 64 frames
 NO_MODULE = 0xFFFFFFFF  # UINT32_MAX: a frame in no module of the rank's table
 # merge.c writes this literally; it is the spec's intervals path with the rank as NNNNNN
-INTERVALS_FILES = L.FILES["intervals"].path.replace("{rank:06d}", "NNNNNN")
 
 
 # ------------------------------------------------------------------------------------ reading
@@ -327,11 +339,11 @@ def _number(v: float) -> int | float:
 def _tool(version: str | None, mpi: str | None) -> dict[str, Any]:
     """merge.c's "tool": it writes the version and the MPI as given, unescaped, so json.loads reads
     what they say as JSON string contents."""
-    text = '{"name": "mpilens"'
+    text = f'{{"{ToolKeys.NAME}": "mpilens"'
     if version is not None:
-        text += f', "version": "{version}"'
+        text += f', "{ToolKeys.VERSION}": "{version}"'
     if mpi is not None:
-        text += f', "mpi": "{mpi}"'
+        text += f', "{ToolKeys.MPI}": "{mpi}"'
     try:
         return json.loads(text + "}")
     except json.JSONDecodeError as err:
@@ -686,7 +698,7 @@ class _Merge:
             cells, ranks = series[f]
             name, cls = self.functions[f]
             no_calls = self._dense(ranks, self.cell["calls"][cells]) == 0  # a min or max over no call: null
-            one: dict[str, Any] = {"class": L.FUNCTION_CLASS_NAMES.get(cls, "other")}
+            one: dict[str, Any] = {FunctionKeys.CLASS: L.FUNCTION_CLASS_NAMES.get(cls, "other")}
             # the fields as runtime/spec/rundir.yaml lists them: (key, the sum per rank, how it is written)
             for key, source, how, when in L.PROFILE_FUNCTION_FIELDS:
                 if when == "time_sample" and self.time_sample <= 1:
@@ -709,8 +721,8 @@ class _Merge:
             if cv is None:
                 continue
             values = [cv[0].get(r, nan) for r in range(self.nranks)]
-            out[_text(name)] = {"kind": "sum" if kind == L.COUNTER_KIND_SUM else "last",
-                                "values": [None if v != v else _number(v) for v in values]}  # NaN: never touched
+            out[_text(name)] = {CounterKeys.KIND: "sum" if kind == L.COUNTER_KIND_SUM else "last",
+                                CounterKeys.VALUES: [None if v != v else _number(v) for v in values]}  # NaN: never touched
         return out
 
     def _regions(self) -> list[dict[str, Any]]:
@@ -725,9 +737,10 @@ class _Merge:
             ranks = np.fromiter(v, dtype=np.int64, count=len(v))
             visits = self._dense(ranks, np.array([v[r] & U64 for r in v], dtype=np.uint64))
             ns = self._dense(ranks, np.array([t[r] & U64 for r in v], dtype=np.uint64))
-            made[i] = {"name": _text(name), "visits": self._ints(visits), "time_s": self._seconds(ns),
-                       "functions": self._functions(i), "counters": self._counters(i), "regions": []}
-            (made[parent]["regions"] if parent else top).append(made[i])
+            made[i] = {RegionKeys.NAME: _text(name), RegionKeys.VISITS: self._ints(visits),
+                       RegionKeys.TIME_S: self._seconds(ns), RegionKeys.FUNCTIONS: self._functions(i),
+                       RegionKeys.COUNTERS: self._counters(i), RegionKeys.REGIONS: []}
+            (made[parent][RegionKeys.REGIONS] if parent else top).append(made[i])
         return top
 
     def _message_sizes(self) -> dict[str, Any]:
@@ -736,10 +749,10 @@ class _Merge:
             bins = []
             for b in sorted(self.hist[f]):
                 ranks, calls, ns = self.hist[f][b]
-                bins.append({"bin": b, "min_bytes": 0 if b == 0 else 1 << (b - 1),
-                             "max_bytes": 0 if b == 0 else U64 if b == 64 else (1 << b) - 1,
-                             "calls": self._ints(self._dense(ranks, calls)),
-                             "time_s": self._seconds(self._dense(ranks, ns))})
+                bins.append({SizeBinKeys.BIN: b, SizeBinKeys.MIN_BYTES: 0 if b == 0 else 1 << (b - 1),
+                             SizeBinKeys.MAX_BYTES: 0 if b == 0 else U64 if b == 64 else (1 << b) - 1,
+                             SizeBinKeys.CALLS: self._ints(self._dense(ranks, calls)),
+                             SizeBinKeys.TIME_S: self._seconds(self._dense(ranks, ns))})
             out[_text(self.functions[f][0])] = bins
         return out
 
@@ -757,13 +770,14 @@ class _Merge:
         rows.sort(key=lambda row: -row[0])
         out = []
         for _, g, frames, ranks, vals in rows:
-            out.append({"function": _text(self.functions[g][0]),
-                        "frames": [{"module": _text(self.module_names[m]) if m < len(self.module_names) else None,
-                                    "address": a} for m, a in frames],
-                        "calls": self._ints(self._dense(ranks, vals[:, 0])),
-                        "time_s": self._seconds(self._dense(ranks, vals[:, 1])),
-                        "bytes_sent": self._ints(self._dense(ranks, vals[:, 2])),
-                        "bytes_recv": self._ints(self._dense(ranks, vals[:, 3]))})
+            out.append({CallsiteKeys.FUNCTION: _text(self.functions[g][0]),
+                        CallsiteKeys.FRAMES: [{FrameKeys.MODULE: _text(self.module_names[m])
+                                               if m < len(self.module_names) else None,
+                                               FrameKeys.ADDRESS: a} for m, a in frames],
+                        CallsiteKeys.CALLS: self._ints(self._dense(ranks, vals[:, 0])),
+                        CallsiteKeys.TIME_S: self._seconds(self._dense(ranks, vals[:, 1])),
+                        CallsiteKeys.BYTES_SENT: self._ints(self._dense(ranks, vals[:, 2])),
+                        CallsiteKeys.BYTES_RECV: self._ints(self._dense(ranks, vals[:, 3]))})
         return out
 
     def document(self, version: str | None, mpi: str | None) -> dict[str, Any]:
@@ -774,43 +788,43 @@ class _Merge:
         h = {name: np.array([ranks[r].head[i] for r in present], dtype=np.uint64) for name, i in _H.items()
              if name != "magic"}
         complete = len(present) == self.nranks and all(ranks[r].head[_H["complete"]] for r in present)
-        doc: dict[str, Any] = {"schema": L.SCHEMA_PROFILE, "tool": _tool(version, mpi), "complete": complete,
-                               "nranks": self.nranks,
-                               "wall_time_s": self._seconds1(int(h["wall_ns"].max())) if present else None}
+        doc: dict[str, Any] = {ProfileKeys.SCHEMA: L.SCHEMA_PROFILE, ProfileKeys.TOOL: _tool(version, mpi),
+                               ProfileKeys.COMPLETE: complete, ProfileKeys.NRANKS: self.nranks,
+                               ProfileKeys.WALL_TIME_S: self._seconds1(int(h["wall_ns"].max())) if present else None}
         if self.time_sample > 1:
-            doc["time_sample"] = self.time_sample
+            doc[ProfileKeys.TIME_SAMPLE] = self.time_sample
         rows = []
         fields = [f for f in L.PROFILE_RANK_FIELDS if f[3] is None or self.time_sample > 1]
         for r in range(self.nranks):
             x = ranks.get(r)
-            row: dict[str, Any] = {"rank": r}
+            row: dict[str, Any] = {RankKeys.RANK: r}
             # the keys as runtime/spec/rundir.yaml lists them, null where the rank left no data
             for key, source, how, _ in fields:
                 row[key] = None if x is None else self._rank_value(x, source, how)
             rows.append(row)
-        doc["ranks"] = rows
-        doc["functions"] = self._functions(0)
-        doc["message_sizes"] = self._message_sizes()
+        doc[ProfileKeys.RANKS] = rows
+        doc[ProfileKeys.FUNCTIONS] = self._functions(0)
+        doc[ProfileKeys.MESSAGE_SIZES] = self._message_sizes()
         matrix = []
         for r in present:
             peers = ranks[r].table(ranks[r].matrix, L.PAYLOAD_PEER_DTYPE)
-            matrix += [{"src": r, "dst": d, "messages": m, "bytes": b} for d, m, b in
+            matrix += [{MatrixEntryKeys.SRC: r, MatrixEntryKeys.DST: d, MatrixEntryKeys.MESSAGES: m,
+                        MatrixEntryKeys.BYTES: b} for d, m, b in
                        zip(peers["dst"].tolist(), peers["messages"].tolist(), peers["bytes"].view(np.uint64).tolist())]
-        doc["matrix"] = matrix
-        doc["counters"] = self._counters(-1)
-        doc["regions"] = self._regions()
+        doc[ProfileKeys.MATRIX] = matrix
+        doc[ProfileKeys.COUNTERS] = self._counters(-1)
+        doc[ProfileKeys.REGIONS] = self._regions()
         if self.any_sites:
-            doc["callsites"] = self._callsites()
+            doc[ProfileKeys.CALLSITES] = self._callsites()
         if self.intervals:
-            doc["intervals"] = {"recorded": [ranks[r].intervals_recorded if r in ranks else None
-                                             for r in range(self.nranks)],
-                                "dropped": [ranks[r].intervals_dropped if r in ranks else None
-                                            for r in range(self.nranks)],
-                                "files": INTERVALS_FILES}
+            doc[ProfileKeys.INTERVALS] = {
+                IntervalsKeys.RECORDED: [ranks[r].intervals_recorded if r in ranks else None for r in range(self.nranks)],
+                IntervalsKeys.DROPPED: [ranks[r].intervals_dropped if r in ranks else None for r in range(self.nranks)],
+                IntervalsKeys.FILES: L.PROFILE_INTERVALS_FILES}
         # sums of payload_head fields, as runtime/spec/rundir.yaml lists them; one counted since
         # version 4 is not said of payloads that did not count it
         counted_v4 = all(ranks[r].unknown_counted for r in present)
-        doc["dropped"] = {key: int(h[source].sum()) for key, source, since in L.PROFILE_DROPPED_FIELDS
+        doc[ProfileKeys.DROPPED] = {key: int(h[source].sum()) for key, source, since in L.PROFILE_DROPPED_FIELDS
                           if since is None or counted_v4}
         return doc
 

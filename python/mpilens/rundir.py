@@ -13,12 +13,17 @@ from typing import Any
 from . import _layout, claim, layout, recover
 from . import meta as meta_file
 from . import payload as pl
+from ._layout import MatrixEntryKeys, ProfileKeys, RankKeys, RegionKeys
 from .errors import RunDirectoryError
 
 SCHEMA = _layout.SCHEMA_PROFILE
 PROFILE_SOURCE = "profile.json"  # Run.source of a run read from its aggregated profile
-# a function's fields every profile.json has (runtime/spec/rundir.yaml: profile_function_fields)
-FUNCTION_KEYS = tuple(key for key, _, _, when in _layout.PROFILE_FUNCTION_FIELDS if when is None)
+
+
+def function_keys() -> tuple[str, ...]:
+    """A function's fields every profile.json has (runtime/spec/rundir.yaml: profile_function_fields;
+    read from the spec's list when asked, never copied)."""
+    return tuple(key for key, _, _, when in _layout.PROFILE_FUNCTION_FIELDS if when is None)
 
 
 @dataclass
@@ -35,7 +40,7 @@ class Run:
     @property
     def complete(self) -> bool:
         """Whether every rank reached MPI_Finalize and the profile was aggregated."""
-        return bool(self.profile.get("complete")) and self.source == PROFILE_SOURCE
+        return bool(self.profile.get(ProfileKeys.COMPLETE)) and self.source == PROFILE_SOURCE
 
     # What the directory holds, and each family read lazily through its one reader (cached on first
     # use; a reader's RunDirectoryError is raised again on each use, not cached). The per-rank files
@@ -149,24 +154,25 @@ def validate_profile(doc: Any) -> list[str]:
     if not isinstance(doc, dict):
         return ["profile.json is not a JSON object"]
     errs = []
-    if doc.get("schema") != SCHEMA:
-        errs.append(f"profile.json has schema {doc.get('schema')!r}, expected {SCHEMA!r}")
-    n = doc.get("nranks")
+    P = ProfileKeys
+    if doc.get(P.SCHEMA) != SCHEMA:
+        errs.append(f"profile.json has {P.SCHEMA} {doc.get(P.SCHEMA)!r}, expected {SCHEMA!r}")
+    n = doc.get(P.NRANKS)
     if not isinstance(n, int) or n < 1:
-        return errs + ["profile.json: nranks is missing or not a positive integer"]
-    ranks = doc.get("ranks")
+        return errs + [f"profile.json: {P.NRANKS} is missing or not a positive integer"]
+    ranks = doc.get(P.RANKS)
     if not isinstance(ranks, list) or len(ranks) != n:
-        errs.append(f"profile.json: ranks should list {n} ranks")
-    funcs = doc.get("functions")
+        errs.append(f"profile.json: {P.RANKS} should list {n} ranks")
+    funcs = doc.get(P.FUNCTIONS)
     if not isinstance(funcs, dict):
-        errs.append("profile.json: functions is missing")
+        errs.append(f"profile.json: {P.FUNCTIONS} is missing")
     else:
         for name, f in funcs.items():
-            for k in FUNCTION_KEYS:
+            for k in function_keys():
                 if not isinstance(f, dict) or not isinstance(f.get(k), list) or len(f[k]) != n:
-                    errs.append(f"profile.json: functions.{name}.{k} should have {n} values")
+                    errs.append(f"profile.json: {P.FUNCTIONS}.{name}.{k} should have {n} values")
                     break
-    for key, kind in (("matrix", list), ("regions", list), ("message_sizes", dict)):
+    for key, kind in ((P.MATRIX, list), (P.REGIONS, list), (P.MESSAGE_SIZES, dict)):
         if not isinstance(doc.get(key), kind):
             errs.append(f"profile.json: {key} is missing")
     return errs
@@ -181,7 +187,7 @@ def check_values(doc: dict[str, Any], problems: list[str]) -> None:
     """Leave out the values of a structurally valid profile that no run writes (a negative time, a
     string for a count, a message from rank 99 in a run of 4): each becomes "not measured" (or
     its matrix entry is dropped), and problems says which. A damaged file never passes as data."""
-    n = doc["nranks"]
+    n = doc[ProfileKeys.NRANKS]
 
     def scrub(where: str, values: list[Any]) -> None:
         bad = [i for i, v in enumerate(values) if not _measured(v)]
@@ -195,38 +201,41 @@ def check_values(doc: dict[str, Any], problems: list[str]) -> None:
         for name, f in (funcs or {}).items() if isinstance(funcs, dict) else []:
             for k, v in f.items() if isinstance(f, dict) else []:
                 if isinstance(v, list) and len(v) == n:
-                    scrub(f"{prefix}functions.{name}.{k}", v)
+                    scrub(f"{prefix}{ProfileKeys.FUNCTIONS}.{name}.{k}", v)
 
-    walk_functions("", doc["functions"])
+    walk_functions("", doc[ProfileKeys.FUNCTIONS])
 
     def walk_regions(prefix: str, regions: Any) -> None:
         for r in regions if isinstance(regions, list) else []:
             if not isinstance(r, dict):
                 continue
-            where = f"{prefix}regions.{r.get('name')!s}."
-            for k in ("visits", "time_s"):
+            where = f"{prefix}{ProfileKeys.REGIONS}.{r.get(RegionKeys.NAME)!s}."
+            for k in (RegionKeys.VISITS, RegionKeys.TIME_S):
                 if isinstance(r.get(k), list) and len(r[k]) == n:
                     scrub(where + k, r[k])
-            walk_functions(where, r.get("functions"))
-            walk_regions(where, r.get("regions"))
+            walk_functions(where, r.get(RegionKeys.FUNCTIONS))
+            walk_regions(where, r.get(RegionKeys.REGIONS))
 
-    walk_regions("", doc["regions"])
+    walk_regions("", doc[ProfileKeys.REGIONS])
     timed = [key for key, _, how, _ in _layout.PROFILE_RANK_FIELDS if how == "seconds"]
-    for r in doc["ranks"]:
+    for r in doc[ProfileKeys.RANKS]:
         for k in timed:
             if isinstance(r, dict) and not _measured(r.get(k)):
-                problems.append(f"profile.json: rank {r.get('rank')!s}'s {k} is {r.get(k)!r} (left out)")
+                problems.append(f"profile.json: rank {r.get(RankKeys.RANK)!s}'s {k} is {r.get(k)!r} (left out)")
                 r[k] = None
+
+    M = MatrixEntryKeys
 
     def entry_ok(e: Any) -> bool:
         return (isinstance(e, dict) and all(isinstance(e.get(k), int) and not isinstance(e.get(k), bool)
-                                            for k in ("src", "dst", "messages", "bytes"))
-                and 0 <= e["src"] < n and 0 <= e["dst"] < n and e["messages"] >= 0 and e["bytes"] >= 0)
+                                            for k in (M.SRC, M.DST, M.MESSAGES, M.BYTES))
+                and 0 <= e[M.SRC] < n and 0 <= e[M.DST] < n and e[M.MESSAGES] >= 0 and e[M.BYTES] >= 0)
 
-    bad = [e for e in doc["matrix"] if not entry_ok(e)]
+    bad = [e for e in doc[ProfileKeys.MATRIX] if not entry_ok(e)]
     if bad:
-        doc["matrix"] = [e for e in doc["matrix"] if entry_ok(e)]
-        problems.append(f"profile.json: {len(bad)} matrix entr{'ies' if len(bad) > 1 else 'y'} with ranks outside 0-{n - 1} "
+        doc[ProfileKeys.MATRIX] = [e for e in doc[ProfileKeys.MATRIX] if entry_ok(e)]
+        problems.append(f"profile.json: {len(bad)} {ProfileKeys.MATRIX} entr{'ies' if len(bad) > 1 else 'y'} "
+                        f"with ranks outside 0-{n - 1} "
                         f"or negative counts (left out), e.g. {json.dumps(bad[0])[:120]}")
 
 
@@ -332,8 +341,8 @@ def _aggregate(path: Path, files: list[Any], meta: dict[str, Any] | None,
     problems += bad
     if profile is None:
         return 0, None, []
-    nranks = int(profile["nranks"])
-    return nranks, profile, [r["rank"] for r in profile["ranks"] if r["host"] is None]
+    nranks = int(profile[ProfileKeys.NRANKS])
+    return nranks, profile, [r[RankKeys.RANK] for r in profile[ProfileKeys.RANKS] if r[RankKeys.HOST] is None]
 
 
 def snapshots(path: str | Path) -> list[int]:

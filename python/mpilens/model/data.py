@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from .. import intervals, layout, rundir
+from .._layout import ProfileKeys, RankKeys
 from ..errors import RunDirectoryError
 from ..trace import timeline
 
@@ -77,7 +78,7 @@ class Sample:
 def _from_rundir(path: Path, skip: int | None) -> Sample:
     iv = intervals.load(path)
     run = rundir.load(path)
-    hosts = [str(r.get("host") or "?") for r in run.profile.get("ranks", [])]
+    hosts = [str(r.get(RankKeys.HOST) or "?") for r in run.profile.get(ProfileKeys.RANKS, [])]
     if len(hosts) != iv.compute.shape[0]:
         hosts = ["?"] * iv.compute.shape[0]
     s = 1 if skip is None else skip
@@ -114,7 +115,7 @@ def _from_trace(path: Path, skip: int | None, load_trace: Callable[[], Any] | No
     if n == 0:
         raise RunDirectoryError(f"{path}: the trace holds no synchronizing collective of all ranks, so no intervals")
     run = rundir.load(path)
-    hosts = [str(r.get("host") or "?") for r in run.profile.get("ranks", [])]
+    hosts = [str(r.get(RankKeys.HOST) or "?") for r in run.profile.get(ProfileKeys.RANKS, [])]
     if len(hosts) != nranks:
         hosts = ["?"] * nranks
     s = 1 if skip is None else skip

@@ -1,0 +1,254 @@
+"""profile.json is stated once, in runtime/spec/rundir.yaml (profile_objects and the field lists),
+and every key the writers write and the readers read comes from there.
+
+- The documents follow the spec: every profile.json the runtime wrote (the committed runs of
+  tests/data) and every document mpilens-merge writes from the committed payloads, with each option,
+  has for each object exactly the spec's keys, in its order, those it always writes present, the
+  time-sampled ones present exactly when the run sampled, and values of the spec's types. Oracle:
+  the files on disk, walked with the spec's grammar.
+- The writer spells no key: merge.c and the merge program hold no JSON key in a string literal
+  (they write with the generated ML_PK_* macros).
+- The Python readers spell no key: every key constant the spec generates (mpilens._layout's
+  `*Keys` classes and field lists) is renamed here, and the Python merge, the profile's checks,
+  `rundir.load` and the call sites' reader must then write and read the renamed document exactly
+  as they did the real one. A reader that spelled a key itself would miss the renamed key or
+  write the old one. Oracle: the C merge's document (build/bin/mpilens-merge), renamed by a walk
+  of the spec of this test's own.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import BUILD, ROOT
+from mpilens import _layout as L
+from mpilens import callsites, merge, rundir
+from mpilens.model import data
+
+DATA = ROOT / "tests" / "data"
+MERGE = BUILD / "bin" / "mpilens-merge"
+OBJECTS = dict(L.PROFILE_OBJECTS)  # taken before any renaming
+SAMPLED = "MPILENS_TIME_SAMPLE > 1"
+PAYLOAD_SETS = [DATA / "partial-regions" / "ranks", DATA / "partial-abort" / "ranks",
+                DATA / "runs" / "aborted-openmpi" / "ranks", DATA / "runs" / "aborted-mpich" / "ranks"]
+# (time_sample, intervals, version, mpi)
+OPTIONS = [(1, False, None, None), (4, True, "0.9.1", "openmpi")]
+
+
+def committed_profiles() -> list[Path]:
+    return sorted(p for p in (DATA / "runs").glob("*/profile.json"))
+
+
+def payloads(folder: Path) -> list[Path]:
+    return sorted(folder.glob("*.partial"))
+
+
+def c_merge(files: list[Path], opts: tuple) -> dict[str, Any]:
+    time_sample, intervals, version, mpi = opts
+    cmd = [str(MERGE)] + (["--time-sample", str(time_sample)] if time_sample > 1 else [])
+    cmd += (["--intervals"] if intervals else []) + (["--version", version] if version else [])
+    cmd += (["--mpi", mpi] if mpi else []) + ["--"] + [str(f) for f in files]
+    p = subprocess.run(cmd, capture_output=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+# ------------------------------------------------------------------ the spec's grammar, walked
+def walk(value: Any, kind: str, where: str, errors: list[str], sampled: bool, rename: Any = None) -> Any:
+    """Check value against a value of the spec (a scalar, an object, [T], {T}, then ?) and return it
+    with each object's keys passed through rename (when given)."""
+    if kind.endswith("?"):
+        if value is None:
+            return None
+        kind = kind[:-1]
+    if kind.startswith("["):
+        if not isinstance(value, list):
+            errors.append(f"{where}: {value!r:.60} is not a list")
+            return value
+        return [walk(v, kind[1:-1], f"{where}[{i}]", errors, sampled, rename) for i, v in enumerate(value)]
+    if kind.startswith("{"):
+        if not isinstance(value, dict):
+            errors.append(f"{where}: {value!r:.60} is not an object")
+            return value
+        return {k: walk(v, kind[1:-1], f"{where}.{k}", errors, sampled, rename) for k, v in value.items()}
+    if kind in OBJECTS:
+        if not isinstance(value, dict):
+            errors.append(f"{where}: {value!r:.60} is not a {kind}")
+            return value
+        spec = OBJECTS[kind]
+        order = [k for k, _, _ in spec]
+        unknown = [k for k in value if k not in order]
+        if unknown:
+            errors.append(f"{where}: keys {unknown} are not in the spec's {kind}")
+        if [k for k in value if k in order] != [k for k in order if k in value]:
+            errors.append(f"{where}: keys {list(value)} are not in the spec's order {order}")
+        for k, _, when in spec:
+            if when is None and k not in value:
+                errors.append(f"{where}: {kind}'s {k} is missing")
+            if when == SAMPLED and (k in value) != sampled:
+                errors.append(f"{where}: {kind}'s {k} is {'there' if k in value else 'missing'} in a run "
+                              f"{'with' if sampled else 'without'} MPILENS_TIME_SAMPLE > 1")
+        types = {k: t for k, t, _ in spec}
+        return {(rename(k) if rename else k): walk(v, types[k], f"{where}.{k}", errors, sampled, rename)
+                if k in types else v for k, v in value.items()}
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    ok = {"string": isinstance(value, str), "bool": isinstance(value, bool),
+          "integer": isinstance(value, int) and not isinstance(value, bool), "number": number,
+          "seconds": number and value >= 0}[kind]
+    if not ok:
+        errors.append(f"{where}: {value!r:.60} is not a {kind}")
+    return value
+
+
+def check(doc: dict[str, Any], where: str) -> list[str]:
+    errors: list[str] = []
+    walk(doc, "profile", where, errors, sampled=(doc.get("time_sample") or 1) > 1)
+    return errors
+
+
+def renamed(doc: dict[str, Any]) -> dict[str, Any]:
+    errors: list[str] = []
+    out = walk(copy.deepcopy(doc), "profile", "", errors, sampled=(doc.get("time_sample") or 1) > 1,
+               rename=lambda k: "renamed." + k)
+    assert not errors
+    return out
+
+
+# ------------------------------------------------------------------------------ the documents
+@pytest.mark.parametrize("path", committed_profiles(), ids=lambda p: p.parent.name)
+def test_committed_profiles_follow_the_spec(path: Path) -> None:
+    assert check(json.loads(path.read_text()), path.parent.name) == []
+
+
+def test_the_committed_runs_have_every_object() -> None:
+    """The runs above are enough to see each object of the spec at least once."""
+    seen: set[str] = set()
+
+    def note(value: Any, kind: str) -> None:
+        kind = kind.rstrip("?")
+        if value is None:
+            return
+        if kind[:1] in "[{":
+            for v in (value if kind[0] == "[" else value.values()):
+                note(v, kind[1:-1])
+        elif kind in OBJECTS:
+            seen.add(kind)
+            types = {k: t for k, t, _ in OBJECTS[kind]}
+            for k, v in value.items():
+                note(v, types[k])
+
+    for path in committed_profiles():
+        note(json.loads(path.read_text()), "profile")
+    assert seen == set(OBJECTS)
+
+
+@pytest.mark.skipif(not MERGE.is_file(), reason=f"{MERGE} is not built (`make`)")
+@pytest.mark.parametrize("opts", OPTIONS, ids=["plain", "sampled"])
+@pytest.mark.parametrize("folder", PAYLOAD_SETS, ids=lambda p: p.parent.name)
+def test_merged_profiles_follow_the_spec(folder: Path, opts: tuple) -> None:
+    doc = c_merge(payloads(folder), opts)
+    assert check(doc, folder.parent.name) == []
+    assert ("intervals" in doc) == opts[1] and ("time_sample" in doc) == (opts[0] > 1)
+
+
+def test_the_writer_spells_no_key() -> None:
+    """A JSON key in a C string literal is \\"key\\": ; the writer of profile.json has none."""
+    for name in ("core/merge.c", "core/merge.h", "tools/merge_main.c"):
+        text = (ROOT / "runtime" / "src" / name).read_text()
+        assert re.findall(r'\\"\w+\\"\s*:', text) == [], name
+
+
+# ------------------------------------------------------------------------------ the readers
+def rename_keys(m: pytest.MonkeyPatch) -> None:
+    """Every key constant of mpilens._layout renamed, as if the spec had renamed every key."""
+    for name in dir(L):
+        cls = getattr(L, name)
+        if isinstance(cls, type) and name.endswith("Keys"):
+            for attr, value in list(vars(cls).items()):
+                if attr.isupper():
+                    m.setattr(cls, attr, "renamed." + value)
+    for name in ("PROFILE_FUNCTION_FIELDS", "PROFILE_RANK_FIELDS", "PROFILE_DROPPED_FIELDS"):
+        m.setattr(L, name, tuple(("renamed." + f[0], *f[1:]) for f in getattr(L, name)))
+
+
+@pytest.fixture
+def renamed_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    rename_keys(monkeypatch)
+
+
+@pytest.mark.skipif(not MERGE.is_file(), reason=f"{MERGE} is not built (`make`)")
+@pytest.mark.parametrize("opts", OPTIONS, ids=["plain", "sampled"])
+@pytest.mark.parametrize("folder", PAYLOAD_SETS[:2], ids=lambda p: p.parent.name)
+def test_the_python_merge_writes_every_key_from_the_spec(folder: Path, opts: tuple, renamed_keys: None) -> None:
+    want = renamed(c_merge(payloads(folder), opts))
+    doc, problems = merge.merge_payloads(payloads(folder), None, *opts)
+    assert problems == []
+    assert json.dumps(doc) == json.dumps(want)  # the same keys in the same order
+
+
+def copy_run(src: Path, dst: Path, rename: bool) -> Path:
+    shutil.copytree(src, dst, symlinks=True)
+    profile = dst / "profile.json"
+    if rename and profile.exists():
+        profile.write_text(json.dumps(renamed(json.loads(profile.read_text()))))
+    return dst
+
+
+@pytest.mark.parametrize("name", ["imbalance-openmpi", "late_receiver-mpich", "files-openmpi", "aborted-openmpi"])
+def test_the_readers_take_every_key_from_the_spec(name: str, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """rundir.load and its checks, and the call sites' reader, read a renamed document as the
+    real one, problems included: a complete run, one with call sites, one with intervals, and a
+    run merged from its ranks' files."""
+    real = rundir.load(copy_run(DATA / "runs" / name, tmp_path / "real", rename=False))
+    want_sites = callsites.callsites(type("R", (), {"profile": real.profile})())
+    want_complete = real.complete
+    with monkeypatch.context() as m:
+        rename_keys(m)
+        run = rundir.load(copy_run(DATA / "runs" / name, tmp_path / "renamed", rename=True))
+        assert [p.replace(str(tmp_path / "renamed"), "") for p in run.problems] == \
+            [p.replace(str(tmp_path / "real"), "") for p in real.problems]
+        assert run.complete == want_complete
+        assert json.dumps(run.profile) == json.dumps(renamed(real.profile))
+        assert callsites.callsites(type("R", (), {"profile": run.profile})()) == want_sites
+
+
+def test_the_checks_name_the_renamed_keys(renamed_keys: None) -> None:
+    """The profile's checks find the same damage in the renamed document: values no run writes."""
+    doc = renamed(json.loads((DATA / "runs" / "imbalance-openmpi" / "profile.json").read_text()))
+    assert rundir.validate_profile(doc) == []
+    first = next(iter(doc["renamed.functions"].values()))
+    first["renamed.calls"][0] = -1
+    doc["renamed.ranks"][1]["renamed.mpi_time_s"] = "x"
+    region = doc["renamed.regions"][0]
+    region["renamed.visits"][0] = -5
+    child = copy.deepcopy(doc["renamed.regions"][1])  # nested: "sync" inside "force"
+    child["renamed.time_s"][1] = float("nan")
+    region["renamed.regions"].append(child)
+    doc["renamed.matrix"].append({"renamed.src": 99, "renamed.dst": 0, "renamed.messages": 1, "renamed.bytes": 1})
+    problems: list[str] = []
+    rundir.check_values(doc, problems)
+    assert len(problems) == 5, problems
+    assert first["renamed.calls"][0] is None and doc["renamed.ranks"][1]["renamed.mpi_time_s"] is None
+    assert region["renamed.visits"][0] is None and child["renamed.time_s"][1] is None
+    assert all(e["renamed.src"] < doc["renamed.nranks"] for e in doc["renamed.matrix"])
+    del doc["renamed.nranks"]
+    assert rundir.validate_profile(doc) == ["profile.json: renamed.nranks is missing or not a positive integer"]
+
+
+def test_the_model_reads_the_hosts_by_the_spec(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The variability model's reader takes each rank's host from the renamed document (a run with
+    compute intervals)."""
+    want = data._from_rundir(copy_run(DATA / "runs" / "files-openmpi", tmp_path / "real", rename=False), 0).hosts
+    assert "?" not in want
+    rename_keys(monkeypatch)
+    assert data._from_rundir(copy_run(DATA / "runs" / "files-openmpi", tmp_path / "renamed", rename=True),
+                             0).hosts == want
