@@ -19,6 +19,7 @@ and every key the writers write and the readers read comes from there.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import re
 import shutil
@@ -30,7 +31,7 @@ import pytest
 
 from conftest import BUILD, ROOT
 from mpilens import _layout as L
-from mpilens import callsites, merge, rundir
+from mpilens import callsites, frames, merge, rundir, summary
 from mpilens.model import data
 
 DATA = ROOT / "tests" / "data"
@@ -194,11 +195,16 @@ def test_the_python_merge_writes_every_key_from_the_spec(folder: Path, opts: tup
     assert json.dumps(doc) == json.dumps(want)  # the same keys in the same order
 
 
-def copy_run(src: Path, dst: Path, rename: bool) -> Path:
+def copy_run(src: Path, dst: Path, rename: bool, nest: bool = False) -> Path:
+    """A copy of a committed run, its profile renamed; nest: its second region moved into its first
+    (no committed run nests regions)."""
     shutil.copytree(src, dst, symlinks=True)
     profile = dst / "profile.json"
-    if rename and profile.exists():
-        profile.write_text(json.dumps(renamed(json.loads(profile.read_text()))))
+    if profile.exists():
+        doc = json.loads(profile.read_text())
+        if nest:
+            doc["regions"][0]["regions"].append(doc["regions"].pop(1))
+        profile.write_text(json.dumps(renamed(doc) if rename else doc))
     return dst
 
 
@@ -252,3 +258,28 @@ def test_the_model_reads_the_hosts_by_the_spec(tmp_path: Path, monkeypatch: pyte
     rename_keys(monkeypatch)
     assert data._from_rundir(copy_run(DATA / "runs" / "files-openmpi", tmp_path / "renamed", rename=True),
                              0).hosts == want
+
+
+def test_the_summary_and_the_frames_take_every_key_from_the_spec(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cross-rank summary and the DataFrames read the renamed document as the real one: the
+    same figures, and the frames' columns that are profile keys renamed with them (nested regions,
+    message sizes and the matrix)."""
+    def views(run: rundir.Run) -> tuple:
+        s = summary.summarize(run.profile)
+        return (dataclasses.replace(s, talkers=[], dropped={}), s.talkers, s.dropped,
+                [frames.functions(run), frames.functions(run, by_region=True), frames.ranks(run),
+                 frames.matrix(run), frames.message_sizes(run)])
+
+    name = "imbalance-openmpi"
+    real = views(rundir.load(copy_run(DATA / "runs" / name, tmp_path / "real", rename=False, nest=True)))
+    rename_keys(monkeypatch)
+    got = views(rundir.load(copy_run(DATA / "runs" / name, tmp_path / "renamed", rename=True, nest=True)))
+    assert got[0] == real[0]
+    assert got[1] == [{"renamed." + k: v for k, v in m.items()} for m in real[1]]
+    assert got[2] == {"renamed." + k: v for k, v in real[2].items()}
+    assert [r.depth for r in real[0].regions] == [0, 1] and real[0].sizes and real[1]
+    for i, (want, df) in enumerate(zip(real[3], got[3])):
+        own = set() if i == 2 else {"region", "function", "rank"}  # frames.ranks: the profile's own keys
+        assert list(df.columns) == [c if c in own else "renamed." + c for c in want.columns]
+        assert df.set_axis(want.columns, axis=1).equals(want)

@@ -13,27 +13,33 @@ from typing import Any
 import pandas as pd
 
 from . import io
+from ._layout import FunctionKeys, MatrixEntryKeys, ProfileKeys, RegionKeys, SizeBinKeys
 from .callsites import callsites as _sites
 from .callsites import location
 from .errors import RunDirectoryError
 from .rundir import Run
 
-FUNCTION_COLUMNS = ["region", "function", "class", "rank", "calls", "time_s", "min_s", "max_s", "bytes_sent",
-                    "bytes_recv"]
+
+def function_columns() -> list[str]:
+    """functions()'s columns: the region, the function, its class, the rank, then the function's
+    fields every profile has, named as profile.json names them (runtime/spec/rundir.yaml)."""
+    F = FunctionKeys
+    return ["region", "function", F.CLASS, "rank", F.CALLS, F.TIME_S, F.MIN_S, F.MAX_S, F.BYTES_SENT, F.BYTES_RECV]
 
 
 def _rows(region: str, funcs: dict[str, Any], out: list[tuple]) -> None:
+    F = FunctionKeys
     for name, f in funcs.items():
-        for r in range(len(f["calls"])):
-            out.append((region, name, f.get("class", "other"), r, f["calls"][r], f["time_s"][r], f["min_s"][r],
-                        f["max_s"][r], f["bytes_sent"][r], f["bytes_recv"][r]))
+        for r in range(len(f[F.CALLS])):
+            out.append((region, name, f.get(F.CLASS, "other"), r, f[F.CALLS][r], f[F.TIME_S][r], f[F.MIN_S][r],
+                        f[F.MAX_S][r], f[F.BYTES_SENT][r], f[F.BYTES_RECV][r]))
 
 
 def _walk(nodes: list[dict[str, Any]], prefix: str, out: list[tuple]) -> None:
     for n in nodes:
-        path = f"{prefix}/{n['name']}" if prefix else n["name"]
-        _rows(path, n.get("functions", {}), out)
-        _walk(n.get("regions", []), path, out)
+        path = f"{prefix}/{n[RegionKeys.NAME]}" if prefix else n[RegionKeys.NAME]
+        _rows(path, n.get(RegionKeys.FUNCTIONS, {}), out)
+        _walk(n.get(RegionKeys.REGIONS, []), path, out)
 
 
 def functions(run: Run, by_region: bool = False) -> pd.DataFrame:
@@ -41,31 +47,34 @@ def functions(run: Run, by_region: bool = False) -> pd.DataFrame:
     the calls made directly inside each region path ("solve/halo"). Unmeasured values are NaN."""
     rows: list[tuple] = []
     if by_region:
-        _walk(run.profile.get("regions", []), "", rows)
+        _walk(run.profile.get(ProfileKeys.REGIONS, []), "", rows)
     else:
-        _rows("", run.profile["functions"], rows)
-    df = pd.DataFrame(rows, columns=FUNCTION_COLUMNS)
-    return df.astype({"calls": "Int64", "bytes_sent": "Int64", "bytes_recv": "Int64"})
+        _rows("", run.profile[ProfileKeys.FUNCTIONS], rows)
+    df = pd.DataFrame(rows, columns=function_columns())
+    F = FunctionKeys
+    return df.astype({F.CALLS: "Int64", F.BYTES_SENT: "Int64", F.BYTES_RECV: "Int64"})
 
 
 def ranks(run: Run) -> pd.DataFrame:
     """One row per rank: host, wall time, MPI time, init time, threads."""
-    return pd.DataFrame(run.profile["ranks"])
+    return pd.DataFrame(run.profile[ProfileKeys.RANKS])
 
 
 def matrix(run: Run) -> pd.DataFrame:
     """Point-to-point sends: src, dst (world ranks), messages, bytes."""
-    return pd.DataFrame(run.profile["matrix"], columns=["src", "dst", "messages", "bytes"])
+    M = MatrixEntryKeys
+    return pd.DataFrame(run.profile[ProfileKeys.MATRIX], columns=[M.SRC, M.DST, M.MESSAGES, M.BYTES])
 
 
 def message_sizes(run: Run) -> pd.DataFrame:
     """Transfers per function, size bin and rank."""
     rows = []
-    for name, bins in run.profile.get("message_sizes", {}).items():
+    B = SizeBinKeys
+    for name, bins in run.profile.get(ProfileKeys.MESSAGE_SIZES, {}).items():
         for b in bins:
-            for r, (c, t) in enumerate(zip(b["calls"], b["time_s"])):
-                rows.append((name, b["bin"], b["min_bytes"], b["max_bytes"], r, c, t))
-    return pd.DataFrame(rows, columns=["function", "bin", "min_bytes", "max_bytes", "rank", "calls", "time_s"])
+            for r, (c, t) in enumerate(zip(b[B.CALLS], b[B.TIME_S])):
+                rows.append((name, b[B.BIN], b[B.MIN_BYTES], b[B.MAX_BYTES], r, c, t))
+    return pd.DataFrame(rows, columns=["function", B.BIN, B.MIN_BYTES, B.MAX_BYTES, "rank", B.CALLS, B.TIME_S])
 
 
 def files(run: Run) -> pd.DataFrame:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import units
+from ._layout import FunctionKeys, MatrixEntryKeys, ProfileKeys, RankKeys, RegionKeys, SizeBinKeys
 
 
 @dataclass
@@ -143,12 +144,12 @@ class Sampling:
 
 def sampling(profile: dict[str, Any], ranks: list[RankSummary]) -> Sampling | None:
     """How the calls were timed, when not every call was (profile.json "time_sample")."""
-    every = profile.get("time_sample")
+    every = profile.get(ProfileKeys.TIME_SAMPLE)
     if (every or 1) <= 1:
         return None
     timed = calls = 0
-    for f in profile.get("functions", {}).values():
-        for c, t in zip(f.get("calls", []), f.get("timed_calls") or []):
+    for f in profile.get(ProfileKeys.FUNCTIONS, {}).values():
+        for c, t in zip(f.get(FunctionKeys.CALLS, []), f.get(FunctionKeys.TIMED_CALLS) or []):
             if c is not None and t is not None and t < c:
                 timed, calls = timed + t, calls + c
     ses = [r.mpi_se for r in ranks if r.mpi_se is not None]
@@ -157,12 +158,13 @@ def sampling(profile: dict[str, Any], ranks: list[RankSummary]) -> Sampling | No
 
 def _functions(funcs: dict[str, Any], mpi_total: float, wall_total: float) -> list[FunctionSummary]:
     out = []
+    F = FunctionKeys
     for name, f in funcs.items():
-        calls, time = spread(f["calls"]), spread(f["time_s"])
+        calls, time = spread(f[F.CALLS]), spread(f[F.TIME_S])
         if calls is None or time is None:
             continue
         out.append(FunctionSummary(
-            name, f.get("class", "other"), calls, time, spread(f["bytes_sent"]) or calls, spread(f["bytes_recv"]) or calls,
+            name, f.get(F.CLASS, "other"), calls, time, spread(f[F.BYTES_SENT]) or calls, spread(f[F.BYTES_RECV]) or calls,
             time.total / mpi_total if mpi_total else 0.0, time.total / wall_total if wall_total else 0.0))
     out.sort(key=lambda s: (-s.time.total, s.name))
     return out
@@ -170,49 +172,52 @@ def _functions(funcs: dict[str, Any], mpi_total: float, wall_total: float) -> li
 
 def _regions(nodes: list[dict[str, Any]], prefix: str, depth: int, mpi_total: float, wall_total: float,
              out: list[RegionSummary]) -> None:
+    R = RegionKeys
     for node in nodes:
-        path = f"{prefix}/{node['name']}" if prefix else node["name"]
-        funcs = _functions(node.get("functions", {}), mpi_total, wall_total)
+        path = f"{prefix}/{node[R.NAME]}" if prefix else node[R.NAME]
+        funcs = _functions(node.get(R.FUNCTIONS, {}), mpi_total, wall_total)
         # MPI time inside the region: zero, not unknown, on ranks that visited it without MPI calls
-        per_rank_mpi: list[Any] = [None if v is None else 0.0 for v in node.get("visits", [])]
-        for f in node.get("functions", {}).values():
-            for r, v in enumerate(f["time_s"]):
+        per_rank_mpi: list[Any] = [None if v is None else 0.0 for v in node.get(R.VISITS, [])]
+        for f in node.get(R.FUNCTIONS, {}).values():
+            for r, v in enumerate(f[FunctionKeys.TIME_S]):
                 if v is not None:
                     per_rank_mpi[r] = (per_rank_mpi[r] or 0.0) + v
-        out.append(RegionSummary(path, depth, spread(node.get("visits", [])), spread(node.get("time_s", [])),
-                                 spread(per_rank_mpi), funcs, node["name"]))
-        _regions(node.get("regions", []), path, depth + 1, mpi_total, wall_total, out)
+        out.append(RegionSummary(path, depth, spread(node.get(R.VISITS, [])), spread(node.get(R.TIME_S, [])),
+                                 spread(per_rank_mpi), funcs, node[R.NAME]))
+        _regions(node.get(R.REGIONS, []), path, depth + 1, mpi_total, wall_total, out)
 
 
 def summarize(profile: dict[str, Any]) -> Summary:
     """Compute the cross-rank statistics of a profile (profile.json structure)."""
-    n = profile["nranks"]
-    ranks = [RankSummary(r["rank"], r.get("host"), r.get("wall_time_s"), r.get("mpi_time_s"), r.get("ended_by"),
-                         r.get("mpi_time_s_se"))
-             for r in profile["ranks"]]
+    P, K, M = ProfileKeys, RankKeys, MatrixEntryKeys
+    n = profile[P.NRANKS]
+    ranks = [RankSummary(r[K.RANK], r.get(K.HOST), r.get(K.WALL_TIME_S), r.get(K.MPI_TIME_S), r.get(K.ENDED_BY),
+                         r.get(K.MPI_TIME_S_SE))
+             for r in profile[P.RANKS]]
     wall = spread([r.wall for r in ranks])
     mpi = spread([r.mpi for r in ranks])
     wall_total = wall.total if wall else 0.0
     mpi_total = mpi.total if mpi else 0.0
-    functions = _functions(profile["functions"], mpi_total, wall_total)
+    functions = _functions(profile[P.FUNCTIONS], mpi_total, wall_total)
 
     bins: dict[int, list[Any]] = {}
-    for entries in profile.get("message_sizes", {}).values():
+    B = SizeBinKeys
+    for entries in profile.get(P.MESSAGE_SIZES, {}).values():
         for e in entries:
-            slot = bins.setdefault(e["bin"], [e["min_bytes"], e["max_bytes"], 0, 0.0])
-            slot[2] += sum(c for c in e["calls"] if c is not None)
-            slot[3] += sum(t for t in e["time_s"] if t is not None)
+            slot = bins.setdefault(e[B.BIN], [e[B.MIN_BYTES], e[B.MAX_BYTES], 0, 0.0])
+            slot[2] += sum(c for c in e[B.CALLS] if c is not None)
+            slot[3] += sum(t for t in e[B.TIME_S] if t is not None)
     sizes = [tuple(bins[b]) for b in sorted(bins)]
 
-    talkers = sorted(profile.get("matrix", []), key=lambda m: (-m["bytes"], m["src"], m["dst"]))
+    talkers = sorted(profile.get(P.MATRIX, []), key=lambda m: (-m[M.BYTES], m[M.SRC], m[M.DST]))
     sent = [0.0] * n
     recv = [0.0] * n
-    for m in profile.get("matrix", []):
-        if 0 <= m["src"] < n:
-            sent[m["src"]] += m["bytes"]
-        if 0 <= m["dst"] < n:
-            recv[m["dst"]] += m["bytes"]
+    for m in profile.get(P.MATRIX, []):
+        if 0 <= m[M.SRC] < n:
+            sent[m[M.SRC]] += m[M.BYTES]
+        if 0 <= m[M.DST] < n:
+            recv[m[M.DST]] += m[M.BYTES]
     regions: list[RegionSummary] = []
-    _regions(profile.get("regions", []), "", 0, mpi_total, wall_total, regions)
+    _regions(profile.get(P.REGIONS, []), "", 0, mpi_total, wall_total, regions)
     return Summary(n, sum(1 for r in ranks if r.wall is not None), wall, mpi, ranks, functions,
-                   sizes, talkers, sent, recv, regions, dict(profile.get("dropped", {})), sampling(profile, ranks))
+                   sizes, talkers, sent, recv, regions, dict(profile.get(P.DROPPED, {})), sampling(profile, ranks))
