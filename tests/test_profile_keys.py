@@ -31,7 +31,7 @@ import pytest
 
 from conftest import BUILD, ROOT
 from mpilens import _layout as L
-from mpilens import callsites, frames, merge, rundir, summary
+from mpilens import callsites, compare, frames, imbalance, merge, rundir, summary
 from mpilens.model import data
 
 DATA = ROOT / "tests" / "data"
@@ -262,23 +262,27 @@ def test_the_model_reads_the_hosts_by_the_spec(tmp_path: Path, monkeypatch: pyte
 
 def test_the_summary_and_the_frames_take_every_key_from_the_spec(tmp_path: Path,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    """The cross-rank summary and the DataFrames read the renamed document as the real one: the
+    """The cross-rank summary, the DataFrames, the imbalance analysis (its work counters included)
+    and the comparison's values read the renamed document as the real one: the
     same figures, and the frames' columns that are profile keys renamed with them (nested regions,
     message sizes and the matrix)."""
     def views(run: rundir.Run) -> tuple:
         s = summary.summarize(run.profile)
-        return (dataclasses.replace(s, talkers=[], dropped={}), s.talkers, s.dropped,
+        a = imbalance.analyze(run)
+        return (dataclasses.replace(s, dropped={}), s.talkers, s.dropped,
                 [frames.functions(run), frames.functions(run, by_region=True), frames.ranks(run),
-                 frames.matrix(run), frames.message_sizes(run)])
+                 frames.matrix(run), frames.message_sizes(run)], dataclasses.replace(a, run=""),
+                compare.run_values(run.profile, "max"))
 
     name = "imbalance-openmpi"
     real = views(rundir.load(copy_run(DATA / "runs" / name, tmp_path / "real", rename=False, nest=True)))
     rename_keys(monkeypatch)
     got = views(rundir.load(copy_run(DATA / "runs" / name, tmp_path / "renamed", rename=True, nest=True)))
     assert got[0] == real[0]
-    assert got[1] == [{"renamed." + k: v for k, v in m.items()} for m in real[1]]
     assert got[2] == {"renamed." + k: v for k, v in real[2].items()}
     assert [r.depth for r in real[0].regions] == [0, 1] and real[0].sizes and real[1]
+    assert got[4] == real[4] and real[4].work_counters and len(real[4].scopes) > 4
+    assert got[5] == real[5] and len(real[5]) > 10
     for i, (want, df) in enumerate(zip(real[3], got[3])):
         own = set() if i == 2 else {"region", "function", "rank"}  # frames.ranks: the profile's own keys
         assert list(df.columns) == [c if c in own else "renamed." + c for c in want.columns]

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from . import units
+from ._layout import FunctionKeys, ProfileKeys, RankKeys, RegionKeys
 from .callsites import callsites, location
 from .errors import MpilensError, RunDirectoryError
 from .rundir import Run
@@ -147,55 +148,63 @@ def run_values(profile: dict[str, Any], ranks: str = "mean",
     if ranks not in RANK_AGGREGATES:
         raise MpilensError(f"ranks={ranks!r}: not one of {', '.join(RANK_AGGREGATES)}")
     out: dict[Key, NodeValue] = {}
-    rk = profile["ranks"]
-    walls = [r.get("wall_time_s") for r in rk]
-    mpis = [r.get("mpi_time_s") for r in rk]
+    P, K, R, F = ProfileKeys, RankKeys, RegionKeys, FunctionKeys
+    rk = profile[P.RANKS]
+    walls = [r.get(K.WALL_TIME_S) for r in rk]
+    mpis = [r.get(K.MPI_TIME_S) for r in rk]
     out[WALL] = NodeValue(_agg(walls, "max") or 0.0)
     out[MPI] = NodeValue(_agg(mpis, ranks) or 0.0)
     out[COMPUTE] = NodeValue(_agg([None if w is None or m is None else w - m for w, m in zip(walls, mpis)], ranks) or 0.0)
 
-    def fn_value(f: dict[str, Any]) -> NodeValue:
-        sent = [None if s is None else s + (r or 0) for s, r in zip(f.get("bytes_sent", []), f.get("bytes_recv", []))]
-        return NodeValue(_agg(f.get("time_s", []), ranks) or 0.0, _agg(f.get("calls", []), ranks), _agg(sent, ranks))
+    def values(time: list[Any], calls: list[Any], sent: list[Any], recv: list[Any]) -> NodeValue:
+        moved = [None if s is None else s + (r or 0) for s, r in zip(sent, recv)]
+        return NodeValue(_agg(time, ranks) or 0.0, _agg(calls, ranks), _agg(moved, ranks))
 
-    for name, f in profile.get("functions", {}).items():
+    def fn_value(f: dict[str, Any]) -> NodeValue:
+        return values(f.get(F.TIME_S, []), f.get(F.CALLS, []), f.get(F.BYTES_SENT, []), f.get(F.BYTES_RECV, []))
+
+    def site_value(s: dict[str, Any]) -> NodeValue:  # an entry of mpilens.callsites.callsites
+        return values(s["time_s"], s["calls"], s["bytes_sent"], s["bytes_recv"])
+
+    for name, f in profile.get(P.FUNCTIONS, {}).items():
         out[MPI + (("function", name),)] = fn_value(f)
     for site in sites or []:
         where = site_name(site)
         key = MPI + (("function", site["mpi_function"]), ("site", where))
-        v = fn_value(site)
+        v = site_value(site)
         if key in out:  # two sites that symbolise alike (e.g. two calls on one line): one node
             v = NodeValue(out[key].time + v.time, (out[key].calls or 0) + (v.calls or 0), (out[key].bytes or 0) + (v.bytes or 0))
         out[key] = v
 
-    regions = profile.get("regions", [])
-    n = profile["nranks"]
+    regions = profile.get(P.REGIONS, [])
+    n = profile[P.NRANKS]
     in_regions: dict[str, dict[str, list[float]]] = {}
+    summed = (F.CALLS, F.TIME_S, F.BYTES_SENT, F.BYTES_RECV)
     top_time = [0.0] * n
 
     def walk(nodes: list[dict[str, Any]], prefix: Key, depth: int) -> None:
         for reg in nodes:
-            key = prefix + (("region", reg["name"]),)
-            out[key] = NodeValue(_agg(reg.get("time_s", []), ranks) or 0.0, _agg(reg.get("visits", []), ranks))
+            key = prefix + (("region", reg[R.NAME]),)
+            out[key] = NodeValue(_agg(reg.get(R.TIME_S, []), ranks) or 0.0, _agg(reg.get(R.VISITS, []), ranks))
             if depth == 0:
-                for r, t in enumerate(reg.get("time_s", [])):
+                for r, t in enumerate(reg.get(R.TIME_S, [])):
                     top_time[r] += t or 0.0
-            for fname, f in reg.get("functions", {}).items():
+            for fname, f in reg.get(R.FUNCTIONS, {}).items():
                 out[key + (("function", fname),)] = fn_value(f)
-                slot = in_regions.setdefault(fname, {k: [0.0] * n for k in ("calls", "time_s", "bytes_sent", "bytes_recv")})
+                slot = in_regions.setdefault(fname, {k: [0.0] * n for k in summed})
                 for k, vals in slot.items():
                     for r, v in enumerate(f.get(k, [])):
                         vals[r] += v or 0.0
-            walk(reg.get("regions", []), key, depth + 1)
+            walk(reg.get(R.REGIONS, []), key, depth + 1)
     walk(regions, (), 0)
     outside = (("region", OUTSIDE),)
     out[outside] = NodeValue(_agg([None if w is None else max(w - top_time[r], 0.0) for r, w in enumerate(walls)],
                                   ranks) or 0.0)
-    for name, f in profile.get("functions", {}).items():
+    for name, f in profile.get(P.FUNCTIONS, {}).items():
         inside = in_regions.get(name)
         rest = {k: [None if v is None else v - (inside[k][r] if inside else 0.0) for r, v in enumerate(f.get(k, []))]
-                for k in ("calls", "time_s", "bytes_sent", "bytes_recv")}
-        if any(c for c in rest["calls"] if c):
+                for k in summed}
+        if any(c for c in rest[F.CALLS] if c):
             out[outside + (("function", name),)] = fn_value(rest)
     return out
 

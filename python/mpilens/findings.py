@@ -132,14 +132,14 @@ def find(run: Run, s: Summary) -> list[Finding]:
                            "messages would help.",
                            {"small_share": small / p2p_calls, "p2p_share_of_mpi": p2p_time / s.mpi.total}))
 
-    total_bytes = sum(m["bytes"] for m in s.talkers)
+    total_bytes = sum(m.bytes for m in s.talkers)
     if s.nranks > 2 and s.talkers and total_bytes:
         top = s.talkers[0]
-        if top["bytes"] / total_bytes >= PAIR_SHARE_NOTABLE:
+        if top.bytes / total_bytes >= PAIR_SHARE_NOTABLE:
             out.append(Finding("hot_pair", "info",
-                               f"One pair carries {units.percent(top['bytes'] / total_bytes)} of all point-to-point "
-                               f"bytes: rank {top['src']} -> rank {top['dst']} ({units.size(top['bytes'])}).",
-                               dict(top)))
+                               f"One pair carries {units.percent(top.bytes / total_bytes)} of all point-to-point "
+                               f"bytes: rank {top.src} -> rank {top.dst} ({units.size(top.bytes)}).",
+                               asdict(top)))
     if "io" in run.modes:
         try:
             out += io_findings(run.io)

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import units
+from ._layout import CounterKeys, FunctionKeys, ProfileKeys, RankKeys, RegionKeys
 from .rundir import Run
 
 EFFICIENCY = "efficiency"
@@ -180,10 +181,11 @@ def analyze(run: Run, work: list[str] | None = None, efficiency: str | None = EF
     (default: every counter of kind "sum"); efficiency: the name of the efficiency counter (None:
     no adjustment)."""
     p = run.profile
-    n = p["nranks"]
+    P, K, R, F, C = ProfileKeys, RankKeys, RegionKeys, FunctionKeys, CounterKeys
+    n = p[P.NRANKS]
     notes: list[str] = []
-    counters = p.get("counters") or {}
-    sums = [k for k, c in counters.items() if c.get("kind", "sum") == "sum"]
+    counters = p.get(P.COUNTERS) or {}
+    sums = [k for k, c in counters.items() if c.get(C.KIND, "sum") == "sum"]
     if work is None:
         work = sorted(sums)
     else:
@@ -193,11 +195,11 @@ def analyze(run: Run, work: list[str] | None = None, efficiency: str | None = EF
                              + (f" (counters: {', '.join(sorted(counters))})" if counters else " (no user counters)"))
         work = [w for w in work if w in counters]
     eff_name = efficiency if efficiency and efficiency in counters else None
-    if efficiency and efficiency in counters and counters[efficiency].get("kind") != "last":
+    if efficiency and efficiency in counters and counters[efficiency].get(C.KIND) != "last":
         notes.append(f"counter {efficiency!r} is summed (mpilens_counter_add); an efficiency should be set with "
                      "mpilens_counter_set: no adjusted figures")
         eff_name = None
-    global_eff = _check_efficiency(_vec(counters[eff_name]["values"], n), "the run", notes) if eff_name else None
+    global_eff = _check_efficiency(_vec(counters[eff_name][C.VALUES], n), "the run", notes) if eff_name else None
     if global_eff is not None:
         missing = [r for r, v in enumerate(global_eff) if v is None]
         if missing:
@@ -223,10 +225,10 @@ def analyze(run: Run, work: list[str] | None = None, efficiency: str | None = EF
         scopes.append(s)
 
     # whole run
-    walls = [r.get("wall_time_s") for r in p["ranks"]]
-    mpis = [r.get("mpi_time_s") for r in p["ranks"]]
+    walls = [r.get(K.WALL_TIME_S) for r in p[P.RANKS]]
+    mpis = [r.get(K.MPI_TIME_S) for r in p[P.RANKS]]
     load = [None if w is None or m is None else w - m for w, m in zip(walls, mpis)]
-    global_work = {w: _vec(counters[w]["values"], n) for w in work}
+    global_work = {w: _vec(counters[w][C.VALUES], n) for w in work}
     make("run", "whole run", "load", load, global_work, global_eff)
 
     # regions (depth first); each returns its subtree's MPI time and work
@@ -234,33 +236,33 @@ def analyze(run: Run, work: list[str] | None = None, efficiency: str | None = EF
         total_mpi: Vec = [None] * n
         total_work: dict[str, Vec] = {w: [None] * n for w in work}
         for reg in nodes:
-            path = f"{prefix}/{reg['name']}" if prefix else reg["name"]
-            own = reg.get("counters") or {}
+            path = f"{prefix}/{reg[R.NAME]}" if prefix else reg[R.NAME]
+            own = reg.get(R.COUNTERS) or {}
             eff = inherited
-            if eff_name and eff_name in own and any(v is not None for v in own[eff_name].get("values", [])):
-                mine = _check_efficiency(_vec(own[eff_name]["values"], n), f"region {path}", notes)
+            if eff_name and eff_name in own and any(v is not None for v in own[eff_name].get(C.VALUES, [])):
+                mine = _check_efficiency(_vec(own[eff_name][C.VALUES], n), f"region {path}", notes)
                 # ranks that set none in this region keep the enclosing value
                 eff = None if mine is None else [m if m is not None else (inherited[r] if inherited else None)
                                                  for r, m in enumerate(mine)]
-            mpi: Vec = [0.0 if v is not None else None for v in _vec(reg.get("visits"), n)]
-            for f in reg.get("functions", {}).values():
-                mpi = _sum_vec(mpi, _vec(f.get("time_s"), n))
-            wk = {w: _vec(own[w]["values"], n) if w in own else [None] * n for w in work}
-            sub_mpi, sub_work = walk(reg.get("regions", []), path, eff)
+            mpi: Vec = [0.0 if v is not None else None for v in _vec(reg.get(R.VISITS), n)]
+            for f in reg.get(R.FUNCTIONS, {}).values():
+                mpi = _sum_vec(mpi, _vec(f.get(F.TIME_S), n))
+            wk = {w: _vec(own[w][C.VALUES], n) if w in own else [None] * n for w in work}
+            sub_mpi, sub_work = walk(reg.get(R.REGIONS, []), path, eff)
             mpi = _sum_vec(mpi, sub_mpi)
             wk = {w: _sum_vec(wk[w], sub_work[w]) for w in work}
-            t = _vec(reg.get("time_s"), n)
+            t = _vec(reg.get(R.TIME_S), n)
             make("region", path, "load", [None if a is None or b is None else a - b for a, b in zip(t, mpi)], wk, eff)
-            for fname, f in sorted(reg.get("functions", {}).items()):
-                make("function", f"{path}/{fname}", "time", _vec(f.get("time_s"), n), wk, None)
+            for fname, f in sorted(reg.get(R.FUNCTIONS, {}).items()):
+                make("function", f"{path}/{fname}", "time", _vec(f.get(F.TIME_S), n), wk, None)
             total_mpi = _sum_vec(total_mpi, mpi)
             total_work = {w: _sum_vec(total_work[w], wk[w]) for w in work}
         return total_mpi, total_work
-    walk(p.get("regions", []), "", global_eff)
+    walk(p.get(P.REGIONS, []), "", global_eff)
 
     # MPI functions, whole run
-    for fname, f in sorted(p.get("functions", {}).items(), key=lambda kv: -sum(t or 0 for t in kv[1].get("time_s", []))):
-        make("function", fname, "time", _vec(f.get("time_s"), n), global_work, None)
+    for fname, f in sorted(p.get(P.FUNCTIONS, {}).items(), key=lambda kv: -sum(t or 0 for t in kv[1].get(F.TIME_S, []))):
+        make("function", fname, "time", _vec(f.get(F.TIME_S), n), global_work, None)
     return Analysis(str(run.path), n, work, eff_name, scopes, notes)
 
 

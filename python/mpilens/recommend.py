@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from . import rundir, units
+from ._layout import FunctionKeys, ProfileKeys, SizeBinKeys
 from .build_info import MPI_FLAVORS
 from .errors import LaunchError
 from .mpit import MpitRun, list_variables
@@ -143,8 +144,9 @@ def rule_eager(ctx: RuleContext) -> RuleResult:
     """Rule: compare the MPI's eager limit with the point-to-point message sizes measured; recommend a limit when
     many messages are just above it."""
     title = RULES["eager"][0]
-    sizes = ctx.profile.get("message_sizes") or {}
-    funcs = ctx.profile.get("functions") or {}
+    P, B = ProfileKeys, SizeBinKeys
+    sizes = ctx.profile.get(P.MESSAGE_SIZES) or {}
+    funcs = ctx.profile.get(P.FUNCTIONS) or {}
     name, what, notes = eager_setting(ctx)
     cur = current_value(ctx, name)
     try:
@@ -157,15 +159,15 @@ def rule_eager(ctx: RuleContext) -> RuleResult:
     bins: list[tuple[int, int, int]] = []  # (min, max, calls over ranks)
     for fn in SEND_FUNCS:
         for b in sizes.get(fn, []):
-            bins.append((int(b["min_bytes"]), int(b["max_bytes"]), int(sum(_measured(b["calls"])))))
+            bins.append((int(b[B.MIN_BYTES]), int(b[B.MAX_BYTES]), int(sum(_measured(b[B.CALLS])))))
     total = sum(c for _, _, c in bins)
     if total == 0:
         return RuleResult("eager", title, "not evaluated", ["the run sent no point-to-point messages"])
     above = [(lo, hi, c) for lo, hi, c in bins if lo > limit]
     n_above = sum(c for _, _, c in above)
-    wall = float(ctx.profile.get("wall_time_s") or 0.0)
-    nr = int(ctx.profile.get("nranks") or 1)
-    wait = sum(_mean(funcs[f]["time_s"]) for f in WAIT_FUNCS if f in funcs)
+    wall = float(ctx.profile.get(P.WALL_TIME_S) or 0.0)
+    nr = int(ctx.profile.get(P.NRANKS) or 1)
+    wait = sum(_mean(funcs[f][FunctionKeys.TIME_S]) for f in WAIT_FUNCS if f in funcs)
     share = wait / wall if wall > 0 else 0.0
     evidence = [f"{name} = {limit} bytes ({what})",
                 f"{n_above} of {total} point-to-point messages ({100.0 * n_above / total:.0f} %) are larger "
@@ -213,15 +215,16 @@ def rule_collective(ctx: RuleContext) -> RuleResult:
     """Rule: a collective that dominates the run: recommend balancing the work when the ranks' times differ much,
     else trying its algorithms."""
     title = RULES["collective-wait"][0]
-    funcs = ctx.profile.get("functions") or {}
-    wall = float(ctx.profile.get("wall_time_s") or 0.0)
-    colls = {f: d for f, d in funcs.items() if d.get("class") == "collective"}
+    F = FunctionKeys
+    funcs = ctx.profile.get(ProfileKeys.FUNCTIONS) or {}
+    wall = float(ctx.profile.get(ProfileKeys.WALL_TIME_S) or 0.0)
+    colls = {f: d for f, d in funcs.items() if d.get(F.CLASS) == "collective"}
     if not colls or wall <= 0:
         return RuleResult("collective-wait", title, "not evaluated", ["the run made no collective calls"])
-    per = sorted(((_mean(d["time_s"]), f) for f, d in colls.items()), reverse=True)
+    per = sorted(((_mean(d[F.TIME_S]), f) for f, d in colls.items()), reverse=True)
     t, fn = per[0]
     d = colls[fn]
-    times = _measured(d["time_s"]) or [0.0]
+    times = _measured(d[F.TIME_S]) or [0.0]
     spread = (max(times) - min(times)) / max(times) if max(times) > 0 else 0.0
     evidence = [f"{fn} takes {t:.4g} s per rank ({100 * t / wall:.0f} % of the run); the fastest rank spends "
                 f"{min(times):.4g} s in it, the slowest {max(times):.4g} s"]
@@ -254,7 +257,7 @@ def rule_unexpected(ctx: RuleContext) -> RuleResult:
     """Rule: a flood of unexpected messages (from the MPI's unexpected-queue pvars): recommend pre-posting
     receives."""
     title = RULES["unexpected"][0]
-    counters = ctx.profile.get("counters") or {}
+    counters = ctx.profile.get(ProfileKeys.COUNTERS) or {}
     have = [p for p in UNEXPECTED_PVARS if ctx.mpit.has(p)]
     if not have:
         why = ("the run was not recorded with --mode mpit" if not ctx.mpit.recorded else

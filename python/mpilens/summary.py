@@ -78,6 +78,16 @@ class FunctionSummary:
 
 
 @dataclass
+class Talker:
+    """A point-to-point pair of the traffic matrix: what src sent to dst (world ranks)."""
+
+    src: int
+    dst: int
+    messages: int
+    bytes: int
+
+
+@dataclass
 class RankSummary:
     """One rank: host, wall and MPI time, how it ended."""
     rank: int
@@ -115,7 +125,7 @@ class Summary:
     ranks: list[RankSummary]
     functions: list[FunctionSummary]  # by time, descending
     sizes: list[tuple[int, int, int, float]]  # (min_bytes, max_bytes, calls, time_s) over all functions
-    talkers: list[dict[str, Any]]  # matrix entries by bytes, descending
+    talkers: list[Talker]  # the matrix's pairs by bytes, descending
     sent_by_rank: list[float]
     recv_by_rank: list[float]
     regions: list[RegionSummary]
@@ -209,7 +219,8 @@ def summarize(profile: dict[str, Any]) -> Summary:
             slot[3] += sum(t for t in e[B.TIME_S] if t is not None)
     sizes = [tuple(bins[b]) for b in sorted(bins)]
 
-    talkers = sorted(profile.get(P.MATRIX, []), key=lambda m: (-m[M.BYTES], m[M.SRC], m[M.DST]))
+    talkers = sorted((Talker(m[M.SRC], m[M.DST], m[M.MESSAGES], m[M.BYTES]) for m in profile.get(P.MATRIX, [])),
+                     key=lambda t: (-t.bytes, t.src, t.dst))
     sent = [0.0] * n
     recv = [0.0] * n
     for m in profile.get(P.MATRIX, []):

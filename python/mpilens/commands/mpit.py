@@ -187,6 +187,7 @@ def _setup_tune(p: argparse.ArgumentParser) -> None:
 
 def _one_run(cmd: list[str], mpi: str | None, out: Path, settings: dict[str, str]) -> float:
     from .. import launch, layout, rundir
+    from .._layout import ProfileKeys
 
     plan = launch.plan_run(cmd, mpi, out, settings)
     import subprocess
@@ -195,7 +196,7 @@ def _one_run(cmd: list[str], mpi: str | None, out: Path, settings: dict[str, str
     if proc.returncode != 0 or not layout.profile_file(out).exists():
         raise MpilensError(f"the job failed (exit {proc.returncode}) under {settings or 'the current settings'}: "
                            f"{proc.stderr.strip()[-300:]}")
-    return float(rundir.load(out).profile["wall_time_s"])
+    return float(rundir.load(out).profile[ProfileKeys.WALL_TIME_S])
 
 
 def speedup_ci(base: list[float], tuned: list[float]) -> tuple[float, float, float]:

@@ -149,12 +149,13 @@ def _estimate(a: argparse.Namespace) -> int:
     """`mpilens trace --estimate RUN`: the trace of a run like RUN, predicted from its profile (and
     calibrated on RUN's own trace of part of the run, when it has one)."""
     from .. import layout, rundir
+    from .._layout import FunctionKeys, ProfileKeys, RankKeys
     from ..trace import estimate, reader
 
     run = rundir.load(a.rundir)
     if run.profile is None:
         raise MpilensError(f"{a.rundir}: no profile to estimate from")
-    wall = max((r.get("wall_time_s") or 0 for r in run.profile.get("ranks", [])), default=0) or None
+    wall = max((r.get(RankKeys.WALL_TIME_S) or 0 for r in run.profile.get(ProfileKeys.RANKS, [])), default=0) or None
     sample, unread = [], []
     for f in [] if a.profile_only else layout.trace_files(a.rundir):
         try:
@@ -164,7 +165,7 @@ def _estimate(a: argparse.Namespace) -> int:
     est = estimate.estimate(run.profile, wall, sample)
     est["trace_files_unread"] = unread
     # what makes the events: the functions with the most calls, over every rank
-    calls = {n: sum(f["calls"]) for n, f in run.profile.get("functions", {}).items()}
+    calls = {n: sum(f[FunctionKeys.CALLS]) for n, f in run.profile.get(ProfileKeys.FUNCTIONS, {}).items()}
     top = sorted(calls.items(), key=lambda kv: -kv[1])[:5]
     est["largest"] = [{"function": n, "calls": c, "share": c / est["events"] if est["events"] else None} for n, c in top]
     if a.under:

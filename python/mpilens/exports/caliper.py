@@ -54,6 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import safefile
+from .._layout import ProfileKeys, RankKeys, ToolKeys
 from ..rundir import Run
 from . import Exporter, exporter
 from .common import TreeNode, as_run, build_tree
@@ -85,18 +86,20 @@ def run_globals(run: Run) -> dict[str, Any]:
     profile = run.profile
     mpi = meta.get("mpi") if isinstance(meta.get("mpi"), dict) else {}
     library = str(mpi.get("library") or "").strip()
-    hosts = meta.get("hosts") or list(dict.fromkeys(r["host"] for r in profile["ranks"] if r.get("host")))
+    hosts = meta.get("hosts") or list(dict.fromkeys(r[RankKeys.HOST] for r in profile[ProfileKeys.RANKS]
+                                                          if r.get(RankKeys.HOST)))
     rank_host = meta.get("rank_host") or []
     cmd = meta.get("command")
     program = meta.get("program")
     out: dict[str, Any] = {
-        "mpilens.version": (profile.get("tool") or {}).get("version") or (meta.get("tool") or {}).get("version"),
-        "mpilens.mpi": (profile.get("tool") or {}).get("mpi") or mpi.get("flavor"),
+        "mpilens.version": (profile.get(ProfileKeys.TOOL) or {}).get(ToolKeys.VERSION)
+        or (meta.get("tool") or {}).get("version"),
+        "mpilens.mpi": (profile.get(ProfileKeys.TOOL) or {}).get(ToolKeys.MPI) or mpi.get("flavor"),
         "mpilens.run": Path(run.path).resolve().name,
         "mpilens.profile": profile_id(run),
         "mpilens.complete": run.complete,
-        "mpi.world.size": profile["nranks"],
-        "jobsize": profile["nranks"],
+        "mpi.world.size": profile[ProfileKeys.NRANKS],
+        "jobsize": profile[ProfileKeys.NRANKS],
         "launchdate": meta.get("started_unix_s"),
         "executable": Path(program).name if isinstance(program, str) else None,
         "executablepath": program if isinstance(program, str) else None,
@@ -107,7 +110,7 @@ def run_globals(run: Run) -> dict[str, Any]:
         "numhosts": len(hosts) if hosts else None,
         "mpi_library": library.splitlines()[0].strip() if library else None,
         "mpi_version": mpi.get("standard"),
-        "walltime": profile.get("wall_time_s"),
+        "walltime": profile.get(ProfileKeys.WALL_TIME_S),
     }
     return {k: v for k, v in out.items() if v is not None}
 
@@ -144,7 +147,7 @@ def to_json_split(run: Run | str | Path) -> dict[str, Any]:
 
 
 def _json_split(run: Run, nodes: list[TreeNode]) -> dict[str, Any]:
-    n = run.profile["nranks"]
+    n = run.profile[ProfileKeys.NRANKS]
     metrics = _metrics(nodes)
     columns = ["Node order", "mpi.rank"] + [m[0] for m in metrics] + ["path"]
     column_metadata: list[dict[str, Any]] = [{"is_value": False, "attribute.alias": "Node order"}, {"is_value": True}]
@@ -193,7 +196,7 @@ def to_cali(run: Run | str | Path) -> str:
 
 
 def _cali(run: Run, nodes: list[TreeNode]) -> str:
-    n = run.profile["nranks"]
+    n = run.profile[ProfileKeys.NRANKS]
     metrics = _metrics(nodes)
     lines: list[str] = []
     next_id = 12  # after caliper-reader's bootstrap nodes 0-11
@@ -252,7 +255,7 @@ def write(run: Run | str | Path, output: Path, progress: Any = None) -> dict[str
     else:
         text = json.dumps(_json_split(run, nodes), allow_nan=False)
     safefile.write_text(output, text)
-    return {"nodes": len(nodes), "rows": len(nodes) * run.profile["nranks"]}
+    return {"nodes": len(nodes), "rows": len(nodes) * run.profile[ProfileKeys.NRANKS]}
 
 
 def _describe(output: Path, written: dict[str, int], options: dict[str, Any]) -> str:

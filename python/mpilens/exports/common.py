@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from .._layout import CounterKeys, FunctionKeys, ProfileKeys, RankKeys, RegionKeys
 from ..rundir import Run
 from ..rundir import load as load_run
 from ..trace import reader
@@ -50,6 +51,11 @@ class TreeNode:
     children: list[int] = field(default_factory=list)
 
 
+def summed_fields() -> tuple[str, ...]:
+    """A function's fields that add up over regions (profile.json's keys)."""
+    return (FunctionKeys.CALLS, FunctionKeys.TIME_S, FunctionKeys.BYTES_SENT, FunctionKeys.BYTES_RECV)
+
+
 def per_rank(values: list[Any] | None, n: int) -> list[float | None]:
     """A profile's per-rank array as floats (None where a rank was not measured; n Nones for none)."""
     if values is None:
@@ -69,14 +75,15 @@ def add(a: list[float | None], b: list[float | None]) -> list[float | None]:
 
 def measured_ranks(run_ranks: list[dict[str, Any]]) -> list[bool]:
     """Per rank of the profile's "ranks", whether it left data (a wall time)."""
-    return [r.get("wall_time_s") is not None for r in run_ranks]
+    return [r.get(RankKeys.WALL_TIME_S) is not None for r in run_ranks]
 
 
 def build_tree(profile: dict[str, Any]) -> list[TreeNode]:
     """Return the nodes of the regions -> MPI functions tree of a profile, root first, each node
     before its children (depth-first, regions in profile order, functions by name)."""
-    n = profile["nranks"]
-    measured = measured_ranks(profile["ranks"])
+    P, F, R, C = ProfileKeys, FunctionKeys, RegionKeys, CounterKeys
+    n = profile[P.NRANKS]
+    measured = measured_ranks(profile[P.RANKS])
     zeros: list[float | None] = [0.0 if m else None for m in measured]
     nodes: list[TreeNode] = []
 
@@ -92,48 +99,48 @@ def build_tree(profile: dict[str, Any]) -> list[TreeNode]:
         total = list(zeros)
         for name in sorted(funcs):
             f = funcs[name]
-            t = per_rank(f.get("time_s"), n)
-            new(name, "function", parent, {
-                "time (inc)": t, "time": t, "calls": per_rank(f.get("calls"), n),
-                "bytes_sent": per_rank(f.get("bytes_sent"), n), "bytes_recv": per_rank(f.get("bytes_recv"), n),
+            t = per_rank(f.get(F.TIME_S), n)
+            new(name, "function", parent, {  # the exports' metrics (Hatchet's, Caliper's columns)
+                "time (inc)": t, "time": t, "calls": per_rank(f.get(F.CALLS), n),
+                "bytes_sent": per_rank(f.get(F.BYTES_SENT), n), "bytes_recv": per_rank(f.get(F.BYTES_RECV), n),
                 "visits": list(zeros)})
             total = add(total, t)
         return total
 
     def counters_of(raw: dict[str, Any] | None) -> dict[str, list[float | None]]:
-        return {f"counter:{k}": per_rank(c.get("values"), n) for k, c in sorted((raw or {}).items())}
+        return {f"counter:{k}": per_rank(c.get(C.VALUES), n) for k, c in sorted((raw or {}).items())}
 
     def add_regions(parent: int, regions: list[dict[str, Any]]) -> list[float | None]:
         """Add the region children (recursively); return their summed time per rank."""
         total = list(zeros)
         for reg in regions:
-            t = per_rank(reg.get("time_s"), n)
-            node = new(reg["name"], "region", parent, {"time (inc)": t, "visits": per_rank(reg.get("visits"), n),
-                                                       **counters_of(reg.get("counters"))})
-            inner = add(add_functions(node.nid, reg.get("functions", {})), add_regions(node.nid, reg.get("regions", [])))
+            t = per_rank(reg.get(R.TIME_S), n)
+            node = new(reg[R.NAME], "region", parent, {"time (inc)": t, "visits": per_rank(reg.get(R.VISITS), n),
+                                                       **counters_of(reg.get(R.COUNTERS))})
+            inner = add(add_functions(node.nid, reg.get(R.FUNCTIONS, {})), add_regions(node.nid, reg.get(R.REGIONS, [])))
             node.metrics["time"] = sub(t, inner)
             total = add(total, t)
         return total
 
-    wall = [r.get("wall_time_s") for r in profile["ranks"]]
+    wall = [r.get(RankKeys.WALL_TIME_S) for r in profile[P.RANKS]]
     root = new(ROOT_NAME, "program", None, {"time (inc)": per_rank(wall, n), "visits": [1.0 if m else None for m in measured]})
-    in_regions = _region_function_totals(profile.get("regions", []))
+    in_regions = _region_function_totals(profile.get(P.REGIONS, []))
     outside: dict[str, Any] = {}
-    for name, f in profile.get("functions", {}).items():
+    for name, f in profile.get(P.FUNCTIONS, {}).items():
         rest = {k: sub(per_rank(f.get(k), n), per_rank(in_regions.get(name, {}).get(k), n) if name in in_regions else zeros)
-                for k in ("calls", "time_s", "bytes_sent", "bytes_recv")}
-        if any(v for v in rest["calls"] if v):
+                for k in summed_fields()}
+        if any(v for v in rest[F.CALLS] if v):
             outside[name] = rest
     # user counters outside every region: the whole-run sum minus what regions recorded
     counters: dict[str, Any] = {}
-    region_counters = _region_counter_totals(profile.get("regions", []))
-    for name, c in (profile.get("counters") or {}).items():
-        values = per_rank(c.get("values"), n)
-        if c.get("kind", "sum") == "sum" and name in region_counters:
+    region_counters = _region_counter_totals(profile.get(P.REGIONS, []))
+    for name, c in (profile.get(P.COUNTERS) or {}).items():
+        values = per_rank(c.get(C.VALUES), n)
+        if c.get(C.KIND, "sum") == "sum" and name in region_counters:
             values = [None if v is None else v - (region_counters[name][r] or 0.0) for r, v in enumerate(values)]
-        counters[name] = {"values": values}
+        counters[name] = {C.VALUES: values}
     root.metrics.update(counters_of(counters))
-    inner = add(add_functions(root.nid, outside), add_regions(root.nid, profile.get("regions", [])))
+    inner = add(add_functions(root.nid, outside), add_regions(root.nid, profile.get(P.REGIONS, [])))
     root.metrics["time"] = sub(root.metrics["time (inc)"], inner)
     for node in nodes:  # regions and the root move no bytes and make no calls themselves
         for k in ("calls", "bytes_sent", "bytes_recv"):
@@ -149,12 +156,12 @@ def _region_function_totals(regions: list[dict[str, Any]]) -> dict[str, dict[str
 
     def walk(nodes: list[dict[str, Any]]) -> None:
         for reg in nodes:
-            for name, f in reg.get("functions", {}).items():
-                n = len(f["calls"])
-                slot = out.setdefault(name, {k: [0.0] * n for k in ("calls", "time_s", "bytes_sent", "bytes_recv")})
+            for name, f in reg.get(RegionKeys.FUNCTIONS, {}).items():
+                n = len(f[FunctionKeys.CALLS])
+                slot = out.setdefault(name, {k: [0.0] * n for k in summed_fields()})
                 for k in slot:
                     slot[k] = add(slot[k], per_rank(f.get(k), n))
-            walk(reg.get("regions", []))
+            walk(reg.get(RegionKeys.REGIONS, []))
     walk(regions)
     return out
 
@@ -164,11 +171,11 @@ def _region_counter_totals(regions: list[dict[str, Any]]) -> dict[str, list[floa
 
     def walk(nodes: list[dict[str, Any]]) -> None:
         for reg in nodes:
-            for name, c in (reg.get("counters") or {}).items():
-                vals = c.get("values", [])
+            for name, c in (reg.get(RegionKeys.COUNTERS) or {}).items():
+                vals = c.get(CounterKeys.VALUES, [])
                 slot = out.setdefault(name, [0.0] * len(vals))
                 out[name] = [(s or 0.0) + (v or 0.0) for s, v in zip(slot, vals)]
-            walk(reg.get("regions", []))
+            walk(reg.get(RegionKeys.REGIONS, []))
     walk(regions)
     return out
 

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import safefile
+from .._layout import ProfileKeys, RankKeys, ToolKeys
 from ..callsites import callsites, location
 from ..errors import MpilensError
 from ..rundir import Run
@@ -57,9 +58,9 @@ def _run_metadata(run: Run) -> dict[str, Any]:
     lib = (meta.get("mpi") or {}).get("library", "") if isinstance(meta.get("mpi"), dict) else ""
     cmd = meta.get("command")
     return {
-        "mpilens.run": str(run.path), "mpi": (run.profile.get("tool") or {}).get("mpi"),
-        "mpi.library": lib.splitlines()[0].strip() if lib else None, "nranks": run.profile["nranks"],
-        "wall_time_s": run.profile.get("wall_time_s"), "command": " ".join(cmd) if isinstance(cmd, list) else None,
+        "mpilens.run": str(run.path), "mpi": (run.profile.get(ProfileKeys.TOOL) or {}).get(ToolKeys.MPI),
+        "mpi.library": lib.splitlines()[0].strip() if lib else None, "nranks": run.profile[ProfileKeys.NRANKS],
+        "wall_time_s": run.profile.get(ProfileKeys.WALL_TIME_S), "command": " ".join(cmd) if isinstance(cmd, list) else None,
         "complete": run.complete,
     }
 
@@ -70,10 +71,10 @@ def build_callpath_tree(run: Run) -> list[TreeNode]:
     MPI function, whose metrics are the site's. Sites that share their outer frames share those
     nodes; a frame's inclusive time is the time of the MPI calls made under it."""
     profile = run.profile
-    n = profile["nranks"]
-    measured = measured_ranks(profile["ranks"])
+    n = profile[ProfileKeys.NRANKS]
+    measured = measured_ranks(profile[ProfileKeys.RANKS])
     zeros: list[float | None] = [0.0 if m else None for m in measured]
-    wall = [r.get("wall_time_s") for r in profile["ranks"]]
+    wall = [r.get(RankKeys.WALL_TIME_S) for r in profile[ProfileKeys.RANKS]]
     nodes = [TreeNode(0, ROOT_NAME, "program", None, {"time (inc)": per_rank(wall, n),
                                                       "visits": [1.0 if m else None for m in measured]})]
     index: dict[tuple[int, str], int] = {}
@@ -125,7 +126,7 @@ def build_callpath_tree(run: Run) -> list[TreeNode]:
 
 def _tree(run: Run, tree: str) -> list[TreeNode]:
     if tree == "callpaths":
-        if not run.profile.get("callsites"):
+        if not run.profile.get(ProfileKeys.CALLSITES):
             raise MpilensError("the run has no call sites (MPILENS_CALLSITE_DEPTH=0, or made by an earlier mpilens)")
         return build_callpath_tree(run)
     if tree != "regions":
@@ -142,10 +143,10 @@ def to_dict(run: Run | str | Path, tree: str = "regions") -> dict[str, Any]:
     graph = {str(nd.nid): {"data": {"name": nd.name, "type": nd.kind}, "children": nd.children} for nd in nodes}
     rows = []
     for nd in nodes:
-        for r in range(run.profile["nranks"]):
+        for r in range(run.profile[ProfileKeys.NRANKS]):
             row: dict[str, Any] = {"node": nd.nid, "rank": r, "name": nd.name}
             for c in cols:
-                v = nd.metrics.get(c, [None] * run.profile["nranks"])[r]
+                v = nd.metrics.get(c, [None] * run.profile[ProfileKeys.NRANKS])[r]
                 row[c] = None if v is None or (isinstance(v, float) and math.isnan(v)) else v
             rows.append(row)
     return {"graph": [graph], "dataframe_indices": ["node", "rank"], "dataframe": rows,
@@ -203,7 +204,7 @@ def to_hatchet(run: Run | str | Path, tree: str = "regions") -> Any:
         hn.append(node)
     graph = Graph([hn[0]])
     graph.enumerate_traverse()
-    n = run.profile["nranks"]
+    n = run.profile[ProfileKeys.NRANKS]
     records: dict[str, list[Any]] = {"node": [], "rank": [], "name": []}
     for c in cols:
         records[c] = []

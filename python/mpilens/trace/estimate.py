@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from .._layout import FunctionKeys, ProfileKeys, RegionKeys
+
 # the features of one rank, in this order; bytes per feature (bench/trace_size.py, Open MPI 4.1,
 # 2026-11-28: the fit on eight examples, within 11 % of each; held out, LAMMPS in.indent +11.5 %,
 # NetPIPE +32.7 %: its every call repeats the previous one's peer, tag and size, the least an event
@@ -41,18 +43,19 @@ _NONBLOCKING = re.compile(r"^MPI_I[a-z]")
 
 def features(profile: dict[str, Any]) -> np.ndarray:
     """The (ranks x FEATURES) counts a trace's size follows, from a profile.json document."""
-    n = int(profile["nranks"])
+    P, F = ProfileKeys, FunctionKeys
+    n = int(profile[P.NRANKS])
     out = np.zeros((n, len(FEATURES)), dtype=np.float64)
     out[:, 3] = 1.0
-    for name, f in profile.get("functions", {}).items():
-        calls = np.asarray(f["calls"], dtype=np.float64)
+    for name, f in profile.get(P.FUNCTIONS, {}).items():
+        calls = np.asarray(f[F.CALLS], dtype=np.float64)
         out[:, 0] += calls
         # a nonblocking operation (MPI_Isend, MPI_Iallreduce, MPI_Iread...) completes once more:
         # its completion is an event of its own (MPI_Iprobe, MPI_Info_*, MPI_Intercomm_* are not)
-        if _NONBLOCKING.match(name) and f.get("class") in ("p2p", "collective", "rma", "io"):
+        if _NONBLOCKING.match(name) and f.get(F.CLASS) in ("p2p", "collective", "rma", "io"):
             out[:, 1] += calls
-    for region in profile.get("regions", []):
-        out[:, 2] += 2 * np.asarray(region.get("visits", [0] * n), dtype=np.float64)
+    for region in profile.get(P.REGIONS, []):
+        out[:, 2] += 2 * np.asarray(region.get(RegionKeys.VISITS, [0] * n), dtype=np.float64)
     return out
 
 
@@ -144,13 +147,13 @@ def suggest(profile: dict[str, Any], under_bytes: float, wall_time_s: float | No
     total = est["bytes"]
     if total <= under_bytes:
         return []
-    n = int(profile["nranks"])
+    n = int(profile[ProfileKeys.NRANKS])
     out: list[dict[str, Any]] = []
     # functions: their calls' bytes (an operation's completion stays with the function that started it)
     cost = []
-    for name, f in profile.get("functions", {}).items():
-        if f.get("class") in _LEAVE_OUT_FIRST:
-            cost.append((float(np.sum(np.asarray(f["calls"], dtype=np.float64))) * per_call, name))
+    for name, f in profile.get(ProfileKeys.FUNCTIONS, {}).items():
+        if f.get(FunctionKeys.CLASS) in _LEAVE_OUT_FIRST:
+            cost.append((float(np.sum(np.asarray(f[FunctionKeys.CALLS], dtype=np.float64))) * per_call, name))
     left, names = total, []
     for b, name in sorted(cost, reverse=True):
         if left <= under_bytes or b <= 0:

@@ -11,6 +11,7 @@ from html import escape
 from typing import Any
 
 from ... import units
+from ..._layout import ProfileKeys
 from ...callsites import OTHER, callsites, location
 from ...summary import spread
 from . import Context, Section, name_html, section, text_table
@@ -93,7 +94,7 @@ class CallSitesSection(Section):
 
     def json(self, ctx: Context) -> dict[str, Any] | None:
         ss = sites(ctx)
-        if not ss and not (ctx.run.profile or {}).get("callsites") == []:
+        if not ss and not (ctx.run.profile or {}).get(ProfileKeys.CALLSITES) == []:
             return None
         return {"callsites": ss}
 

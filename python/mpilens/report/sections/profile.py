@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from ... import units
+from ..._layout import ProfileKeys, ToolKeys
+from ...summary import Talker
 from . import Context, Figure, Section, name_html, section, text_table
 
 MATRIX_MAX_CELLS = 256  # matrices of more ranks are shown in blocks of ranks
@@ -38,7 +40,7 @@ def _command(ctx: Context) -> str:
 
 def _mpi(ctx: Context) -> str:
     lib = ((ctx.run.meta or {}).get("mpi") or {}).get("library", "")
-    return lib.splitlines()[0].strip() if lib else (ctx.run.profile.get("tool") or {}).get("mpi", "n/a")
+    return lib.splitlines()[0].strip() if lib else (ctx.run.profile.get(ProfileKeys.TOOL) or {}).get(ToolKeys.MPI, "n/a")
 
 
 def spread(x: Any) -> dict[str, Any] | None:
@@ -93,7 +95,7 @@ class SummarySection(Section):
             ("Ranks", f"{s.nranks} on {len(hosts)} host{'s' if len(hosts) != 1 else ''}"),
             ("Load imbalance (compute)", units.percent(imbalance)),
             ("Top MPI function", f"{top.name} {units.percent(top.share_of_mpi)}" if top else "none"),
-            ("Bytes moved (p2p matrix)", units.size(sum(m["bytes"] for m in s.talkers))),
+            ("Bytes moved (p2p matrix)", units.size(sum(m.bytes for m in s.talkers))),
         ]
         out = ['<div class="cards">']
         out += [f'<div class="card"><div class="k">{escape(k)}</div><div class="v">{escape(v)}</div></div>'
@@ -304,15 +306,15 @@ class FunctionsSection(Section):
                                "imbalance": f.time.imbalance} for f in ctx.summary.functions]}
 
 
-def matrix_blocks(matrix: list[dict[str, Any]], nranks: int, max_cells: int = MATRIX_MAX_CELLS) -> dict[str, Any]:
+def matrix_blocks(matrix: list[Talker], nranks: int, max_cells: int = MATRIX_MAX_CELLS) -> dict[str, Any]:
     """Return the matrix as sparse cells, grouped in blocks of ranks when there are many ranks."""
     block = max(1, math.ceil(nranks / max_cells))
     n = math.ceil(nranks / block)
     cells: dict[tuple[int, int], list[int]] = {}
     for m in matrix:
-        c = cells.setdefault((m["src"] // block, m["dst"] // block), [0, 0])
-        c[0] += m["bytes"]
-        c[1] += m["messages"]
+        c = cells.setdefault((m.src // block, m.dst // block), [0, 0])
+        c[0] += m.bytes
+        c[1] += m.messages
     return {"n": n, "block": block, "ranks": nranks,
             "cells": [[i, j, b, k] for (i, j), (b, k) in sorted(cells.items())]}
 
@@ -331,8 +333,8 @@ class MatrixSection(Section):
         ctx.data["matrix"] = matrix_blocks(s.talkers, s.nranks)
         block = ctx.data["matrix"]["block"]
         note = f" Each cell is a block of {block} ranks." if block > 1 else ""
-        top = "".join(f"<tr><td>{m['src']}</td><td>{m['dst']}</td>" + _num(m["messages"], units.count(m["messages"]))
-                      + _num(m["bytes"], units.size(m["bytes"])) + "</tr>" for m in s.talkers[:10])
+        top = "".join(f"<tr><td>{m.src}</td><td>{m.dst}</td>" + _num(m.messages, units.count(m.messages))
+                      + _num(m.bytes, units.size(m.bytes)) + "</tr>" for m in s.talkers[:10])
         return ('<label>Colour by<select class="ml-metric"><option value="bytes">bytes</option>'
                 '<option value="messages">messages</option></select></label>'
                 '<div data-chart="heat" data-key="matrix" id="matrix-chart"></div>'
@@ -366,8 +368,8 @@ class MatrixSection(Section):
         s = ctx.summary
         if not s.talkers:
             return None
-        rows = [[str(m["src"]), str(m["dst"]), units.count(m["messages"]), units.size(m["bytes"]),
-                 units.size(m["bytes"] / m["messages"] if m["messages"] else 0)] for m in s.talkers[:10]]
+        rows = [[str(m.src), str(m.dst), units.count(m.messages), units.size(m.bytes),
+                 units.size(m.bytes / m.messages if m.messages else 0)] for m in s.talkers[:10]]
         return ["@ Top talkers (point-to-point, by bytes)"] + text_table(["From", "To", "Messages", "Bytes",
                                                                            "Bytes/msg"], rows)
 
