@@ -168,12 +168,16 @@ $(BUILD)/%/tests/test_tables: tests/c/test_tables.c tests/c/unit.h $(BUILD)/%/ge
 # on the parallel workers (nothing in it depends on timing: 81 s here for 939 tests; 899 took 58 s, against 103-118 s on one worker)
 FAST := not (mpi or apps or slurm or hosts or browser or matrix or install)
 # parallel test workers of `make test` and `make check` (one module each; the `serial` modules of
-# `make test` then run alone): one more than the cores, because many tests wait (for a launcher, a
-# Slurm time limit, a killed job) more than they compute. Measured from a clean clone on 2 cores:
+# `make test` then run on their own, SERIAL_WORKERS): one more than the cores, because many tests
+# wait (for a launcher, a Slurm time limit, a killed job) more than they compute. Measured from a clean clone on 2 cores:
 # the parallel phase took 663 s on 2 workers, 486 s on 3
 TEST_WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 2) + 1 )))
 # parallel jobs of the build that `make test` starts with (the cores)
 BUILD_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+# workers of the `serial` part of `make test` (the timing tests, after the others): one a core, not
+# one more, and none of the parallel part's applications beside them (their ranks busy-poll).
+# Four runs of the part on 2 workers here passed, in 171-208 s; one at a time it took 287-309 s
+SERIAL_WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
 check: all units
 	$(VENV)/bin/ruff check python tests bench
 	MPILENS_TEST_TIER=check $(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "$(FAST)" tests
@@ -191,7 +195,7 @@ test: deps
 	$(MAKE) -j$(BUILD_JOBS) runtime
 	$(VENV)/bin/ruff check python tests bench
 	$(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not serial" tests
-	$(VENV)/bin/python -m pytest -q -p no:xdist -m serial tests
+	$(VENV)/bin/python -m pytest -q -n $(SERIAL_WORKERS) --dist loadfile -m serial tests
 
 # mpilens in a prefix, without root (scripts/install-prefix.py; docs/install.md): the runtime for
 # MPICC's MPI (else mpicc on PATH), the package in the prefix's own Python environment, modulefiles

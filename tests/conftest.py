@@ -255,21 +255,23 @@ _BROWSERS = re.compile(r"^(chromium|chrome|headless_shell)$")
 _APPS = re.compile(r"^(lmp|lmp_\w+|NP\w+|hpcc|IMB-\w+)$")
 
 
-# The modules whose tests run alone, marked `serial`: `make test` runs the others on parallel
-# workers first (pytest-xdist, one module per worker), then these one at a time. Every one of them
-# passed beside two busy loops, and those that failed beside a second `make test` were made to bear
-# it (docs/testing.md); but in one-part clean-clone runs a timing test of them still failed now and
-# then (a trace window cut a step in two, one function's MPI time ranked over another's), so they
-# run alone until each is shown to bear the load. Slurm's tests (test_slurm.py, its time limit
-# included) run beside the others, under the machine's lock. Their
-# expectations hold against this machine's timing (injected delays and imbalance, measured
-# variability, kill and time-limit timing, live readings, a trace window), or they take the
-# machine's single resources (test hosts, Slurm), or they measure memory that other jobs share
-# (QUO_create's PSS: the pages hwloc maps are divided among every process that maps them, so an
-# MPI job beside it shrank its change from 0.22 MiB to 0.04). Whole modules, or module::test. A
-# test added elsewhere must not depend on timing. The real applications' tests (test_apps, the
-# LAMMPS report, trace and benchmark) check exact outputs and counts: they run on the parallel
-# workers, whose tests must bear the load of their busy-polling ranks.
+# The modules whose tests run apart, marked `serial`: `make test` runs the others on parallel
+# workers first (pytest-xdist, one module per worker), then these on one worker a core
+# (SERIAL_WORKERS: two here), without the parallel part's applications, whose ranks busy-poll.
+# Every one of them passed beside two busy loops, and those that failed beside a second
+# `make test` were made to bear it (docs/testing.md); but in one-part clean-clone runs a timing
+# test of them still failed now and then (a trace window cut a step in two, one function's MPI
+# time ranked over another's), so they run apart until each is shown to bear the whole load. On
+# two workers this part passed four runs of four (a fifth ran half-edited code and failed on it).
+# Slurm's tests (test_slurm.py, its time limit included) run beside the others, under the
+# machine's lock. Their expectations hold against this machine's timing (injected delays and
+# imbalance, measured variability, kill and time-limit timing, live readings, a trace window), or
+# they take the machine's single resources (test hosts, Slurm), or they measure memory that other
+# jobs share (QUO_create's PSS: the pages hwloc maps are divided among every process that maps
+# them, so an MPI job beside it shrank its change from 0.22 MiB to 0.04). Whole modules, or
+# module::test. A test added elsewhere must not depend on timing. The real applications' tests
+# (test_apps, the LAMMPS report, trace and benchmark) check exact outputs and counts: they run on
+# the parallel workers, whose tests must bear the load of their busy-polling ranks.
 SERIAL = {"test_compare", "test_hosts", "test_imbalance", "test_killed",
           "test_model_runs", "test_regions_pcontrol", "test_spc", "test_time_sample",
           "test_counters_intervals", "test_trace_filters::test_time_window",
