@@ -9,8 +9,7 @@ BUILD := build
 MPIS := openmpi mpich
 # the MPI-5 standard ABI: a third runtime (C only), built with an ABI compiler wrapper when there is
 # one (MPICC_ABI=..., else mpicc_abi on PATH, else the test matrix's MPICH 5 once `make mpis` ran)
-MATRIX_MPICC_ABI := $(abspath $(BUILD))/mpis/mpich5/bin/mpicc_abi
-MPICC_ABI ?= $(firstword $(shell command -v mpicc_abi 2>/dev/null) $(wildcard $(MATRIX_MPICC_ABI)))
+MPICC_ABI ?= $(firstword $(shell command -v mpicc_abi 2>/dev/null) $(wildcard $(abspath $(BUILD))/mpis/mpich5/bin/mpicc_abi))
 RUNTIMES := $(MPIS) $(if $(MPICC_ABI),abi)
 # each runtime's compiler wrapper
 CC_openmpi := mpicc.openmpi
@@ -36,12 +35,6 @@ endif
 GEN_PYTHON := $(VENV)/bin/python
 GEN_DEPS := $(VENV)/.ready
 include runtime/runtime.mk
-# the standard-ABI runtime with the matrix's MPICH 5: its compiler comes with `make mpis`, which
-# the same make run can install first (`make test` does: the ABI runtime then builds beside the
-# others instead of after them)
-ifeq ($(MPICC_ABI),$(MATRIX_MPICC_ABI))
-$(BUILD)/abi/mpicc $(HELPERS)/abi/mpilens-mpit: $(BUILD)/mpis/.ready
-endif
 
 EXAMPLES_C := $(basename $(notdir $(wildcard examples/c/*.c)))
 EXAMPLES_F := $(basename $(notdir $(wildcard examples/fortran/*.f90)))
@@ -185,11 +178,9 @@ BUILD_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 # one more, and none of the parallel part's applications beside them (their ranks busy-poll).
 # Four runs of the part on 2 workers here passed, in 171-208 s; one at a time it took 287-309 s
 SERIAL_WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
-# whole modules to the workers, the longest first (tests/conftest.py: LONGEST_FIRST)
-DIST := --dist loadfile --no-loadscope-reorder
 check: all units
 	$(VENV)/bin/ruff check python tests bench
-	MPILENS_TEST_TIER=check $(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) $(DIST) -m "$(FAST)" tests
+	MPILENS_TEST_TIER=check $(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "$(FAST)" tests
 
 # the committed run directories the fast tier reads, made again from real runs (after a change of
 # the run directory's format: tests/test_committed_runs.py says when)
@@ -197,13 +188,14 @@ test-runs: all
 	$(VENV)/bin/python scripts/make-test-runs.py
 
 # everything
-# deps first (the build needs the venv); the matrix's wheels install while the rest builds, and the
-# standard-ABI runtime builds with their mpicc_abi once they are in (unless one is on PATH)
+# deps first (the build needs the venv); the matrix's wheels install while the rest builds; then
+# the standard-ABI runtime, whose compiler (mpicc_abi) make mpis may only just have installed
 test: deps
-	$(MAKE) -j$(BUILD_JOBS) mpis all units MPICC_ABI=$(or $(MPICC_ABI),$(MATRIX_MPICC_ABI))
+	$(MAKE) -j$(BUILD_JOBS) mpis all units
+	$(MAKE) -j$(BUILD_JOBS) runtime
 	$(VENV)/bin/ruff check python tests bench
-	$(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) $(DIST) -m "not serial" tests
-	$(VENV)/bin/python -m pytest -q -n $(SERIAL_WORKERS) $(DIST) -m serial tests
+	$(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not serial" tests
+	$(VENV)/bin/python -m pytest -q -n $(SERIAL_WORKERS) --dist loadfile -m serial tests
 
 # mpilens in a prefix, without root (scripts/install-prefix.py; docs/install.md): the runtime for
 # MPICC's MPI (else mpicc on PATH), the package in the prefix's own Python environment, modulefiles

@@ -289,19 +289,7 @@ SERIAL = {"test_compare", "test_hosts", "test_imbalance", "test_killed",
                                          "test_killed_job_leaves_a_readable_trace"))}
 
 
-# The modules that take longest, first (then the others in their order): `make check` and
-# `make test` hand whole modules to their workers in collection order (pytest-xdist's loadfile,
-# with --no-loadscope-reorder; by default it starts with the modules of the most tests, which left
-# the few long ones, test_install.py's 166 s, for last on one worker while the others sat idle).
-# Worker time per module in a clean-clone `make test` (--durations=0), 2026-11-29.
-LONGEST_FIRST = ("test_killed", "test_matrix", "test_install", "test_traffic", "test_slurm", "test_trace",
-                 "test_apps", "test_hotpath", "test_spc", "test_bad_input", "test_callsites", "test_fuzz",
-                 "test_mpit", "test_merge_py", "test_model_runs", "test_compare", "test_hosts")
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    first = {name: i for i, name in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: first.get(item.module.__name__.rsplit(".", 1)[-1] if item.module else "", len(first)))
     for item in items:
         for fixture, need in FIXTURE_NEEDS.items():
             if fixture in getattr(item, "fixturenames", ()):
