@@ -3,7 +3,8 @@
  *   allocmem 32 MiB from MPI_Alloc_mem (the MPI library's), touched, then MPI_Free_mem
  *   bsend    a 16 MiB buffer of the application attached with MPI_Buffer_attach
  *   threads  while the main thread waits in MPI_Recv (rank 0) a second thread allocates and touches
- *            64 MiB: application memory, though an MPI call is under way in the process
+ *            64 MiB, then tells rank 1 to send what ends that MPI_Recv: application memory, though
+ *            an MPI call is under way in the process
  * Usage: mem_attrib [app|allocmem|bsend|threads]... (default: all four); each step is a region. */
 #define _DEFAULT_SOURCE
 #include <mpi.h>
@@ -19,13 +20,17 @@
 
 static char *volatile keep[4];
 
+/* Rank 0's second thread: the 64 MiB, then the word to rank 1 that releases the main thread's
+ * MPI_Recv, so the whole allocation falls inside that call however slow the machine is. */
 static void *helper(void *arg)
 {
     (void)arg;
-    usleep(100000); /* the main thread is inside MPI_Recv by now */
+    usleep(200000); /* the main thread is inside MPI_Recv by now */
     char *p = malloc(64 * MiB);
     memset(p, 3, 64 * MiB);
     keep[3] = p;
+    int done = 1;
+    MPI_Send(&done, 1, MPI_INT, 1, 8, MPI_COMM_WORLD);
     return NULL;
 }
 
@@ -83,8 +88,8 @@ int main(int argc, char **argv)
                 pthread_create(&t, NULL, helper, NULL);
                 MPI_Recv(&x, 1, MPI_INT, 1, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
                 pthread_join(t, NULL);
-            } else if (rank == 1) {
-                usleep(400000); /* rank 0 waits inside MPI_Recv meanwhile */
+            } else if (rank == 1) { /* rank 0 waits inside MPI_Recv until its thread is done */
+                MPI_Recv(&x, 1, MPI_INT, 0, 8, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
                 MPI_Send(&x, 1, MPI_INT, 0, 9, MPI_COMM_WORLD);
             }
             MPI_Barrier(MPI_COMM_WORLD);
