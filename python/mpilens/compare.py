@@ -35,6 +35,7 @@ from .callsites import callsites, location
 from .errors import MpilensError, RunDirectoryError
 from .rundir import Run
 from .rundir import load as load_run
+from .summary import summed_function_fields
 
 RANK_AGGREGATES = ("mean", "max", "sum")
 EXACT_MAX = 50  # runs per side up to which the Mann-Whitney test uses the exact distribution
@@ -179,7 +180,7 @@ def run_values(profile: dict[str, Any], ranks: str = "mean",
     regions = profile.get(P.REGIONS, [])
     n = profile[P.NRANKS]
     in_regions: dict[str, dict[str, list[float]]] = {}
-    summed = (F.CALLS, F.TIME_S, F.BYTES_SENT, F.BYTES_RECV)
+    summed = summed_function_fields()
     top_time = [0.0] * n
 
     def walk(nodes: list[dict[str, Any]], prefix: Key, depth: int) -> None:

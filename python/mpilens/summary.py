@@ -77,6 +77,12 @@ class FunctionSummary:
         return self.bytes_total / self.calls.total if self.calls.total else 0.0
 
 
+def summed_function_fields() -> tuple[str, ...]:
+    """A function's fields that add up over the regions it was called in (profile.json's keys)."""
+    F = FunctionKeys
+    return (F.CALLS, F.TIME_S, F.BYTES_SENT, F.BYTES_RECV)
+
+
 @dataclass
 class Talker:
     """A point-to-point pair of the traffic matrix: what src sent to dst (world ranks)."""

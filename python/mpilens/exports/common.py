@@ -12,6 +12,7 @@ import numpy as np
 from .._layout import CounterKeys, FunctionKeys, ProfileKeys, RankKeys, RegionKeys
 from ..rundir import Run
 from ..rundir import load as load_run
+from ..summary import summed_function_fields
 from ..trace import reader
 from ..trace.timeline import Timeline
 
@@ -49,11 +50,6 @@ class TreeNode:
     parent: int | None
     metrics: dict[str, list[float | None]]
     children: list[int] = field(default_factory=list)
-
-
-def summed_fields() -> tuple[str, ...]:
-    """A function's fields that add up over regions (profile.json's keys)."""
-    return (FunctionKeys.CALLS, FunctionKeys.TIME_S, FunctionKeys.BYTES_SENT, FunctionKeys.BYTES_RECV)
 
 
 def per_rank(values: list[Any] | None, n: int) -> list[float | None]:
@@ -128,7 +124,7 @@ def build_tree(profile: dict[str, Any]) -> list[TreeNode]:
     outside: dict[str, Any] = {}
     for name, f in profile.get(P.FUNCTIONS, {}).items():
         rest = {k: sub(per_rank(f.get(k), n), per_rank(in_regions.get(name, {}).get(k), n) if name in in_regions else zeros)
-                for k in summed_fields()}
+                for k in summed_function_fields()}
         if any(v for v in rest[F.CALLS] if v):
             outside[name] = rest
     # user counters outside every region: the whole-run sum minus what regions recorded
@@ -158,7 +154,7 @@ def _region_function_totals(regions: list[dict[str, Any]]) -> dict[str, dict[str
         for reg in nodes:
             for name, f in reg.get(RegionKeys.FUNCTIONS, {}).items():
                 n = len(f[FunctionKeys.CALLS])
-                slot = out.setdefault(name, {k: [0.0] * n for k in summed_fields()})
+                slot = out.setdefault(name, {k: [0.0] * n for k in summed_function_fields()})
                 for k in slot:
                     slot[k] = add(slot[k], per_rank(f.get(k), n))
             walk(reg.get(RegionKeys.REGIONS, []))
