@@ -14,6 +14,7 @@ from pathlib import Path
 
 from . import build_info, imports, layout, safefile
 from .build_info import MPI_FLAVORS, check_program, helper_env, preload_libraries
+from .elf import dynamic_symbols
 from .errors import ConfigError, LaunchError
 
 LAUNCHERS = {
@@ -123,16 +124,21 @@ def find_program(args: list[str], env: dict[str, str] | None = None) -> str | No
 
 def library_flavor(lib: str) -> str | None:
     """Return openmpi, mpich or abi (the MPI-5 standard ABI) for an MPI shared library, from its
-    name (the standard names it libmpi_abi) or the symbols it defines."""
+    name (the standard names it libmpi_abi) or the symbols it defines (read from the file: a few
+    milliseconds; `nm -D` only for a file elf.py cannot read)."""
     if os.path.basename(lib).startswith("libmpi_abi.so"):
         return "abi"
-    nm = shutil.which("nm")
-    if nm is None:
-        return None
-    out = subprocess.run([nm, "-D", "--defined-only", lib], capture_output=True, text=True).stdout
-    if re.search(r"\bompi_mpi_comm_world\b", out):
+    symbols = dynamic_symbols(lib)
+    if symbols is not None:
+        defined = [name for name, _, is_defined in symbols if is_defined]
+    else:
+        nm = shutil.which("nm")
+        if nm is None:
+            return None
+        defined = subprocess.run([nm, "-D", "--defined-only", lib], capture_output=True, text=True).stdout.split()
+    if "ompi_mpi_comm_world" in defined:
         return "openmpi"
-    if re.search(r"\bMPIR_\w+", out) or re.search(r"\bMPID_\w+", out):
+    if any(name.startswith(("MPIR_", "MPID_")) for name in defined):
         return "mpich"
     return None
 
@@ -149,6 +155,22 @@ def program_mpi(program: str) -> tuple[str | None, str]:
     return flavor, why
 
 
+# ldd's answers of this process, by program and what of the environment decides it: `mpilens run`
+# asks about the program it finds, then about the one it runs (the same)
+_LDD: dict[tuple[str, str | None, str | None], str | None] = {}
+
+
+def _ldd(program: str, env: dict[str, str] | None) -> str | None:
+    e = os.environ if env is None else env
+    key = (program, e.get("LD_LIBRARY_PATH"), e.get("LD_PRELOAD"))
+    if key not in _LDD:
+        try:
+            _LDD[key] = subprocess.run(["ldd", program], capture_output=True, text=True, timeout=30, env=env).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            _LDD[key] = None
+    return _LDD[key]
+
+
 def program_library(program: str, env: dict[str, str] | None = None) -> tuple[str | None, str, str | None]:
     """Return (flavor or None, how it was decided, the MPI library's path when ldd found it), with the
     job's environment (its LD_LIBRARY_PATH decides the library)."""
@@ -156,9 +178,8 @@ def program_library(program: str, env: dict[str, str] | None = None) -> tuple[st
         return None, "script", None
     if INTERPRETERS.match(os.path.basename(program)):
         return None, "interpreter", None
-    try:
-        out = subprocess.run(["ldd", program], capture_output=True, text=True, timeout=30, env=env).stdout
-    except (OSError, subprocess.TimeoutExpired):
+    out = _ldd(program, env)
+    if out is None:
         return None, "ldd failed", None
     for line in out.splitlines():
         m = re.match(r"\s*(libmpi\S*\.so[.\d]*|libmpich\S*\.so[.\d]*)\s+=>\s+(\S+)", line)
