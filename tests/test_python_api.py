@@ -37,3 +37,24 @@ def test_command_line_loads_no_numerical_stack():
             "print(sorted(m for m in ('numpy', 'pandas', 'scipy', 'matplotlib') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip().splitlines()[-1] == "[]", out
+
+
+def test_text_report_loads_no_plotting_or_fitting_library():
+    """The text and JSON reports (the test suite runs about two hundred, a user one per run) do
+    without matplotlib and scipy: the sections that draw or fit a model load them when they do,
+    not when the report imports every section (0.45 s of each report's 0.8 s)."""
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    runs = sorted(str(p) for p in (ROOT / "tests" / "data" / "runs").iterdir() if (p / "meta.json").is_file())
+    assert len(runs) >= 20
+    code = ("import contextlib, io, sys\nimport mpilens.cli\n"
+            f"for run in {runs!r}:\n"
+            "    for args in (['report', run], ['report', '--json', run]):\n"
+            "        with contextlib.redirect_stdout(io.StringIO()):\n"
+            "            assert mpilens.cli.main(args) == 0, args\n"
+            "print(sorted(m for m in ('scipy', 'matplotlib') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "[]", out

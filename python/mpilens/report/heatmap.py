@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import matplotlib
 import numpy as np
 
 from ..counters_spc import grid_remap, rank_totals
@@ -13,6 +12,8 @@ from ..counters_spc import grid_remap, rank_totals
 
 def _cmap_with_gaps() -> Any:
     """Reds, with unmeasured cells grey rather than the colour of zero."""
+    import matplotlib  # only where a figure is drawn: the text report never loads it (0.25 s)
+
     cmap = matplotlib.colormaps["Reds"].copy()
     cmap.set_bad("lightgrey")
     return cmap
