@@ -52,7 +52,8 @@ def build_base(rev: str, tmp: Path, mpis: list[str]) -> Path:
         subprocess.run([str(py), str(src / "runtime/gen/generate.py"), "--mpi", m, "--cc", f"mpicc.{m}", "--spec",
                         str(src / "runtime/spec"), "--out", str(gen)], check=True, capture_output=True)
         files = [str(p) for p in sorted((src / "runtime/src").glob("*.c")) if p.name not in NOT_IN_LIB]
-        files += [str(gen / f) for f in ("wrappers_c.c", "wrappers_f.c", "ml_functions.c", "ml_config_table.c")]
+        files += [str(gen / f) for f in ("wrappers_c.c", "wrappers_c_hot.c", "wrappers_f.c", "wrappers_f_hot.c",
+                                         "ml_functions.c", "ml_config_table.c") if (gen / f).exists()]
         version = (src / "VERSION").read_text().strip()
         subprocess.run([f"mpicc.{m}", "-std=c11", "-D_GNU_SOURCE", "-O2", "-g", "-fPIC", "-fvisibility=hidden",
                         f'-DML_VERSION="{version}"', f"-I{src}/runtime/src", f"-I{src}/runtime/include", f"-I{gen}",

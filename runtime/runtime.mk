@@ -91,7 +91,13 @@ BIND = -include $(BUILD)/$*/gen/ml_pmpi.h
 # the generated ones with line tables only (-g1: a fifth less compile time, and a debugger still
 # shows where a wrapper is)
 GEN_CFLAGS := -g1
-GEN_SRC := wrappers_c wrappers_f ml_functions ml_config_table ml_pmpi ml_pmpi_entries
+GEN_SRC := wrappers_c wrappers_c_hot wrappers_f wrappers_f_hot ml_functions ml_config_table ml_pmpi ml_pmpi_entries
+# the wrappers off the hot path (runtime/gen/generate.py HOT_CLASSES: all but point-to-point,
+# completion and probe) at -O1: 28 s of compiling per runtime instead of 44 here, for a few
+# instructions more in a call that costs microseconds; the hot path's keep -O2 and its
+# instruction counts (bench/hotpath.py --compare)
+GEN_OPT_wrappers_c := -O1
+GEN_OPT_wrappers_f := -O1
 lib_objects = $(patsubst runtime/src/%.c,$(BUILD)/$(1)/obj/%.o,$(LIB_SRC)) $(foreach g,$(GEN_SRC),$(BUILD)/$(1)/obj/gen-$(g).o)
 define runtime_rules
 $(BUILD)/$(1)/obj/%.o: runtime/src/%.c $(RUNTIME_HDR) $(RUNDIR_H) $(BUILD)/$(1)/gen/wrappers_c.c
@@ -100,7 +106,7 @@ $(BUILD)/$(1)/obj/%.o: runtime/src/%.c $(RUNTIME_HDR) $(RUNDIR_H) $(BUILD)/$(1)/
 	  -I$(BUILD)/$(1)/gen -I$(BUILD)/gen -c -o $$@ $$<
 $(BUILD)/$(1)/obj/gen-%.o: $(BUILD)/$(1)/gen/wrappers_c.c $(RUNTIME_HDR) $(RUNDIR_H)
 	@mkdir -p $$(dir $$@)
-	$(CC_$(1)) $(CFLAGS) $(GEN_CFLAGS) $(LIB_CFLAGS) -include $(BUILD)/$(1)/gen/ml_pmpi.h $(RUNTIME_INC) -Iruntime/include \
+	$(CC_$(1)) $(CFLAGS) $(GEN_CFLAGS) $$(GEN_OPT_$$*) $(LIB_CFLAGS) -include $(BUILD)/$(1)/gen/ml_pmpi.h $(RUNTIME_INC) -Iruntime/include \
 	  -I$(BUILD)/$(1)/gen -I$(BUILD)/gen -c -o $$@ $(BUILD)/$(1)/gen/$$*.c
 $(BUILD)/lib/libmpilens-$(1).so: $(call lib_objects,$(1))
 	@mkdir -p $$(dir $$@)
