@@ -197,13 +197,14 @@ test-runs: all
 	$(VENV)/bin/python scripts/make-test-runs.py
 
 # everything
+# the parallel part's modules in tests/conftest.py's order (FIRST: the long installs start at once)
 # deps first (the build needs the venv); the matrix's wheels install while the rest builds; then
 # the standard-ABI runtime, whose compiler (mpicc_abi) make mpis may only just have installed
 test: deps
 	$(MAKE) -j$(BUILD_JOBS) mpis all units
 	$(MAKE) -j$(BUILD_JOBS) runtime
 	$(VENV)/bin/ruff check python tests bench
-	$(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not serial" tests
+	$(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not serial" tests
 	$(VENV)/bin/python -m pytest -q -n $(SERIAL_WORKERS) --dist loadfile -m serial tests
 
 # mpilens in a prefix, without root (scripts/install-prefix.py; docs/install.md): the runtime for

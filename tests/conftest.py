@@ -289,7 +289,24 @@ SERIAL = {"test_compare", "test_hosts", "test_imbalance", "test_killed",
                                          "test_killed_job_leaves_a_readable_trace"))}
 
 
+# The order in which `make test` hands whole modules to its workers (pytest-xdist's loadfile with
+# --no-loadscope-reorder: collection order): the order xdist would take by default, the modules of
+# most tests first, except for these, which run long on few tests and go first. By default
+# test_install.py's three installs (230 s on one worker: compiling and installing, no MPI job) were
+# handed out among the last modules and ran on while the other workers sat idle.
+FIRST = ("test_install",)
+
+
+def _module_name(item: pytest.Item) -> str:
+    return item.module.__name__.rsplit(".", 1)[-1] if item.module is not None else ""
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    counts = collections.Counter(_module_name(item) for item in items)
+    order = {name: i for i, name in enumerate(FIRST)}
+    # stable: each module's tests stay together and in their order
+    items.sort(key=lambda item: (order.get(_module_name(item), len(order)), -counts[_module_name(item)],
+                                 _module_name(item)))
     for item in items:
         for fixture, need in FIXTURE_NEEDS.items():
             if fixture in getattr(item, "fixturenames", ()):
