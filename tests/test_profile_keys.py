@@ -14,6 +14,9 @@ and every key the writers write and the readers read comes from there.
   as they did the real one. A reader that spelled a key itself would miss the renamed key or
   write the old one. Oracle: the C merge's document (build/bin/mpilens-merge), renamed by a walk
   of the spec of this test's own.
+- The typed objects: every document above reads into the generated dataclasses and back into the
+  same document; a value of the wrong type is named with its place; a field added to the spec's
+  per-function list is a field of the dataclass generated from that spec.
 """
 
 from __future__ import annotations
@@ -287,3 +290,127 @@ def test_the_summary_and_the_frames_take_every_key_from_the_spec(tmp_path: Path,
         own = set() if i == 2 else {"region", "function", "rank"}  # frames.ranks: the profile's own keys
         assert list(df.columns) == [c if c in own else "renamed." + c for c in want.columns]
         assert df.set_axis(want.columns, axis=1).equals(want)
+
+
+# ------------------------------------------------------------------------- the typed objects
+def written(doc: Any, kind: str = "profile") -> Any:
+    """doc without the keys the spec writes only sometimes whose value is null (a typed object holds
+    None for both), walked with this test's own reading of the spec's grammar."""
+    kind = kind.removesuffix("?")
+    if doc is None:
+        return None
+    if kind.startswith("["):
+        return [written(v, kind[1:-1]) for v in doc]
+    if kind.startswith("{"):
+        return {k: written(v, kind[1:-1]) for k, v in doc.items()}
+    if kind in OBJECTS:
+        return {k: written(doc[k], t) for k, t, when in OBJECTS[kind] if k in doc and (when is None or doc[k] is not None)}
+    return doc
+
+
+def typed_documents() -> list[tuple[str, dict[str, Any]]]:
+    docs = [(p.parent.name, json.loads(p.read_text())) for p in committed_profiles()]
+    if MERGE.is_file():
+        docs += [(f"{f.parent.name}-{o[0]}", c_merge(payloads(f), o)) for f in PAYLOAD_SETS for o in OPTIONS]
+    return docs
+
+
+def visit_typed(obj: Any, kind: str, name: str, seen: set[str]) -> None:
+    """Each object of a typed document is its spec object's dataclass; each number of seconds a float."""
+    kind = kind.removesuffix("?")
+    if obj is None:
+        return
+    if kind.startswith("["):
+        for v in obj:
+            visit_typed(v, kind[1:-1], name, seen)
+    elif kind.startswith("{"):
+        for v in obj.values():
+            visit_typed(v, kind[1:-1], name, seen)
+    elif kind in OBJECTS:
+        assert type(obj).__name__ == "".join(w.capitalize() for w in kind.split("_")), (name, kind)
+        seen.add(kind)
+        for k, t, _ in OBJECTS[kind]:
+            visit_typed(getattr(obj, k + "_" if k == "class" else k), t, name, seen)
+    elif kind == "seconds":
+        assert type(obj) is float, (name, obj)
+
+
+def test_every_document_reads_into_the_typed_objects_and_back() -> None:
+    """profile_from_json then profile_to_json gives the document back (the committed runs and the C
+    merge's documents); each object is its spec's dataclass, each number of seconds a float."""
+    docs = typed_documents()
+    assert len(docs) >= 23 + (8 if MERGE.is_file() else 0)
+    seen: set[str] = set()
+    for name, doc in docs:
+        typed = L.profile_from_json(doc)
+        assert L.profile_to_json(typed) == written(doc), name
+        visit_typed(typed, "profile", name, seen)
+    assert seen == set(OBJECTS)
+
+
+def test_the_dataclasses_have_the_spec_keys_in_order() -> None:
+    for kind, keys in OBJECTS.items():
+        cls = L.PROFILE_CLASSES[kind]
+        assert [f.name for f in dataclasses.fields(cls)] == [k + "_" if k == "class" else k for k, _, _ in keys]
+        assert cls.__dataclass_params__.frozen
+
+
+def test_a_value_of_the_wrong_type_is_named_with_its_place() -> None:
+    doc = json.loads((DATA / "runs" / "ring-openmpi" / "profile.json").read_text())
+    cases = [(("functions", "MPI_Send", "calls", 1), "5", "profile.json.functions.MPI_Send.calls[1]: integer"),
+             (("ranks", 0, "wall_time_s"), True, "profile.json.ranks[0].wall_time_s: seconds"),
+             (("matrix",), {}, "profile.json.matrix: a list"),
+             (("tool", "name"), 3, "profile.json.tool.name: string")]
+    for path, value, message in cases:
+        bad = copy.deepcopy(doc)
+        target = bad
+        for p in path[:-1]:
+            target = target[p]
+        target[path[-1]] = value
+        with pytest.raises(L.ProfileShapeError, match=re.escape(message)):
+            L.profile_from_json(bad)
+    missing = {k: v for k, v in doc.items() if k != "dropped"}
+    with pytest.raises(L.ProfileShapeError, match="profile.json: no 'dropped'"):
+        L.profile_from_json(missing)
+    # a key of a later version of the spec is left out, not an error
+    assert L.profile_from_json({**doc, "later": 1}) == L.profile_from_json(doc)
+
+
+def test_a_new_function_field_is_one_spec_line(tmp_path: Path) -> None:
+    """A field added to the spec's per-function list (what a new per-function statistic takes) is a
+    field of the generated dataclass, read from the document with the others."""
+    import importlib.util
+    import sys
+
+    sys.path.insert(0, str(ROOT / "runtime" / "gen"))
+    try:
+        import rundir as gen
+    finally:
+        sys.path.pop(0)
+    spec_text = (ROOT / "runtime" / "spec" / "rundir.yaml").read_text()
+    line = "  - {name: bytes_recv, from: recv, as: count,"
+    assert line in spec_text
+    new = "  - {name: waits, from: calls, as: count, doc: \"a new statistic\"}\n"
+    spec_file = tmp_path / "rundir.yaml"
+    spec_file.write_text(spec_text.replace(line, new + line))
+    module = tmp_path / "layout_new.py"
+    module.write_text(gen.gen_python(gen.load(spec_file)))
+    spec = importlib.util.spec_from_file_location("layout_new", module)
+    new_layout = importlib.util.module_from_spec(spec)
+    sys.modules["layout_new"] = new_layout  # the dataclasses resolve their module by name
+    try:
+        spec.loader.exec_module(new_layout)
+    finally:
+        sys.modules.pop("layout_new", None)
+    doc = json.loads((DATA / "runs" / "ring-openmpi" / "profile.json").read_text())
+
+    def add(functions: dict[str, Any], regions: list[dict[str, Any]]) -> None:
+        for f in functions.values():
+            f["waits"] = [7] * doc["nranks"]
+        for r in regions:
+            add(r["functions"], r["regions"])
+
+    add(doc["functions"], doc["regions"])
+    typed = new_layout.profile_from_json(doc)
+    assert typed.functions["MPI_Send"].waits == [7] * doc["nranks"]
+    assert new_layout.FunctionKeys.WAITS == "waits"

@@ -13,7 +13,7 @@ from typing import Any
 from . import _layout, claim, layout, recover
 from . import meta as meta_file
 from . import payload as pl
-from ._layout import MatrixEntryKeys, ProfileKeys, RankKeys, RegionKeys
+from ._layout import MatrixEntryKeys, Profile, ProfileKeys, RankKeys, RegionKeys, profile_from_json
 from .errors import RunDirectoryError
 
 SCHEMA = _layout.SCHEMA_PROFILE
@@ -36,6 +36,13 @@ class Run:
     source: str  # PROFILE_SOURCE ("profile.json"), "per-rank files" or "MPI_Pcontrol snapshot N"
     problems: list[str] = field(default_factory=list)
     snapshot: int | None = None  # N when this is the N-th MPI_Pcontrol(3|4) snapshot, not the whole run
+
+    @functools.cached_property
+    def typed_profile(self) -> Profile:
+        """The profile as typed objects (mpilens._layout.Profile, generated from the spec: a field
+        per key); ProfileShapeError where a value is not of its spec's type (load() has named what
+        it found wrong in `problems`; a run it could read follows the spec)."""
+        return profile_from_json(self.profile)
 
     @property
     def complete(self) -> bool:

@@ -14,6 +14,7 @@ Nothing here knows a layout: everything comes from the spec, which says what eac
 from __future__ import annotations
 
 import argparse
+import keyword
 import re
 import sys
 from dataclasses import dataclass
@@ -389,7 +390,8 @@ def dtype_dict(r: Record) -> str:
 
 def gen_python(spec: dict) -> str:
     out = [f'"""{STAMP}', "", "The run directory's layouts for the readers: magics, paths, enums, record formats.", '"""', "",
-           "from __future__ import annotations", "", "import struct", "from typing import Any, NamedTuple", "", "",
+           "from __future__ import annotations", "", "import keyword", "import struct", "from dataclasses import dataclass",
+           "from typing import Any, NamedTuple", "", "",
            "class FileSpec(NamedTuple):",
            '    """One file of a run directory (runtime/spec/rundir.yaml, docs/run-directory.md)."""', "",
            "    name: str", "    path: str  # str.format pattern: {rank:06d}, {snapshot:04d}", "    glob: str",
@@ -490,7 +492,129 @@ def gen_python(spec: dict) -> str:
     for fld in spec["profile_dropped_fields"]:
         out.append(f"    ({fld['name']!r}, {fld['from']!r}, {fld.get('since')!r}),")
     out += [")", ""]
+    out += profile_dataclasses(spec)
     return "\n".join(out)
+
+
+PY_SCALARS = {"string": "str", "bool": "bool", "integer": "int", "number": "float", "seconds": "float"}
+
+
+def object_class(obj: str) -> str:
+    """The Python dataclass of a profile.json object: size_bin -> SizeBin."""
+    return "".join(w.capitalize() for w in obj.split("_"))
+
+
+def py_type(value: str) -> str:
+    """The Python type of a profile_objects value: [integer?] -> list[int | None]."""
+    nullable = value.endswith("?")
+    v = value.removesuffix("?")
+    if v[:1] == "[":
+        t = f"list[{py_type(v[1:-1])}]"
+    elif v[:1] == "{":
+        t = f"dict[str, {py_type(v[1:-1])}]"
+    else:
+        t = PY_SCALARS.get(v) or object_class(v)
+    return f"{t} | None" if nullable else t
+
+
+def field_name(key: str) -> str:
+    """A key as a Python field: `class` is `class_`."""
+    return key + "_" if keyword.iskeyword(key) else key
+
+
+# the typed reading of profile.json, the same for every object (the spec's value types decide)
+PROFILE_FROM_JSON = '''
+
+class ProfileShapeError(ValueError):
+    """A profile.json value that is not of its spec's type, or an always-written key missing."""
+
+
+def _typed(value: str, v: Any, where: str) -> Any:
+    if value.endswith("?"):
+        if v is None:
+            return None
+        value = value[:-1]
+    if value[:1] == "[":
+        if not isinstance(v, list):
+            raise ProfileShapeError(f"{where}: a list expected, not {type(v).__name__}")
+        return [_typed(value[1:-1], x, f"{where}[{i}]") for i, x in enumerate(v)]
+    if value[:1] == "{":
+        if not isinstance(v, dict):
+            raise ProfileShapeError(f"{where}: an object expected, not {type(v).__name__}")
+        return {k: _typed(value[1:-1], x, f"{where}.{k}") for k, x in v.items()}
+    if value in PROFILE_CLASSES:
+        return _object(value, v, where)
+    ok = {"string": isinstance(v, str), "bool": isinstance(v, bool),
+          "integer": isinstance(v, int) and not isinstance(v, bool)}.get(
+              value, isinstance(v, (int, float)) and not isinstance(v, bool))
+    if not ok:
+        raise ProfileShapeError(f"{where}: {value} expected, not {v!r:.40}")
+    return float(v) if value in ("number", "seconds") else v
+
+
+def _object(name: str, doc: Any, where: str) -> Any:
+    if not isinstance(doc, dict):
+        raise ProfileShapeError(f"{where}: an object expected, not {type(doc).__name__}")
+    fields = {}
+    for key, value, when in PROFILE_OBJECTS[name]:
+        if key in doc:
+            fields[key + "_" if keyword.iskeyword(key) else key] = _typed(value, doc[key], f"{where}.{key}")
+        elif when is None:
+            raise ProfileShapeError(f"{where}: no {key!r}")
+    return PROFILE_CLASSES[name](**fields)  # keys of a later version than this spec are left out
+
+
+def profile_from_json(doc: Any) -> Profile:
+    """profile.json's document as typed objects; ProfileShapeError where it does not follow the spec."""
+    return _object("profile", doc, "profile.json")
+
+
+def _plain(value: str, v: Any) -> Any:
+    value = value.removesuffix("?")
+    if v is None:
+        return None
+    if value[:1] == "[":
+        return [_plain(value[1:-1], x) for x in v]
+    if value[:1] == "{":
+        return {k: _plain(value[1:-1], x) for k, x in v.items()}
+    if value in PROFILE_CLASSES:
+        return profile_to_json(v, value)
+    return v
+
+
+def profile_to_json(obj: Any, name: str = "profile") -> dict[str, Any]:
+    """An object back as the document writes it: the keys in the spec's order, those written only
+    when (their `when`) left out where None."""
+    out = {}
+    for key, value, when in PROFILE_OBJECTS[name]:
+        v = getattr(obj, key + "_" if keyword.iskeyword(key) else key)
+        if v is not None or when is None:
+            out[key] = _plain(value, v)
+    return out
+'''
+
+
+def profile_dataclasses(spec: dict) -> list[str]:
+    """profile.json's objects as frozen dataclasses, and their reading from the document."""
+    out = ["", "# profile.json as typed objects: a frozen dataclass per object of runtime/spec/rundir.yaml",
+           "# profile_objects, a field per key (named as the key; `class` is `class_`); None where the",
+           "# value is null or the key is not written (its `when`). profile_from_json reads a document",
+           "# into them, profile_to_json writes one back."]
+    for oname, keys in spec["_profile_keys"].items():
+        out += ["", "", "@dataclass(frozen=True, slots=True, kw_only=True)", f"class {object_class(oname)}:",
+                f'    """profile.json: {spec["profile_objects"][oname]["doc"]}."""', ""]
+        for k in keys:
+            t = py_type(k.value)
+            if k.when is None:
+                out.append(f"    {field_name(k.name)}: {t}")
+            else:
+                t = t if t.endswith("| None") else f"{t} | None"
+                out.append(f"    {field_name(k.name)}: {t} = None  # not always written: {' '.join(k.when.split())}")
+    out += ["", "", "PROFILE_CLASSES: dict[str, type] = {"]
+    out += [f"    {oname!r}: {object_class(oname)}," for oname in spec["_profile_keys"]]
+    out += ["}"]
+    out += PROFILE_FROM_JSON.split("\n")
+    return out
 
 
 # ------------------------------------------------------------------------------------------ doc
@@ -558,7 +682,10 @@ def gen_doc(spec: dict) -> str:
             "T, or `{T}` a JSON object whose keys are names the program gave (functions, counters) and whose "
             "values are T; `?`: `null` where it was not measured (a rank that left no data). The C writer "
             "(`ML_PK_*` in `build/gen/ml_rundir.h`) and the Python readers (`mpilens._layout.ProfileKeys`, "
-            "`RankKeys`, ...) take every key from here.", ""]
+            "`RankKeys`, ...) take every key from here. Python scripts may also read the document as typed "
+            "objects generated from these tables, a frozen dataclass per object with a field per key "
+            "(`run.typed_profile`, `mpilens._layout.profile_from_json`: `Profile`, `Rank`, `Function`, ...; "
+            "`class` is `class_`; `None` where a value is null or not written).", ""]
     for oname, keys in spec["_profile_keys"].items():
         o = spec["profile_objects"][oname]
         out += [f"### `{oname}`", "", o["doc"][:1].upper() + o["doc"][1:] + ".", "",
