@@ -395,13 +395,14 @@ def test_a_new_function_field_is_one_spec_line(tmp_path: Path) -> None:
     spec_file.write_text(spec_text.replace(line, new + line))
     module = tmp_path / "layout_new.py"
     module.write_text(gen.gen_python(gen.load(spec_file)))
-    spec = importlib.util.spec_from_file_location("layout_new", module)
+    # a module of the package, as the generated one is (it imports mpilens.errors)
+    spec = importlib.util.spec_from_file_location("mpilens._layout_new", module)
     new_layout = importlib.util.module_from_spec(spec)
-    sys.modules["layout_new"] = new_layout  # the dataclasses resolve their module by name
+    sys.modules["mpilens._layout_new"] = new_layout  # the dataclasses resolve their module by name
     try:
         spec.loader.exec_module(new_layout)
     finally:
-        sys.modules.pop("layout_new", None)
+        sys.modules.pop("mpilens._layout_new", None)
     doc = json.loads((DATA / "runs" / "ring-openmpi" / "profile.json").read_text())
 
     def add(functions: dict[str, Any], regions: list[dict[str, Any]]) -> None:

@@ -391,7 +391,7 @@ def dtype_dict(r: Record) -> str:
 def gen_python(spec: dict) -> str:
     out = [f'"""{STAMP}', "", "The run directory's layouts for the readers: magics, paths, enums, record formats.", '"""', "",
            "from __future__ import annotations", "", "import keyword", "import struct", "from dataclasses import dataclass",
-           "from typing import Any, NamedTuple", "", "",
+           "from typing import Any, NamedTuple", "", "from .errors import RunDirectoryError", "", "",
            "class FileSpec(NamedTuple):",
            '    """One file of a run directory (runtime/spec/rundir.yaml, docs/run-directory.md)."""', "",
            "    name: str", "    path: str  # str.format pattern: {rank:06d}, {snapshot:04d}", "    glob: str",
@@ -525,7 +525,7 @@ def field_name(key: str) -> str:
 # the typed reading of profile.json, the same for every object (the spec's value types decide)
 PROFILE_FROM_JSON = '''
 
-class ProfileShapeError(ValueError):
+class ProfileShapeError(RunDirectoryError):
     """A profile.json value that is not of its spec's type, or an always-written key missing."""
 
 
