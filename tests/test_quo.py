@@ -297,7 +297,10 @@ def test_quo_footprint_in_memory_mode(mpi, tmp_path):
     # one exact reading of PSS (the first sample), then the process's own counters (statm): an exact
     # reading in the region would count the shared pages as other processes map them at that moment;
     # estimated, a change of PSS is the change of private pages plus a share of the new shared ones,
-    # so between 0 and the change of RSS here
+    # so at most the change of RSS. It has no lower bound but the change of private pages: the share
+    # is the one the first reading found, small where many processes map the same pages, and the
+    # private pages may shrink meanwhile (beside a second test suite, rank 0's PSS changed by -0.02
+    # MiB while its RSS grew by 1.18)
     settings = {"MPILENS_MODE": "memory", "MPILENS_MEMORY_ROLLUP_MS": "3600000"}
     quo = mpirun(mpi, 2, [str(quo_bin(mpi, "mem-quo"))], tmp_path, settings=settings, outdir=tmp_path / "quo")
     trivial = mpirun(mpi, 2, [str(quo_bin(mpi, "mem-trivial"))], tmp_path, settings=settings,
@@ -313,8 +316,8 @@ def test_quo_footprint_in_memory_mode(mpi, tmp_path):
                   for what in ("begin", "end"))
         rss, pss = (r.at(series, t1) - r.at(series, t0) for series in ("rss", "pss"))
         assert lo * MiB < rss < hi * MiB, (r.rank, rss / MiB)
-        assert 0 < pss <= rss, (r.rank, pss / MiB, rss / MiB)
-    assert 0 < regions["QUO_create"]["total_change"] < hi * MiB, regions["QUO_create"]  # the mean of the PSS changes
+        assert pss <= rss, (r.rank, pss / MiB, rss / MiB)
+    assert regions["QUO_create"]["total_change"] < hi * MiB, regions["QUO_create"]  # the mean of the PSS changes
     for name in ("QUO_auto_distrib", "QUO_bind_push", "QUO_bind_pop", "QUO_barrier"):
         assert abs(regions[name]["total_change"]) < 0.5 * MiB, regions[name]
 
