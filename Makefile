@@ -174,7 +174,7 @@ $(BUILD)/%/tests/test_tables: tests/c/test_tables.c tests/c/unit.h $(BUILD)/%/ge
 # ---------------------------------------------------------------- checks
 # the fast tier: lint and every test that starts no MPI job, no application and no browser
 # (pytest.ini lists the markers; tests/conftest.py fails a test of this tier that starts one anyway),
-# on the parallel workers (nothing in it depends on timing: 97 s here for 1,129 tests)
+# on the parallel workers (nothing in it depends on timing: 97-100 s here for 1,077 tests)
 FAST := not (mpi or apps or slurm or hosts or browser or matrix or install)
 # parallel test workers of `make test` and `make check` (one module each; the `serial` modules of
 # `make test` then run on their own, SERIAL_WORKERS): one more than the cores, because many tests
