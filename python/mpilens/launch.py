@@ -155,14 +155,18 @@ def program_mpi(program: str) -> tuple[str | None, str]:
     return flavor, why
 
 
-# ldd's answers of this process, by program and what of the environment decides it: `mpilens run`
-# asks about the program it finds, then about the one it runs (the same)
-_LDD: dict[tuple[str, str | None, str | None], str | None] = {}
+# ldd's answers of this process, by program (and its version on disk) and what of the environment
+# decides them: `mpilens run` asks about the program it finds, then about the one it runs (the same)
+_LDD: dict[tuple[str, int, str | None, str | None], str | None] = {}
 
 
 def _ldd(program: str, env: dict[str, str] | None) -> str | None:
     e = os.environ if env is None else env
-    key = (program, e.get("LD_LIBRARY_PATH"), e.get("LD_PRELOAD"))
+    try:
+        version = os.stat(program).st_mtime_ns
+    except OSError:
+        return None
+    key = (program, version, e.get("LD_LIBRARY_PATH"), e.get("LD_PRELOAD"))
     if key not in _LDD:
         try:
             _LDD[key] = subprocess.run(["ldd", program], capture_output=True, text=True, timeout=30, env=env).stdout
