@@ -417,7 +417,10 @@ def test_trace_events_carry_their_call_site(mpi_name, tmp_path):
              and e["args"].get("src") == 1 and e["ts"] > 0]
     assert recvs and all(e["args"]["site"] == f"patterns.c:{recv} (main)" for e in recvs), recvs[:3]
 
-    job = run_example(mpi_name, "patterns", 3, tmp_path / "b", ["late_barrier", "30", "2"],
+    # the last rank computes 300 ms before its barrier: far above what a busy machine adds to another
+    # wait (at 30 ms, in a run beside the timing tests, a wait at the barrier between repetitions
+    # was the longest)
+    job = run_example(mpi_name, "patterns", 3, tmp_path / "b", ["late_barrier", "300", "2"],
                       settings={"MPILENS_MODE": "profile,trace"})
     tl = timeline.load(job.rundir)
     waits = [f for f in findings.find(tl) if f.kind == "collective_wait"]
