@@ -258,6 +258,12 @@ def test_lammps_profile(lammps, lammps_receives):
     peers = {r: {m["dst"] for m in p["matrix"] if m["src"] == r} for r in range(4)}
     assert peers == {0: {1, 2}, 1: {0, 3}, 2: {0, 3}, 3: {1, 2}}
     assert_p2p_balanced(p)
+    # the same profile as the typed objects generated from its spec: the second reader's counts again
+    typed = rundir.load(job.rundir).typed_profile
+    assert typed.functions["MPI_Irecv"].calls == [lammps_receives[r][0] for r in range(4)]
+    assert typed.functions["MPI_Send"].bytes_sent == [lammps_receives[r][4] for r in range(4)]
+    assert typed.functions["MPI_Irecv"].class_ == "p2p" and typed.functions["MPI_Allreduce"].class_ == "collective"
+    assert {(m.src, m.dst) for m in typed.matrix} == {(r, d) for r, ds in peers.items() for d in ds}
 
 
 # ------------------------------------------------------------------------------------- HPCC
