@@ -176,17 +176,12 @@ $(BUILD)/%/tests/test_tables: tests/c/test_tables.c tests/c/unit.h $(BUILD)/%/ge
 # (pytest.ini lists the markers; tests/conftest.py fails a test of this tier that starts one anyway),
 # on the parallel workers (nothing in it depends on timing: 97-100 s here for 1,077 tests)
 FAST := not (mpi or apps or slurm or hosts or browser or matrix or install)
-# parallel test workers of `make test` and `make check` (one module each; the `serial` modules of
-# `make test` then run on their own, SERIAL_WORKERS): one more than the cores, because many tests
-# wait (for a launcher, a Slurm time limit, a killed job) more than they compute. Measured from a clean clone on 2 cores:
+# parallel test workers of `make test` and `make check` (one module each): one more than the
+# cores, because many tests wait (for a launcher, a Slurm time limit, a killed job) more than they compute. Measured from a clean clone on 2 cores:
 # the parallel phase took 663 s on 2 workers, 486 s on 3
 TEST_WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 2) + 1 )))
 # parallel jobs of the build that `make test` starts with (the cores)
 BUILD_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
-# workers of the `serial` part of `make test` (the timing tests, after the others): one a core, not
-# one more, and none of the parallel part's applications beside them (their ranks busy-poll).
-# Four runs of the part on 2 workers here passed, in 171-208 s; one at a time it took 287-309 s
-SERIAL_WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
 check: all units
 	$(VENV)/bin/ruff check python tests bench
 	MPILENS_TEST_TIER=check $(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "$(FAST)" tests
@@ -197,15 +192,14 @@ test-runs: all
 	$(VENV)/bin/python scripts/make-test-runs.py
 
 # everything
-# the parallel part's modules in tests/conftest.py's order (FIRST: the long installs start at once)
+# the modules in tests/conftest.py's order (FIRST: the long installs start at once)
 # deps first (the build needs the venv); the matrix's wheels install while the rest builds; then
 # the standard-ABI runtime, whose compiler (mpicc_abi) make mpis may only just have installed
 test: deps
 	$(MAKE) -j$(BUILD_JOBS) mpis all units
 	$(MAKE) -j$(BUILD_JOBS) runtime
 	$(VENV)/bin/ruff check python tests bench
-	$(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not serial" tests
-	$(VENV)/bin/python -m pytest -q -n $(SERIAL_WORKERS) --dist loadfile -m serial tests
+	$(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder tests
 
 # mpilens in a prefix, without root (scripts/install-prefix.py; docs/install.md): the runtime for
 # MPICC's MPI (else mpicc on PATH), the package in the prefix's own Python environment, modulefiles

@@ -255,38 +255,13 @@ _BROWSERS = re.compile(r"^(chromium|chrome|headless_shell)$")
 _APPS = re.compile(r"^(lmp|lmp_\w+|NP\w+|hpcc|IMB-\w+)$")
 
 
-# The modules whose tests run apart, marked `serial`: `make test` runs the others on parallel
-# workers first (pytest-xdist, one module per worker), then these on one worker a core
-# (SERIAL_WORKERS: two here), without the parallel part's applications, whose ranks busy-poll.
-# Every one of them passed beside two busy loops, and those that failed beside a second
-# `make test` were made to bear it (docs/testing.md); but in one-part clean-clone runs a timing
-# test of them still failed now and then (a trace window cut a step in two, one function's MPI
-# time ranked over another's), so they run apart until each is shown to bear the whole load. On
-# two workers this part passed four runs of four (a fifth ran half-edited code and failed on it).
-# Slurm's tests (test_slurm.py, its time limit included) run beside the others, under the
-# machine's lock. Their expectations hold against this machine's timing (injected delays and
-# imbalance, measured variability, kill and time-limit timing, live readings, a trace window), or
-# they take the machine's single resources (test hosts, Slurm), or they measure memory that other
-# jobs share (QUO_create's PSS: the pages hwloc maps are divided among every process that maps
-# them, so an MPI job beside it shrank its change from 0.22 MiB to 0.04). Whole modules, or
-# module::test. A test added elsewhere must not depend on timing. The real applications' tests
-# (test_apps, the LAMMPS report, trace and benchmark) check exact outputs and counts: they run on
-# the parallel workers, whose tests must bear the load of their busy-polling ranks.
-SERIAL = {"test_compare", "test_hosts", "test_imbalance", "test_killed",
-          "test_model_runs", "test_regions_pcontrol", "test_spc", "test_time_sample",
-          "test_counters_intervals", "test_trace_filters::test_time_window",
-          "test_quo::test_quiesced_ranks_sleep", "test_quo::test_bindings_applied_on_this_machine",
-          # the compute time of each rank, against the work it does: wall time that jobs beside it take
-          "test_papi::test_imbalance_more_work_vs_slower_work",
-          # the ranks' calls as far apart as the program's own clocks, to 0.2 ms: a preemption between
-          # the program's clock and its call is more under load (0.35 ms once)
-          "test_perfetto::test_late_sender_is_an_instant",
-          "test_quo::test_quo_footprint_in_memory_mode",
-          "test_quo::test_coupled_example_same_result_in_every_mode",
-          *(f"test_trace::{t}" for t in ("test_late_sender", "test_late_burst_is_one_finding", "test_late_receiver",
-                                         "test_report_names_the_late_sender", "test_late_barrier",
-                                         "test_balanced_halo_has_no_late_partner",
-                                         "test_killed_job_leaves_a_readable_trace"))}
+# Every test runs beside the others: `make test` runs the whole suite on its parallel workers. The
+# timing tests hold the expectations they take from the program's own clocks against this load
+# (docs/testing.md, "Tests that bear a busy machine"); they used to run apart, after the others,
+# until runs of them beside the whole parallel part (five workers on two cores) had passed, and
+# the two that a one-part run had failed were made to bear it (2026-11-30). A test added must not
+# depend on timing.
+# The machine's single resources (Slurm, the test hosts) are taken under the machine's lock.
 
 
 # The order in which `make test` hands whole modules to its workers (pytest-xdist's loadfile with
@@ -311,9 +286,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for fixture, need in FIXTURE_NEEDS.items():
             if fixture in getattr(item, "fixturenames", ()):
                 item.add_marker(need)
-        module = item.module.__name__.rsplit(".", 1)[-1] if item.module is not None else ""
-        if module in SERIAL or f"{module}::{getattr(item, 'originalname', item.name)}" in SERIAL:
-            item.add_marker("serial")
 
 
 def started_job(args) -> str | None:
