@@ -19,6 +19,7 @@ from conftest import (
     MPIS,
     NETPIPE,
     ROOT,
+    TIMEOUT,
     check_netpipe_profile,
     fn,
     job_env,
@@ -92,10 +93,10 @@ def test_netpipe(mpi, sample, tmp_path):
     assert linked_mpi(exe) == mpi
     lo, hi, reps = 2, 4096, 8
     args = [exe, "-l", str(lo), "-u", str(hi), "-p", "0", "-n", str(reps)]
-    plain = plain_run(mpi, 2, [*args, "-o", str(tmp_path / "plain.np")], timeout=60)
+    plain = plain_run(mpi, 2, [*args, "-o", str(tmp_path / "plain.np")])
     assert plain.returncode == 0, plain.stderr
     settings = {"MPILENS_TIME_SAMPLE": str(sample)} if sample > 1 else None
-    job = mpilens_run(None, launcher(mpi, 2) + [*args, "-o", str(tmp_path / "tool.np")], tmp_path, timeout=60,
+    job = mpilens_run(None, launcher(mpi, 2) + [*args, "-o", str(tmp_path / "tool.np")], tmp_path,
                       settings=settings)
     assert flavor(job) == mpi
 
@@ -171,9 +172,9 @@ def lammps(tmp_path_factory):
     """in.indent on 4 ranks, without and with mpilens: (plain stdout, Job)."""
     work = tmp_path_factory.mktemp("lammps") / "indent"
     mpi, args = lammps_indent(work, LAMMPS_STEPS)
-    plain = plain_run(mpi, 4, [*args, "-log", str(work / "log.plain")], timeout=120)
+    plain = plain_run(mpi, 4, [*args, "-log", str(work / "log.plain")])
     assert plain.returncode == 0, plain.stderr
-    job = mpilens_run(None, launcher(mpi, 4) + [*args, "-log", str(work / "log.tool")], work, timeout=120)
+    job = mpilens_run(None, launcher(mpi, 4) + [*args, "-log", str(work / "log.tool")], work)
     assert flavor(job) == mpi
     return plain.stdout, job
 
@@ -188,7 +189,7 @@ def lammps_receives(tmp_path_factory) -> dict[int, tuple[int, int, int, int, int
     shim = base / "libcount_calls.so"
     subprocess.run([f"mpicc.{mpi}", "-std=c11", "-O2", "-shared", "-fPIC", "-o", str(shim),
                     str(ROOT / "tests" / "data" / "count_calls.c")], check=True, capture_output=True)
-    out = plain_run(mpi, 4, ["env", f"LD_PRELOAD={shim}", *args, "-log", str(base / "log.counted")], timeout=120)
+    out = plain_run(mpi, 4, ["env", f"LD_PRELOAD={shim}", *args, "-log", str(base / "log.counted")])
     assert out.returncode == 0, out.stderr
     rows = re.findall(r"^count_calls rank (\d+) MPI_Irecv (\d+) MPI_Wait (\d+) wait_bytes_recv (\d+) "
                       r"MPI_Send (\d+) send_bytes (\d+)$", out.stdout, re.M)
@@ -217,7 +218,7 @@ def test_lammps_counters_mode(lammps, lammps_receives, tmp_path):
     plain, _ = lammps
     work = tmp_path / "indent"
     mpi, args = lammps_indent(work, LAMMPS_STEPS)
-    job = mpilens_run(None, launcher(mpi, 4) + [*args, "-log", str(work / "log.tool")], work, timeout=120,
+    job = mpilens_run(None, launcher(mpi, 4) + [*args, "-log", str(work / "log.tool")], work,
                       settings={"MPILENS_MODE": "counters", "MPILENS_COUNTERS": "calls,bytes,queue"})
     assert thermo_lines(job.stdout) == thermo_lines(plain)
     p, c = job.profile, counters_spc.load(job.rundir)
@@ -304,10 +305,10 @@ def hpcc(tmp_path_factory):
         (work / "hpccinf.txt").write_text(inf)
         argv = launcher(mpi, 4) + ["-wdir", str(work), exe]
         if name == "plain":
-            out = plain_run(mpi, 4, argv[len(launcher(mpi, 4)):], timeout=60)
+            out = plain_run(mpi, 4, argv[len(launcher(mpi, 4)):])
             assert out.returncode == 0, out.stderr
         else:
-            job = mpilens_run(None, argv, work, timeout=60)
+            job = mpilens_run(None, argv, work)
         summaries.append(hpcc_summary(work / "hpccoutf.txt"))
     assert flavor(job) == mpi
     return summaries[0], summaries[1], job
@@ -360,7 +361,7 @@ def test_hpcc_trace(hpcc, tmp_path):
     exe = require("hpcc", "hpcc")
     mpi = linked_mpi(exe)
     (tmp_path / "hpccinf.txt").write_text(hpcc_input())
-    job = mpilens_run(None, launcher(mpi, 4) + ["-wdir", str(tmp_path), exe], tmp_path, timeout=120,
+    job = mpilens_run(None, launcher(mpi, 4) + ["-wdir", str(tmp_path), exe], tmp_path,
                       settings={"MPILENS_MODE": "profile,trace"})
     tool = hpcc_summary(tmp_path / "hpccoutf.txt")
     stable = {k for k in plain if not HPCC_TIMING.search(k)}
@@ -414,9 +415,9 @@ def test_mpi4py(tmp_path):
     n, size = 5, 12345
     script = tmp_path / "sendrecv.py"
     script.write_text(MPI4PY_SCRIPT.format(n=n, size=size))
-    plain = plain_run(mpi, 2, [python, str(script)], timeout=60)
+    plain = plain_run(mpi, 2, [python, str(script)])
     assert plain.returncode == 0, plain.stderr
-    job = mpilens_run(None, launcher(mpi, 2) + [python, str(script)], tmp_path, timeout=60)
+    job = mpilens_run(None, launcher(mpi, 2) + [python, str(script)], tmp_path)
     assert job.stdout == plain.stdout == f"mpi4py: {n} messages of {size} bytes, last byte x, sum of ranks 1\n"
     assert flavor(job) == mpi
     assert job.load().meta["mpi"]["thread_level"] == "MPI_THREAD_MULTIPLE"  # mpi4py's default
@@ -488,7 +489,7 @@ def test_lammps_killed_by_sigkill_is_reported_from_every_rank(tmp_path):
         return [p for p in lmp if "OMPI_COMM_WORLD_RANK=0\0" in env[p] or "PMI_RANK=0\0" in env[p]]
 
     # once a thermo line is out, the run is under way
-    killed_job(cmd, lambda proc: read_until(proc, r"^\s+1500\s", timeout=120), rank0)
+    killed_job(cmd, lambda proc: read_until(proc, r"^\s+1500\s", timeout=TIMEOUT), rank0)
     run = rundir.load(out)
     p = run.profile
     assert [r["ended_by"] for r in p["ranks"]] == ["killed"] * 4, p["ranks"]

@@ -13,7 +13,7 @@
  *  2. On rank 1 a second thread posts M more MPI_Irecv (message N + j, size(N + j), tag N + j) and
  *     exits; the main thread completes all M with one MPI_Waitall, statuses ignored. Rank 0 sends
  *     them with MPI_Send.
- *  3. Rank 1 sends 8 messages of 64 bytes with MPI_Send (tag 99999), sleeping 30 ms before the
+ *  3. Rank 1 sends 8 messages of 64 bytes with MPI_Send (tag 99999), sleeping 300 ms before the
  *     fourth; rank 0 receives them with MPI_Recv.
  *  4. Rank 0 sends BIG bytes (1 MiB: past every eager limit, so MPI_Isend returns a request of its
  *     own) with MPI_Isend, tag 88888, and completes it with MPI_Wait, status ignored; rank 1
@@ -162,7 +162,7 @@ int main(int argc, char **argv)
         /* 3. */
         unsigned char b[64];
         for (int k = 0; k < 8; k++) {
-            if (k == 3) nanosleep(&(struct timespec){0, 30000000}, NULL);
+            if (k == 3) nanosleep(&(struct timespec){0, 300000000}, NULL);
             memset(b, k, sizeof b);
             MPI_Send(b, 64, MPI_BYTE, 0, 99999, MPI_COMM_WORLD);
         }

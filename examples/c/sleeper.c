@@ -2,7 +2,7 @@
  * Each step does one MPI_Allreduce of an int and one MPI_Sendrecv of 256 bytes around a ring, then
  * sleeps. Rank 0 prints "step I" after each step (flushed), so a test can wait for progress.
  * Usage: sleeper [-n STEPS] [-s MS] [-S MS] [-m MARKER] [-a RANK:STEP] [-k RANK:STEP] [-o RANK:STEP]
- *                [-f RANK:STEP] [-w FILE] [-p DIR] [-x CODE] [-r TAG]
+ *                [-f RANK:STEP] [-w FILE] [-p DIR] [-c DIR] [-x CODE] [-r TAG]
  *   -n STEPS      number of steps (default 10)
  *   -s MS         sleep after each step, milliseconds (default 0)
  *   -S MS         instead, steps on a schedule: step I starts I * MS milliseconds after rank 0's
@@ -19,6 +19,9 @@
  *                 writes its 256 bytes at offset (step * size + rank) * 256 (MPI_File_write_at)
  *   -p DIR        each rank keeps the number of steps it finished in DIR/rank-R (rewritten after
  *                 each step: what a test killing the job takes as the program's own account)
+ *   -c DIR        each rank writes to DIR/calls-R, before MPI_Finalize, a line per step: the
+ *                 CLOCK_MONOTONIC readings (ns) just before its MPI_Allreduce and its MPI_Sendrecv
+ *                 (when the program made its calls, for a test of what a time window keeps)
  *   -x CODE       exit status after MPI_Finalize (default 0)
  *   -r TAG        first of all, MPI_Irecv of 4 bytes from the left neighbour with tag TAG, which no
  *                 rank sends: pending through the steps (and at a kill or an abort), cancelled
@@ -35,11 +38,18 @@
 #include <time.h>
 #include <unistd.h>
 
+static long long monotonic_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
 int main(int argc, char **argv)
 {
     int steps = 10, ms = 0, every_ms = 0, abort_rank = -1, abort_step = -1, kill_rank = -1, kill_step = -1, code = 0, pending_tag = -1;
     int oom_rank = -1, oom_step = -1, fault_rank = -1, fault_step = -1;
-    const char *marker = NULL, *progress = NULL, *written = NULL;
+    const char *marker = NULL, *progress = NULL, *written = NULL, *calls = NULL;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "-n") == 0) steps = atoi(argv[i + 1]);
         else if (strcmp(argv[i], "-s") == 0) ms = atoi(argv[i + 1]);
@@ -50,6 +60,7 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "-o") == 0) sscanf(argv[i + 1], "%d:%d", &oom_rank, &oom_step);
         else if (strcmp(argv[i], "-f") == 0) sscanf(argv[i + 1], "%d:%d", &fault_rank, &fault_step);
         else if (strcmp(argv[i], "-p") == 0) progress = argv[i + 1];
+        else if (strcmp(argv[i], "-c") == 0) calls = argv[i + 1];
         else if (strcmp(argv[i], "-w") == 0) written = argv[i + 1];
         else if (strcmp(argv[i], "-x") == 0) code = atoi(argv[i + 1]);
         else if (strcmp(argv[i], "-r") == 0) pending_tag = atoi(argv[i + 1]);
@@ -95,6 +106,7 @@ int main(int argc, char **argv)
         progress_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     }
 
+    long long *calls_at = calls != NULL ? calloc(2 * (size_t)(steps > 0 ? steps : 1), sizeof *calls_at) : NULL;
     for (int i = 0; i < steps; i++) {
         if (rank == abort_rank && i == abort_step) {
             printf("sleeper: rank %d aborts at step %d\n", rank, i);
@@ -122,7 +134,9 @@ int main(int argc, char **argv)
             *nowhere = 0;
         }
         int one = 1, total = 0;
+        if (calls_at != NULL) calls_at[2 * i] = monotonic_ns();
         MPI_Allreduce(&one, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+        if (calls_at != NULL) calls_at[2 * i + 1] = monotonic_ns();
         MPI_Sendrecv(out, (int)sizeof out, MPI_BYTE, right, i, in, (int)sizeof in, MPI_BYTE, left, i, MPI_COMM_WORLD,
                      MPI_STATUS_IGNORE);
         if (fh != MPI_FILE_NULL)
@@ -149,6 +163,15 @@ int main(int argc, char **argv)
     if (pending != MPI_REQUEST_NULL) {
         MPI_Cancel(&pending);
         MPI_Wait(&pending, MPI_STATUS_IGNORE);
+    }
+    if (calls_at != NULL) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/calls-%d", calls, rank);
+        FILE *f = fopen(path, "w");
+        if (f == NULL) return 73;
+        for (int i = 0; i < steps; i++) fprintf(f, "%lld %lld\n", calls_at[2 * i], calls_at[2 * i + 1]);
+        if (fclose(f) != 0) return 74;
+        free(calls_at);
     }
     if (rank == 0) printf("sleeper: %d steps on %d ranks\n", steps, size);
     MPI_Finalize();
