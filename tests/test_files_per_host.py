@@ -116,6 +116,12 @@ def test_sigkill_leaves_containers_readable(mpi, tmp_path):
                 break
             time.sleep(0.05)
         time.sleep(0.3)
+        assert proc.poll() is None, proc.communicate()
+        # stopped first, then killed: once one rank is dead its launcher ends the others, and on a
+        # loaded machine it did so between two kills (the second found no process), with a signal
+        # whose handler would run; a stopped rank runs nothing until SIGKILL ends it
+        for pid in pids:
+            os.kill(pid, signal.SIGSTOP)
         for pid in pids:
             os.kill(pid, signal.SIGKILL)
         proc.communicate(timeout=120)

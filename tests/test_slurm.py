@@ -138,7 +138,10 @@ def test_time_limit(slurm, tmp_path):
     p = subprocess.run(["sbatch", "--wait", "--time=1", "-N", "1", "-n", str(np), "-o", str(log), str(script)],
                        env=slurm, capture_output=True, text=True, timeout=300)
     text = log.read_text()
-    assert p.returncode != 0 and "DUE TO TIME LIMIT" in text, (p.stderr, text)
+    # the job's own step says it was ended at its time limit. sbatch --wait's status is not
+    # checked: it is the batch script's exit as the controller recorded it, and beside a second
+    # suite it was 0 once for a job whose log ends "CANCELLED ... DUE TO TIME LIMIT"
+    assert "DUE TO TIME LIMIT" in text and "Submitted batch job" in p.stdout, (p.returncode, p.stderr, text)
     done = [int((steps / f"rank-{r}").read_text()) for r in range(np)]
     assert min(done) > 100, done  # a minute of 50 ms steps
     q = subprocess.run([str(MPILENS), "report", str(out), "--json"], capture_output=True, text=True, env=slurm)
