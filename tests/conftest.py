@@ -222,14 +222,20 @@ def trace_kinds(path: Path) -> collections.Counter:
     return kinds
 
 
+def trace_head(path: Path) -> dict:
+    """The head block's JSON of a trace file as written (docs/run-directory.md, file `trace`),
+    read without mpilens' reader."""
+    raw = path.read_bytes()
+    head = raw.find(b"MLTH0001")
+    return json.loads(raw[head + 8:raw.find(b"MLTE0001", head)])
+
+
 def trace_calls(path: Path) -> collections.Counter:
     """Events of each function in a trace file as written (call, call_done and late_call events,
     by function name), read as trace_kinds reads it: the functions' names from the head block's
     JSON, the events' fixed parts counted, independently of mpilens' reader."""
     raw, calls, pos = path.read_bytes(), collections.Counter(), 0
-    head = raw.find(b"MLTH0001")
-    end = raw.find(b"MLTE0001", head)
-    names = json.loads(raw[head + 8:end])["functions"]
+    names = trace_head(path)["functions"]
     while (pos := raw.find(b"MLTB0004", pos)) >= 0:
         _, count, _, _, _, _, _, words, _ = struct.unpack_from("<IIQQQIIII", raw, pos + 8)
         fixed = pos + 56
