@@ -7,13 +7,12 @@ mpilens' reader) and, for exports, Perfetto's own protobuf classes."""
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
 import pytest
 
-from conftest import fn, matrix_params, run_example, trace_calls
+from conftest import fn, matrix_params, run_example, trace_calls, trace_head
 from mpilens import cli
 from mpilens.errors import MpilensError
 from mpilens.trace import filters, timeline
@@ -111,13 +110,6 @@ def test_some_ranks_and_functions_left_out(any_mpi, tmp_path):
     assert "ranks 1-2 only (MPILENS_TRACE_RANKS)" in out and f"{2 * n} ends whose partner the trace left out" in out
 
 
-def trace_head(path: Path) -> dict:
-    """The head block's JSON of a trace file as written (docs/run-directory.md, file `trace`)."""
-    raw = path.read_bytes()
-    head = raw.find(b"MLTH0001")
-    return json.loads(raw[head + 8:raw.find(b"MLTE0001", head)])
-
-
 # how long after the program's clock reading a call may reach the wrapper's (a preemption between
 # the two): a call the program made this close to an edge of the window may fall either side of it
 EDGE_NS = 50_000_000
@@ -138,8 +130,9 @@ def test_time_window(mpi, tmp_path):
     job = run_example(mpi, "sleeper", 3, tmp_path, ["-n", "8", "-S", "400", "-c", str(tmp_path)],
                       settings={"MPILENS_MODE": "trace", "MPILENS_TRACE_WINDOW": "0.8:2.0"})
     assert fn(job.profile, "MPI_Allreduce", "calls") == [8] * 3
-    made = {r: [tuple(map(int, ln.split())) for ln in (tmp_path / f"calls-{r}").read_text().splitlines()]
-            for r in range(3)}
+    lines = {r: [tuple(map(int, ln.split())) for ln in (tmp_path / f"calls-{r}").read_text().splitlines()]
+             for r in range(3)}
+    init, made = {r: lines[r][0] for r in range(3)}, {r: lines[r][1:] for r in range(3)}
     traced = {r: trace_calls(path) for r, path in trace_files(job).items()}
     assert sorted(traced) == [0, 1, 2] and all(len(made[r]) == 8 for r in range(3))
     inside: dict[tuple[int, str], set[int]] = {}
@@ -147,6 +140,10 @@ def test_time_window(mpi, tmp_path):
     for r in range(3):
         lo_ns, hi_ns = trace_head(job.rundir / "trace" / f"rank-{r:06d}.bin")["filter"]["window_ns"]
         assert hi_ns - lo_ns == pytest.approx(1.2e9, abs=1e4)
+        # where the window lies, by the program's clock: 0.8 s after the end of rank 0's MPI_Init,
+        # a moment inside that call as rank 0 timed it (the ranks share the host's clock; 1 ms
+        # for the offset the tool measured between them)
+        assert init[0][0] - 1e6 <= lo_ns - 0.8e9 <= init[0][1] + 1e6, (r, lo_ns, init[0])
         for k, name in enumerate(("MPI_Allreduce", "MPI_Sendrecv")):
             at = [step[k] for step in made[r]]
             sure = {i for i, t in enumerate(at) if lo_ns <= t <= hi_ns - EDGE_NS}

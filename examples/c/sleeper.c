@@ -19,9 +19,10 @@
  *                 writes its 256 bytes at offset (step * size + rank) * 256 (MPI_File_write_at)
  *   -p DIR        each rank keeps the number of steps it finished in DIR/rank-R (rewritten after
  *                 each step: what a test killing the job takes as the program's own account)
- *   -c DIR        each rank writes to DIR/calls-R, before MPI_Finalize, a line per step: the
- *                 CLOCK_MONOTONIC readings (ns) just before its MPI_Allreduce and its MPI_Sendrecv
- *                 (when the program made its calls, for a test of what a time window keeps)
+ *   -c DIR        each rank writes to DIR/calls-R, before MPI_Finalize, the CLOCK_MONOTONIC
+ *                 readings (ns) just before and just after its MPI_Init, then a line per step:
+ *                 those just before its MPI_Allreduce and its MPI_Sendrecv (when the program made
+ *                 its calls, for a test of where a time window lies and what it keeps)
  *   -x CODE       exit status after MPI_Finalize (default 0)
  *   -r TAG        first of all, MPI_Irecv of 4 bytes from the left neighbour with tag TAG, which no
  *                 rank sends: pending through the steps (and at a kill or an abort), cancelled
@@ -77,7 +78,9 @@ int main(int argc, char **argv)
         }
     }
 
+    const long long init_before = monotonic_ns();
     MPI_Init(&argc, &argv);
+    const long long init_after = monotonic_ns();
     struct timespec origin;
     clock_gettime(CLOCK_MONOTONIC, &origin);
     int rank, size;
@@ -169,6 +172,7 @@ int main(int argc, char **argv)
         snprintf(path, sizeof path, "%s/calls-%d", calls, rank);
         FILE *f = fopen(path, "w");
         if (f == NULL) return 73;
+        fprintf(f, "%lld %lld\n", init_before, init_after);
         for (int i = 0; i < steps; i++) fprintf(f, "%lld %lld\n", calls_at[2 * i], calls_at[2 * i + 1]);
         if (fclose(f) != 0) return 74;
         free(calls_at);
